@@ -1,0 +1,3 @@
+from portagent.cli import entrypoint
+
+entrypoint()

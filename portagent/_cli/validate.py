@@ -1,0 +1,39 @@
+"""``portagent validate PATH…``: check spec files and folders; list every problem."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("validate", help="check spec files (agents, tools, policies, suites, scripts)",
+                       description="Check spec files and folders. Exit 0 when all are valid, 1 when any "
+                                   "is invalid (every problem is listed), 2 on usage errors.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or folders")
+    p.add_argument("--provider", choices=["openai", "claude", "adk"],
+                   help="also fail when the agent needs something this provider cannot do")
+    p.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+
+
+def run(args: argparse.Namespace) -> int:
+    from portagent.contracts.checks import check_paths
+
+    results = check_paths(args.paths, args.provider)
+    bad = 0
+    for r in results:
+        if r.ok:
+            if not args.quiet:
+                print(f"ok       {r.path} ({r.kind})")
+                for n in r.notes:
+                    print(f"         note: {n}")
+        else:
+            bad += 1
+            print(f"invalid  {r.path}", file=sys.stderr)
+            for p in r.problems:
+                print(f"  - {p.render()}", file=sys.stderr)
+    total = len(results)
+    summary = f"{total - bad} of {total} spec file{'s' if total != 1 else ''} valid"
+    print(summary, file=sys.stderr if bad else sys.stdout)
+    return 1 if bad else 0

@@ -1,0 +1,84 @@
+"""The ``portagent`` command line.
+
+The CLI is thin: every subcommand lives in ``portagent/_cli/<name>.py`` with two functions,
+``add_parser(subparsers)`` (argparse only, no heavy imports) and ``run(args) -> int``. Heavy
+modules (SDKs, vcrpy, rich) are imported inside ``run`` so ``portagent --help`` stays fast.
+
+Exit codes (DESIGN §3): 0 ok · 1 a check failed · 2 usage or configuration error ·
+3 provider or runtime error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+# Order is the order shown by ``--help``.
+COMMANDS: tuple[str, ...] = (
+    "validate",
+    "schema",
+    "emulate",
+    "approvals",
+    "trace",
+)
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with 2 on usage errors already; keep its message short and clear."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"portagent: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from portagent import __version__
+
+    parser = _Parser(
+        prog="portagent",
+        description="Define an agent once; run it on OpenAI Agents SDK, Claude Agent SDK and Google ADK.",
+    )
+    parser.add_argument("--version", action="version", version=f"portagent {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        if importlib.util.find_spec(f"portagent._cli.{name.replace('-', '_')}") is None:
+            continue  # a command whose module is not written yet
+        module = importlib.import_module(f"portagent._cli.{name.replace('-', '_')}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from portagent.contracts.errors import PortagentError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    module = importlib.import_module(f"portagent._cli.{args.command.replace('-', '_')}")
+    try:
+        return int(module.run(args))
+    except PortagentError as e:
+        sys.stderr.write(f"portagent: {e.render()}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("portagent: interrupted\n")
+        return 130
+
+
+def entrypoint() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

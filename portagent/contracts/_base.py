@@ -1,0 +1,50 @@
+"""Shared base for contracts, and the one canonical JSON used for every hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Contract(BaseModel):
+    """Frozen, closed pydantic model: unknown fields are errors, instances never change."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        populate_by_name=True,
+    )
+
+    def hash_payload(self) -> Any:
+        """What ``canonical_hash`` covers: every field not left at its default (DESIGN §3)."""
+        return self.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+
+    def canonical_hash(self) -> str:
+        return sha256_hex(canonical_json(self.hash_payload()))
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, non-ASCII kept, Python's default separators (``", "`` and ``": "``).
+
+    Every hash in portagent (``args_hash``, ``schema_hash``, ``spec_hash`` …) is computed over this
+    one serialization, so a hash written by one module can be checked by any other.
+    """
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def args_hash(args: Any) -> str:
+    """First 12 hex digits of sha256 over the canonical JSON of already-parsed arguments."""
+    return sha256_hex(canonical_json(args))[:12]
+
+
+def short_hash(value: Any) -> str:
+    """``sha256:`` + 16 hex of the canonical JSON of ``value``; the form used for spec hashes."""
+    return "sha256:" + sha256_hex(canonical_json(value))[:16]

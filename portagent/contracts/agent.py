@@ -1,0 +1,136 @@
+"""AgentSpec and Budget (DESIGN §3)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+
+from portagent.contracts._base import Contract, short_hash
+from portagent.contracts.policy import PermissionPolicy
+from portagent.contracts.tool import SEMVER_RE, ToolSpec
+
+ProviderName = Literal["openai", "claude", "adk"]
+"""The providers portagent runs on."""
+
+PROVIDERS: tuple[ProviderName, ...] = ("openai", "claude", "adk")
+
+
+class Budget(Contract):
+    """Limits of one run; portagent counts them itself, the SDKs' own limits are only a backstop."""
+
+    max_turns: Annotated[int, Field(ge=1)] = 10
+    """Model calls, counted from ``model.call`` events (the design source's ``max_steps``)."""
+    max_tool_calls: Annotated[int, Field(ge=1)] = 20
+    """Tool calls, counted by the gateway (rejected calls included)."""
+    max_cost_usd: Annotated[float | None, Field(gt=0)] = None
+    """Model + executed tool cost."""
+    timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    """Wall-clock limit; the run is cancelled after it."""
+
+
+class ModelSettings(Contract):
+    """Per-provider model ids plus shared settings."""
+
+    openai: str | None = None
+    """OpenAI model id (``gpt-4.1-mini``)."""
+    claude: str | None = None
+    """Claude model id."""
+    adk: str | None = None
+    """Gemini model id used through ADK."""
+    temperature: Annotated[float | None, Field(ge=0, le=2)] = None
+    """Shared temperature."""
+    max_tokens: Annotated[int | None, Field(ge=1)] = None
+    """Shared output-token limit."""
+    force_shared_settings: bool = False
+    """When true, temperature/max_tokens are applied on every provider (recorded in ``run.started``)."""
+    openai_api: Literal["responses", "chat_completions"] = "responses"
+    """Which OpenAI wire API the openai-agents adapter uses."""
+
+    def for_provider(self, provider: str) -> str | None:
+        return getattr(self, provider, None)
+
+
+class Delegate(Contract):
+    """A sub-agent this agent can hand off to or call as a tool."""
+
+    agent: Annotated[str, Field(min_length=1)]
+    """Path (relative to this file) of the sub-agent's spec."""
+    kind: Literal["handoff", "agent_as_tool"] = "handoff"
+    """``handoff``: the specialist takes over; ``agent_as_tool``: the coordinator keeps control."""
+    description: str = ""
+    """When to delegate (shown to the model)."""
+
+
+class McpServerRef(Contract):
+    """Reserved for the MCP work: an MCP server used as a tool source."""
+
+    name: str
+    """Server name (also the default tool-name prefix)."""
+    command: list[str] | None = None
+    """stdio command."""
+    url: str | None = None
+    """streamable-http URL."""
+    allow: list[str] = []
+    """Allow-list of tool names."""
+    prefix: str | None = None
+    """Name prefix."""
+
+
+class AgentSpec(Contract):
+    """One agent, portable across providers."""
+
+    kind: Literal["agent"] = "agent"
+    """File kind marker."""
+    schema_version: Literal[1] = 1
+    """Version of this file format."""
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")]
+    """Agent name (an identifier: ADK and handoff tool names require it)."""
+    version: Annotated[str, Field(pattern=SEMVER_RE)] = "1.0.0"
+    """Semantic version."""
+    description: str = ""
+    """What the agent is for (shown to a coordinator that delegates to it)."""
+    instructions: Annotated[str, Field(min_length=1)]
+    """System instructions."""
+    models: ModelSettings = ModelSettings()
+    """Model ids per provider and shared settings."""
+    tool_files: list[str] = []
+    """Files (``kind: tool`` or ``kind: tools``), relative to this spec, where named tools are found."""
+    tools: list[str | ToolSpec] = []
+    """Tool names (found in ``tool_files``) or inline ToolSpecs."""
+    builtin_tools: list[str] = []
+    """Vendor built-in tools granted by name (Claude Code's ``Read``, ``Bash`` …); governed by the policy."""
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema of a structured final output."""
+    delegation: list[Delegate] = []
+    """Sub-agents."""
+    budget: Budget = Budget()
+    """Run limits."""
+    route: str | None = None
+    """Name of the specialist expected to produce the final output in a multi-agent spec."""
+    required_capabilities: list[str] = []
+    """Capability flags the spec needs (checked against each provider's profile)."""
+    policy: str | PermissionPolicy | None = None
+    """Path to a policy file, or an inline policy; none means effect-class defaults."""
+    mcp_servers: list[McpServerRef] = []
+    """Reserved for MCP tool sources."""
+
+    @field_validator("required_capabilities")
+    @classmethod
+    def _known_caps(cls, v: list[str]) -> list[str]:
+        from portagent.contracts.capabilities import CAPABILITY_FLAGS
+
+        unknown = [c for c in v if c not in CAPABILITY_FLAGS]
+        if unknown:
+            raise ValueError(
+                f"unknown capability {unknown[0]!r}; known: {', '.join(CAPABILITY_FLAGS)}"
+            )
+        return v
+
+    @property
+    def instructions_hash(self) -> str:
+        return short_hash(self.instructions)
+
+    @property
+    def spec_hash(self) -> str:
+        return short_hash(self.hash_payload())

@@ -1,0 +1,221 @@
+"""Resolving an agent spec file into an ``AgentBundle``: its tools, policy and sub-agents, by path.
+
+All problems are collected (undefined or duplicate tools, missing files, bad references) and raised
+together as one ``SpecError``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from portagent.contracts._base import short_hash
+from portagent.contracts.agent import AgentSpec
+from portagent.contracts.errors import SpecError, SpecProblem
+from portagent.contracts.loader import load_spec_file
+from portagent.contracts.policy import PermissionPolicy
+from portagent.contracts.tool import ToolSet, ToolSpec
+
+
+@dataclass(frozen=True)
+class DelegationEdge:
+    kind: str
+    """``handoff`` or ``agent_as_tool``."""
+    target: str
+    """Name of the receiving agent."""
+    description: str = ""
+
+
+@dataclass
+class AgentNode:
+    """One agent of a bundle with its resolved tools and policy."""
+
+    spec: AgentSpec
+    path: Path | None
+    tools: dict[str, ToolSpec]
+    policy: PermissionPolicy
+    policy_path: Path | None
+    edges: list[DelegationEdge] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass
+class AgentBundle:
+    """The root agent and every agent reachable through delegation (a graph; cycles are kept)."""
+
+    root: str
+    agents: dict[str, AgentNode]
+
+    @property
+    def spec(self) -> AgentSpec:
+        return self.agents[self.root].spec
+
+    @property
+    def node(self) -> AgentNode:
+        return self.agents[self.root]
+
+    @property
+    def base_dir(self) -> Path:
+        path = self.node.path
+        return path.parent if path is not None else Path.cwd()
+
+    def all_tools(self) -> dict[str, ToolSpec]:
+        out: dict[str, ToolSpec] = {}
+        for node in self.agents.values():
+            out.update(node.tools)
+        return out
+
+    @property
+    def spec_hash(self) -> str:
+        """Hash over every agent spec in the graph (sorted by name)."""
+        return short_hash({n: a.spec.hash_payload() for n, a in sorted(self.agents.items())})
+
+    @property
+    def policy_hash(self) -> str:
+        return short_hash({n: a.policy.hash_payload() for n, a in sorted(self.agents.items())})
+
+    def tool_hashes(self) -> dict[str, str]:
+        return {name: t.spec_hash for name, t in sorted(self.all_tools().items())}
+
+    def delegation_cycle(self) -> list[str] | None:
+        """A cycle in the delegation graph as a list of names (first repeated at the end), or None."""
+        state: dict[str, int] = {}
+        stack: list[str] = []
+
+        def visit(name: str) -> list[str] | None:
+            state[name] = 1
+            stack.append(name)
+            for edge in self.agents[name].edges:
+                if state.get(edge.target) == 1:
+                    return [*stack[stack.index(edge.target):], edge.target]
+                if edge.target not in state:
+                    found = visit(edge.target)
+                    if found:
+                        return found
+            stack.pop()
+            state[name] = 2
+            return None
+
+        for name in self.agents:
+            if name not in state:
+                found = visit(name)
+                if found:
+                    return found
+        return None
+
+
+def _load_tools_file(path: Path, label: str) -> list[ToolSpec]:
+    data = load_spec_file(path)
+    if isinstance(data, ToolSpec):
+        return [data]
+    if isinstance(data, ToolSet):
+        return list(data.tools)
+    raise SpecError([SpecProblem(label, "kind", f"expected kind 'tool' or 'tools', got {data.kind!r}")])  # type: ignore[attr-defined]
+
+
+def _rel(base: Path, ref: str) -> Path:
+    p = Path(ref)
+    return p if p.is_absolute() else base / p
+
+
+def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = None) -> AgentBundle:
+    """Load an agent spec file and everything it references. Raises ``SpecError`` with all problems."""
+    problems: list[SpecProblem] = []
+    agents: dict[str, AgentNode] = {}
+    by_path: dict[Path, str] = {}
+
+    def load_one(p: Path, label: str, inherited_policy: tuple[PermissionPolicy, Path | None] | None) -> str | None:
+        key = p.resolve()
+        if key in by_path:
+            return by_path[key]
+        try:
+            spec = load_spec_file(p, AgentSpec)
+        except SpecError as e:
+            problems.extend(e.problems)
+            return None
+        base = p.parent
+        tools: dict[str, ToolSpec] = {}
+        available: dict[str, ToolSpec] = {}
+        for i, ref in enumerate(spec.tool_files):
+            tp = _rel(base, ref)
+            if not tp.exists():
+                problems.append(SpecProblem(label, f"tool_files.{i}", f"file not found: {ref}"))
+                continue
+            try:
+                for t in _load_tools_file(tp, str(tp)):
+                    if t.name in available:
+                        problems.append(SpecProblem(str(tp), "tools", f"duplicate tool name {t.name!r}"))
+                    available[t.name] = t
+            except SpecError as e:
+                problems.extend(e.problems)
+        for i, entry in enumerate(spec.tools):
+            if isinstance(entry, ToolSpec):
+                tool = entry
+            else:
+                found = available.get(entry)
+                if found is None:
+                    close = difflib.get_close_matches(entry, list(available), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    where = f" in {', '.join(spec.tool_files)}" if spec.tool_files else " (no tool_files given)"
+                    problems.append(SpecProblem(label, f"tools.{i}", f"undefined tool {entry!r}{hint}: not found{where}"))
+                    continue
+                tool = found
+            if tool.name in tools:
+                problems.append(SpecProblem(label, f"tools.{i}", f"duplicate tool {tool.name!r} in the agent"))
+                continue
+            tools[tool.name] = tool
+        policy: PermissionPolicy
+        policy_path: Path | None = None
+        if isinstance(spec.policy, PermissionPolicy):
+            policy = spec.policy
+        elif isinstance(spec.policy, str):
+            policy_path = _rel(base, spec.policy)
+            if not policy_path.exists():
+                problems.append(SpecProblem(label, "policy", f"file not found: {spec.policy}"))
+                policy = PermissionPolicy()
+            else:
+                try:
+                    policy = load_spec_file(policy_path, PermissionPolicy)
+                except SpecError as e:
+                    problems.extend(e.problems)
+                    policy = PermissionPolicy()
+        elif inherited_policy is not None:
+            policy, policy_path = inherited_policy
+        else:
+            policy = default_policy or PermissionPolicy()
+        if spec.name in agents:
+            problems.append(SpecProblem(label, "name", f"two agents in one bundle are named {spec.name!r}"))
+            return None
+        node = AgentNode(spec=spec, path=p, tools=tools, policy=policy, policy_path=policy_path)
+        agents[spec.name] = node
+        by_path[key] = spec.name
+        for i, d in enumerate(spec.delegation):
+            dp = _rel(base, d.agent)
+            if not dp.exists():
+                problems.append(SpecProblem(label, f"delegation.{i}.agent", f"file not found: {d.agent}"))
+                continue
+            target = load_one(dp, str(dp), (policy, policy_path))
+            if target is not None:
+                node.edges.append(DelegationEdge(d.kind, target, d.description))
+        return spec.name
+
+    p = Path(path)
+    root = load_one(p, str(path), None)
+    if problems or root is None:
+        raise SpecError(_dedupe(problems))
+    return AgentBundle(root=root, agents=agents)
+
+
+def _dedupe(problems: list[SpecProblem]) -> list[SpecProblem]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for pr in problems:
+        k = (pr.file, pr.path, pr.message)
+        if k not in seen:
+            seen.add(k)
+            out.append(pr)
+    return out

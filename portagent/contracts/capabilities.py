@@ -1,0 +1,72 @@
+"""Provider capability flags, kept as plain data so ``validate`` works before any adapter loads.
+
+Each adapter publishes the same profile (``adapter.capabilities is PROFILES[name]``) and the
+test-suite drives every flag against the adapter's real behaviour.
+"""
+
+from __future__ import annotations
+
+from portagent.contracts._base import Contract
+
+
+class ProviderCapabilities(Contract):
+    """What a provider's native runtime can do."""
+
+    handoffs: bool
+    """A specialist can take over the conversation."""
+    agents_as_tools: bool
+    """A coordinator can call a sub-agent as a tool and keep control."""
+    handoff_cycles: bool
+    """The delegation graph may contain cycles (ADK needs a tree)."""
+    structured_output: bool
+    """The final output can be constrained to a JSON Schema."""
+    sessions: bool
+    """Conversation state can persist across runs."""
+    streaming: bool
+    """Model output can be streamed."""
+    mcp: bool
+    """MCP servers can be attached."""
+    native_tracing: bool
+    """The SDK has its own tracing (portagent replaces its exporter)."""
+    vendor_cost: bool
+    """The SDK reports the run's cost itself."""
+    builtin_tools: bool
+    """The runtime has its own built-in tools (governed, not executed, by the gateway)."""
+    approvals_resume: bool
+    """A run paused for approval can be resumed natively (not only by re-running)."""
+
+
+CAPABILITY_FLAGS: tuple[str, ...] = tuple(ProviderCapabilities.model_fields)
+
+PROFILES: dict[str, ProviderCapabilities] = {
+    "openai": ProviderCapabilities(
+        handoffs=True, agents_as_tools=True, handoff_cycles=True, structured_output=True,
+        sessions=True, streaming=True, mcp=True, native_tracing=True, vendor_cost=False,
+        builtin_tools=False, approvals_resume=True,
+    ),
+    "claude": ProviderCapabilities(
+        # Subagents run through the built-in Task/Agent tool: the parent keeps control.
+        handoffs=False, agents_as_tools=True, handoff_cycles=False, structured_output=True,
+        sessions=True, streaming=True, mcp=True, native_tracing=False, vendor_cost=True,
+        builtin_tools=True, approvals_resume=False,
+    ),
+    "adk": ProviderCapabilities(
+        # ADK sub_agents must form a tree: a cycle cannot be expressed.
+        handoffs=True, agents_as_tools=True, handoff_cycles=False, structured_output=True,
+        sessions=True, streaming=True, mcp=True, native_tracing=True, vendor_cost=False,
+        builtin_tools=False, approvals_resume=False,
+    ),
+}
+"""Profiles of the three adapters."""
+
+BARE_MESSAGES_API = ProviderCapabilities(
+    handoffs=False, agents_as_tools=False, handoff_cycles=False, structured_output=True,
+    sessions=False, streaming=True, mcp=False, native_tracing=False, vendor_cost=False,
+    builtin_tools=False, approvals_resume=False,
+)
+"""A plain chat/messages API with no agent runtime (for comparison in reports)."""
+
+
+def missing_capabilities(required: list[str] | tuple[str, ...], profile: ProviderCapabilities) -> list[str]:
+    """The required flags a profile lacks, in the order given."""
+    return [flag for flag in required if not getattr(profile, flag)]

@@ -1,0 +1,134 @@
+"""portagent's error tree.
+
+Every error a user can cause or meet is one of these; the CLI prints ``render()`` and exits with
+``exit_code`` (DESIGN §3), never a traceback.
+
+    PortagentError                      exit 2 unless stated
+    ├── UsageError                      bad flag, missing file, missing key, missing extra
+    │   └── MissingExtraError           an adapter's SDK is not installed
+    ├── SpecError                       exit 1: a spec file is invalid (carries every SpecProblem)
+    ├── UnsupportedFeatureError         exit 1: a spec needs what a provider cannot do
+    ├── PolicyDeniedError               exit 1: a policy decision stopped an action
+    ├── ApprovalError                   unknown approval id, card not pending, card still pending
+    ├── RecordingError                  exit 1: missing/corrupt cassette, secret found, drift
+    └── ProviderError                   exit 3: endpoint unreachable, vendor error, SDK crash
+        └── EmulatorError               exit 3: the emulator could not start (port in use, …)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    """One problem in one spec file: where, and what was expected."""
+
+    file: str
+    """The file the problem is in (as given by the user)."""
+    path: str
+    """Dotted field path inside the file (``tools.2.input_schema``); empty for whole-file problems."""
+    message: str
+    """What is wrong and what was expected."""
+    line: int | None = None
+    """1-based line, when known (YAML syntax errors)."""
+    column: int | None = None
+    """1-based column, when known."""
+
+    def render(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        if self.path:
+            where += f" [{self.path}]"
+        return f"{where}: {self.message}"
+
+
+class PortagentError(Exception):
+    """Base of every error portagent raises on purpose."""
+
+    exit_code: int = 2
+
+    def render(self) -> str:
+        return str(self)
+
+
+class UsageError(PortagentError):
+    """The command or its configuration is wrong (exit 2)."""
+
+    exit_code = 2
+
+
+class MissingExtraError(UsageError):
+    """An optional SDK is not installed."""
+
+    def __init__(self, provider: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"the {provider!r} provider needs the {package!r} package: pip install 'portagent[{extra}]'"
+        )
+        self.provider = provider
+        self.extra = extra
+
+
+class SpecError(PortagentError):
+    """One or more spec files are invalid (exit 1). Holds every problem found, not just the first."""
+
+    exit_code = 1
+
+    def __init__(self, problems: list[SpecProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(p.render() for p in self.problems))
+
+    def render(self) -> str:
+        n = len(self.problems)
+        head = f"{n} problem{'s' if n != 1 else ''} found"
+        return head + ":\n" + "\n".join("  " + p.render() for p in self.problems)
+
+
+class UnsupportedFeatureError(PortagentError):
+    """A spec needs a feature the chosen provider does not have (exit 1)."""
+
+    exit_code = 1
+
+    def __init__(self, provider: str, feature: str, detail: str = "") -> None:
+        msg = f"provider {provider!r} does not support {feature}"
+        super().__init__(msg + (f": {detail}" if detail else ""))
+        self.provider = provider
+        self.feature = feature
+
+
+class PolicyDeniedError(PortagentError):
+    """A permission decision stopped an action (exit 1)."""
+
+    exit_code = 1
+
+
+class ApprovalError(PortagentError):
+    """An approval operation cannot be done (unknown id, not pending, still waiting)."""
+
+    exit_code = 2
+
+
+class RecordingError(PortagentError):
+    """A cassette is missing, corrupt, drifted, or would leak a secret (exit 1)."""
+
+    exit_code = 1
+
+
+class ProviderError(PortagentError):
+    """The provider or its SDK failed at run time (exit 3)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, status: int | None = None, body: str | None = None,
+                 retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.retryable = retryable
+
+
+class EmulatorError(ProviderError):
+    """The emulator could not start or serve (exit 3)."""

@@ -1,0 +1,188 @@
+"""Run contracts: RunRequest, RunResult, the RunState machine and ``run.json`` (DESIGN §3)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from portagent.contracts._base import Contract
+from portagent.contracts.policy import Environment
+from portagent.contracts.trace import CostSource, Mode, Source
+
+RUN_RECORD_SCHEMA_VERSION = 1
+
+RunStatus = Literal[
+    "created", "running", "waiting_approval", "completed", "failed", "budget_exhausted", "cancelled",
+    "duplicate",
+]
+"""States of a run."""
+
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "budget_exhausted", "cancelled", "duplicate"})
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "created": frozenset({"running", "duplicate", "failed", "cancelled"}),
+    "running": frozenset({"waiting_approval", "completed", "failed", "budget_exhausted", "cancelled"}),
+    "waiting_approval": frozenset({"running", "cancelled", "failed"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "budget_exhausted": frozenset(),
+    "cancelled": frozenset(),
+    "duplicate": frozenset(),
+}
+"""Allowed transitions; anything else raises ``InvalidTransition``."""
+
+
+class InvalidTransition(RuntimeError):
+    """A RunState transition that the table does not allow (a bug, not a user mistake)."""
+
+
+class RunState:
+    """The run state machine. ``advance`` refuses transitions outside ``TRANSITIONS``."""
+
+    def __init__(self, status: RunStatus = "created") -> None:
+        self.status: RunStatus = status
+        self.history: list[str] = [status]
+
+    def advance(self, new: RunStatus) -> None:
+        if new not in TRANSITIONS[self.status]:
+            raise InvalidTransition(f"run cannot go from {self.status!r} to {new!r}")
+        self.status = new
+        self.history.append(new)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+class RunRequest(Contract):
+    """What to run: input, provider, identity and context."""
+
+    input: str | list[str]
+    """User message, or several for a multi-turn conversation."""
+    provider: Literal["openai", "claude", "adk"]
+    """Provider."""
+    request_id: str | None = None
+    """Caller's id for the request."""
+    idempotency_key: str | None = None
+    """A repeated key answers ``duplicate`` (or resumes a run waiting for approval)."""
+    actor: str = "user"
+    """Who asks."""
+    scopes: list[str] = []
+    """Actor scopes (policy rules and tool permissions read them)."""
+    env: Environment = "dev"
+    """Environment."""
+    session_id: str | None = None
+    """Conversation session to continue."""
+    context: dict[str, Any] = {}
+    """Run context read by preconditions and risk scoring (``confidence``, ``evidence`` …)."""
+    case_id: str | None = None
+    """Eval case id."""
+    repeat: int = 0
+    """Eval repeat index."""
+
+    @property
+    def messages(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+class Usage(Contract):
+    """Token totals (OTel semantics: input includes cache reads and writes)."""
+
+    input_tokens: int = 0
+    """Input tokens."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cache_read_tokens: int = 0
+    """Cache reads."""
+    cache_write_tokens: int = 0
+    """Cache writes."""
+    reasoning_tokens: int = 0
+    """Reasoning tokens."""
+    model_calls: int = 0
+    """Model calls."""
+
+
+class RunResult(Contract):
+    """One shape for every outcome."""
+
+    run_id: str
+    """The run."""
+    status: RunStatus
+    """Final status."""
+    stop_reason: str
+    """Why it stopped (``final_output``, ``max_turns``, ``approval_pending``, ``provider_error`` …)."""
+    final_output: Any = None
+    """Final output."""
+    output_valid: bool | None = None
+    """Structured output validity (None without ``output_schema``)."""
+    usage: Usage = Usage()
+    """Token totals."""
+    tool_calls: int = 0
+    """Tool calls made."""
+    cost_usd: float | None = None
+    """Model + tool cost."""
+    cost_source: CostSource = "unknown"
+    """Provenance of the cost."""
+    duration_ms: float | None = None
+    """Wall time."""
+    trace_path: str | None = None
+    """Where ``trace.jsonl`` was written."""
+    pending_approvals: list[str] = []
+    """Approval ids still pending."""
+    attempt: int = 1
+    """Attempt number."""
+    error: str | None = None
+    """Error message for failed runs."""
+
+
+class RunManifest(Contract):
+    """Provenance of a recorded run."""
+
+    portagent_version: str
+    """portagent version."""
+    provider: str
+    """Provider."""
+    sdk: str
+    """SDK package."""
+    sdk_version: str
+    """SDK version."""
+    cli_version: str | None = None
+    """Claude Code CLI version (claude only)."""
+    model: str
+    """Model id."""
+    agent: str
+    """Agent name."""
+    agent_version: str
+    """Agent version."""
+    spec_hash: str
+    """AgentSpec hash."""
+    tool_hashes: dict[str, str] = {}
+    """ToolSpec name → spec hash."""
+    policy_hash: str
+    """Policy hash."""
+    source: Source
+    """live / emulator."""
+    mode: Mode
+    """direct / record / replay."""
+    recorded_at: str
+    """ISO-8601 UTC."""
+    emulator_script_hash: str | None = None
+    """Hash of the emulator script, for emulator runs."""
+    case_id: str | None = None
+    """Eval case."""
+    repeat: int = 0
+    """Repeat index."""
+
+
+class RunRecord(Contract):
+    """``run.json``: the RunResult plus its manifest. Versioned; fixed before cassettes are committed."""
+
+    kind: Literal["run"] = "run"
+    """File kind marker."""
+    schema_version: Annotated[int, Field(ge=1, le=RUN_RECORD_SCHEMA_VERSION)] = RUN_RECORD_SCHEMA_VERSION
+    """Version of this file format."""
+    result: RunResult
+    """The result."""
+    manifest: RunManifest
+    """The manifest."""

@@ -1,0 +1,271 @@
+"""TraceEvent: one vocabulary for every provider (DESIGN §3). JSONL, one event per line."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from portagent.contracts._base import Contract
+from portagent.contracts.policy import ApprovalStatus, Decision
+from portagent.contracts.tool import ErrorCode
+
+TRACE_SCHEMA_VERSION = 1
+
+Source = Literal["live", "emulator"]
+"""Where a run's model answers came from."""
+Mode = Literal["direct", "record", "replay"]
+"""How the run reached its model endpoint."""
+CostSource = Literal["vendor", "computed", "unknown"]
+"""Where ``cost_usd`` comes from."""
+
+
+class _Event(Contract):
+    schema_version: int = TRACE_SCHEMA_VERSION
+    """Trace schema version."""
+    run_id: str
+    """The run."""
+    trace_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+    """W3C trace id (32 hex)."""
+    span_id: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+    """W3C span id (16 hex)."""
+    parent_span_id: str | None = None
+    """Parent span (the run's span for its children)."""
+    seq: Annotated[int, Field(ge=0)]
+    """Position in the trace, from 0."""
+    ts: str
+    """ISO-8601 UTC timestamp."""
+    provider: str
+    """openai / claude / adk."""
+    agent: str
+    """Agent that produced the event."""
+    provider_details: dict[str, Any] = {}
+    """Vendor-only data (vendor ids, raw finish reasons …); volatile for comparisons."""
+
+
+class RunStarted(_Event):
+    type: Literal["run.started"] = "run.started"
+    """Event type."""
+    agent_version: str
+    """AgentSpec version."""
+    spec_hash: str
+    """AgentSpec hash."""
+    policy_hash: str
+    """Policy hash."""
+    sdk: str
+    """Vendor SDK package."""
+    sdk_version: str
+    """Its version."""
+    model: str
+    """Model id."""
+    case_id: str | None = None
+    """Eval case, when run by a suite."""
+    repeat: int = 0
+    """Repeat index."""
+    source: Source
+    """live or emulator."""
+    mode: Mode
+    """direct / record / replay."""
+    attempt: int = 1
+    """Attempt number (a resumed run has attempt > 1)."""
+    input: Any = None
+    """The user input."""
+    shared_settings_forced: bool = False
+    """Whether shared model settings were forced onto the provider."""
+
+
+class ModelCall(_Event):
+    type: Literal["model.call"] = "model.call"
+    """Event type."""
+    model: str
+    """Model id."""
+    input_tokens: int = 0
+    """Input tokens, OTel semantics (cache reads and writes included)."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cache_read_tokens: int = 0
+    """Input tokens read from cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to cache."""
+    reasoning_tokens: int = 0
+    """Reasoning tokens (part of output)."""
+    latency_ms: float | None = None
+    """Wall time of the call."""
+    finish_reason: str | None = None
+    """Normalized finish reason (stop / tool_calls / length / error)."""
+    response_id: str | None = None
+    """Vendor response id."""
+
+
+ToolVia = Literal["function", "mcp", "agent", "builtin"]
+
+
+class ToolCall(_Event):
+    type: Literal["tool.call"] = "tool.call"
+    """Event type."""
+    call_id: str
+    """Deterministic ``call_<n>``; the vendor id is in ``provider_details``."""
+    tool: str
+    """ToolSpec name."""
+    tool_version: str = ""
+    """ToolSpec version."""
+    schema_hash: str = ""
+    """ToolSpec schema hash."""
+    args: Any = None
+    """Parsed arguments (or the raw string when unparseable)."""
+    args_hash: str = ""
+    """Hash of the parsed arguments."""
+    via: ToolVia = "function"
+    """How the vendor runtime reached the tool."""
+
+
+class PermissionDecisionEvent(_Event):
+    type: Literal["permission.decision"] = "permission.decision"
+    """Event type."""
+    call_id: str
+    """The call decided."""
+    decision: Decision
+    """allow / approval_required / deny."""
+    reason: str
+    """Why."""
+    rule: str
+    """Deciding rule."""
+    policy_version: str
+    """Policy version."""
+    risk_score: float | None = None
+    """Risk score, when computed."""
+
+
+class ApprovalRequested(_Event):
+    type: Literal["approval.requested"] = "approval.requested"
+    """Event type."""
+    approval_id: str
+    """Card id."""
+    call_id: str
+    """The call."""
+    card: dict[str, Any]
+    """The ApprovalCard as shown to the reviewer."""
+
+
+class ApprovalResolved(_Event):
+    type: Literal["approval.resolved"] = "approval.resolved"
+    """Event type."""
+    approval_id: str
+    """Card id."""
+    call_id: str
+    """The call."""
+    status: ApprovalStatus
+    """Outcome."""
+    reviewer: str | None = None
+    """Who decided."""
+    effective_args: dict[str, Any] | None = None
+    """Arguments that run (edited ones included)."""
+
+
+class ToolResult(_Event):
+    type: Literal["tool.result"] = "tool.result"
+    """Event type."""
+    call_id: str
+    """The call this answers."""
+    tool: str = ""
+    """ToolSpec name (repeated for readability)."""
+    ok: bool
+    """Whether the tool succeeded."""
+    error: ErrorCode | None = None
+    """Catalogue code when not ok."""
+    output: Any = None
+    """Output or structured observation (size-limited)."""
+    latency_ms: float | None = None
+    """Handler wall time."""
+    effect_id: str | None = None
+    """Ledger effect id for idempotent effects."""
+    duplicate: bool = False
+    """The ledger answered with an earlier outcome instead of executing."""
+
+
+class Handoff(_Event):
+    type: Literal["handoff"] = "handoff"
+    """Event type."""
+    from_agent: str
+    """Delegating agent."""
+    to_agent: str
+    """Receiving agent."""
+    kind: Literal["handoff", "agent_as_tool"]
+    """Delegation kind."""
+    reason: str = ""
+    """Why (from the model, when given)."""
+
+
+class BudgetExceeded(_Event):
+    type: Literal["budget.exceeded"] = "budget.exceeded"
+    """Event type."""
+    limit: Literal["max_turns", "max_tool_calls", "max_cost_usd", "timeout_s"]
+    """Which limit."""
+    limit_value: float
+    """Its value."""
+    observed: float
+    """What was observed."""
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    """Event type."""
+    error_type: str
+    """Error class or vendor error type."""
+    message: str
+    """What happened."""
+    retryable: bool = False
+    """Whether a retry may succeed."""
+
+
+class RunCompleted(_Event):
+    type: Literal["run.completed"] = "run.completed"
+    """Event type."""
+    status: str
+    """Final RunStatus."""
+    stop_reason: str
+    """Why the run stopped."""
+    final_output: Any = None
+    """Final output (text or structured)."""
+    output_valid: bool | None = None
+    """Whether the output matched ``output_schema`` (None when there is none)."""
+    input_tokens: int = 0
+    """Totals over ``model.call`` events."""
+    output_tokens: int = 0
+    """Totals."""
+    cache_read_tokens: int = 0
+    """Totals."""
+    cache_write_tokens: int = 0
+    """Totals."""
+    reasoning_tokens: int = 0
+    """Totals."""
+    model_calls: int = 0
+    """Number of model calls."""
+    tool_calls: int = 0
+    """Number of tool calls."""
+    cost_usd: float | None = None
+    """Model + tool cost."""
+    cost_source: CostSource = "unknown"
+    """Provenance of ``cost_usd``."""
+    duration_ms: float | None = None
+    """Wall time of the run."""
+
+
+TraceEvent = Annotated[
+    RunStarted | ModelCall | ToolCall | PermissionDecisionEvent | ApprovalRequested | ApprovalResolved
+    | ToolResult | Handoff | BudgetExceeded | ErrorEvent | RunCompleted,
+    Field(discriminator="type"),
+]
+"""Any trace event."""
+
+TRACE_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent)
+
+EVENT_TYPES: tuple[str, ...] = (
+    "run.started", "model.call", "tool.call", "permission.decision", "approval.requested",
+    "approval.resolved", "tool.result", "handoff", "budget.exceeded", "error", "run.completed",
+)
+
+
+def parse_event(data: dict[str, Any]) -> Any:
+    """Validate one JSON object as a TraceEvent."""
+    return TRACE_EVENT_ADAPTER.validate_python(data)

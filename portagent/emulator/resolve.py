@@ -1,0 +1,83 @@
+"""Map a script's tool and agent names onto the names the request actually declared.
+
+- Tools: exact name first, then tolerant: Claude Code exposes SDK MCP tools as
+  ``mcp__<server>__<tool>`` (SDK_NOTES §4.3), so ``get_weather`` matches
+  ``mcp__weather__get_weather`` (and the other way round).
+- Handoffs, whatever the wire, by what the request declares:
+  1. ``transfer_to_<agent>`` — openai-agents names a handoff tool
+     ``transform_string_function_style("transfer_to_" + agent.name)`` (lower case, every
+     non-alphanumeric character → ``_``; ``agents/handoffs``), arguments ``{}``;
+  2. ``transfer_to_agent`` — google-adk's single transfer tool, arguments ``{"agent_name": …}``;
+  3. ``Agent`` or ``Task`` — Claude Code's sub-agent tool (renamed from Task to Agent in newer CLIs),
+     arguments ``{"description", "prompt", "subagent_type"}``.
+  If none is declared the vendor's usual name is emitted anyway, with a note in the request log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from portagent.emulator.script import Handoff
+from portagent.wire.items import RequestView
+
+
+def _base(name: str) -> str:
+    return name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
+
+
+def function_style(name: str) -> str:
+    """openai-agents' tool-name transform: lower case, non-alphanumerics → ``_``."""
+    return re.sub(r"[^a-z0-9_]", "_", name.lower())
+
+
+def resolve_tool_name(script_name: str, declared: list[str]) -> tuple[str, str | None]:
+    """The declared name for a scripted tool, and a note when it is not declared."""
+    if script_name in declared:
+        return script_name, None
+    base = _base(script_name)
+    matches = [d for d in declared if _base(d) == base]
+    if matches:
+        note = None
+        if len(matches) > 1:
+            note = f"tool {script_name!r} matches several declared tools {matches}; used {matches[0]!r}"
+        return matches[0], note
+    return script_name, f"tool {script_name!r} is not declared in the request (declared: {declared})"
+
+
+@dataclass(frozen=True)
+class ResolvedHandoff:
+    name: str
+    """The tool name to call."""
+    arguments: dict[str, Any]
+    """The call's arguments."""
+    note: str | None
+    """Set when the request declared no matching transfer tool."""
+
+
+def resolve_handoff(handoff: Handoff, view: RequestView) -> ResolvedHandoff:
+    declared = view.tool_names()
+    wanted = function_style(f"transfer_to_{handoff.agent}")
+    for name in declared:
+        if name.startswith("transfer_to_") and name != "transfer_to_agent" and function_style(name) == wanted:
+            return ResolvedHandoff(name, dict(handoff.arguments), None)
+    if "transfer_to_agent" in declared:
+        return ResolvedHandoff("transfer_to_agent", {"agent_name": handoff.agent}, None)
+    for name in ("Agent", "Task"):
+        if name in declared:
+            return ResolvedHandoff(name, _claude_args(handoff, view), None)
+    note = f"handoff to {handoff.agent!r}: the request declares no transfer tool (declared: {declared})"
+    if view.api.startswith("openai"):
+        return ResolvedHandoff(wanted, dict(handoff.arguments), note)
+    if view.api.startswith("gemini"):
+        return ResolvedHandoff("transfer_to_agent", {"agent_name": handoff.agent}, note)
+    return ResolvedHandoff("Agent", _claude_args(handoff, view), note)
+
+
+def _claude_args(handoff: Handoff, view: RequestView) -> dict[str, Any]:
+    return {
+        "description": handoff.description or f"Hand off to {handoff.agent}",
+        "prompt": handoff.input if handoff.input is not None else (view.first_user_text() or ""),
+        "subagent_type": handoff.agent,
+    }

@@ -1,0 +1,310 @@
+"""The emulator script: what the scripted "model" answers, turn by turn (docs/emulator.md).
+
+A script is a spec file (``kind: emulator-script``, ``schema_version: 1``) holding conversations.
+A conversation is picked by the first user text of a request (exact or regex, optionally narrowed by
+the system prompt) or by name (header ``x-portagent-conversation``); its ``turns`` are played in
+order, the cursor being the number of assistant turns already in the request.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PROVIDERS = ("openai", "claude", "adk")
+"""Provider names used by per-provider overrides: the wire API decides which one applies."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Usage(_Model):
+    """Token counts reported for a turn, in OTel semantics (each vendor renderer converts)."""
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Total input tokens *including* cache reads and writes (Anthropic's renderer subtracts the
+    cache buckets, since Anthropic's ``input_tokens`` excludes them). Unset: estimated (chars / 4)."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    """Total output tokens *including* reasoning tokens. Unset: estimated (chars / 4)."""
+    cache_read_tokens: int = Field(default=0, ge=0)
+    """Input tokens read from the prompt cache."""
+    cache_write_tokens: int = Field(default=0, ge=0)
+    """Input tokens written to the prompt cache."""
+    reasoning_tokens: int = Field(default=0, ge=0)
+    """Output tokens spent on reasoning/thinking (part of ``output_tokens``)."""
+
+    @model_validator(mode="after")
+    def _buckets_fit(self) -> Usage:
+        if self.input_tokens is not None and self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError("cache_read_tokens + cache_write_tokens cannot exceed input_tokens "
+                             "(input_tokens is the total input, cache included)")
+        if self.output_tokens is not None and self.reasoning_tokens > self.output_tokens:
+            raise ValueError("reasoning_tokens cannot exceed output_tokens (output includes reasoning)")
+        return self
+
+
+class ToolCall(_Model):
+    """One tool call the model makes."""
+
+    name: str = Field(min_length=1)
+    """Tool name as the agent defines it; ``get_weather`` also matches a declared
+    ``mcp__<server>__get_weather``. The emitted name is always the one the request declared."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments object. String values may use templates; a value that is exactly one template
+    (``"{{last_tool_result.id}}"``) is replaced by the raw value, keeping its JSON type."""
+
+
+class Handoff(_Model):
+    """A transfer to another agent, rendered the way each SDK names it."""
+
+    agent: str = Field(min_length=1)
+    """Target agent name."""
+    input: str | None = None
+    """Claude Task/Agent ``prompt`` (the sub-agent's first user text). Default: the first user text."""
+    description: str | None = None
+    """Claude Task/Agent ``description``. Default: ``"Hand off to <agent>"``."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Extra arguments for OpenAI ``transfer_to_<agent>`` (only when the handoff declares an input type)."""
+
+
+class HttpFault(_Model):
+    """Answer with an HTTP error in the vendor's error shape instead of the turn."""
+
+    type: Literal["http_429", "http_500", "http_503", "overloaded"]
+    """``http_429`` rate limit (Gemini: ``RESOURCE_EXHAUSTED``); ``http_500``; ``http_503``;
+    ``overloaded``: Anthropic 529 ``overloaded_error``, OpenAI 503, Gemini 503 ``UNAVAILABLE``."""
+    retry_after_s: float | None = Field(default=None, ge=0)
+    """``retry-after`` header in seconds (default 1 for ``http_429``, none otherwise)."""
+    message: str | None = None
+    """Error message; default: the vendor's usual wording."""
+    times: int | None = Field(default=None, ge=1)
+    """Fire only the first N times this turn is requested (per provider); unset: every time."""
+
+
+class SlowFirstByteFault(_Model):
+    """Wait before sending anything (status line included)."""
+
+    type: Literal["slow_first_byte"]
+    """Fault type."""
+    delay_ms: int = Field(ge=0)
+    """How long to wait."""
+    times: int | None = Field(default=None, ge=1)
+    """Fire only the first N times (per provider); unset: every time."""
+
+
+class StallFault(_Model):
+    """Pause in the middle of the response body."""
+
+    type: Literal["stall"]
+    """Fault type."""
+    after_events: int = Field(default=1, ge=0)
+    """Stream events (or, for JSON, half the body) sent before the pause."""
+    stall_ms: int = Field(ge=0)
+    """Length of the pause."""
+    then: Literal["continue", "close"] = "continue"
+    """After the pause: send the rest, or drop the connection."""
+    times: int | None = Field(default=None, ge=1)
+    """Fire only the first N times (per provider); unset: every time."""
+
+
+class TruncateFault(_Model):
+    """End the response early."""
+
+    type: Literal["truncate"]
+    """Fault type."""
+    after_events: int = Field(default=1, ge=0)
+    """Stream events sent before the end (JSON bodies: cut in half)."""
+    clean_end: bool = False
+    """False: drop the connection mid-body; True: end the HTTP body properly, events missing."""
+    times: int | None = Field(default=None, ge=1)
+    """Fire only the first N times (per provider); unset: every time."""
+
+
+class ContentFault(_Model):
+    """Damage the turn's content."""
+
+    type: Literal["malformed_arguments", "unknown_tool", "huge_text", "wrong_content_type"]
+    """``malformed_arguments``: tool-call arguments are cut JSON; ``unknown_tool``: the call names a
+    tool the agent does not have; ``huge_text``: the text is padded to ``size_bytes``;
+    ``wrong_content_type``: the body is sent with ``content_type``."""
+    name: str = "nonexistent_tool"
+    """``unknown_tool``: the undeclared tool name to call."""
+    size_bytes: int = Field(default=1_000_000, ge=1)
+    """``huge_text``: size of the text in bytes."""
+    content_type: str = "text/html; charset=utf-8"
+    """``wrong_content_type``: the header value to send."""
+    times: int | None = Field(default=None, ge=1)
+    """Fire only the first N times (per provider); unset: every time."""
+
+
+Fault = Annotated[HttpFault | SlowFirstByteFault | StallFault | TruncateFault | ContentFault,
+                  Field(discriminator="type")]
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter"]
+
+
+class Turn(_Model):
+    """One model response."""
+
+    text: str | None = None
+    """Assistant text. Templates: ``{{last_tool_result}}``, ``{{last_tool_result.a.0.b}}``,
+    ``{{tool_results.N}}``, ``{{first_user}}``."""
+    thinking: str | None = None
+    """Thinking text (Anthropic ``thinking`` block, Gemini thought part) when the request enables it."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Tool calls, emitted together (parallel calls) after the text."""
+    handoff: Handoff | None = None
+    """Transfer to another agent (exclusive with ``tool_calls``). A string is the agent name."""
+    usage: Usage | None = None
+    """Token counts; unset fields fall back to ``defaults.usage``, then to estimates."""
+    stop_reason: StopReason | None = None
+    """Why the turn ended; default ``tool_use`` when it calls tools, else ``end_turn``."""
+    latency_ms: int | None = Field(default=None, ge=0)
+    """Model latency: wait before answering (default ``defaults.latency_ms``)."""
+    fault: Fault | None = None
+    """A fault injected into this turn."""
+
+    @field_validator("handoff", mode="before")
+    @classmethod
+    def _handoff_shorthand(cls, value: Any) -> Any:
+        return {"agent": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _has_content(self) -> Turn:
+        has_content = bool(self.text or self.tool_calls or self.handoff)
+        pure_error = isinstance(self.fault, HttpFault) and self.fault.times is None
+        if not has_content and not pure_error:
+            raise ValueError("a turn needs 'text', 'tool_calls' or 'handoff' (only a turn whose "
+                             "fault is an HTTP error firing every time may have none)")
+        if self.handoff and self.tool_calls:
+            raise ValueError("a turn cannot have both 'handoff' and 'tool_calls'")
+        if (isinstance(self.fault, ContentFault) and self.fault.type == "malformed_arguments"
+                and not (self.tool_calls or self.handoff)):
+            raise ValueError("fault 'malformed_arguments' needs a turn with tool_calls")
+        return self
+
+
+class Match(_Model):
+    """How a request is recognised as this conversation (all given criteria must hold)."""
+
+    first_user: str | None = None
+    """Exact first user text (surrounding whitespace ignored; Claude's system reminders removed)."""
+    first_user_regex: str | None = None
+    """Python regex searched in the first user text (``re.search``; anchor with ``^…$``)."""
+    system_contains: str | None = None
+    """Substring the system prompt must contain (tells apart agents that get the same user text)."""
+
+    @field_validator("first_user_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as e:
+                raise ValueError(f"invalid regular expression: {e}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_text_rule(self) -> Match:
+        if self.first_user is not None and self.first_user_regex is not None:
+            raise ValueError("give 'first_user' or 'first_user_regex', not both")
+        if self.first_user is None and self.first_user_regex is None and self.system_contains is None:
+            raise ValueError("'match' needs first_user, first_user_regex or system_contains")
+        return self
+
+    def describe(self) -> str:
+        parts = []
+        if self.first_user is not None:
+            parts.append(f"first_user={self.first_user!r}")
+        if self.first_user_regex is not None:
+            parts.append(f"first_user_regex={self.first_user_regex!r}")
+        if self.system_contains is not None:
+            parts.append(f"system_contains={self.system_contains!r}")
+        return ", ".join(parts)
+
+
+class ProviderTurns(_Model):
+    """Turns used instead of the conversation's own for one provider."""
+
+    turns: list[Turn] = Field(min_length=1)
+    """The replacement turns."""
+
+
+class Conversation(_Model):
+    """One scripted conversation."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Unique name: used in response ids, logs, errors and the ``x-portagent-conversation`` header."""
+    match: Match | None = None
+    """How requests are recognised; unset: only by name (header ``x-portagent-conversation``)."""
+    turns: list[Turn] = Field(min_length=1)
+    """The turns, in order."""
+    providers: dict[Literal["openai", "claude", "adk"], ProviderTurns] = Field(default_factory=dict)
+    """Per-provider replacement turns (openai: Responses + Chat; claude: Messages; adk: Gemini)."""
+
+    def turns_for(self, provider: str) -> list[Turn]:
+        override = self.providers.get(provider)  # type: ignore[call-overload]
+        return list(override.turns) if override else list(self.turns)
+
+
+class Defaults(_Model):
+    """Script-wide defaults."""
+
+    usage: Usage | None = None
+    """Usage for turns that give none (field by field)."""
+    latency_ms: int = Field(default=0, ge=0)
+    """Latency for turns that give none."""
+
+
+class EmulatorScript(_Model):
+    """An emulator script file."""
+
+    kind: Literal["emulator-script"]
+    """Spec kind; always ``emulator-script``."""
+    schema_version: Literal[1]
+    """Format version."""
+    name: str | None = None
+    """Script name, for humans and logs."""
+    description: str | None = None
+    """What the script is for."""
+    defaults: Defaults = Field(default_factory=Defaults)
+    """Script-wide defaults."""
+    conversations: list[Conversation] = Field(min_length=1)
+    """The conversations; the first whose ``match`` holds wins (file order)."""
+
+    @model_validator(mode="after")
+    def _unique(self) -> EmulatorScript:
+        seen: dict[str, int] = {}
+        keys: dict[tuple[Any, ...], str] = {}
+        for i, conv in enumerate(self.conversations):
+            if conv.name in seen:
+                raise ValueError(f"conversations.{i}.name: duplicate name {conv.name!r} "
+                                 f"(also conversations.{seen[conv.name]})")
+            seen[conv.name] = i
+            if conv.match is not None:
+                key = (conv.match.first_user, conv.match.first_user_regex, conv.match.system_contains)
+                if key in keys:
+                    raise ValueError(f"conversations.{i}: same match as conversation {keys[key]!r}; "
+                                     "the second could never be reached")
+                keys[key] = conv.name
+        return self
+
+    def conversation(self, name: str) -> Conversation | None:
+        return next((c for c in self.conversations if c.name == name), None)
+
+
+def load_script(path: str | Path) -> EmulatorScript:
+    """Load and validate a script file (YAML or JSON).
+
+    Uses the project's spec loader (``portagent.contracts.loader.load_spec_file``) when present;
+    otherwise a private fallback with the same errors (``SpecError`` naming file, field path, line).
+    """
+    try:
+        from portagent.contracts.loader import load_spec_file  # type: ignore[import-not-found]
+    except ImportError:
+        from portagent.emulator._loader import load_spec_file_fallback as load_spec_file
+    return load_spec_file(path, EmulatorScript)  # type: ignore[no-any-return]

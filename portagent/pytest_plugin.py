@@ -1,0 +1,1 @@
+"""pytest plugin entry point (suite replay items arrive with the evals work)."""

@@ -1,0 +1,1 @@
+"""Run state, budgets, clock/ids and the runner."""

@@ -1,0 +1,1 @@
+"""Trace recording, comparison, OTel export and foreign-cassette import."""

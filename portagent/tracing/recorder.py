@@ -1,0 +1,96 @@
+"""The trace recorder: builds TraceEvents with ids, ``seq`` and timestamps, buffers them, writes JSONL.
+
+Events are validated against the contracts as they are emitted (a wrong field is a bug caught at
+once), kept in memory, handed to subscribers (the public API's async event stream), and written to
+``trace.jsonl`` in one buffered write per flush.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from portagent.contracts.trace import parse_event
+from portagent.runtime.clock import Clock, IdFactory, SystemClock, iso
+
+
+class TraceRecorder:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        provider: str,
+        agent: str,
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+        trace_id: str | None = None,
+        path: str | Path | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.provider = provider
+        self.agent = agent
+        self.clock = clock or SystemClock()
+        self.ids = ids or IdFactory()
+        self.trace_id = trace_id or self.ids.trace_id()
+        self.root_span_id = self.ids.span_id()
+        self.path = Path(path) if path is not None else None
+        self.events: list[Any] = []
+        self._seq = 0
+        self._calls = 0
+        self._pending: list[str] = []
+        self._subscribers: list[Callable[[Any], None]] = []
+
+    def next_call_id(self) -> str:
+        """Deterministic ``call_<n>`` in call order (vendor ids go to ``provider_details``)."""
+        self._calls += 1
+        return f"call_{self._calls}"
+
+    def subscribe(self, callback: Callable[[Any], None]) -> None:
+        self._subscribers.append(callback)
+
+    def emit(self, type: str, *, agent: str | None = None, root: bool = False,
+             span_id: str | None = None, **fields: Any) -> Any:
+        """Emit one event. ``root=True`` gives it the run's own span (run.started / run.completed)."""
+        data = {
+            "type": type,
+            "run_id": self.run_id,
+            "trace_id": self.trace_id,
+            "span_id": self.root_span_id if root else (span_id or self.ids.span_id()),
+            "parent_span_id": None if root else self.root_span_id,
+            "seq": self._seq,
+            "ts": iso(self.clock.now()),
+            "provider": self.provider,
+            "agent": agent or self.agent,
+            **fields,
+        }
+        event = parse_event(data)
+        self._seq += 1
+        self.events.append(event)
+        self._pending.append(event.model_dump_json(exclude_none=False))
+        for cb in self._subscribers:
+            cb(event)
+        return event
+
+    def of_type(self, type: str) -> list[Any]:
+        return [e for e in self.events if e.type == type]
+
+    def flush(self) -> None:
+        """Append buffered events to ``path`` (one write)."""
+        if self.path is None or not self._pending:
+            self._pending.clear()
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write("\n".join(self._pending) + "\n")
+        self._pending.clear()
+
+
+def read_trace(path: str | Path) -> list[Any]:
+    """Load a ``trace.jsonl`` file into TraceEvents."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(parse_event(json.loads(line)))
+    return out

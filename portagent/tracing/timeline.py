@@ -1,0 +1,79 @@
+"""A readable, plain-text timeline of a trace (``portagent trace show``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from portagent.contracts.errors import SpecError, SpecProblem, UsageError
+from portagent.contracts.trace import parse_event
+
+
+def load_trace_file(path: str | Path) -> list[Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{path}: no such trace file")
+    events = []
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise SpecError([SpecProblem(str(path), "", "not UTF-8 text")]) from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(parse_event(json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise SpecError([SpecProblem(str(path), "", f"line is not JSON: {e.msg}", n, e.colno)]) from None
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            loc = ".".join(str(x) for x in first["loc"])
+            raise SpecError([SpecProblem(str(path), loc, f"not a trace event: {first['msg']}", n)]) from None
+    return events
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(e: Any) -> str:
+    match e.type:
+        case "run.started":
+            return f"run started  {e.agent}@{e.agent_version} on {e.provider} ({e.sdk} {e.sdk_version}, {e.model}) source={e.source} mode={e.mode} attempt={e.attempt}"
+        case "model.call":
+            return f"model call   {e.model} in={e.input_tokens} out={e.output_tokens} finish={e.finish_reason}"
+        case "tool.call":
+            return f"tool call    {e.call_id} {e.tool}@{e.tool_version} {_short(e.args)}"
+        case "permission.decision":
+            risk = f" risk={e.risk_score}" if e.risk_score is not None else ""
+            return f"decision     {e.call_id} {e.decision} ({e.rule}: {e.reason}){risk}"
+        case "approval.requested":
+            return f"approval ?   {e.call_id} {e.approval_id}"
+        case "approval.resolved":
+            return f"approval =   {e.call_id} {e.approval_id} {e.status} by {e.reviewer or '-'}"
+        case "tool.result":
+            state = "ok" if e.ok else f"error {e.error}"
+            dup = " (duplicate)" if e.duplicate else ""
+            return f"tool result  {e.call_id} {state}{dup} {_short(e.output)}"
+        case "handoff":
+            return f"handoff      {e.from_agent} -> {e.to_agent} ({e.kind})"
+        case "budget.exceeded":
+            return f"budget       {e.limit} limit={e.limit_value} observed={e.observed}"
+        case "error":
+            return f"error        {e.error_type}: {e.message}"
+        case "run.completed":
+            cost = "unknown" if e.cost_usd is None else f"${e.cost_usd:.6f} ({e.cost_source})"
+            return (f"run done     {e.status} ({e.stop_reason}) tokens in={e.input_tokens} out={e.output_tokens} "
+                    f"cost={cost} final={_short(e.final_output, 60)}")
+    return e.type
+
+
+def render_timeline(events: list[Any]) -> str:
+    lines = []
+    for e in events:
+        lines.append(f"{e.seq:>4}  {e.ts}  [{e.agent}]  {describe(e)}")
+    return "\n".join(lines) if lines else "(empty trace)"

@@ -1,0 +1,116 @@
+"""`portagent validate`: every bad input gets one clear message (file, field path, expectation), exit 1."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import EXAMPLES, run_cli
+
+INVALID = EXAMPLES / "invalid_specs"
+
+CASES = {
+    "yaml_syntax.yaml": ["yaml_syntax.yaml:4:14", "YAML syntax error"],
+    "unknown_field.yaml": ["[descripton]", "did you mean 'description'"],
+    "wrong_type.yaml": ["[budget.max_turns]", "valid integer"],
+    "undefined_tool.yaml": ["[tools.0]", "undefined tool 'search_polcy'", "did you mean 'search_policy'"],
+    "duplicate_tool.yaml": ["[tools.1]", "duplicate tool 'search_policy'"],
+    "malformed_schema.yaml": ["[input_schema.properties.n.type]", "malformed JSON Schema"],
+    "bad_handler.yaml": ["[handler]", "module:function"],
+    "zero_budget.yaml": ["[budget.max_turns]", "[budget.max_tool_calls]", "greater than or equal to 1"],
+    "unknown_effect.yaml": ["[effect]", "'delete_everything'", "privileged_operation"],
+    "bad_confidence.yaml": ["[risk.allow_below]", "less than or equal to 1"],
+    "rule_matches_nothing.yaml": ["[rules.0]", "'ghost' matches no tool"],
+    "write_without_idempotency.yaml": ["requires idempotency"],
+    "privileged_allowed.yaml": ["may not allow privileged_operation"],
+    "empty.yaml": ["empty file"],
+    "not_utf8.yaml": ["not UTF-8"],
+}
+
+
+def test_every_invalid_spec_has_a_case():
+    assert sorted(CASES) == sorted(p.name for p in INVALID.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_invalid_spec_gets_clear_message(name):
+    code, out, err = run_cli("validate", str(INVALID / name))
+    assert code == 1
+    assert "Traceback" not in err
+    for fragment in CASES[name]:
+        assert fragment in err, f"{fragment!r} not in:\n{err}"
+    assert name in err
+
+
+def test_all_problems_listed_not_just_first():
+    code, _, err = run_cli("validate", str(INVALID))
+    assert code == 1
+    assert f"0 of {len(CASES)} spec files valid" in err
+
+
+def test_example_domain_is_valid():
+    code, out, err = run_cli("validate", str(EXAMPLES / "support_desk"))
+    assert code == 0, err
+    assert "4 of 4 spec files valid" in out
+
+
+def test_missing_path_is_usage_error():
+    code, _, err = run_cli("validate", "does/not/exist.yaml")
+    assert code == 2
+    assert "does/not/exist.yaml" in err and "Traceback" not in err
+
+
+def test_directory_without_specs(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    code, _, err = run_cli("validate", str(tmp_path))
+    assert code == 2
+    assert "no spec files" in err
+
+
+def test_bad_flag_is_usage_error():
+    code, _, err = run_cli("validate", "--no-such-flag", "x")
+    assert code == 2
+
+
+def test_unknown_kind(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("kind: agnet\nschema_version: 1\n")
+    code, _, err = run_cli("validate", str(f))
+    assert code == 1 and "did you mean 'agent'" in err
+
+
+def test_missing_schema_version(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("kind: policy\n")
+    code, _, err = run_cli("validate", str(f))
+    assert code == 1 and "schema_version" in err
+
+
+def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
+    base = EXAMPLES / "support_desk"
+    a = tmp_path / "a.yaml"
+    b = tmp_path / "b.yaml"
+    a.write_text(f"kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
+                 f"delegation: [{{agent: b.yaml, kind: handoff}}]\n")
+    b.write_text("kind: agent\nschema_version: 1\nname: b\ninstructions: hi\n"
+                 "delegation: [{agent: a.yaml, kind: handoff}]\n")
+    code, out, _ = run_cli("validate", str(a))
+    assert code == 0 and "handoff_cycles (cycle: a -> b -> a)" in out
+    code, _, err = run_cli("validate", "--provider", "adk", str(a))
+    assert code == 1 and "provider 'adk' cannot run this agent" in err and "a -> b -> a" in err
+    code, _, _ = run_cli("validate", "--provider", "openai", str(a))
+    assert code == 0
+    assert base.exists()
+
+
+def test_real_process_prints_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "portagent", "validate", str(INVALID / "yaml_syntax.yaml")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "YAML syntax error" in proc.stderr
+
+
+def test_schema_command_writes_every_kind(tmp_path):
+    code, out, _ = run_cli("schema", "--out", str(tmp_path / "schemas"))
+    assert code == 0
+    names = {p.name for p in (tmp_path / "schemas").iterdir()}
+    assert {"agent.schema.json", "tool.schema.json", "policy.schema.json", "tools.schema.json"} <= names
