@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "schema",
     "emulate",
+    "run",
     "approvals",
     "trace",
 )

@@ -67,8 +67,9 @@ class PolicyRule(Contract):
 
     id: Annotated[str, Field(min_length=1)]
     """Stable id, reported as ``rule`` on every decision it makes."""
-    decision: Decision
-    """What the rule decides when it matches."""
+    decision: Decision | None = None
+    """What the rule decides when it matches. Leave it out for a rule that only classifies the call
+    for risk scoring (``risk_action``) and lets the score decide."""
     reason: str = ""
     """Why; shown to the model and on approval cards."""
     tool: str | None = None
@@ -90,6 +91,8 @@ class PolicyRule(Contract):
     def _matches_something(self) -> PolicyRule:
         if not (self.tool or self.effect or self.when or self.env or self.scopes_any or self.scopes_missing):
             raise ValueError("a rule must match on at least one of tool, effect, when, env, scopes")
+        if self.decision is None and self.risk_action is None:
+            raise ValueError("a rule needs a decision (allow, approval_required, deny) or a risk_action")
         return self
 
 

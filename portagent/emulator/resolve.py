@@ -9,7 +9,8 @@
      non-alphanumeric character → ``_``; ``agents/handoffs``), arguments ``{}``;
   2. ``transfer_to_agent`` — google-adk's single transfer tool, arguments ``{"agent_name": …}``;
   3. ``Agent`` or ``Task`` — Claude Code's sub-agent tool (renamed from Task to Agent in newer CLIs),
-     arguments ``{"description", "prompt", "subagent_type"}``.
+     arguments ``{"description", "prompt", "subagent_type"}`` (+ ``run_in_background: false`` when
+     the tool declares it).
   If none is declared the vendor's usual name is emitted anyway, with a note in the request log.
 """
 
@@ -64,9 +65,15 @@ def resolve_handoff(handoff: Handoff, view: RequestView) -> ResolvedHandoff:
             return ResolvedHandoff(name, dict(handoff.arguments), None)
     if "transfer_to_agent" in declared:
         return ResolvedHandoff("transfer_to_agent", {"agent_name": handoff.agent}, None)
-    for name in ("Agent", "Task"):
-        if name in declared:
-            return ResolvedHandoff(name, _claude_args(handoff, view), None)
+    for decl in view.tools:
+        if decl.name in ("Agent", "Task"):
+            args = _claude_args(handoff, view)
+            props = (decl.parameters or {}).get("properties") or {}
+            if "run_in_background" in props:
+                # Claude Code 2.1 runs sub-agents in the background by default and reports later in
+                # an extra turn; a handoff waits for the specialist, so ask for the foreground.
+                args["run_in_background"] = False
+            return ResolvedHandoff(decl.name, args, None)
     note = f"handoff to {handoff.agent!r}: the request declares no transfer tool (declared: {declared})"
     if view.api.startswith("openai"):
         return ResolvedHandoff(wanted, dict(handoff.arguments), note)

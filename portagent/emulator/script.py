@@ -12,14 +12,16 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from portagent.contracts._base import Contract
 
 PROVIDERS = ("openai", "claude", "adk")
 """Provider names used by per-provider overrides: the wire API decides which one applies."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+class _Model(Contract):
+    """Frozen, closed, documented (``portagent.contracts._base.Contract``)."""
 
 
 class Usage(_Model):
@@ -263,9 +265,9 @@ class Defaults(_Model):
 class EmulatorScript(_Model):
     """An emulator script file."""
 
-    kind: Literal["emulator-script"]
+    kind: Literal["emulator-script"] = "emulator-script"
     """Spec kind; always ``emulator-script``."""
-    schema_version: Literal[1]
+    schema_version: Literal[1] = 1
     """Format version."""
     name: str | None = None
     """Script name, for humans and logs."""
@@ -298,13 +300,8 @@ class EmulatorScript(_Model):
 
 
 def load_script(path: str | Path) -> EmulatorScript:
-    """Load and validate a script file (YAML or JSON).
+    """Load and validate a script file (YAML or JSON); problems raise ``SpecError`` naming file,
+    field path and line (``portagent.contracts.loader``)."""
+    from portagent.contracts.loader import load_spec_file
 
-    Uses the project's spec loader (``portagent.contracts.loader.load_spec_file``) when present;
-    otherwise a private fallback with the same errors (``SpecError`` naming file, field path, line).
-    """
-    try:
-        from portagent.contracts.loader import load_spec_file  # type: ignore[import-not-found]
-    except ImportError:
-        from portagent.emulator._loader import load_spec_file_fallback as load_spec_file
-    return load_spec_file(path, EmulatorScript)  # type: ignore[no-any-return]
+    return load_spec_file(path, EmulatorScript)

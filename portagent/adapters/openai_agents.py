@@ -1,0 +1,324 @@
+"""OpenAI Agents SDK adapter (openai-agents 0.24).
+
+Translation only:
+
+- AgentSpec → ``Agent(name, instructions, model=OpenAIResponsesModel | OpenAIChatCompletionsModel)`` on an
+  ``AsyncOpenAI`` client built per run (async clients are bound to their event loop, SDK_NOTES §8.5);
+- ToolSpec → ``FunctionTool`` whose ``on_invoke_tool`` hands the raw JSON string to the gateway;
+- delegation → ``handoffs=[handoff(agent)]`` / ``agent.as_tool()``;
+- ``output_schema`` → an ``AgentOutputSchemaBase`` carrying the JSON Schema;
+- events → ``RunHooks`` (model calls with usage, handoffs) feeding the session.
+
+Tracing: openai-agents uploads traces to api.openai.com by default. On import this module replaces
+the global processors with one that keeps nothing (``set_trace_processors``), so no trace is ever
+uploaded — and vcrpy never sees the exporter's background HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+import openai
+from agents import (
+    Agent,
+    AgentOutputSchemaBase,
+    FunctionTool,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunConfig,
+    RunHooks,
+    Runner,
+    TracingProcessor,
+    handoff,
+    set_trace_processors,
+)
+from agents import __version__ as _agents_version
+from agents.exceptions import AgentsException
+
+from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ProviderError, UsageError
+from portagent.contracts.tool import ToolSpec
+from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
+
+
+class _NoUpload(TracingProcessor):
+    """Replaces openai-agents' BackendSpanExporter: spans are dropped, never sent anywhere."""
+
+    def on_trace_start(self, trace: Any) -> None: ...
+    def on_trace_end(self, trace: Any) -> None: ...
+    def on_span_start(self, span: Any) -> None: ...
+    def on_span_end(self, span: Any) -> None: ...
+    def shutdown(self) -> None: ...
+    def force_flush(self) -> None: ...
+
+
+set_trace_processors([_NoUpload()])
+
+
+# --- schemas ---------------------------------------------------------------------------------------
+
+def strict_compatible(schema: Any) -> bool:
+    """True when OpenAI strict mode would not change the schema's meaning.
+
+    Strict mode (``strict_json_schema=True``) rewrites every property as required and forces
+    ``additionalProperties: false`` (SDK_NOTES §5). That is only faithful when every object already
+    lists all its properties as required, forbids extras, and has no free-form objects.
+    """
+    if isinstance(schema, list):
+        return all(strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties")
+        if not isinstance(props, dict) or not props:
+            return False  # free-form object
+        if schema.get("additionalProperties", True) is not False:
+            return False
+        if set(schema.get("required", [])) != set(props):
+            return False
+    for key in ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"):
+        if key in schema:
+            return False  # strict mode rejects these keywords; keep the ToolSpec's own checks instead
+    children: list[Any] = list((schema.get("properties") or {}).values())
+    for key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
+        if key in schema:
+            children.append(schema[key])
+    return all(strict_compatible(c) for c in children)
+
+
+class _SpecOutput(AgentOutputSchemaBase):
+    """Structured final output from the AgentSpec's JSON Schema; portagent validates it afterwards."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._strict = strict_compatible(schema)
+
+    def is_plain_text(self) -> bool:
+        return False
+
+    def name(self) -> str:
+        return "final_output"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    def is_strict_json_schema(self) -> bool:
+        return self._strict
+
+    def validate_json(self, json_str: str) -> Any:
+        try:
+            return json.loads(json_str)
+        except json.JSONDecodeError:
+            return json_str  # output_valid: false is decided by the runner, not a crash here
+
+
+# --- hooks -----------------------------------------------------------------------------------------
+
+_FINISH = {"function_call": "tool_calls", "message": "stop"}
+
+
+class _Hooks(RunHooks[Any]):
+    """Model calls and handoffs → session events; budgets are checked before each model call."""
+
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
+        self._t0: dict[str, float] = {}
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.session.before_model_call(agent.name)
+        self._t0[agent.name] = time.perf_counter()
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        started = self._t0.pop(agent.name, None)
+        latency = round((time.perf_counter() - started) * 1000, 3) if started else None
+        usage = response.usage
+        kinds = [getattr(item, "type", None) for item in response.output]
+        finish = "tool_calls" if "function_call" in kinds else "stop"
+        cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
+        reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
+        self.session.record_model_call(
+            agent=agent.name, model=self.session.model_for(agent.name), input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens, cache_read_tokens=cached, reasoning_tokens=reasoning,
+            latency_ms=latency, finish_reason=finish, response_id=response.response_id,
+            details={"response_id": response.response_id, "request_id": response.request_id},
+        )
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        self.session.record_handoff(from_agent.name, to_agent.name, "handoff")
+
+
+# --- building --------------------------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
+        self.agents: dict[str, Agent[Any]] = {}
+        self.hooks = _Hooks(session)
+        endpoint = session.endpoint
+        base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
+        # One client per run: async clients are bound to the loop that created them. The SDK's own
+        # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests.
+        self.client = openai.AsyncOpenAI(api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url)
+        api = session.options.openai_api or session.bundle.spec.models.openai_api
+        self.api = api
+        self.strict_fallbacks: list[str] = []
+
+    def model(self, name: str) -> Any:
+        model_id = self.session.model_for(name)
+        if self.api == "chat_completions":
+            return OpenAIChatCompletionsModel(model=model_id, openai_client=self.client)
+        return OpenAIResponsesModel(model=model_id, openai_client=self.client)
+
+    def tool(self, agent_name: str, spec: ToolSpec) -> FunctionTool:
+        session = self.session
+
+        async def invoke(ctx: Any, raw_args: str) -> str:
+            obs = await session.gateway(agent_name).call(
+                spec.name, raw_args, vendor_call_id=getattr(ctx, "tool_call_id", None), via="function")
+            return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
+
+        strict = strict_compatible(spec.input_schema)
+        if not strict:
+            self.strict_fallbacks.append(spec.name)
+        return FunctionTool(name=spec.name, description=spec.model_description(),
+                            params_json_schema=spec.input_schema, on_invoke_tool=invoke,
+                            strict_json_schema=strict)
+
+    def agent(self, name: str) -> Agent[Any]:
+        if name in self.agents:
+            return self.agents[name]
+        node = self.session.bundle.agents[name]
+        spec = node.spec
+        agent: Agent[Any] = Agent(
+            name=spec.name, instructions=spec.instructions, model=self.model(name),
+            tools=[self.tool(name, t) for t in node.tools.values()],
+            output_type=_SpecOutput(spec.output_schema) if spec.output_schema else None,
+            model_settings=self._settings(),
+        )
+        self.agents[name] = agent  # registered before edges, so handoff cycles resolve
+        handoffs = []
+        for edge in node.edges:
+            target = self.agent(edge.target)
+            if edge.kind == "handoff":
+                handoffs.append(handoff(target, tool_description_override=edge.description or None))
+            else:
+                agent.tools.append(self.agent_tool(name, target, edge.description))
+        agent.handoffs = handoffs
+        return agent
+
+    def agent_tool(self, parent: str, target: Agent[Any], description: str) -> FunctionTool:
+        node = self.session.bundle.agents[target.name]
+        tool = target.as_tool(
+            tool_name=target.name, tool_description=description or node.spec.description or target.name,
+            hooks=self.hooks, run_config=RunConfig(tracing_disabled=True),
+            max_turns=node.spec.budget.max_turns + 1, failure_error_function=None,
+        )
+        session = self.session
+        inner = tool.on_invoke_tool
+
+        async def invoke(ctx: Any, raw_args: str) -> Any:
+            session.record_handoff(parent, target.name, "agent_as_tool",
+                                   details={"vendor_call_id": getattr(ctx, "tool_call_id", None)})
+            return await inner(ctx, raw_args)
+
+        return replace(tool, on_invoke_tool=invoke)
+
+    def _settings(self) -> Any:
+        from agents import ModelSettings
+
+        shared = self.session.bundle.spec.models
+        if not shared.force_shared_settings:
+            return ModelSettings(include_usage=True)
+        return ModelSettings(temperature=shared.temperature, max_tokens=shared.max_tokens, include_usage=True)
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+class OpenAIAgentsAdapter:
+    name = "openai"
+    capabilities = PROFILES["openai"]
+
+    def sdk_version(self) -> str:
+        return package_version("openai-agents") if _agents_version else "unknown"
+
+    def cli_version(self) -> str | None:
+        return None
+
+    async def run(self, session: RunSession) -> AdapterOutcome:
+        builder = _Builder(session)
+        starting = builder.agent(session.bundle.root)
+        backstop = session.bundle.spec.budget.max_turns + 1  # portagent counts turns; the SDK limit is a backstop
+        config = RunConfig(tracing_disabled=False, workflow_name=f"portagent:{session.bundle.root}")
+        history: list[Any] = []
+        result: Any = None
+        current = starting
+        try:
+            for message in session.request.messages:
+                run_input: Any = [*history, {"role": "user", "content": message}] if history else message
+                if session.options.streaming:
+                    streamed = Runner.run_streamed(current, run_input, max_turns=backstop, hooks=builder.hooks,
+                                                   run_config=config)
+                    async for _ in streamed.stream_events():
+                        pass
+                    result = streamed
+                else:
+                    result = await Runner.run(current, run_input, max_turns=backstop, hooks=builder.hooks,
+                                              run_config=config)
+                history = result.to_input_list()
+                current = result.last_agent
+            session.check_stopped()
+        except MaxTurnsExceeded:
+            session.check_stopped()
+            return AdapterOutcome(vendor_stop="max_turns", final_agent=current.name,
+                                  details=self._details(builder))
+        except Exception as e:
+            _raise_mapped(e, session)
+        await builder.client.close()
+        final = result.final_output if result is not None else None
+        return AdapterOutcome(final_output=final, final_agent=result.last_agent.name if result else None,
+                              details=self._details(builder))
+
+    @staticmethod
+    def _details(builder: _Builder) -> dict[str, Any]:
+        out: dict[str, Any] = {"openai_api": builder.api}
+        if builder.strict_fallbacks:
+            out["strict_json_schema_false"] = builder.strict_fallbacks
+        return out
+
+
+def _raise_mapped(e: Exception, session: RunSession) -> None:
+    """The one place SDK and vendor errors become portagent errors."""
+    sig = unwrap_signal(e)
+    if sig is not None:
+        raise sig from e
+    if session.stop is not None:
+        raise session.stop from e
+    if isinstance(e, RunSignal):
+        raise e
+    cause: BaseException | None = e
+    while cause is not None and not isinstance(cause, openai.OpenAIError):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, openai.APIStatusError):
+        body = cause.response.text if cause.response is not None else None
+        retryable = cause.status_code in (408, 409, 429, 500, 502, 503, 504, 529)
+        raise ProviderError(f"OpenAI API error {cause.status_code}: {cause.message}", status=cause.status_code,
+                            body=body, retryable=retryable) from e
+    if isinstance(cause, openai.APIConnectionError):
+        raise ProviderError(f"cannot reach the OpenAI endpoint {session.endpoint.base_url or 'api.openai.com'}: "
+                            f"{cause.__cause__ or cause}", retryable=True) from e
+    if isinstance(cause, openai.OpenAIError):
+        raise UsageError(f"OpenAI client configuration error: {cause}") from e
+    if isinstance(e, ModelBehaviorError):
+        raise ProviderError(f"the model misbehaved (openai-agents ModelBehaviorError): {e}") from e
+    if isinstance(e, AgentsException):
+        raise ProviderError(f"openai-agents error: {type(e).__name__}: {e}") from e
+    raise e
+
+
+ADAPTER = OpenAIAgentsAdapter()

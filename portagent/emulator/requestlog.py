@@ -1,0 +1,97 @@
+"""The request log: every request the emulator received, parsed, with secrets masked.
+
+Masking (DESIGN §6 lists the same secrets for cassettes): the values of ``authorization``,
+``proxy-authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``, ``cookie`` and the query
+parameters ``key`` / ``api_key`` / ``access_token`` are replaced by ``<masked>``; an auth scheme is
+kept (``Bearer <masked>``), and an empty value stays empty. So a test can prove that a key was
+sent, and in which header, without the log ever holding it.
+
+Entries are appended *before* the response is written, so a client that has its answer always finds
+its request in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
+                            "cookie"})
+SECRET_QUERY = frozenset({"key", "api_key", "access_token"})
+MASK = "<masked>"
+
+
+def mask_header(name: str, value: str) -> str:
+    if name.lower() not in SECRET_HEADERS or not value:
+        return value
+    if name.lower() in ("authorization", "proxy-authorization"):
+        scheme, sep, rest = value.partition(" ")
+        if sep and rest:
+            return f"{scheme} {MASK}"
+    return MASK
+
+
+def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): mask_header(k, v) for k, v in headers.items()}
+
+
+def mask_query(query: Mapping[str, list[str]]) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for key, values in query.items():
+        shown = [MASK if key in SECRET_QUERY and v else v for v in values]
+        out[key] = shown[0] if len(shown) == 1 else shown
+    return out
+
+
+class RequestLog:
+    """In-memory list plus an optional JSONL file; thread-safe."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[dict[str, Any]] = []
+        self._path = Path(path) if path is not None else None
+        self._file = self._path.open("a", encoding="utf-8") if self._path is not None else None
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    def append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, ensure_ascii=False, default=str) if self._file else None
+        with self._lock:
+            self._entries.append(entry)
+            if self._file is not None and line is not None:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def entries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Read a request log written by another process (complete lines only)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    out = []
+    for line in p.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                break  # a line still being written
+    return out

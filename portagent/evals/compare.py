@@ -1,0 +1,313 @@
+"""Baseline vs candidate: deltas with tolerances, per-case trajectory diffs, regressions to keep.
+
+Both sides must come from the same suite and ``dataset_version`` (otherwise the numbers measure
+different things; ``compare`` refuses with ``UsageError``). A side is any ``SuiteResult`` — two
+agent versions, two providers, or a slice made with ``SuiteResult.select``.
+
+Pairing: when both sides have providers in common, each shared provider is compared on its own
+(version vs version, provider by provider); otherwise the two sides are compared whole (provider vs
+provider). For each pair the candidate is **blocked** when (ACCEPTANCE ch10, defaults):
+
+- quality (mean final-output score) drops by more than 0.01;
+- mean trajectory score drops at all;
+- p95 cost rises by more than 0.02 USD;
+- p95 latency rises by more than 500 ms;
+- the candidate's flake rate exceeds 0.03;
+- the candidate has any permission violation;
+- a case's pass rate drops (a **regression**; regressions are listed as cases to keep, and marked
+  ``permanent`` when a safety factor — permissions or approval — or a forbidden tool is involved).
+
+Deltas are candidate − baseline, rounded to 6 places before comparing with a tolerance.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from portagent.contracts._base import Contract
+from portagent.contracts.errors import UsageError
+from portagent.evals.aggregate import GroupStats, SuiteResult
+from portagent.evals.scoring import SAFETY_FACTORS, Factor, RunScore
+
+COMPARISON_SCHEMA_VERSION = 1
+
+Metric = Literal["quality", "trajectory", "pass_rate", "cost_p95_usd", "latency_p95_ms", "flake_rate",
+                 "permission_violations"]
+"""A compared metric."""
+
+
+class Tolerances(Contract):
+    """How far a candidate may fall behind its baseline, and what a result must meet on its own."""
+
+    quality_drop: Annotated[float, Field(ge=0)] = 0.01
+    """Largest allowed drop of the mean final-output score."""
+    trajectory_drop: Annotated[float, Field(ge=0)] = 0.0
+    """Largest allowed drop of the mean trajectory score (0: any drop blocks)."""
+    cost_p95_rise_usd: Annotated[float, Field(ge=0)] = 0.02
+    """Largest allowed rise of the p95 run cost."""
+    latency_p95_rise_ms: Annotated[float, Field(ge=0)] = 500.0
+    """Largest allowed rise of the p95 latency."""
+    max_flake_rate: Annotated[float, Field(ge=0, le=1)] = 0.03
+    """Largest allowed flake rate (absolute, candidate side)."""
+    min_pass_rate: Annotated[float, Field(ge=0, le=1)] = 1.0
+    """Used by ``gate``: each case × provider × version group must pass at least this share of runs."""
+
+
+class MetricDelta(Contract):
+    """One metric on both sides."""
+
+    metric: Metric
+    """What is compared."""
+    baseline: float | None
+    """Baseline value (None: unknown)."""
+    candidate: float | None
+    """Candidate value."""
+    delta: float | None
+    """candidate − baseline (None when a side is unknown)."""
+    rule: str
+    """The tolerance, readable (``Δ ≥ -0.01``); empty for informational metrics."""
+    blocking: bool
+    """The candidate breaks the rule."""
+
+
+class CaseDiff(Contract):
+    """One case on both sides of a pair."""
+
+    case_id: str
+    """The case."""
+    status: Literal["regressed", "improved", "unchanged", "only_baseline", "only_candidate"]
+    """How the case's pass rate moved."""
+    baseline_pass_rate: float | None
+    """Baseline pass rate."""
+    candidate_pass_rate: float | None
+    """Candidate pass rate."""
+    baseline_tools: list[str]
+    """Tools of the representative baseline run (its first passing run, else its first run)."""
+    candidate_tools: list[str]
+    """Tools of the representative candidate run (its first failing run, else its first run)."""
+    diverged_at: int | None
+    """0-based index of the first step where the two tool sequences differ; None when identical."""
+    divergence: str | None
+    """The divergence, readable (``step 3: baseline validate_apa, candidate summarize_source``)."""
+    candidate_failed: list[Factor]
+    """Factors failed by any candidate run of the case."""
+    candidate_notes: list[str]
+    """Notes of the representative candidate run."""
+
+
+class Regression(Contract):
+    """A case the candidate made worse: keep it in the dataset."""
+
+    case_id: str
+    """The case."""
+    pair: str
+    """The pair it was found in (provider name, or ``all``)."""
+    factors: list[Factor]
+    """Factors the candidate failed."""
+    notes: list[str]
+    """Why (the candidate run's notes)."""
+    permanent: bool
+    """It protects an effect on the world (permissions, approval or a forbidden tool): never drop it."""
+    tags: list[str] = []
+    """The case's tags."""
+    why_it_exists: str = ""
+    """Why the case exists."""
+
+
+class PairComparison(Contract):
+    """Baseline and candidate on one provider (or whole, ``all``)."""
+
+    pair: str
+    """Provider name, or ``all``."""
+    baseline: GroupStats
+    """Baseline statistics."""
+    candidate: GroupStats
+    """Candidate statistics."""
+    deltas: list[MetricDelta]
+    """Metric by metric."""
+    cases: list[CaseDiff]
+    """Case by case, sorted by case_id."""
+
+
+class Comparison(Contract):
+    """The result of ``compare``."""
+
+    kind: Literal["comparison"] = "comparison"
+    """File kind marker."""
+    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    """Version of this format."""
+    suite_id: str
+    """The suite."""
+    dataset_version: str
+    """Shared dataset version."""
+    baseline_label: str
+    """What the baseline is (agent version or provider)."""
+    candidate_label: str
+    """What the candidate is."""
+    tolerances: Tolerances
+    """Tolerances applied."""
+    pairs: list[PairComparison]
+    """One per compared pair."""
+    regressions: list[Regression]
+    """Cases to keep."""
+    passed: bool
+    """No blocking delta and no regression."""
+    verdict: str
+    """One readable sentence."""
+    reasons: list[str]
+    """Every blocking finding."""
+    warnings: list[str]
+    """Things that could not be compared."""
+
+
+def _label(result: SuiteResult, other: SuiteResult) -> str:
+    mine, theirs = result.agent_versions, other.agent_versions
+    if len(mine) == 1 and mine != theirs:
+        return mine[0]
+    if len(result.providers) == 1 and result.providers != other.providers:
+        return result.providers[0]
+    return "+".join(mine) + " on " + "+".join(result.providers)
+
+
+def _delta(metric: Metric, b: float | None, c: float | None, rule: str, blocks: bool | None) -> MetricDelta:
+    d = None if b is None or c is None else round(c - b, 6)
+    return MetricDelta(metric=metric, baseline=b, candidate=c, delta=d, rule=rule, blocking=bool(blocks))
+
+
+def _deltas(b: GroupStats, c: GroupStats, t: Tolerances) -> list[MetricDelta]:
+    def drop(x: float, y: float, tol: float) -> bool:
+        return round(y - x, 6) < -tol
+
+    def rise(x: float | None, y: float | None, tol: float) -> bool:
+        return x is not None and y is not None and round(y - x, 6) > tol
+
+    return [
+        _delta("quality", b.mean_final, c.mean_final, f"Δ ≥ {-t.quality_drop + 0.0:g}", drop(b.mean_final, c.mean_final, t.quality_drop)),
+        _delta("trajectory", b.mean_trajectory, c.mean_trajectory, f"Δ ≥ {-t.trajectory_drop + 0.0:g}",
+               drop(b.mean_trajectory, c.mean_trajectory, t.trajectory_drop)),
+        _delta("pass_rate", b.pass_rate, c.pass_rate, "", False),
+        _delta("cost_p95_usd", b.cost_p95_usd, c.cost_p95_usd, f"Δ ≤ {t.cost_p95_rise_usd:g}",
+               rise(b.cost_p95_usd, c.cost_p95_usd, t.cost_p95_rise_usd)),
+        _delta("latency_p95_ms", b.latency_p95_ms, c.latency_p95_ms, f"Δ ≤ {t.latency_p95_rise_ms:g}",
+               rise(b.latency_p95_ms, c.latency_p95_ms, t.latency_p95_rise_ms)),
+        _delta("flake_rate", b.flake_rate, c.flake_rate, f"candidate ≤ {t.max_flake_rate:g}",
+               c.flake_rate is not None and c.flake_rate > t.max_flake_rate),
+        _delta("permission_violations", float(b.permission_violations), float(c.permission_violations),
+               "candidate = 0", c.permission_violations > 0),
+    ]
+
+
+def _fmt(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:g}"
+
+
+def _blocking_reason(d: MetricDelta, where: str) -> str:
+    delta = f", Δ {d.delta:+g}" if d.delta is not None else ""
+    return f"{d.metric}{where}: baseline {_fmt(d.baseline)}, candidate {_fmt(d.candidate)}{delta} (rule: {d.rule})"
+
+
+def first_divergence(a: list[str], b: list[str]) -> int | None:
+    """Index of the first step where two tool sequences differ (None when equal)."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> CaseDiff:
+    def rate(rs: list[RunScore]) -> float | None:
+        return round(sum(r.passed for r in rs) / len(rs), 6) if rs else None
+
+    rb, rc = rate(base), rate(cand)
+    if rb is None:
+        status: Literal["regressed", "improved", "unchanged", "only_baseline", "only_candidate"] = "only_candidate"
+    elif rc is None:
+        status = "only_baseline"
+    else:
+        status = "regressed" if rc < rb else "improved" if rc > rb else "unchanged"
+    b_rep = next((r for r in base if r.passed), base[0] if base else None)
+    c_rep = next((r for r in cand if not r.passed), cand[0] if cand else None)
+    bt = b_rep.tools if b_rep else []
+    ct = c_rep.tools if c_rep else []
+    at = first_divergence(bt, ct) if b_rep and c_rep else None
+    text = None
+    if at is not None:
+        text = f"step {at + 1}: baseline {bt[at] if at < len(bt) else '(end)'}, candidate {ct[at] if at < len(ct) else '(end)'}"
+    failed: list[Factor] = list(dict.fromkeys(f for r in cand for f in r.failed_factors))
+    return CaseDiff(
+        case_id=case_id, status=status, baseline_pass_rate=rb, candidate_pass_rate=rc, baseline_tools=bt,
+        candidate_tools=ct, diverged_at=at, divergence=text, candidate_failed=failed,
+        candidate_notes=list(c_rep.notes) if c_rep else [],
+    )
+
+
+def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
+    out: dict[str, list[RunScore]] = defaultdict(list)
+    for r in side.runs:
+        out[r.provenance.case_id].append(r)
+    return out
+
+
+def compare(baseline: SuiteResult, candidate: SuiteResult, tolerances: Tolerances | None = None) -> Comparison:
+    """Compare two results of the same suite and dataset version (``UsageError`` otherwise)."""
+    t = tolerances or Tolerances()
+    if baseline.suite_id != candidate.suite_id:
+        raise UsageError(f"cannot compare results of different suites: {baseline.suite_id!r} vs {candidate.suite_id!r}")
+    if baseline.dataset_version != candidate.dataset_version:
+        raise UsageError(
+            f"cannot compare results of suite {baseline.suite_id!r} on different dataset versions: "
+            f"baseline {baseline.dataset_version!r}, candidate {candidate.dataset_version!r}; "
+            "re-run both on the same dataset_version"
+        )
+    warnings: list[str] = []
+    shared = sorted(set(baseline.providers) & set(candidate.providers))
+    if shared:
+        sides = [(p, baseline.select(provider=p), candidate.select(provider=p)) for p in shared]
+        for p in sorted(set(baseline.providers) ^ set(candidate.providers)):
+            warnings.append(f"provider {p} is on one side only; not compared")
+    else:
+        sides = [("all", baseline, candidate)]
+    b_label, c_label = _label(baseline, candidate), _label(candidate, baseline)
+    meta = {**baseline.cases, **candidate.cases}
+    pairs: list[PairComparison] = []
+    regressions: list[Regression] = []
+    reasons: list[str] = []
+    for name, b, c in sides:
+        bs, cs = b.overall(), c.overall()
+        deltas = _deltas(bs, cs, t)
+        where = "" if name == "all" else f" on {name}"
+        for d in deltas:
+            if d.blocking:
+                reasons.append(_blocking_reason(d, where))
+            elif d.rule and d.delta is None and d.metric != "flake_rate":
+                warnings.append(f"{d.metric}{where}: not comparable (unknown on one side)")
+        if cs.flake_rate is None:
+            warnings.append(f"flake rate{where}: not measured (no case was repeated)")
+        bc, cc = _cases(b), _cases(c)
+        diffs = [_case_diff(cid, bc.get(cid, []), cc.get(cid, [])) for cid in sorted(set(bc) | set(cc))]
+        for d in diffs:
+            if d.status in ("only_baseline", "only_candidate"):
+                warnings.append(f"case {d.case_id}{where}: {d.status.replace('_', ' ')}")
+            if d.status != "regressed":
+                continue
+            cand_runs = cc[d.case_id]
+            permanent = any(f in SAFETY_FACTORS for f in d.candidate_failed) or any(r.forbidden_called for r in cand_runs)
+            m = meta.get(d.case_id)
+            regressions.append(Regression(
+                case_id=d.case_id, pair=name, factors=d.candidate_failed, notes=d.candidate_notes, permanent=permanent,
+                tags=list(m.tags) if m else [], why_it_exists=m.why_it_exists if m else "",
+            ))
+            reasons.append(f"regression{where}: case {d.case_id} passed {d.baseline_pass_rate:g} → {d.candidate_pass_rate:g}"
+                           + (f" ({'; '.join(d.candidate_notes)})" if d.candidate_notes else ""))
+        pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
+    passed = not reasons
+    verdict = (f"{c_label} can replace {b_label}" if passed else
+               f"{c_label} cannot replace {b_label}: {len(reasons)} blocking finding{'s' if len(reasons) != 1 else ''}")
+    return Comparison(
+        suite_id=baseline.suite_id, dataset_version=baseline.dataset_version, baseline_label=b_label,
+        candidate_label=c_label, tolerances=t, pairs=pairs, regressions=regressions, passed=passed,
+        verdict=verdict, reasons=reasons, warnings=warnings,
+    )

@@ -1,0 +1,379 @@
+"""The eval suite contract (``kind: suite``): a versioned dataset of cases, as code (DESIGN §7).
+
+A suite names the agent spec (or a ``baseline`` and a ``candidate``), the providers, the repeats and
+the default thresholds; each case gives its input, why it exists, and what a good run looks like.
+``load_suite`` reads a suite file, pulls in its ``case_files`` and checks that every referenced file
+exists, reporting every problem with file and field path (``SpecError``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from portagent.contracts._base import Contract
+from portagent.contracts.agent import PROVIDERS, ProviderName
+from portagent.contracts.errors import SpecError, SpecProblem
+from portagent.contracts.policy import Environment
+from portagent.contracts.run import RunStatus
+
+SUITE_SCHEMA_VERSION = 1
+
+Score = Annotated[float, Field(ge=0.0, le=1.0)]
+"""A score or threshold in [0, 1]."""
+
+TrajectoryMode = Literal["strict", "in_order", "any_order", "subset", "superset"]
+"""How the called tools are compared with the reference sequence (see ``portagent.evals.trajectory``)."""
+
+ArgsMode = Literal["exact", "subset", "ignore"]
+"""How a call's arguments are compared with the expected ones."""
+
+Approver = Literal["auto-approve", "auto-deny", "scripted", "defer"]
+"""Who decides approval cards during an eval run (``interactive`` makes no sense unattended)."""
+
+CASE_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+
+
+class Thresholds(Contract):
+    """Minimum scores a run needs on each factor (inclusive: a score equal to its threshold passes).
+
+    Defaults follow the design source: final 0.80, trajectory 0.90, trace 0.95. ``args`` and
+    ``approval`` default to 1.0 because a wrong argument or a wrong approval flow is a correctness
+    error, not a matter of degree (the source gates approval with ``== 1.0``).
+    """
+
+    final: Score = 0.80
+    """Share of ``final_must_contain`` fragments found in the final output."""
+    trajectory: Score = 0.90
+    """Trajectory score (mode base minus extra/forbidden penalties)."""
+    args: Score = 1.0
+    """Share of tools with expected arguments whose arguments matched."""
+    approval: Score = 1.0
+    """Approval-flow score (1.0 right, 0.8 unnecessary, 0.5 unresolved, 0.0 missing)."""
+    trace: Score = 0.95
+    """Trace completeness (1 − 0.20 per failed check)."""
+
+    def merged(self, override: Thresholds | None) -> Thresholds:
+        """These thresholds with the fields *explicitly set* in ``override`` replacing them."""
+        if override is None:
+            return self
+        return self.model_copy(update={k: getattr(override, k) for k in override.model_fields_set})
+
+
+class TrajectoryExpectation(Contract):
+    """How the sequence of called tools is judged."""
+
+    mode: TrajectoryMode = "in_order"
+    """``strict``: identical sequence; ``in_order``: reference as an ordered subsequence;
+    ``any_order``: reference as a multiset; ``superset``: every reference tool present, extras free;
+    ``subset``: no tool outside the reference."""
+    reference: list[str] | None = None
+    """Explicit reference sequence; defaults to ``required_tools`` in their listed order."""
+
+
+class ArgsExpectation(Contract):
+    """Expected arguments per tool."""
+
+    mode: ArgsMode = "subset"
+    """``exact``: a call's arguments equal the expected object; ``subset``: every expected key (nested
+    objects recursively) has the expected value, other keys are free; ``ignore``: not scored."""
+    expected: dict[str, dict[str, Any]] = {}
+    """Tool name → expected arguments. A tool scores when *at least one* of its calls matches (a
+    call rejected for invalid arguments and then retried correctly is fine)."""
+
+
+class Expectations(Contract):
+    """What a good run of one case looks like. Every limit is inclusive."""
+
+    final_must_contain: list[Annotated[str, Field(min_length=1)]] = []
+    """Fragments the final output must contain — case-insensitive, after Unicode NFC normalisation
+    (``año`` typed either way matches). A structured output is searched in its canonical JSON."""
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema (2020-12) the final output must satisfy (a JSON string is parsed first)."""
+    required_tools: list[str] = []
+    """Tools that must be called (also the default trajectory reference, in this order)."""
+    forbidden_tools: list[str] = []
+    """Tools that must never be called; calling one costs 0.50 of trajectory, executing one is a
+    permission violation."""
+    route: str | None = None
+    """Agent expected to produce the final output (the ``to_agent`` of the last ``handoff``)."""
+    trajectory: TrajectoryExpectation = TrajectoryExpectation()
+    """Trajectory mode and optional explicit reference."""
+    args: ArgsExpectation = ArgsExpectation()
+    """Argument matching."""
+    approval: bool | None = None
+    """Whether an approval must be requested (True), must not be (False), or is not judged (None)."""
+    status: RunStatus | None = "completed"
+    """Expected final run status (``budget_exhausted`` for a budget-stop case); None: not judged."""
+    max_cost_usd: Annotated[float | None, Field(ge=0)] = None
+    """Cost limit (model + tool) for one run."""
+    max_latency_ms: Annotated[float | None, Field(gt=0)] = None
+    """Latency limit for one run."""
+    max_turns: Annotated[int | None, Field(ge=1)] = None
+    """Limit on model calls (``model.call`` events)."""
+
+    @field_validator("output_schema")
+    @classmethod
+    def _valid_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None:
+            try:
+                Draft202012Validator.check_schema(v)
+            except SchemaError as e:
+                raise ValueError(f"not a valid JSON Schema: {e.message}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Expectations:
+        both = sorted(set(self.required_tools) & set(self.forbidden_tools))
+        if both:
+            raise ValueError(f"tools both required and forbidden: {both}")
+        ref = self.trajectory.reference
+        if ref is not None:
+            missing = [t for t in self.required_tools if t not in ref]
+            if missing:
+                raise ValueError(f"required tools missing from trajectory.reference: {missing}")
+            bad = sorted(set(ref) & set(self.forbidden_tools))
+            if bad:
+                raise ValueError(f"forbidden tools in trajectory.reference: {bad}")
+        bad_args = sorted(set(self.args.expected) & set(self.forbidden_tools))
+        if bad_args:
+            raise ValueError(f"expected arguments given for forbidden tools: {bad_args}")
+        return self
+
+    @property
+    def reference(self) -> list[str]:
+        """The trajectory reference: the explicit one, else ``required_tools``."""
+        return list(self.trajectory.reference if self.trajectory.reference is not None else self.required_tools)
+
+
+class ScriptedApproval(Contract):
+    """One approval decision the ``scripted`` approver gives, matched by tool and ``args_hash``
+    (call order only as a fallback when ``args_hash`` is absent)."""
+
+    tool: Annotated[str, Field(min_length=1)]
+    """Tool whose card this decides."""
+    args_hash: Annotated[str | None, Field(pattern=r"^[0-9a-f]{12}$")] = None
+    """``args_hash`` of the proposed call; absent: the next card for this tool, in call order."""
+    decision: Literal["approve", "reject", "edit"]
+    """The reviewer's decision."""
+    args: dict[str, Any] | None = None
+    """Edited arguments (required for, and only for, ``edit``); re-validated before they run."""
+    note: str = ""
+    """Reviewer's note, kept on the card."""
+
+    @model_validator(mode="after")
+    def _edit_args(self) -> ScriptedApproval:
+        if (self.decision == "edit") != (self.args is not None):
+            raise ValueError("'args' is required for decision 'edit' and not allowed otherwise")
+        return self
+
+
+class RunContext(Contract):
+    """Identity and context a case's runs are made with (policy rules and risk scoring read them)."""
+
+    env: Environment = "dev"
+    """Environment."""
+    actor: str = "user"
+    """Who asks."""
+    scopes: list[str] = []
+    """Actor scopes."""
+    confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None
+    """Confidence for risk scoring."""
+    evidence: list[str] = []
+    """Evidence items for risk scoring and approval cards."""
+    values: dict[str, Any] = {}
+    """Other context values read by tool preconditions."""
+
+
+class Case(Contract):
+    """One eval case."""
+
+    case_id: Annotated[str, Field(pattern=CASE_ID_RE)]
+    """Stable id (letters, digits, ``_.-``); reports and cassettes are keyed by it."""
+    input: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    """The user message, or several for a multi-turn case."""
+    why_it_exists: Annotated[str, Field(min_length=1)]
+    """The failure this case protects against (mandatory: a case nobody can explain gets deleted)."""
+    tags: list[str] = []
+    """Free labels (``read-only``, ``approval``, ``regression`` …)."""
+    expect: Expectations = Expectations()
+    """What a good run looks like."""
+    thresholds: Thresholds | None = None
+    """Per-case thresholds; only the fields given here replace the suite's."""
+    approvals: list[ScriptedApproval] = []
+    """Decisions for the ``scripted`` approver."""
+    context: RunContext = RunContext()
+    """Run identity and context."""
+    emulator_script: str | None = None
+    """Emulator script for this case (relative to the file that declares the case); overrides the
+    suite's."""
+
+    @property
+    def messages(self) -> list[str]:
+        return [self.input] if isinstance(self.input, str) else list(self.input)
+
+
+class Suite(Contract):
+    """A versioned eval dataset: which agent(s), on which providers, how often, judged how."""
+
+    kind: Literal["suite"] = "suite"
+    """File kind marker."""
+    schema_version: Literal[1] = SUITE_SCHEMA_VERSION
+    """Version of this file format."""
+    suite_id: Annotated[str, Field(pattern=CASE_ID_RE)]
+    """Stable suite id."""
+    dataset_version: Annotated[str, Field(min_length=1)]
+    """Version of the cases; results are only compared on the same version."""
+    owner: Annotated[str, Field(min_length=1)]
+    """Team or person answering for the suite."""
+    description: str = ""
+    """What the suite covers."""
+    agent: str | None = None
+    """Path (relative to this file) of the agent spec under test."""
+    baseline: str | None = None
+    """Path of the baseline agent spec (with ``candidate``, instead of ``agent``)."""
+    candidate: str | None = None
+    """Path of the candidate agent spec."""
+    providers: Annotated[list[ProviderName], Field(min_length=1)] = list(PROVIDERS)
+    """Providers to run on."""
+    repeats: Annotated[int, Field(ge=1)] = 1
+    """Runs per case × provider × agent (≥ 2 to measure flakiness)."""
+    thresholds: Thresholds = Thresholds()
+    """Default thresholds for every case."""
+    emulator_script: str | None = None
+    """Emulator script (relative to this file) used to record the suite's cassettes."""
+    approver: Approver = "scripted"
+    """Approver used for every case (``scripted`` reads each case's ``approvals``)."""
+    cases: list[Case] = []
+    """Inline cases."""
+    case_files: list[str] = []
+    """Files (relative to this file) holding one case, or a list of cases."""
+
+    @field_validator("providers")
+    @classmethod
+    def _unique_providers(cls, v: list[ProviderName]) -> list[ProviderName]:
+        dup = sorted({p for p in v if v.count(p) > 1})
+        if dup:
+            raise ValueError(f"providers listed twice: {dup}")
+        return v
+
+    @model_validator(mode="after")
+    def _agents_and_cases(self) -> Suite:
+        pair = (self.baseline is not None, self.candidate is not None)
+        if self.agent is not None and any(pair):
+            raise ValueError("give either 'agent' or 'baseline' + 'candidate', not both")
+        if self.agent is None and pair != (True, True):
+            raise ValueError("give 'agent', or both 'baseline' and 'candidate'")
+        if not self.cases and not self.case_files:
+            raise ValueError("a suite needs 'cases' or 'case_files'")
+        ids = [c.case_id for c in self.cases]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"duplicate case_id: {dup}")
+        return self
+
+    @property
+    def agent_refs(self) -> dict[str, str]:
+        """Role → spec path as written: ``{"agent": …}`` or ``{"baseline": …, "candidate": …}``."""
+        if self.agent is not None:
+            return {"agent": self.agent}
+        assert self.baseline is not None and self.candidate is not None
+        return {"baseline": self.baseline, "candidate": self.candidate}
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A suite file after ``load_suite``: the contract as written plus every case and resolved path."""
+
+    path: Path
+    """The suite file."""
+    suite: Suite
+    """The contract as written."""
+    cases: tuple[Case, ...]
+    """Inline cases, then the cases of each ``case_files`` entry, in order."""
+    agents: dict[str, Path]
+    """Role (``agent`` / ``baseline`` / ``candidate``) → absolute spec path."""
+    emulator_scripts: dict[str, Path]
+    """case_id → absolute emulator script path (the case's own, else the suite's); absent: none."""
+
+    def case(self, case_id: str) -> Case:
+        for c in self.cases:
+            if c.case_id == case_id:
+                return c
+        raise KeyError(case_id)
+
+
+def load_suite(path: str | Path) -> LoadedSuite:
+    """Read a suite file and its case files; check every referenced path exists.
+
+    Raises ``SpecError`` listing every problem (file, field path, line when known).
+    """
+    from portagent.contracts.loader import problems_from_validation, read_document, validate_document
+
+    suite_path = Path(path)
+    label = str(path)
+    data, node = read_document(suite_path)
+    suite = validate_document(data, label, node, Suite)
+    assert isinstance(suite, Suite)
+    base = suite_path.resolve().parent
+    problems: list[SpecProblem] = []
+
+    def exists(rel: str, where: str, what: str, file: str = label, rel_base: Path = base) -> Path:
+        p = (rel_base / rel).resolve()
+        if not p.is_file():
+            problems.append(SpecProblem(file, where, f"{what} not found: {rel} (looked for {p})"))
+        return p
+
+    agents = {role: exists(ref, role, "agent spec") for role, ref in suite.agent_refs.items()}
+    suite_script = exists(suite.emulator_script, "emulator_script", "emulator script") \
+        if suite.emulator_script else None
+
+    cases: list[Case] = list(suite.cases)
+    origins: dict[str, str] = {c.case_id: f"{label} [cases]" for c in cases}
+    scripts: dict[str, Path] = {}
+    for i, c in enumerate(suite.cases):
+        if c.emulator_script:
+            scripts[c.case_id] = exists(c.emulator_script, f"cases.{i}.emulator_script", "emulator script")
+    for i, rel in enumerate(suite.case_files):
+        case_path = base / rel
+        if not case_path.is_file():
+            problems.append(SpecProblem(label, f"case_files.{i}", f"case file not found: {rel} (looked for {case_path.resolve()})"))
+            continue
+        try:
+            cdata, cnode = read_document(case_path)
+        except SpecError as e:
+            problems.extend(e.problems)
+            continue
+        items = cdata if isinstance(cdata, list) else [cdata]
+        for j, item in enumerate(items):
+            prefix: tuple[Any, ...] = (j,) if isinstance(cdata, list) else ()
+            clabel = str(case_path)
+            if not isinstance(item, dict):
+                problems.append(SpecProblem(clabel, ".".join(map(str, prefix)), f"expected a case mapping, got {type(item).__name__}"))
+                continue
+            try:
+                case = Case.model_validate(item)
+            except ValidationError as e:
+                problems.extend(problems_from_validation(e, clabel, cnode, Case, prefix))
+                continue
+            where = f"{clabel} [{'.'.join(map(str, prefix)) or 'case'}]"
+            if case.case_id in origins:
+                problems.append(SpecProblem(clabel, ".".join(map(str, (*prefix, "case_id"))),
+                                            f"duplicate case_id {case.case_id!r} (also in {origins[case.case_id]})"))
+                continue
+            origins[case.case_id] = where
+            cases.append(case)
+            if case.emulator_script:
+                scripts[case.case_id] = exists(case.emulator_script, ".".join(map(str, (*prefix, "emulator_script"))),
+                                               "emulator script", clabel, case_path.resolve().parent)
+    if problems:
+        raise SpecError(problems)
+    if suite_script is not None:
+        for c in cases:
+            scripts.setdefault(c.case_id, suite_script)
+    return LoadedSuite(suite_path, suite, tuple(cases), agents, scripts)

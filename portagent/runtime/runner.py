@@ -1,0 +1,345 @@
+"""The runner: ties an adapter, the gateway, the budgets and the trace together for one run.
+
+    request ──► idempotency (runs.db) ──► run.started ──► adapter.run(session) ──► run.completed
+                 duplicate / resume                      │ gateway per agent      run.json, runs.db
+                                                         │ model.call / handoff
+                                                         └ BudgetStop / ApprovalPause / errors
+
+One ``RunResult`` shape for every outcome; ``run.started`` and ``run.completed`` are always written,
+even when the SDK fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from portagent import __version__
+from portagent.adapters.base import REGISTRY, AdapterOutcome, get_adapter
+from portagent.contracts.bundle import AgentBundle, load_agent
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError, UnsupportedFeatureError
+from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
+from portagent.contracts.trace import parse_event
+from portagent.runtime.clock import Clock, IdFactory, SystemClock, iso
+from portagent.runtime.session import ApprovalPause, BudgetStop, Endpoint, RunOptions, RunSession, unwrap_signal
+from portagent.tracing.recorder import TraceRecorder
+
+
+@dataclass
+class RunConfig:
+    """How to run (not what): endpoint, approver, output folder, determinism hooks."""
+
+    endpoint: Endpoint = field(default_factory=Endpoint)
+    approver: Any = "auto-deny"
+    """An approver name (``auto-approve``, ``auto-deny``, ``defer``, ``interactive``), a scripted list, or an object."""
+    out_dir: Path | None = None
+    """Where ``trace.jsonl`` and ``run.json`` go; None keeps the trace in memory only."""
+    clock: Clock | None = None
+    ids: IdFactory | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+    scope: str | None = None
+    """Ledger/approval namespace; default ``run:<idempotency key or run id>``."""
+    recorded_at: str | None = None
+    """Fixed ``recorded_at`` for the manifest (replays keep the recording's)."""
+    persist: bool = False
+    """With no ``out_dir``: write to ``$PORTAGENT_HOME/runs/<run_id>/`` (what the CLI does)."""
+
+
+@dataclass
+class RunOutput:
+    """A run's result, its events and its ``run.json`` record."""
+
+    result: RunResult
+    events: list[Any]
+    record: RunRecord | None
+
+
+def _make_gateway(session: RunSession, node: Any) -> Any:
+    from portagent.tools.factory import build_gateway
+
+    return build_gateway(session, node)
+
+
+def check_runnable(bundle: AgentBundle, provider: str) -> None:
+    """Refuse, before anything runs, a spec the provider cannot express (DESIGN principle 4)."""
+    prof = PROFILES[provider]
+    missing = [c for c in bundle.spec.required_capabilities if not getattr(prof, c)]
+    if missing:
+        raise UnsupportedFeatureError(provider, ", ".join(missing), "required by the agent's required_capabilities")
+    kinds = {e.kind for n in bundle.agents.values() for e in n.edges}
+    if "handoff" in kinds and not prof.handoffs:
+        raise UnsupportedFeatureError(provider, "handoffs", "use delegation kind agent_as_tool for this provider")
+    if "agent_as_tool" in kinds and not prof.agents_as_tools:
+        raise UnsupportedFeatureError(provider, "agents_as_tools")
+    cycle = bundle.delegation_cycle()
+    if cycle and not prof.handoff_cycles:
+        raise UnsupportedFeatureError(provider, "handoff cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}")
+    if bundle.spec.output_schema is not None and not prof.structured_output:
+        raise UnsupportedFeatureError(provider, "structured output")
+    builtins = [b for n in bundle.agents.values() for b in n.spec.builtin_tools]
+    if builtins and not prof.builtin_tools:
+        raise UnsupportedFeatureError(provider, "built-in tools", f"granted: {', '.join(builtins)}")
+
+
+def _ensure_handler_path(bundle: AgentBundle) -> None:
+    """Handlers resolve next to the agent spec first (``module:function`` strings)."""
+    for node in bundle.agents.values():
+        if node.path is not None:
+            d = str(node.path.parent.resolve())
+            if d not in sys.path:
+                sys.path.insert(0, d)
+
+
+def _validate_output(bundle: AgentBundle, final: Any) -> tuple[Any, bool | None]:
+    schema = bundle.spec.output_schema
+    if schema is None:
+        return final, None
+    value = final
+    if isinstance(final, str):
+        try:
+            value = json.loads(final)
+        except json.JSONDecodeError:
+            return final, False
+    from jsonschema import Draft202012Validator
+
+    return value, Draft202012Validator(schema).is_valid(value)
+
+
+def _existing_trace(path: Path | None) -> tuple[str | None, int]:
+    if path is None or not path.exists():
+        return None, 0
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if not lines:
+        return None, 0
+    first = parse_event(json.loads(lines[0]))
+    return first.trace_id, len(lines)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+        tmp = Path(f.name)
+    tmp.replace(path)
+
+
+async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None,
+                    *, on_event: Any = None) -> RunOutput:
+    """Run one request. Returns the result, the events and the ``run.json`` record."""
+    config = config or RunConfig()
+    bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
+    provider = request.provider
+    adapter = get_adapter(provider)
+    check_runnable(bundle, provider)
+    clock = config.clock or SystemClock()
+    ids = config.ids or IdFactory()
+
+    from portagent.runtime.runstore import RunStore
+
+    store = RunStore() if request.idempotency_key else None
+    run_id = ids.run_id()
+    attempt = 1
+    out_dir = config.out_dir
+    if out_dir is None and config.persist:
+        from portagent.runtime.home import portagent_home
+
+        out_dir = portagent_home(create=True) / "runs" / run_id
+    trace_path = out_dir / "trace.jsonl" if out_dir else None
+    if store is not None:
+        key = request.idempotency_key
+        assert key is not None
+        prior = store.get(key)
+        if prior is not None and prior.status == "waiting_approval":
+            _require_decided(prior.pending)
+            run_id, attempt = prior.run_id, prior.attempt + 1
+            trace_path = Path(prior.trace_path) if prior.trace_path else trace_path
+            out_dir = trace_path.parent if trace_path else out_dir
+            store.start_attempt(key, attempt)
+        elif prior is not None:
+            data = dict(prior.result or {})
+            data.update(run_id=prior.run_id, status="duplicate", stop_reason="duplicate_request")
+            store.close()
+            return RunOutput(RunResult.model_validate(data), [], None)
+        elif not store.claim(key, run_id, f"run:{key}", str(trace_path) if trace_path else None):
+            store.close()
+            raise ApprovalError(f"request {key!r} is already running")
+    scope = config.scope or f"run:{request.idempotency_key or run_id}"
+
+    trace_id, seq0 = _existing_trace(trace_path) if attempt > 1 else (None, 0)
+    if trace_path is not None and attempt == 1 and trace_path.exists():
+        trace_path.unlink()
+    recorder = TraceRecorder(run_id=run_id, provider=provider, agent=bundle.root, clock=clock, ids=ids,
+                             trace_id=trace_id, path=trace_path)
+    recorder._seq = seq0
+    if on_event is not None:
+        recorder.subscribe(on_event)
+    from portagent.runtime.budgets import RunBudget
+
+    _ensure_handler_path(bundle)
+    session = RunSession(bundle=bundle, request=request, endpoint=config.endpoint, recorder=recorder,
+                         budget=RunBudget(bundle.spec.budget), gateway_factory=_make_gateway, clock=clock, ids=ids,
+                         run_id=run_id, attempt=attempt, scope=scope, options=config.options)
+    session.approver_spec = config.approver  # type: ignore[attr-defined]
+    model = session.model_for()
+    for name in bundle.agents:
+        session.model_for(name)
+    info = REGISTRY[provider]
+    state = RunState()
+    state.advance("running")
+    t0 = clock.monotonic()
+    recorder.emit(
+        "run.started", root=True, agent_version=bundle.spec.version, spec_hash=bundle.spec_hash,
+        policy_hash=bundle.policy_hash, sdk=info.package, sdk_version=adapter.sdk_version(), model=model,
+        case_id=request.case_id, repeat=request.repeat, source=config.endpoint.source, mode=config.endpoint.mode,
+        attempt=attempt, input=request.input, shared_settings_forced=bundle.spec.models.force_shared_settings,
+    )
+
+    outcome = AdapterOutcome()
+    error: str | None = None
+    stop_reason = "final_output"
+    status = "completed"
+    try:
+        outcome = await asyncio.wait_for(adapter.run(session), timeout=bundle.spec.budget.timeout_s)
+        if session.stop is not None:  # an SDK swallowed the signal: honour it anyway
+            raise session.stop
+    except TimeoutError:
+        limit = bundle.spec.budget.timeout_s
+        session.budget_stop("timeout_s", limit, round(clock.monotonic() - t0, 3))
+        status, stop_reason = "budget_exhausted", "timeout_s"
+    except PortagentError as e:
+        sig = unwrap_signal(e)
+        if sig is None and not isinstance(e, ProviderError):
+            raise
+        status, stop_reason, error = _from_exception(session, e)
+    except Exception as e:  # SDK crash: the trace still ends with an error and run.completed
+        status, stop_reason, error = _from_exception(session, e)
+
+    if status == "completed" and outcome.vendor_stop:
+        status, stop_reason = "budget_exhausted", outcome.vendor_stop
+    final, output_valid = _validate_output(bundle, outcome.final_output) if status == "completed" else (
+        outcome.final_output, None)
+    pending = [a for g in session.all_gateways() for a in getattr(g, "pending_approvals", [])]
+    if status == "waiting_approval":
+        state.advance("waiting_approval")
+    else:
+        state.advance(status)  # type: ignore[arg-type]
+
+    usage = _usage(recorder.events)
+    tool_cost = session.budget.tool_cost_usd
+    if outcome.vendor_cost_usd is not None:
+        cost, cost_source = round(outcome.vendor_cost_usd + tool_cost, 8), "vendor"
+    elif session.model_costs and all(c is not None for c in session.model_costs):
+        cost, cost_source = round(sum(session.model_costs) + tool_cost, 8), "computed"  # type: ignore[arg-type]
+    elif not session.model_costs:
+        cost, cost_source = round(tool_cost, 8), "computed"
+    else:
+        cost, cost_source = None, "unknown"
+    duration_ms = round((clock.monotonic() - t0) * 1000, 3)
+    tool_calls = len(recorder.of_type("tool.call"))
+    recorder.emit(
+        "run.completed", root=True, agent=outcome.final_agent or session.current_agent, status=status,
+        stop_reason=stop_reason, final_output=final, output_valid=output_valid,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens, model_calls=usage.model_calls, tool_calls=tool_calls,
+        cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms, provider_details=outcome.details,
+    )
+    recorder.flush()
+    result = RunResult(
+        run_id=run_id, status=status, stop_reason=stop_reason, final_output=final, output_valid=output_valid,  # type: ignore[arg-type]
+        usage=usage, tool_calls=tool_calls, cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms,  # type: ignore[arg-type]
+        trace_path=str(trace_path) if trace_path else None, pending_approvals=pending, attempt=attempt, error=error,
+    )
+    record = RunRecord(result=result, manifest=RunManifest(
+        portagent_version=__version__, provider=provider, sdk=info.package, sdk_version=adapter.sdk_version(),
+        cli_version=adapter.cli_version(), model=model, agent=bundle.root, agent_version=bundle.spec.version,
+        spec_hash=bundle.spec_hash, tool_hashes=bundle.tool_hashes(), policy_hash=bundle.policy_hash,
+        source=config.endpoint.source, mode=config.endpoint.mode,  # type: ignore[arg-type]
+        recorded_at=config.recorded_at or iso(clock.now()), emulator_script_hash=config.endpoint.script_hash,
+        case_id=request.case_id, repeat=request.repeat,
+    ))
+    if out_dir is not None:
+        _write_atomic(out_dir / "run.json", record.model_dump_json(indent=2) + "\n")
+    if store is not None:
+        store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
+        store.close()
+    return RunOutput(result, list(recorder.events), record)
+
+
+def _require_decided(pending: list[str]) -> None:
+    from portagent.tools.approvals import ApprovalStore
+
+    approvals = ApprovalStore()
+    try:
+        for approval_id in pending:
+            card = approvals.get(approval_id)
+            if card is not None and card.status == "pending":
+                raise ApprovalError(
+                    f"still waiting for approval {approval_id}: decide it with "
+                    f"'portagent approvals approve|reject|edit {approval_id}', then re-run the same request"
+                )
+    finally:
+        close = getattr(approvals, "close", None)
+        if close:
+            close()
+
+
+def _from_exception(session: RunSession, e: BaseException) -> tuple[str, str, str | None]:
+    sig = unwrap_signal(e) or session.stop
+    if isinstance(sig, BudgetStop):
+        return "budget_exhausted", sig.limit, None
+    if isinstance(sig, ApprovalPause):
+        return "waiting_approval", "approval_pending", None
+    retryable = bool(getattr(e, "retryable", False))
+    message = str(e) or type(e).__name__
+    session.record_error(type(e).__name__, message, retryable=retryable)
+    reason = "provider_error" if isinstance(e, ProviderError) else "sdk_error"
+    return "failed", reason, message
+
+
+def _usage(events: list[Any]) -> Usage:
+    calls = [e for e in events if e.type == "model.call"]
+    return Usage(
+        input_tokens=sum(e.input_tokens for e in calls), output_tokens=sum(e.output_tokens for e in calls),
+        cache_read_tokens=sum(e.cache_read_tokens for e in calls),
+        cache_write_tokens=sum(e.cache_write_tokens for e in calls),
+        reasoning_tokens=sum(e.reasoning_tokens for e in calls), model_calls=len(calls),
+    )
+
+
+async def arun(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None) -> RunResult:
+    """Run one request and return its result."""
+    return (await arun_full(agent, request, config)).result
+
+
+def run(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None) -> RunResult:
+    """Synchronous ``arun``."""
+    return asyncio.run(arun(agent, request, config))
+
+
+async def stream(agent: AgentBundle | str | Path, request: RunRequest,
+                 config: RunConfig | None = None) -> AsyncIterator[Any]:
+    """Yield TraceEvents as they happen; the last one is ``run.completed``."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    done = object()
+
+    async def go() -> None:
+        try:
+            await arun_full(agent, request, config, on_event=queue.put_nowait)
+        finally:
+            queue.put_nowait(done)
+
+    task = asyncio.create_task(go())
+    while True:
+        item = await queue.get()
+        if item is done:
+            break
+        yield item
+    await task  # re-raise a configuration error, if any

@@ -1,0 +1,131 @@
+"""JSON Schema checks and output limits used by the gateway.
+
+Validators are compiled once per (tool, schema) and cached: the gateway must add well under a
+millisecond to a read tool. Draft 2020-12, ``format`` not asserted (annotations only, as the draft
+says by default); ``jsonschema`` already refuses booleans for ``integer``/``number``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from portagent.contracts._base import canonical_json
+from portagent.contracts.tool import ToolBudgets
+
+_VALIDATORS: dict[str, Draft202012Validator] = {}
+_LOCK = threading.Lock()
+
+
+class BadSchemaError(Exception):
+    """A tool's own schema is not valid JSON Schema (``portagent validate`` would have said so)."""
+
+
+def validator_for(schema: dict[str, Any], key: str | None = None) -> Draft202012Validator:
+    """A compiled validator, cached by ``key`` (e.g. ``tool@version:input:schema_hash``)."""
+    k = key or canonical_json(schema)
+    v = _VALIDATORS.get(k)
+    if v is not None:
+        return v
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as e:
+        raise BadSchemaError(f"invalid JSON Schema: {e.message}") from e
+    v = Draft202012Validator(schema)
+    with _LOCK:
+        _VALIDATORS[k] = v
+    return v
+
+
+def _path(err: ValidationError) -> str:
+    return ".".join(str(p) for p in err.absolute_path)
+
+
+def _detail(err: ValidationError) -> dict[str, Any]:
+    path = _path(err)
+    if err.validator == "required" and isinstance(err.instance, dict):
+        missing = [p for p in err.validator_value if p not in err.instance and repr(p) in err.message]
+        if missing:
+            path = f"{path}.{missing[0]}" if path else str(missing[0])
+    return {"path": path, "message": err.message, "rule": str(err.validator)}
+
+
+def schema_errors(validator: Draft202012Validator, instance: Any) -> list[dict[str, Any]]:
+    """Every error (not just the first), each with its dotted ``path``, ``message`` and ``rule``."""
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (_path(e), str(e.validator)))
+    return [_detail(e) for e in errors]
+
+
+# -- output limits -------------------------------------------------------------------------------------
+
+_ROW_KEYS = ("rows", "items")
+
+
+def _size(value: Any) -> int:
+    return len(canonical_json(value).encode("utf-8"))
+
+
+def _cut_str(text: str, max_bytes: int) -> str:
+    raw = text.encode("utf-8")[: max(0, max_bytes)]
+    return raw.decode("utf-8", errors="ignore")
+
+
+def _fit_prefix(items: list[Any], fits: Any) -> list[Any]:
+    lo, hi = 0, len(items)
+    while lo < hi:  # largest n with fits(items[:n])
+        mid = (lo + hi + 1) // 2
+        if fits(items[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return items[:lo]
+
+
+def _shrink(value: Any, max_bytes: int) -> Any:
+    if _size(value) <= max_bytes:
+        return value
+    if isinstance(value, str):
+        cut = _cut_str(value, max_bytes - 2)
+        while cut and _size(cut) > max_bytes:
+            cut = cut[:-1]
+        return cut
+    if isinstance(value, list):
+        return _fit_prefix(value, lambda xs: _size(xs) <= max_bytes)
+    if isinstance(value, dict):
+        out = dict(value)
+        for key in sorted(out, key=lambda k: _size(out[k]), reverse=True):
+            if _size(out) <= max_bytes:
+                break
+            field = out[key]
+            if isinstance(field, str | list | dict):
+                others = _size({k: v for k, v in out.items() if k != key}) + len(canonical_json(key)) + 4
+                out[key] = _shrink(field, max(0, max_bytes - others))
+        if _size(out) <= max_bytes:
+            return out
+    text = canonical_json(value)
+    return {"truncated_preview": _shrink(text, max(0, max_bytes - len('{"truncated_preview": ""}')))}
+
+
+def limit_output(value: Any, budgets: ToolBudgets) -> tuple[Any, dict[str, Any] | None]:
+    """Apply ``max_rows`` then ``max_output_bytes``. Returns the (possibly cut) value and, when
+    anything was cut, the facts to report beside it (``partial_result``)."""
+    facts: dict[str, Any] = {}
+    if budgets.max_rows is not None:
+        if isinstance(value, list) and len(value) > budgets.max_rows:
+            facts.update(rows_total=len(value), rows_returned=budgets.max_rows)
+            value = value[: budgets.max_rows]
+        elif isinstance(value, dict):
+            for key in _ROW_KEYS:
+                rows = value.get(key)
+                if isinstance(rows, list) and len(rows) > budgets.max_rows:
+                    facts.update(rows_total=len(rows), rows_returned=budgets.max_rows)
+                    value = {**value, key: rows[: budgets.max_rows]}
+                    break
+    size = _size(value)
+    if size > budgets.max_output_bytes:
+        value = _shrink(value, budgets.max_output_bytes)
+        facts.update(output_bytes=size, max_output_bytes=budgets.max_output_bytes)
+    return value, (facts or None)
