@@ -52,11 +52,11 @@ def prepare_reply_for_review(case_id: str, template_id: str, facts: dict[str, An
     return {"draft": body, "status": "draft_for_review"}
 
 
-def create_ticket(case_id: str, summary: str, priority: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
-    scope = (context or {}).get("scope", "")
-    tickets = _TICKETS.setdefault(scope, {})
+def create_ticket(args: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+    """Declares ``context``, so the gateway calls it as ``create_ticket(args, context)``."""
+    tickets = _TICKETS.setdefault(context.get("scope", ""), {})
     ticket_id = f"TCK-{len(tickets) + 1:04d}"
-    tickets[ticket_id] = {"case_id": case_id, "summary": summary, "priority": priority}
+    tickets[ticket_id] = {"case_id": args["case_id"], "summary": args["summary"], "priority": args["priority"]}
     return {"ticket_id": ticket_id, "status": "open"}
 
 

@@ -146,7 +146,7 @@ class _Hooks(RunHooks[Any]):
             agent=agent.name, model=self.session.model_for(agent.name), input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens, cache_read_tokens=cached, reasoning_tokens=reasoning,
             latency_ms=latency, finish_reason=finish, response_id=response.response_id,
-            details={"response_id": response.response_id, "request_id": response.request_id},
+            details={"response_id": response.response_id},
         )
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
@@ -164,10 +164,24 @@ class _Builder:
         base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests.
-        self.client = openai.AsyncOpenAI(api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url)
+        http = openai.DefaultAsyncHttpx2Client(event_hooks={"response": [self._on_response]})
+        self.client = openai.AsyncOpenAI(api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url,
+                                         http_client=http)
         api = session.options.openai_api or session.bundle.spec.models.openai_api
         self.api = api
         self.strict_fallbacks: list[str] = []
+
+    async def _on_response(self, response: Any) -> None:
+        """HTTP errors the SDK retries by itself (429, 5xx) become ``error`` events, not silence."""
+        if response.status_code >= 400:
+            retry_after = response.headers.get("retry-after")
+            self.session.record_error(
+                f"http_{response.status_code}",
+                f"HTTP {response.status_code} from {response.request.url.path}"
+                + (f" (retry-after {retry_after} s)" if retry_after else "") + "; the OpenAI client may retry",
+                retryable=response.status_code in (408, 409, 429, 500, 502, 503, 504),
+                agent=self.session.current_agent,
+            )
 
     def model(self, name: str) -> Any:
         model_id = self.session.model_for(name)
@@ -184,7 +198,7 @@ class _Builder:
             return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
 
         strict = strict_compatible(spec.input_schema)
-        if not strict:
+        if not strict and spec.name not in self.strict_fallbacks:
             self.strict_fallbacks.append(spec.name)
         return FunctionTool(name=spec.name, description=spec.model_description(),
                             params_json_schema=spec.input_schema, on_invoke_tool=invoke,

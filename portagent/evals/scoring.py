@@ -247,7 +247,11 @@ def _schema_problem(output: Any, schema: dict[str, Any]) -> str | None:
             value = json.loads(output)
         except ValueError:
             return "final output is not JSON, but the case has an output_schema"
-    error = next(iter(sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))), None)
+    try:
+        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: [str(p) for p in e.path])
+    except Exception as e:  # e.g. an unresolvable $ref: the case is wrong, the run cannot pass it
+        return f"output_schema could not be applied: {type(e).__name__}: {e}"
+    error = errors[0] if errors else None
     if error is None:
         return None
     where = "/".join(str(p) for p in error.path) or "(root)"

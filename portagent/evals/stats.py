@@ -36,7 +36,10 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     denom = 1 + z2 / n
     center = (p + z2 / (2 * n)) / denom
     margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return max(0.0, center - margin), min(1.0, center + margin)
+    # the bounds are exactly 0 and 1 at the extremes; float rounding would give 0.9999999999999999
+    low = 0.0 if successes == 0 else max(0.0, center - margin)
+    high = 1.0 if successes == n else min(1.0, center + margin)
+    return low, high
 
 
 def _check_k(n: int, c: int, k: int) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from portagent.contracts.errors import ApprovalError
 from portagent.contracts.policy import ApprovalCard, PermissionDecision
 from portagent.contracts.tool import ToolSpec
-from portagent.tools.approvals import parse_ts
+from portagent.tools.approvals import ApprovalIdTaken, parse_ts
 from portagent.tools.observations import Observation
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: Pe
             store.mark_consumed(existing.approval_id, p.call_id)
             return _rejected(existing, tool.name)
         return None  # approved / edited: execute() re-checks expiry and the edited arguments
-    card = existing or store.create(gw.new_card(p, tool, decision), input_schema=tool.input_schema)
+    card = existing or _create(gw, p, tool, decision)
     p.card = card
     gw.emit("approval.requested", approval_id=card.approval_id, call_id=p.call_id, card=card.model_dump(mode="json"))
     try:
@@ -99,6 +99,17 @@ async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: Pe
         store.mark_consumed(card.approval_id, p.call_id)
         return _rejected(card, tool.name)
     return None
+
+
+def _create(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision) -> ApprovalCard:
+    """A new pending card. A seeded id factory restarted for a new attempt of the same run replays the
+    ids of the earlier attempt, so a taken id is skipped (deterministically: the factory's next id)."""
+    for _ in range(16):
+        try:
+            return gw.approvals.create(gw.new_card(p, tool, decision), input_schema=tool.input_schema)
+        except ApprovalIdTaken:
+            continue
+    raise ApprovalError("could not allocate a fresh approval id after 16 attempts")
 
 
 def _expired(gw: ToolGateway, card: ApprovalCard) -> bool:

@@ -72,6 +72,10 @@ class EditRefusedError(ApprovalError):
         self.problems = problems
 
 
+class ApprovalIdTaken(ApprovalError):
+    """``create`` with an id already in the store (a seeded id factory replaying an earlier attempt)."""
+
+
 def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
@@ -161,7 +165,7 @@ class ApprovalStore:
                      card.model_dump_json(), json.dumps(input_schema) if input_schema is not None else None,
                      card.created_at, card.expires_at))
             except sqlite3.IntegrityError as e:
-                raise ApprovalError(f"approval id {card.approval_id!r} already exists") from e
+                raise ApprovalIdTaken(f"approval id {card.approval_id!r} already exists") from e
         return card
 
     def _transition(self, approval_id: str, new: ApprovalStatus, **changes: Any) -> ApprovalCard:

@@ -132,6 +132,7 @@ class ToolGateway:
 
     def emit(self, type: str, **fields: Any) -> None:
         if self.context.recorder is not None:
+            fields.setdefault("agent", self.context.agent)
             self.context.recorder.emit(type, **fields)
 
     def prepared(self, call_id: str) -> PreparedCall | None:
