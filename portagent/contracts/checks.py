@@ -156,8 +156,13 @@ def check_file(path: Path, provider: str | None = None) -> FileResult:
             probs, notes = bundle_problems(bundle, provider)
             result.problems += probs
             result.notes += notes
-    elif hasattr(doc, "static_problems"):
-        result.problems += doc.static_problems(path)  # suites and scripts check their own references
+    elif kind == "suite":
+        from portagent.evals.suite import load_suite  # resolves case files, agent specs and scripts
+
+        try:
+            load_suite(path)
+        except SpecError as e:
+            result.problems += e.problems
     return result
 
 

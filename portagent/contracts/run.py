@@ -173,6 +173,13 @@ class RunManifest(Contract):
     """Eval case."""
     repeat: int = 0
     """Repeat index."""
+    request: dict[str, Any] = {}
+    """The RunRequest (input, actor, scopes, env, context …) so a replay asks the same thing."""
+    approvals: list[dict[str, Any]] = []
+    """Approval decisions taken during the run (tool, args_hash, decision, args), so a replay decides
+    the same way whatever order parallel calls arrive in."""
+    cassette: dict[str, Any] = {}
+    """What the vendor cassette holds or played (interactions, unplayed, drift)."""
 
 
 class RunRecord(Contract):

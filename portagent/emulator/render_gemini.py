@@ -9,7 +9,8 @@ two real recordings in ``shared/samples/vendor-recordings/google``:
   function call(s)."`` (Gemini 2.5); Gemini 2.x sends no call ``id``, so none is sent here;
 - usage: ``promptTokenCount`` is the total input (cache included, ``cachedContentTokenCount`` is the
   cached part); ``candidatesTokenCount`` *excludes* thoughts, which are in ``thoughtsTokenCount``;
-  ``totalTokenCount`` is their sum;
+  ``totalTokenCount`` is their sum; ``candidatesTokensDetails`` is not sent (Gemini 2.5 dropped it:
+  the 2026 llm-gemini recording has none, the 2025 gemini-2.0 one has it);
 - thought parts (``thought: true``) are sent only when the request sets
   ``thinkingConfig.includeThoughts``.
 """
@@ -39,7 +40,6 @@ def _usage(plan: Plan, *, final: bool) -> dict[str, Any]:
     if u.cache_read_tokens:
         out["cachedContentTokenCount"] = u.cache_read_tokens
     out["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": prompt}]
-    out["candidatesTokensDetails"] = [{"modality": "TEXT", "tokenCount": candidates}]
     if u.reasoning_tokens:
         out["thoughtsTokenCount"] = u.reasoning_tokens
     out["serviceTier"] = "standard"

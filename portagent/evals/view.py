@@ -159,6 +159,12 @@ class RunView:
         """Model calls (the design's ``max_turns`` counts these)."""
         return len(self.model_calls) if self.model_calls else (self.completed.model_calls if self.completed else 0)
 
+    @property
+    def pending_approvals(self) -> list[ApprovalRequested]:
+        """Approval requests with no resolution, or still ``pending``."""
+        return [a for a in self.approvals
+                if a.approval_id not in self.resolutions or self.resolutions[a.approval_id].status == "pending"]
+
     def executed(self, call: ToolCall) -> bool:
         """Whether the call's handler ran. A call without a result counts as executed: nothing in the
         trace shows it was stopped, so the evaluation assumes the worst."""

@@ -50,6 +50,9 @@ class RunConfig:
     """Fixed ``recorded_at`` for the manifest (replays keep the recording's)."""
     persist: bool = False
     """With no ``out_dir``: write to ``$PORTAGENT_HOME/runs/<run_id>/`` (what the CLI does)."""
+    recorded: Any = None
+    """For replays: the recorded run (``recording.replay.Recorded``) whose latencies, duration and
+    approval decisions are reused — timing is never taken from replay wall time."""
 
 
 @dataclass
@@ -180,6 +183,8 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     recorder._seq = seq0
     if on_event is not None:
         recorder.subscribe(on_event)
+    if config.recorded is not None:
+        recorder.transform = config.recorded.restore_timing
     from portagent.runtime.budgets import RunBudget
 
     _ensure_handler_path(bundle)
@@ -206,7 +211,7 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     stop_reason = "final_output"
     status = "completed"
     try:
-        outcome = await asyncio.wait_for(adapter.run(session), timeout=bundle.spec.budget.timeout_s)
+        outcome = await asyncio.wait_for(_drive(adapter, session), timeout=bundle.spec.budget.timeout_s)
         if session.stop is not None:  # an SDK swallowed the signal: honour it anyway
             raise session.stop
     except TimeoutError:
@@ -242,6 +247,8 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     else:
         cost, cost_source = None, "unknown"
     duration_ms = round((clock.monotonic() - t0) * 1000, 3)
+    if config.recorded is not None and config.recorded.duration_ms is not None:
+        duration_ms = config.recorded.duration_ms
     tool_calls = len(recorder.of_type("tool.call"))
     recorder.emit(
         "run.completed", root=True, agent=outcome.final_agent or session.current_agent, status=status,
@@ -251,11 +258,16 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
         reasoning_tokens=usage.reasoning_tokens, model_calls=usage.model_calls, tool_calls=tool_calls,
         cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms, provider_details=outcome.details,
     )
+    if config.endpoint.mode == "record":
+        from portagent.recording.scrub import refuse_if_secret
+
+        refuse_if_secret([e.model_dump(mode="json") for e in recorder.events], str(trace_path or "trace.jsonl"))
     recorder.flush()
     result = RunResult(
         run_id=run_id, status=status, stop_reason=stop_reason, final_output=final, output_valid=output_valid,  # type: ignore[arg-type]
         usage=usage, tool_calls=tool_calls, cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms,  # type: ignore[arg-type]
-        trace_path=str(trace_path) if trace_path else None, pending_approvals=pending, attempt=attempt, error=error,
+        trace_path=_trace_ref(trace_path, config.endpoint.mode), pending_approvals=pending, attempt=attempt,
+        error=error,
     )
     record = RunRecord(result=result, manifest=RunManifest(
         portagent_version=__version__, provider=provider, sdk=info.package, sdk_version=adapter.sdk_version(),
@@ -264,6 +276,9 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
         source=config.endpoint.source, mode=config.endpoint.mode,  # type: ignore[arg-type]
         recorded_at=config.recorded_at or iso(clock.now()), emulator_script_hash=config.endpoint.script_hash,
         case_id=request.case_id, repeat=request.repeat,
+        request=request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
+        approvals=_approval_decisions(recorder.events),
+        cassette=report.as_details() if (report := getattr(session, "cassette_report", None)) else {},
     ))
     if out_dir is not None:
         _write_atomic(out_dir / "run.json", record.model_dump_json(indent=2) + "\n")
@@ -271,6 +286,30 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
         store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
         store.close()
     return RunOutput(result, list(recorder.events), record)
+
+
+async def _drive(adapter: Any, session: RunSession) -> AdapterOutcome:
+    """Run the adapter, inside a vcrpy cassette when recording or replaying a Python SDK.
+
+    The Claude adapter records and replays its own transport (the CLI's HTTP is invisible to vcrpy).
+    """
+    endpoint = session.endpoint
+    if endpoint.mode not in ("record", "replay") or session.provider == "claude":
+        return await adapter.run(session)
+    from portagent.recording.vcr_cassette import vcr_session
+
+    assert endpoint.cassette_dir is not None, "record/replay needs endpoint.cassette_dir"
+    mode = "none" if endpoint.mode == "replay" else endpoint.record_mode
+    with vcr_session(endpoint.cassette_dir, mode, match_body=endpoint.match_body) as report:
+        session.cassette_report = report  # type: ignore[attr-defined]
+        return await adapter.run(session)
+
+
+def _trace_ref(trace_path: Path | None, mode: str) -> str | None:
+    """Recorded and replayed runs name their trace relative to run.json (cassettes move between machines)."""
+    if trace_path is None:
+        return None
+    return trace_path.name if mode in ("record", "replay") else str(trace_path)
 
 
 def _require_decided(pending: list[str]) -> None:
@@ -292,6 +331,17 @@ def _require_decided(pending: list[str]) -> None:
 
 
 def _from_exception(session: RunSession, e: BaseException) -> tuple[str, str, str | None]:
+    if session.endpoint.mode == "replay":
+        from portagent.recording.vcr_cassette import describe_mismatch, find_mismatch
+
+        mismatch = find_mismatch(e)
+        if mismatch is not None:
+            message = "cassette drift: " + describe_mismatch(mismatch)
+            report = getattr(session, "cassette_report", None)
+            if report is not None:
+                report.drift = message
+            session.record_error("CassetteDrift", message)
+            return "failed", "cassette_drift", message
     sig = unwrap_signal(e) or session.stop
     if isinstance(sig, BudgetStop):
         return "budget_exhausted", sig.limit, None
@@ -302,6 +352,21 @@ def _from_exception(session: RunSession, e: BaseException) -> tuple[str, str, st
     session.record_error(type(e).__name__, message, retryable=retryable)
     reason = "provider_error" if isinstance(e, ProviderError) else "sdk_error"
     return "failed", reason, message
+
+
+def _approval_decisions(events: list[Any]) -> list[dict[str, Any]]:
+    """The run's approval decisions as scripted-approver entries (keyed by tool and args_hash)."""
+    calls = {e.call_id: e for e in events if e.type == "tool.call"}
+    verbs = {"approved": "approve", "edited": "edit", "rejected": "reject"}
+    out = []
+    for e in events:
+        if e.type == "approval.resolved" and e.status in verbs and e.call_id in calls:
+            c = calls[e.call_id]
+            entry: dict[str, Any] = {"tool": c.tool, "args_hash": c.args_hash, "decision": verbs[e.status]}
+            if e.status == "edited" and e.effective_args is not None:
+                entry["args"] = e.effective_args
+            out.append(entry)
+    return out
 
 
 def _usage(events: list[Any]) -> Usage:

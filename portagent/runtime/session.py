@@ -78,6 +78,10 @@ class Endpoint:
     """Emulator script hash, for the manifest."""
     cassette_dir: Path | None = None
     """Where the vendor cassette lives (record/replay)."""
+    record_mode: str = "all"
+    """vcrpy record mode when recording (``none`` is used for replay)."""
+    match_body: bool = True
+    """Replay matches normalized request bodies, so prompt/schema/tool-result changes are drift."""
 
 
 @dataclass

@@ -8,6 +8,7 @@ pending one is marked expired and replaced by a new card.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from portagent.contracts.errors import ApprovalError
@@ -140,10 +141,8 @@ def recheck(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> dict[str, Any] 
         return Observation.failure("approval_rejected", f"approval {card.approval_id} is {card.status}",
                                    {"approval_id": card.approval_id, "status": card.status})
     if _expired(gw, card):
-        try:
+        with contextlib.suppress(ApprovalError):  # already expired by someone else
             store.expire(card.approval_id)
-        except ApprovalError:
-            pass
         return Observation.failure(
             "approval_rejected", f"approval {card.approval_id} expired at {card.expires_at} before the call ran",
             {"approval_id": card.approval_id, "expired": True, "expires_at": card.expires_at})

@@ -99,7 +99,7 @@ async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call
         try:
             raw = await call_handler(resolved, args, hctx, timeout_s)
             obs = from_handler_value(raw)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             certain = False
             obs = Observation.failure("timeout", f"{tool.name} did not answer within {tool.budgets.timeout_ms} ms",
                                       {"timeout_ms": tool.budgets.timeout_ms, "attempts": attempt + 1})

@@ -31,6 +31,7 @@ from portagent.contracts.policy import ApprovalCard, PermissionDecision, Permiss
 from portagent.contracts.tool import ToolSpec
 from portagent.contracts.trace import ToolVia
 from portagent.runtime.clock import iso
+from portagent.tools import approval_flow
 from portagent.tools.approvals import ApprovalStore
 from portagent.tools.approvers import Approver, make_approver
 from portagent.tools.context import GatewayContext, evidence_of
@@ -40,8 +41,6 @@ from portagent.tools.ledger import EffectLedger
 from portagent.tools.observations import Observation
 from portagent.tools.policy import PolicyEngine
 from portagent.tools.validation import BadSchemaError, schema_errors, validator_for
-
-from portagent.tools import approval_flow
 
 
 @dataclass

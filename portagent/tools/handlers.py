@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib
 import inspect
 import queue
@@ -62,13 +63,12 @@ def resolve(ref: str) -> Resolved:
     if not callable(obj):
         raise HandlerImportError(f"{ref!r} is not callable")
     takes_context = False
-    try:
+    with contextlib.suppress(TypeError, ValueError):  # builtins without a signature
         takes_context = "context" in inspect.signature(obj).parameters
-    except (TypeError, ValueError):  # builtins without a signature
-        pass
+    call_method = obj.__call__ if not inspect.isroutine(obj) else None  # callable instances
     resolved = Resolved(
         fn=obj,
-        is_async=inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(getattr(obj, "__call__", None)),
+        is_async=inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(call_method),
         takes_context=takes_context,
     )
     with _CACHE_LOCK:
@@ -123,7 +123,7 @@ async def call_function(resolved: Resolved, args: tuple[Any, ...], kwargs: dict[
     wrapped = asyncio.wrap_future(fut)
     try:
         result = await (asyncio.wait_for(wrapped, timeout_s) if timeout_s else wrapped)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         fut.cancel()
         raise
     if inspect.isawaitable(result):  # a sync function that returned a coroutine

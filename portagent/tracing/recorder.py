@@ -41,6 +41,8 @@ class TraceRecorder:
         self._calls = 0
         self._pending: list[str] = []
         self._subscribers: list[Callable[[Any], None]] = []
+        self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        """Applied to each event's fields before validation (replays restore recorded latencies)."""
 
     def next_call_id(self) -> str:
         """Deterministic ``call_<n>`` in call order (vendor ids go to ``provider_details``)."""
@@ -65,6 +67,8 @@ class TraceRecorder:
             "agent": agent or self.agent,
             **fields,
         }
+        if self.transform is not None:
+            data = self.transform(data)
         event = parse_event(data)
         self._seq += 1
         self.events.append(event)

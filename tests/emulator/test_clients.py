@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import httpx2
 import openai
 import pytest
 from _emulator_helpers import (
@@ -249,8 +250,8 @@ def test_truncated_stream() -> None:
     with emulator(weather_with_fault({"type": "truncate", "after_events": 3})) as emu:
         with pytest.raises(openai.APIConnectionError):  # the dropped connection surfaces as a connection error
             list(oa(emu).responses.create(model="gpt-4.1-mini", input=Q, stream=True))
-        with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
-            # pinned: anthropic 2.14 lets httpx2's RemoteProtocolError (aliased as httpx here) escape mid-stream
+        with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
+            # pinned: anthropic 2.14 lets httpx2's RemoteProtocolError escape from a stream it is iterating
             list(an(emu).messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": Q}],
                                          stream=True))
         with pytest.raises(openai.APIConnectionError):  # JSON body shorter than its Content-Length

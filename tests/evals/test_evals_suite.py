@@ -206,7 +206,7 @@ _expect = st.dictionaries(st.sampled_from(["final_must_contain", "output_schema"
 
 @given(st.dictionaries(st.sampled_from(["suite_id", "owner", "agent", "baseline", "providers", "repeats",
                                         "thresholds", "approver", "case_files"]), _values, max_size=5),
-       st.lists(st.dictionaries(_case_keys, _values, max_size=5).map(lambda d: d) | st.builds(
+       st.lists(st.dictionaries(_case_keys, _values, max_size=5) | st.builds(
            lambda e: {**CASE, "expect": e}, _expect), max_size=3))
 def test_any_suite_document_gives_a_suite_or_a_spec_error(top: dict[str, Any], cases: list[Any]) -> None:
     from portagent.contracts.loader import validate_document

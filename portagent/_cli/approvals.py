@@ -1,0 +1,152 @@
+"""``portagent approvals list|show|approve|reject|edit``: decide approval cards after the fact.
+
+Works on ``$PORTAGENT_HOME/approvals.db`` (``--home`` overrides). A deferred run waits in
+``waiting_approval`` until its card is decided here; re-running the same request then resumes it.
+
+Exit codes: 0 done · 1 the edited arguments failed the tool's input schema (the card stays pending)
+· 2 usage error: unknown approval id, a card that is not pending (already decided, expired), bad
+``--args`` JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+STATUSES = ("pending", "approved", "edited", "rejected", "expired", "superseded")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("approvals", help="list and decide approval cards (approve, reject, edit)")
+    p.add_argument("--home", metavar="DIR", help="state folder (default: $PORTAGENT_HOME or ./.portagent)")
+    asub = p.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
+
+    ls = asub.add_parser("list", help="list approval cards (newest last)")
+    ls.add_argument("--status", choices=STATUSES, help="only cards in this state")
+    ls.add_argument("--scope", help="only cards of this run scope")
+    ls.add_argument("--json", action="store_true", help="print JSON (one array)")
+
+    show = asub.add_parser("show", help="show one card in full")
+    show.add_argument("approval_id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="print the card as JSON")
+
+    for name, text in (("approve", "approve a pending card"), ("reject", "reject a pending card")):
+        d = asub.add_parser(name, help=text)
+        d.add_argument("approval_id", metavar="ID")
+        _decider_args(d)
+
+    edit = asub.add_parser("edit", help="approve a pending card with changed arguments (re-validated)")
+    edit.add_argument("approval_id", metavar="ID")
+    edit.add_argument("--args", required=True, metavar="JSON", dest="new_args",
+                      help="the arguments to run instead, as a JSON object")
+    edit.add_argument("--merge", action="store_true",
+                      help="merge --args into the proposed arguments instead of replacing them")
+    _decider_args(edit)
+
+
+def _decider_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reviewer", default=None, help="who decides (default: $USER)")
+    p.add_argument("--note", default="", help="a note kept on the card")
+
+
+def run(args: argparse.Namespace) -> int:
+    from portagent.runtime.home import APPROVALS_DB, portagent_home
+    from portagent.tools.approvals import ApprovalStore
+
+    home = portagent_home(args.home)
+    path = home / APPROVALS_DB
+    action = args.approvals_command
+    if not path.exists():
+        if action == "list":
+            print("[]" if args.json else f"no approval cards (no store at {path})")
+            return 0
+        from portagent.contracts.errors import ApprovalError
+
+        raise ApprovalError(f"unknown approval id {args.approval_id!r}: there is no approvals store at {path} "
+                            "(set PORTAGENT_HOME or --home to the folder the run used)")
+    store = ApprovalStore(path)
+    try:
+        return _dispatch(store, args)
+    finally:
+        store.close()
+
+
+def _dispatch(store: Any, args: argparse.Namespace) -> int:
+    action = args.approvals_command
+    if action == "list":
+        cards = store.list(status=args.status, scope=args.scope)
+        if args.json:
+            print(json.dumps([c.model_dump(mode="json") for c in cards], ensure_ascii=False, indent=2))
+        else:
+            print(_table(cards))
+        return 0
+    if action == "show":
+        card = store.get(args.approval_id)
+        if args.json:
+            print(card.model_dump_json(indent=2))
+        else:
+            print(_render(card, store.consumed_by(card.approval_id)))
+        return 0
+    reviewer = args.reviewer or os.environ.get("USER") or "cli"
+    if action == "approve":
+        card = store.approve(args.approval_id, reviewer=reviewer, note=args.note)
+    elif action == "reject":
+        card = store.reject(args.approval_id, reviewer=reviewer, note=args.note)
+    else:
+        new_args = _parse_args_json(args.new_args)
+        if args.merge:
+            new_args = {**store.get(args.approval_id).args, **new_args}
+        card = store.edit(args.approval_id, new_args, reviewer=reviewer, note=args.note)
+    print(f"{card.approval_id}: {card.status} by {card.reviewer}. Re-run the same request to resume the run.")
+    return 0
+
+
+def _parse_args_json(text: str) -> dict[str, Any]:
+    from portagent.contracts.errors import UsageError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--args is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--args must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _table(cards: list[Any]) -> str:
+    if not cards:
+        return "no approval cards"
+    rows = [("ID", "STATUS", "TOOL", "SCOPE", "EXPIRES", "REASON")]
+    rows += [(c.approval_id, c.status, c.tool, c.scope, c.expires_at, c.reason[:60]) for c in cards]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+                     for r in rows)
+
+
+def _render(card: Any, consumed_by: str | None) -> str:
+    def js(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+    lines = [
+        f"approval   {card.approval_id}  [{card.status}]",
+        f"tool       {card.tool}@{card.tool_version}  ({card.effect}, "
+        f"{'reversible' if card.reversible else 'irreversible'})",
+        f"run        {card.run_id}  call {card.call_id}  scope {card.scope or '-'}",
+        f"reason     {card.reason}",
+        f"args       {js(card.args)}",
+        f"cost       {card.cost_usd:g} USD" + (f"   risk {card.risk_score}" if card.risk_score is not None else ""),
+        f"evidence   {', '.join(card.evidence) if card.evidence else '(none)'}",
+        f"created    {card.created_at}",
+        f"expires    {card.expires_at}",
+        f"choices    {', '.join(card.choices)}",
+    ]
+    if card.status != "pending":
+        lines.append(f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}" +
+                     (f": {card.note}" if card.note else ""))
+    if card.effective_args is not None and card.effective_args != card.args:
+        lines.append(f"effective  {js(card.effective_args)}")
+    if consumed_by:
+        lines.append(f"used by    {consumed_by}")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""How the Claude adapter reaches the Claude Code CLI: portagent's ``Transport`` wrapper, the
+transport seam for cassettes, and the isolated run home.
+
+The Claude Agent SDK drives the bundled Claude Code CLI over NDJSON on stdin/stdout. portagent
+always talks to it through :class:`PortagentTransport`, a thin wrapper around whatever transport
+the seam supplies (by default the SDK's own ``SubprocessCLITransport``):
+
+    query(prompt, options=query_options, transport=PortagentTransport(factory(prompt, cli_options)))
+
+**The seam** — ``session.options.extra["claude_transport_factory"]``: a callable
+``(prompt, cli_options: ClaudeAgentOptions) -> claude_agent_sdk.Transport``. A recording transport
+wraps ``SubprocessCLITransport(prompt, cli_options)`` and writes every line both ways; a replay
+transport ignores ``cli_options`` and plays the lines back without starting the CLI. Nothing else
+changes: the in-process MCP tools, ``can_use_tool`` and the hooks run again on replay.
+
+Two traps decide how ``cli_options`` is built (SDK_NOTES §4.6):
+
+- with a custom transport ``query()`` does not turn ``options`` into CLI flags, so the inner
+  transport must get them itself;
+- ``query()`` adds ``permission_prompt_tool_name="stdio"`` when ``can_use_tool`` is set; without that
+  flag the CLI never asks ``can_use_tool`` and silently denies every tool in ``default`` mode. The
+  inner transport gets ``dataclasses.replace(options, permission_prompt_tool_name="stdio")`` while
+  ``query()`` keeps the original options (setting it on both raises ``ValueError``).
+
+The wrapper also reads the CLI's ``mcp_message`` ``tools/call`` requests as they pass: each carries
+``_meta["claudecode/toolUseId"]``, the vendor id the SDK does not hand to an in-process tool
+handler. The adapter uses it to find the call ``can_use_tool`` already decided.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections import defaultdict, deque
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, Transport
+
+from portagent.contracts._base import canonical_json
+
+TransportFactory = Callable[[str | AsyncIterable[dict[str, Any]], ClaudeAgentOptions], Transport]
+"""``(prompt, cli_options) -> Transport``: what ``session.options.extra["claude_transport_factory"]`` holds."""
+
+TRANSPORT_FACTORY_KEY = "claude_transport_factory"
+"""The ``RunOptions.extra`` key of the transport seam."""
+
+TOOL_USE_META = "claudecode/toolUseId"
+"""Where Claude Code 2.1 puts the ``tool_use`` id in an MCP ``tools/call`` request."""
+
+
+def subprocess_transport(prompt: str | AsyncIterable[dict[str, Any]], cli_options: ClaudeAgentOptions) -> Transport:
+    """The default: the SDK's own subprocess transport (starts the CLI)."""
+    # Private module path in claude-agent-sdk 0.2.189; imported lazily so a replay needs no CLI.
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    return SubprocessCLITransport(prompt=prompt, options=cli_options)
+
+
+class PortagentTransport(Transport):
+    """Delegates to the inner transport; remembers ``tool_use`` ids of in-process tool calls."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self._tool_use_ids: dict[tuple[str, str, str], deque[str]] = defaultdict(deque)
+        self.lines_in = 0
+        """CLI → SDK messages seen (for ``provider_details``)."""
+
+    async def connect(self) -> None:
+        await self.inner.connect()
+
+    async def write(self, data: str) -> None:
+        await self.inner.write(data)
+
+    def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        return self._read()
+
+    async def _read(self) -> AsyncIterator[dict[str, Any]]:
+        async for message in self.inner.read_messages():
+            self.lines_in += 1
+            if message.get("type") == "control_request":
+                self._note_tool_call(message.get("request") or {})
+            yield message
+
+    def _note_tool_call(self, request: dict[str, Any]) -> None:
+        if request.get("subtype") != "mcp_message":
+            return
+        rpc = request.get("message") or {}
+        if rpc.get("method") != "tools/call":
+            return
+        params = rpc.get("params") or {}
+        tool_use_id = (params.get("_meta") or {}).get(TOOL_USE_META)
+        if isinstance(tool_use_id, str):
+            key = (str(request.get("server_name")), str(params.get("name")), canonical_json(params.get("arguments") or {}))
+            self._tool_use_ids[key].append(tool_use_id)
+
+    def take_tool_use_id(self, server: str, tool: str, arguments: Any) -> str | None:
+        """The vendor id of the ``tools/call`` that is about to run this tool with these arguments."""
+        queue = self._tool_use_ids.get((server, tool, canonical_json(arguments or {})))
+        return queue.popleft() if queue else None
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def is_ready(self) -> bool:
+        return self.inner.is_ready()
+
+    async def end_input(self) -> None:
+        await self.inner.end_input()
+
+
+# --- isolation ---------------------------------------------------------------------------------------
+
+# Variables of the user's own environment that would change what the CLI does (credentials, model
+# overrides, Bedrock/Vertex routing, custom headers...). The SDK merges ``options.env`` over
+# ``os.environ``, so an inherited one can only be neutralised by overriding it with "".
+_INHERITED_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE")
+
+_DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+class RunHome:
+    """A throw-away home for one run: ``HOME``, ``CLAUDE_CONFIG_DIR``, temp and cache folders.
+
+    Created under ``base`` (the run's workdir) or the system temp folder; ``remove()`` deletes it.
+    The CLI's working directory is ``cwd`` when given, else ``<home>/work``.
+    """
+
+    def __init__(self, base: Path | None, cwd: Path | None = None) -> None:
+        if base is not None:
+            base.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="portagent-claude-", dir=base))
+        self.home = self.root / "home"
+        self.config = self.home / ".claude"
+        self.tmp = self.root / "tmp"
+        self.cwd = cwd if cwd is not None else self.root / "work"
+        for d in (self.config, self.tmp, self.cwd):
+            d.mkdir(parents=True, exist_ok=True)
+
+    def env(self, *, base_url: str | None, api_key: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The CLI's environment overrides (merged by the SDK over ``os.environ``)."""
+        env = {k: "" for k in os.environ
+               if k.startswith(_INHERITED_PREFIXES) and not k.startswith("CLAUDE_AGENT_SDK_")}
+        env.update({
+            "HOME": str(self.home),
+            "CLAUDE_CONFIG_DIR": str(self.config),
+            # Claude Code keeps task outputs under /tmp/claude-<uid>/ unless told otherwise.
+            "CLAUDE_CODE_TMPDIR": str(self.tmp),
+            "TMPDIR": str(self.tmp),
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            # The only switch that stops every call to api.anthropic.com other than the model calls
+            # (bootstrap, telemetry, MCP registry) and the extra title-generation model call (§4.5).
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # Claude Code 2.1 starts Agent-tool subagents in the background by default: the parent gets
+            # "Async agent launched" at once and is woken later. Agent-as-tool means the coordinator
+            # waits for the answer, so background tasks are turned off (verified: is_backgrounded false).
+            "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+            "ANTHROPIC_BASE_URL": (base_url or _DEFAULT_BASE_URL).rstrip("/"),
+            # "" rather than inheriting the caller's key: a run without a key fails "Not logged in".
+            "ANTHROPIC_API_KEY": api_key or "",
+        })
+        env.update(extra or {})
+        return env
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.root)

@@ -1,0 +1,130 @@
+"""Recording one run into a cassette folder, and replaying it offline.
+
+A cassette folder (DESIGN §6 layout, ``…/<case>/<provider>/r<repeat>/``) holds the vendor cassette
+(``cassette.yaml`` for the Python SDKs, ``transport.jsonl`` for Claude), the normalized
+``trace.jsonl`` and ``run.json``. Replay re-runs the real SDK and the real gateway against the
+cassette: no server, no network, no key. Timing comes from the recording, never from replay wall time,
+and the clock and ids are seeded from the recording, so replaying twice gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from portagent.adapters.base import REGISTRY, package_version
+from portagent.contracts.errors import RecordingError
+from portagent.contracts.run import RunRecord, RunRequest
+from portagent.contracts.trace import parse_event
+from portagent.runtime.clock import FixedClock, IdFactory
+
+DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+
+
+@dataclass
+class Recorded:
+    """What a replay reuses from its recording."""
+
+    record: RunRecord
+    events: list[Any]
+    model_latencies: list[float | None] = field(default_factory=list)
+    tool_latencies: dict[str, float | None] = field(default_factory=dict)
+    _model_index: int = 0
+
+    @property
+    def duration_ms(self) -> float | None:
+        return self.record.result.duration_ms
+
+    @property
+    def started(self) -> Any:
+        return self.events[0]
+
+    def restore_timing(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Recorder transform: recorded latencies replace measured ones."""
+        if data["type"] == "model.call":
+            i = self._model_index
+            self._model_index += 1
+            data["latency_ms"] = self.model_latencies[i] if i < len(self.model_latencies) else None
+        elif data["type"] == "tool.result" and "latency_ms" in data:
+            data["latency_ms"] = self.tool_latencies.get(data["call_id"])
+        return data
+
+
+def load_recorded(folder: Path) -> Recorded:
+    run_json = folder / "run.json"
+    trace = folder / "trace.jsonl"
+    if not folder.is_dir():
+        raise RecordingError(f"{folder}: no such cassette folder")
+    for f in (run_json, trace):
+        if not f.is_file():
+            raise RecordingError(f"{f}: missing from the cassette folder (re-record it with 'portagent record')")
+    try:
+        record = RunRecord.model_validate_json(run_json.read_text(encoding="utf-8"))
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise RecordingError(f"{run_json}: not a portagent run record ({loc}: {first['msg']})") from None
+    try:
+        events = [parse_event(json.loads(line)) for line in trace.read_text(encoding="utf-8").splitlines() if line]
+    except (ValueError, ValidationError) as e:
+        raise RecordingError(f"{trace}: corrupt trace ({type(e).__name__})") from None
+    starts = [i for i, e in enumerate(events) if e.type == "run.started"]
+    if not starts:
+        raise RecordingError(f"{trace}: no run.started event")
+    events = events[starts[-1]:]  # the last attempt is what a replay reproduces
+    rec = Recorded(record, events)
+    rec.model_latencies = [e.latency_ms for e in events if e.type == "model.call"]
+    rec.tool_latencies = {e.call_id: e.latency_ms for e in events if e.type == "tool.result"}
+    return rec
+
+
+def version_changes(record: RunRecord) -> list[str]:
+    """What differs between the recording's SDK versions and the installed ones (reported, not fatal)."""
+    m = record.manifest
+    now = package_version(REGISTRY[m.provider].package)
+    out = []
+    if now != m.sdk_version:
+        out.append(f"{m.sdk} {m.sdk_version} at recording, {now} installed")
+    return out
+
+
+def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None) -> Any:
+    """RunConfig and RunRequest for replaying ``folder`` (deterministic clock/ids, recorded timing)."""
+    from datetime import datetime
+
+    from portagent.runtime.runner import RunConfig
+    from portagent.runtime.session import Endpoint
+
+    m = recorded.record.manifest
+    start = recorded.started
+    clock = FixedClock(datetime.fromisoformat(start.ts.replace("Z", "+00:00")))
+    ids = IdFactory(seed=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:{m.repeat}")
+    endpoint = Endpoint(source=m.source, mode="replay", base_url="http://replay.portagent.invalid",
+                        api_key=DUMMY_KEYS[m.provider], script_hash=m.emulator_script_hash, cassette_dir=folder)
+    approvals = approver if approver is not None else {"type": "scripted", "decisions": m.approvals}
+    config = RunConfig(endpoint=endpoint, approver=approvals, out_dir=out_dir, clock=clock, ids=ids,
+                       recorded_at=m.recorded_at, recorded=recorded,
+                       scope=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:r{m.repeat}")
+    if m.request:
+        request = RunRequest.model_validate(m.request)
+    else:
+        request = RunRequest(input=start.input, provider=m.provider, case_id=m.case_id, repeat=m.repeat)  # type: ignore[arg-type]
+    return config, request
+
+
+async def replay_folder(agent: Any, folder: str | Path, *, out_dir: Path | None = None,
+                        request: RunRequest | None = None, approver: Any = None) -> Any:
+    """Replay one recorded run offline. Returns the RunOutput; its run.completed details hold the
+    cassette report (played / unplayed / drift) and any SDK version change."""
+    from portagent.runtime.runner import arun_full
+    from portagent.tools.ledger import EffectLedger
+
+    folder = Path(folder)
+    recorded = load_recorded(folder)
+    config, req = replay_config(folder, recorded, out_dir=out_dir, approver=approver)
+    EffectLedger().clear_scope(config.scope)  # a replay starts clean and stays deterministic
+    return await arun_full(agent, request or req, config)

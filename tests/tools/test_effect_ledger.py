@@ -1,0 +1,237 @@
+"""EffectLedger: intent/outcome, duplicates, races between threads, crashes between intent and outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from gateway_testkit import CREATE_TICKET, ctx, run, tool
+
+from portagent.contracts.policy import PermissionPolicy
+from portagent.tools import EffectLedger, ToolGateway
+from portagent.tools.ledger import owner_alive, owner_token
+
+ALLOW_WRITES = PermissionPolicy(rules=[{"id": "writes-ok", "effect": ["reversible_write"], "decision": "allow"}])
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures"
+
+
+def gateway(t=CREATE_TICKET, scope="s1", ledger=None):
+    c = ctx(scope=scope)
+    return ToolGateway([t], c, policy=ALLOW_WRITES, ledger=ledger), c
+
+
+# -- the ledger itself -------------------------------------------------------------------------------------
+
+def test_begin_complete_and_repeat(tmp_path):
+    led = EffectLedger(tmp_path / "l.db")
+    assert sqlite3.connect(led.path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    first = led.begin("s", "create_ticket", "k", "h")
+    assert first.state == "new" and first.owner == owner_token()
+    again = led.begin("s", "create_ticket", "k", "h")
+    assert again.state == "pending"
+    led.complete("s", "create_ticket", "k", {"ticket_id": "TCK-0001"}, "TCK-0001")
+    done = led.begin("s", "create_ticket", "k", "h")
+    assert (done.state, done.effect_id, done.outcome) == ("done", "TCK-0001", {"ticket_id": "TCK-0001"})
+    assert led.begin("other-scope", "create_ticket", "k", "h").state == "new"  # namespaced per scope
+    assert len(led.entries("s")) == 1 and len(led.entries()) == 2
+    assert led.clear_scope("s") == 1 and led.get("s", "create_ticket", "k") is None
+
+
+def test_default_location_is_portagent_home(tmp_path):
+    assert EffectLedger().path == tmp_path / "home" / "ledger.db"
+
+
+def test_many_threads_racing_one_key_record_one_intent(tmp_path):
+    path = tmp_path / "race.db"
+    EffectLedger(path).close()
+    barrier = threading.Barrier(8)
+    states: list[str] = []
+
+    def racer():
+        led = EffectLedger(path)  # its own connection: the database arbitrates
+        barrier.wait()
+        states.append(led.begin("s", "t", "same-key", "h").state)
+
+    threads = [threading.Thread(target=racer) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(states) == ["new"] + ["pending"] * 7
+
+
+def test_owner_liveness():
+    assert owner_alive(owner_token()) is True
+    assert owner_alive(None) is False
+    assert owner_alive("some-other-host:123") is None
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert owner_alive(f"{owner_token().rpartition(':')[0]}:{p.pid}") is False
+
+
+# -- through the gateway -------------------------------------------------------------------------------------
+
+def test_a_repeated_key_returns_the_recorded_outcome_as_a_duplicate(spy):
+    gw, c = gateway()
+    first = run(gw.call("create_ticket", {"request_key": "user-42:create-ticket:access-2026-06-10",
+                                          "summary": "no puedo entrar"}))
+    second = run(gw.call("create_ticket", {"request_key": "user-42:create-ticket:access-2026-06-10",
+                                           "summary": "no puedo entrar"}))
+    assert first.ok and not first.duplicate and first.effect_id == "TCK-0001"
+    assert second.ok and second.duplicate and second.effect_id == "TCK-0001"
+    assert second.to_model() == {"ok": True, "ticket_id": "TCK-0001", "effect_id": "TCK-0001", "duplicate": True}
+    assert len(spy.calls("create_ticket")) == 1
+    assert [(e.key, e.effect_id) for e in gw.ledger.entries("s1")] == [
+        ("user-42:create-ticket:access-2026-06-10", "TCK-0001")]
+    result = c.recorder.of_type("tool.result")[1]
+    assert result.duplicate and result.effect_id == "TCK-0001"
+
+
+def test_the_same_key_with_other_arguments_is_a_conflict(spy):
+    gw, _ = gateway()
+    run(gw.call("create_ticket", {"request_key": "k", "summary": "a"}))
+    obs = run(gw.call("create_ticket", {"request_key": "k", "summary": "b"}))
+    assert obs.error == "conflict" and "different arguments" in obs.message
+    assert len(spy.calls()) == 1
+
+
+def test_key_templates_and_default_keys(spy):
+    templated = tool("create_ticket", effect="reversible_write",
+                     idempotency={"required": True, "key_template": "{request_key}/{summary}"},
+                     properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    gw, _ = gateway(templated)
+    run(gw.call("create_ticket", {"request_key": "k", "summary": "a"}))
+    run(gw.call("create_ticket", {"request_key": "k", "summary": "b"}))
+    assert [e.key for e in gw.ledger.entries("s1")] == ["k/a", "k/b"]
+    hashed = tool("create_ticket", effect="reversible_write", idempotency={"required": True},
+                  properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    gw2, c2 = gateway(hashed, scope="s2")
+    run(gw2.call("create_ticket", {"request_key": "k", "summary": "a"}))
+    assert gw2.ledger.entries("s2")[0].key == f"create_ticket:{c2.recorder.of_type('tool.call')[0].args_hash}"
+    missing = run(gw.call("create_ticket", {"request_key": "k"}))
+    assert missing.error == "validation_error" and "cannot be filled" in missing.message
+
+
+def test_a_refusal_leaves_no_intent_so_a_retry_may_run(spy):
+    t = tool("flaky", effect="reversible_write", idempotency={"required": True, "key_field": "name"},
+             properties={"name": {"type": "string"}, "fail_times": {"type": "integer"}, "code": {"type": "string"}})
+    gw, _ = gateway(t)
+    assert run(gw.call("flaky", {"name": "n1", "fail_times": 1, "code": "not_found"})).error == "not_found"
+    assert gw.ledger.entries("s1") == []
+    assert run(gw.call("flaky", {"name": "n1", "fail_times": 1, "code": "not_found"})).ok
+
+
+def test_an_unknown_outcome_stays_pending_and_without_reconcile_answers_conflict(spy):
+    t = tool("explodes", effect="reversible_write", idempotency={"required": True, "key_field": "case_id"})
+    gw, _ = gateway(t)
+    assert run(gw.call("explodes", {"case_id": "k"})).error == "handler_error"
+    entry = gw.ledger.entries("s1")[0]
+    assert (entry.state, entry.owner) == ("pending", None) and "backend exploded" in entry.last_error
+    obs = run(gw.call("explodes", {"case_id": "k"}))
+    assert obs.error == "conflict" and "idempotency.reconcile" in obs.message and str(gw.ledger.path) in obs.message
+    assert len(spy.calls("explodes")) == 1  # never blindly re-executed
+
+
+def test_an_intent_owned_by_a_live_process_is_in_progress(spy, tmp_path):
+    led = EffectLedger(tmp_path / "l.db")
+    led.begin("s1", "create_ticket", "k", "h")
+    led._db.execute("UPDATE effects SET owner=?", (f"{owner_token().rpartition(':')[0]}:1",))  # pid 1 is alive
+    gw, _ = gateway(ledger=led)
+    from portagent.contracts._base import args_hash
+
+    led._db.execute("UPDATE effects SET args_hash=?", (args_hash({"request_key": "k", "summary": "x"}),))
+    obs = run(gw.call("create_ticket", {"request_key": "k", "summary": "x"}))
+    assert obs.error == "conflict" and "in progress in another process" in obs.message
+    assert spy.calls() == []
+
+
+def test_two_threads_racing_the_same_key_produce_one_effect(spy, tmp_path):
+    slow = CREATE_TICKET.model_copy(update={"handler": "acceptance_tools:slow_create_ticket"})
+    path = tmp_path / "home" / "ledger.db"
+    barrier = threading.Barrier(2)
+    out = []
+
+    def racer():
+        gw, _ = gateway(slow, ledger=EffectLedger(path))
+        barrier.wait()
+        out.append(asyncio.run(gw.call("create_ticket", {"request_key": "same", "summary": "x"})))
+
+    threads = [threading.Thread(target=racer) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(spy.calls("create_ticket")) == 1
+    assert all(o.ok for o in out) and sorted(o.duplicate for o in out) == [False, True]
+    assert out[0].effect_id == out[1].effect_id == "TCK-0001"
+
+
+# -- a real crash between intent and outcome ---------------------------------------------------------------
+
+CHILD = """
+import asyncio, sys
+sys.path[:0] = [{fixtures!r}, {tests!r}]
+from gateway_testkit import ctx, tool
+from portagent.contracts.policy import PermissionPolicy
+from portagent.tools import ToolGateway
+from test_effect_ledger import DURABLE, ALLOW_WRITES
+gw = ToolGateway([DURABLE], ctx(scope="crash"), policy=ALLOW_WRITES)
+asyncio.run(gw.call("create_ticket", {{"request_key": "user-42:ticket", "summary": "x"}}))
+print("child finished without being killed", flush=True)
+"""
+
+DURABLE = tool("create_ticket", handler="acceptance_tools:durable_ticket", effect="reversible_write",
+               idempotency={"required": True, "key_field": "request_key",
+                            "reconcile": "acceptance_tools:find_durable_ticket"},
+               properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+
+
+def _crash_child(tmp_path: Path, hang: str) -> int:
+    env = {**os.environ, "PORTAGENT_TEST_BACKEND": str(tmp_path / "backend.jsonl"),
+           "PORTAGENT_TEST_READY": str(tmp_path / "ready"), "PORTAGENT_TEST_HANG": hang}
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(fixtures=str(FIXTURES), tests=str(HERE))], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            raise AssertionError(f"child did not reach the handler: {child.communicate()}")
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)  # a real kill, between intent and outcome
+    child.wait()
+    assert child.returncode == -signal.SIGKILL
+    return child.pid
+
+
+@pytest.mark.parametrize(("hang", "executes_again"), [("after-effect", False), ("before-effect", True)])
+def test_a_sigkilled_run_leaves_a_pending_intent_that_a_retry_resolves(spy, tmp_path, monkeypatch, hang,
+                                                                        executes_again):
+    import acceptance_tools
+
+    pid = _crash_child(tmp_path, hang)
+    monkeypatch.setenv("PORTAGENT_TEST_BACKEND", str(tmp_path / "backend.jsonl"))
+    led = EffectLedger()
+    entry = led.get("crash", "create_ticket", "user-42:ticket")
+    assert entry is not None and entry.state == "pending" and entry.owner.endswith(f":{pid}")
+    assert len(acceptance_tools.backend_tickets()) == (1 if hang == "after-effect" else 0)
+
+    gw, _ = gateway(DURABLE, scope="crash")
+    obs = run(gw.call("create_ticket", {"request_key": "user-42:ticket", "summary": "x"}))
+    assert obs.ok and obs.effect_id == "TCK-0001"
+    assert obs.duplicate is (not executes_again)
+    if not executes_again:
+        assert obs.to_model()["reconciled"] is True
+    assert [t["ticket_id"] for t in acceptance_tools.backend_tickets()] == ["TCK-0001"]  # one effect, ever
+    assert led.get("crash", "create_ticket", "user-42:ticket").state == "done"
+
+    again = run(gw.call("create_ticket", {"request_key": "user-42:ticket", "summary": "x"}))
+    assert again.duplicate and len(acceptance_tools.backend_tickets()) == 1
