@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.runtime.session import Endpoint, RunOptions
 
+    if args.replay:
+        return _replay(args)
     if args.input_file:
         path = Path(args.input_file)
         if not path.is_file():
@@ -58,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.agent}: agent spec not found")
     bundle = load_agent(args.agent)
     get_adapter(args.provider)  # missing extra → exit 2 before anything starts
-    if args.replay:
-        raise UsageError("--replay needs the cassette support (portagent record); not available in this build")
     info = REGISTRY[args.provider]
     request = RunRequest(input=messages if len(messages) > 1 else messages[0], provider=args.provider,
                          idempotency_key=args.idempotency_key, env=args.env, scopes=args.scopes)
@@ -94,6 +94,34 @@ def run(args: argparse.Namespace) -> int:
     if status == "budget_exhausted":
         return 1
     return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """Replay one recorded run folder offline (no server, no key, no network)."""
+    import asyncio
+
+    from portagent.adapters.base import get_adapter
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.errors import UsageError
+    from portagent.recording.replay import load_recorded, replay_folder, version_changes
+
+    if args.input or args.input_file:
+        raise UsageError("--replay replays the recorded input; drop --input/--input-file")
+    folder = Path(args.replay)
+    recorded = load_recorded(folder)
+    if recorded.record.manifest.provider != args.provider:
+        raise UsageError(f"{folder} was recorded with provider {recorded.record.manifest.provider!r}, "
+                         f"not {args.provider!r}")
+    bundle = load_agent(args.agent)
+    get_adapter(args.provider)
+    for change in version_changes(recorded.record):
+        print(f"note       SDK version changed since recording: {change}")
+    output = asyncio.run(replay_folder(bundle, folder, out_dir=Path(args.out) if args.out else None))
+    _print_summary(output)
+    r = output.result
+    if r.stop_reason == "cassette_drift":
+        return 1
+    return 3 if r.status == "failed" else (1 if r.status == "budget_exhausted" else 0)
 
 
 def _dummy_key(provider: str) -> str:

@@ -93,10 +93,12 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-def split_text(text: str, size: int = 24) -> list[str]:
-    """Split text into stream deltas at word boundaries (about ``size`` characters each)."""
+def split_text(text: str, size: int = 24, max_parts: int = 64) -> list[str]:
+    """Split text into stream deltas at word boundaries (about ``size`` characters each, at most
+    about ``max_parts`` deltas, so a huge text is a few large deltas rather than thousands)."""
     if not text:
         return [""]
+    size = max(size, math.ceil(len(text) / max_parts))
     out: list[str] = []
     cur = ""
     for word in _words(text):

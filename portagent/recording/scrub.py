@@ -76,13 +76,14 @@ def find_secret(value: Any, *, extra: list[str] | None = None, where: str = "") 
     """The location of the first secret in ``value`` (a path like ``interactions.0.request.body``), or None."""
     literal = [s for s in (extra or []) + env_secret_values() if s]
     for path, text in _walk(value, where):
+        where = path.lstrip(".") or "<root>"
         for s in literal:
             if s in text:
-                return f"{path} (value of an API-key variable)"
+                return f"{where} (value of an API-key variable)"
         for pat in SECRET_PATTERNS:
             m = pat.search(text)
             if m and m.group(0) not in ALLOWED_DUMMIES:
-                return f"{path} (looks like {pat.pattern[:24]}…)"
+                return f"{where} (looks like an API key or bearer token: {m.group(0)[:6]}…)"
     return None
 
 

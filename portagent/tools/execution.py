@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -82,8 +82,11 @@ def success_observation(tool: ToolSpec, raw: Any, **kw: Any) -> Observation:
 
 
 async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call_id: str,
-                 key: str | None = None) -> Attempt:
-    """Run the handler (retrying timeouts/rate limits for idempotent tools) and check its output."""
+                 key: str | None = None, before_retry: Callable[[], Awaitable[Any]] | None = None) -> Attempt:
+    """Run the handler (retrying timeouts/rate limits for idempotent tools) and check its output.
+
+    ``before_retry`` (ledger-guarded tools with a ``reconcile``) is asked before each retry whether the
+    failed attempt's effect landed after all; an output ends the retries as that attempt's result."""
     try:
         resolved = resolve(tool.handler)
     except HandlerImportError as e:
@@ -114,6 +117,10 @@ async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call
                                       {"handler": tool.handler, "exception": type(e).__name__})
         if obs.error in RETRYABLE and attempt < retries:
             await asyncio.sleep(_backoff(attempt, obs.details))
+            landed = await before_retry() if before_retry is not None else None
+            if landed is not None:
+                raw, obs, certain = landed, from_handler_value(landed), True
+                break
             attempt += 1
             continue
         break
@@ -166,7 +173,7 @@ def _conflict_other_args(entry: LedgerEntry, args_hash: str) -> Observation:
 
 
 async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: str, ctx: GatewayContext,
-                         ledger: EffectLedger, call_id: str, charge: Any) -> Attempt:
+                         ledger: EffectLedger, call_id: str, charge: Callable[[], Observation | None]) -> Attempt:
     """Intent → effect → outcome, never the same effect twice. ``charge()`` returns a rejection
     Observation or None, and is called only right before the handler really runs."""
     scope = ctx.scope
@@ -187,7 +194,7 @@ async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, k
         if rejection is not None:
             ledger.abandon(scope, tool.name, key)
             return Attempt(rejection)
-        att = await invoke(tool, args, ctx, call_id, key)
+        att = await invoke(tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id))
         if att.effect_happened:
             eid = _effect_id(att.raw, ctx)
             ledger.complete(scope, tool.name, key, att.raw, eid)
@@ -197,6 +204,23 @@ async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, k
         else:
             ledger.orphan(scope, tool.name, key, f"{att.obs.error}: {att.obs.message}")
         return att
+
+
+def _status_check(tool: ToolSpec, args: dict[str, Any], key: str, ctx: GatewayContext,
+                  call_id: str) -> Callable[[], Awaitable[Any]] | None:
+    """Before retrying a timed-out effect, ask ``reconcile`` whether it landed (never retry blindly)."""
+    ref = tool.idempotency.reconcile
+    if not ref:
+        return None
+
+    async def check() -> Any:
+        try:
+            return await call_function(resolve(ref), (key, args, ctx.handler_context(call_id, key)), {},
+                                       tool.budgets.timeout_ms / 1000.0)
+        except Exception:  # cannot tell: retry as declared (the key still guards the backend)
+            return None
+
+    return check
 
 
 def _with_effect(obs: Observation, effect_id: str) -> Observation:

@@ -235,3 +235,18 @@ def test_a_sigkilled_run_leaves_a_pending_intent_that_a_retry_resolves(spy, tmp_
 
     again = run(gw.call("create_ticket", {"request_key": "user-42:ticket", "summary": "x"}))
     assert again.duplicate and len(acceptance_tools.backend_tickets()) == 1
+
+
+def test_a_timed_out_effect_is_reconciled_before_any_retry(spy, tmp_path, monkeypatch):
+    import acceptance_tools
+
+    monkeypatch.setenv("PORTAGENT_TEST_BACKEND", str(tmp_path / "backend.jsonl"))
+    late = DURABLE.model_copy(update={"handler": "acceptance_tools:late_durable_ticket",
+                                      "budgets": DURABLE.budgets.model_copy(update={"timeout_ms": 100,
+                                                                                   "max_retries": 2})})
+    gw, _ = gateway(late)
+    obs = run(gw.call("create_ticket", {"request_key": "k-late", "summary": "x"}))
+    assert obs.ok and obs.effect_id == "TCK-0001"
+    assert len(spy.calls("late_durable_ticket")) == 1  # the status check found the effect: no retry
+    assert len(acceptance_tools.backend_tickets()) == 1
+    assert gw.ledger.get("s1", "create_ticket", "k-late").state == "done"

@@ -1,0 +1,515 @@
+"""Claude Agent SDK adapter (claude-agent-sdk 0.2.189, bundled Claude Code CLI 2.1.332).
+
+Translation only:
+
+- AgentSpec → ``query(prompt, ClaudeAgentOptions(system_prompt, model, tools=[…], mcp_servers, …))``
+  run through portagent's transport wrapper (``claude_transport``: the cassette seam);
+- ToolSpec → an in-process SDK MCP tool (``tool()`` + ``create_sdk_mcp_server("portagent")``); the
+  model sees ``mcp__portagent__<tool>``, every trace event uses the ToolSpec name;
+- permission → ``can_use_tool`` asks the gateway (``prepare``: validation, budget, policy, approval —
+  decided once, cached by call id) and the MCP tool body runs the prepared call (``execute``), found
+  through the vendor ``tool_use`` id; ``PreToolUse`` maps each call to the agent that made it and
+  records delegation; ``permission_mode="default"``, never ``bypassPermissions``;
+- built-in Claude Code tools are off (``tools=[]``) unless the AgentSpec grants them by name; a granted
+  one is *governed, not executed* by the gateway: decided in ``can_use_tool`` by the same policy
+  (``BUILTIN_EFFECTS``), observed through ``PostToolUse``, traced with ``via: builtin``;
+- delegation (``agent_as_tool``) → ``agents={…}`` subagents run by the built-in Agent tool, enabled
+  only when the spec delegates; the main thread runs as the root's own agent definition
+  (``--agent``) so each agent sees only its own tools;
+- events → ``claude_trace.ClaudeTrace`` (model calls with usage, subagent threads);
+  ``ResultMessage`` → the outcome (vendor ``total_cost_usd``, turn and budget stops).
+
+Isolation: every run gets a throw-away HOME / CLAUDE_CONFIG_DIR / TMPDIR (removed afterwards),
+``setting_sources=[]``, ``strict_mcp_config``, no session persistence and
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` — nothing of the user's Claude configuration leaks in.
+
+``session.options.extra`` keys: ``cli_path`` (a Claude Code binary, e.g. on musl/Alpine where no
+wheel bundles one), ``cwd`` (the CLI's working directory; default a folder inside the run home),
+``claude_transport_factory`` (see ``claude_transport``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import (
+    AgentDefinition,
+    ClaudeAgentOptions,
+    ClaudeSDKError,
+    CLIConnectionError,
+    CLINotFoundError,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ProcessError,
+    ResultMessage,
+    ToolPermissionContext,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+from claude_agent_sdk._cli_version import __cli_version__
+from claude_agent_sdk._errors import CLIJSONDecodeError, ResultError
+
+from portagent import __version__
+from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.adapters.claude_trace import ClaudeTrace
+from portagent.adapters.claude_transport import (
+    TRANSPORT_FACTORY_KEY,
+    PortagentTransport,
+    RunHome,
+    subprocess_transport,
+)
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
+from portagent.contracts.tool import Effect, Idempotency, ToolSpec
+from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
+from portagent.tools.approval_flow import recheck, revalidate
+from portagent.tools.execution import success_observation
+from portagent.tools.observations import Observation
+
+DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
+"""The Claude model pinned for examples and tests: current, not deprecated (anthropic 2.14 lists
+``claude-sonnet-4-5`` as reaching end of life on 2026-11-30, not this one), accepted by Claude Code
+2.1.332 and priced in its table at $3 / $15 per million tokens (the emulator run's ``total_cost_usd``
+matches; ``genai-prices`` agrees)."""
+
+SERVER = "portagent"
+"""Name of the in-process MCP server holding the ToolSpecs: the model sees ``mcp__portagent__<tool>``."""
+
+TOOL_PREFIX = f"mcp__{SERVER}__"
+
+DELEGATION_TOOLS = ("Agent", "Task")
+"""Claude Code's subagent tool (``Task`` was renamed ``Agent``; 2.1.332 declares ``Agent``)."""
+
+BUILTIN_EFFECTS: dict[str, Effect] = {
+    "Read": "read", "Glob": "read", "Grep": "read", "LS": "read", "NotebookRead": "read",
+    "Write": "reversible_write", "Edit": "reversible_write", "MultiEdit": "reversible_write",
+    "NotebookEdit": "reversible_write",
+}
+"""Effect class of each granted built-in; anything else (``Bash``, ``WebFetch`` …) is a
+``privileged_operation``: denied unless a policy rule names it."""
+
+
+def builtin_not_executed(args: dict[str, Any]) -> None:
+    """Handler of the ToolSpecs synthesized for built-ins: the CLI runs them, never the gateway."""
+    raise RuntimeError("Claude Code built-in tools are executed by the CLI, not by portagent's gateway")
+
+
+def builtin_spec(name: str) -> ToolSpec:
+    """A decision-only ToolSpec for a granted built-in: permissive schema, effect from the table."""
+    effect: Effect = BUILTIN_EFFECTS.get(name, "privileged_operation")
+    return ToolSpec(
+        name=name, description=f"Claude Code built-in tool {name} (governed by portagent, run by the CLI)",
+        effect=effect, input_schema={"type": "object", "properties": {}, "additionalProperties": True},
+        # Write effects must declare idempotency; the key is never used: built-ins are not executed here.
+        idempotency=Idempotency(required=effect in ("reversible_write", "external_effect")),
+        handler="portagent.adapters.claude_agent:builtin_not_executed",
+    )
+
+
+def _text(obs: Observation) -> str:
+    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
+
+
+class _Run:
+    """One run: the options, the callbacks the CLI reaches us through, and the outcome."""
+
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
+        self.bundle = session.bundle
+        self.root = session.bundle.root
+        self.trace = ClaudeTrace(session)
+        self.transport: PortagentTransport | None = None
+        self.stderr: deque[str] = deque(maxlen=40)
+        self.callers: dict[str, str | None] = {}
+        """``tool_use`` id → agent that made the call (from ``PreToolUse``)."""
+        self.allowed: dict[str, tuple[str, Any]] = {}
+        """``tool_use`` id → (agent, prepared call) allowed in ``can_use_tool``, awaiting execution."""
+        self.started: dict[str, float] = {}
+        self.delegating = any(n.edges for n in self.bundle.agents.values())
+        self.builtins = {name: sorted(set(node.spec.builtin_tools)) for name, node in self.bundle.agents.items()}
+        self._turn_done = asyncio.Event()
+
+    # --- checks before anything starts -----------------------------------------------------------
+
+    def preflight(self) -> None:
+        root_edges = {e.target for e in self.bundle.node.edges}
+        for name, node in self.bundle.agents.items():
+            if name != self.root and node.edges:
+                raise UnsupportedFeatureError(
+                    "claude", "nested delegation",
+                    f"{name!r} delegates to {node.edges[0].target!r}, but Claude Code subagents cannot start "
+                    "subagents; delegate from the root agent only")
+            if name != self.root and name not in root_edges:
+                raise UnsupportedFeatureError("claude", "nested delegation", f"{name!r} is not a delegate of the root")
+            for b in node.spec.builtin_tools:
+                if b in DELEGATION_TOOLS:
+                    raise UsageError(f"agent {name!r} grants the built-in {b!r}: declare subagents with "
+                                     "'delegation' (kind agent_as_tool) instead")
+        shared = self.bundle.spec.models
+        if shared.force_shared_settings and shared.temperature is not None:
+            raise UnsupportedFeatureError("claude", "a forced temperature",
+                                          "the Claude Code CLI has no temperature setting")
+        cli_path = self.session.options.extra.get("cli_path")
+        if cli_path is not None:
+            path = Path(cli_path)
+            if not path.is_file():
+                raise UsageError(f"cli_path {str(cli_path)!r}: no such file (it must point to a Claude Code binary)")
+            if not os.access(path, os.X_OK):
+                raise UsageError(f"cli_path {str(cli_path)!r} is not executable (chmod +x it, or point cli_path "
+                                 "to another Claude Code binary)")
+
+    # --- native objects --------------------------------------------------------------------------
+
+    def tool_specs(self) -> dict[str, ToolSpec]:
+        specs: dict[str, ToolSpec] = {}
+        for node in self.bundle.agents.values():
+            for name, spec in node.tools.items():
+                if name in specs and specs[name].spec_hash != spec.spec_hash:
+                    raise UsageError(f"two agents define the tool {name!r} differently; Claude exposes every tool "
+                                     f"through one MCP server ({SERVER!r}), so names must be unique")
+                specs[name] = spec
+        return specs
+
+    def mcp_tool(self, spec: ToolSpec) -> Any:
+        async def body(args: dict[str, Any]) -> dict[str, Any]:
+            obs = await self.execute(spec.name, args)
+            return {"content": [{"type": "text", "text": _text(obs)}], "is_error": not obs.ok}
+
+        return tool(spec.name, spec.model_description(), spec.input_schema)(body)
+
+    def agent_tools(self, name: str) -> list[str]:
+        node = self.bundle.agents[name]
+        out = [TOOL_PREFIX + t for t in node.tools] + self.builtins[name]
+        if any(e.kind == "agent_as_tool" for e in node.edges):
+            out.append("Agent")
+        return out
+
+    def agents(self) -> dict[str, AgentDefinition] | None:
+        if not self.delegating:
+            return None
+        defs: dict[str, AgentDefinition] = {}
+        described = {e.target: e.description for e in self.bundle.node.edges}
+        for name, node in self.bundle.agents.items():
+            tools = self.agent_tools(name)
+            if not tools:  # the CLI refuses an agent whose tool list resolves to nothing
+                tools_arg, disallowed = None, sorted({t for a in self.bundle.agents for t in self.agent_tools(a)})
+            else:
+                tools_arg, disallowed = tools, None
+            defs[name] = AgentDefinition(
+                description=described.get(name) or node.spec.description or name, prompt=node.spec.instructions,
+                tools=tools_arg, disallowedTools=disallowed, model=self.session.model_for(name))
+        return defs
+
+    def options(self, home: RunHome) -> ClaudeAgentOptions:
+        s = self.session
+        spec = self.bundle.spec
+        specs = self.tool_specs()
+        for name, granted in self.builtins.items():
+            gateway_tools = s.gateway(name).tools
+            for b in granted:
+                gateway_tools.setdefault(b, builtin_spec(b))  # see docs/adapters/claude.md: governed built-ins
+        builtins = sorted({b for granted in self.builtins.values() for b in granted})
+        extra_env: dict[str, str] = {}
+        if spec.models.force_shared_settings and spec.models.max_tokens is not None:
+            extra_env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(spec.models.max_tokens)
+        extra_args: dict[str, str | None] = {"no-session-persistence": None}
+        if self.delegating:
+            extra_args["agent"] = self.root  # the main thread runs as the root's definition: its tools only
+        server = create_sdk_mcp_server(SERVER, version=__version__, tools=[self.mcp_tool(t) for t in specs.values()])
+        hooks: dict[Any, list[HookMatcher]] = {
+            "PreToolUse": [HookMatcher(matcher=None, hooks=[self.pre_tool_use])],
+            "PostToolUse": [HookMatcher(matcher=None, hooks=[self.post_tool_use])],
+            "PostToolUseFailure": [HookMatcher(matcher=None, hooks=[self.post_tool_use_failure])],
+        }
+        return ClaudeAgentOptions(
+            system_prompt=spec.instructions, model=s.model_for(self.root),
+            tools=builtins + (["Agent"] if self.delegating else []),
+            mcp_servers={SERVER: server} if specs else {}, strict_mcp_config=True,
+            permission_mode="default", can_use_tool=self.can_use_tool, hooks=hooks,
+            # portagent counts turns and cost itself; the CLI's own limits are a backstop.
+            max_turns=spec.budget.max_turns, max_budget_usd=spec.budget.max_cost_usd,
+            agents=self.agents(), setting_sources=[], cwd=str(home.cwd), cli_path=s.options.extra.get("cli_path"),
+            env=home.env(base_url=s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env),
+            extra_args=extra_args, include_partial_messages=True, forward_subagent_text=True,
+            output_format={"type": "json_schema", "schema": spec.output_schema} if spec.output_schema else None,
+            stderr=self.stderr.append,
+        )
+
+    # --- the CLI's callbacks ---------------------------------------------------------------------
+
+    def caller(self, tool_use_id: str | None) -> str | None:
+        if tool_use_id is not None and tool_use_id in self.callers:
+            return self.callers[tool_use_id]
+        return self.root
+
+    async def pre_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        agent_type = data.get("agent_type")
+        caller = self.root if not agent_type else (agent_type if agent_type in self.bundle.agents else None)
+        if tool_use_id:
+            self.callers[tool_use_id] = caller
+        if data.get("tool_name") in DELEGATION_TOOLS:
+            return await self.delegate(caller, tool_use_id, data.get("tool_input") or {})
+        return {}
+
+    async def delegate(self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]) -> dict[str, Any]:
+        target = tool_input.get("subagent_type")
+        edges = [e.target for e in self.bundle.agents[caller].edges if e.kind == "agent_as_tool"] if caller else []
+        if self.session.stop is not None or target not in edges:
+            reason = "the run is stopping" if self.session.stop is not None else (
+                f"{caller or 'this agent'} may only delegate to: {', '.join(edges) or 'nobody'}")
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": reason}}
+        await self.trace.wait_recorded(tool_use_id)
+        assert caller is not None and isinstance(target, str)
+        if tool_use_id:
+            self.trace.threads[tool_use_id] = target
+        self.session.record_handoff(caller, target, "agent_as_tool", reason=str(tool_input.get("description") or ""),
+                                    details={"vendor_call_id": tool_use_id})
+        return {}
+
+    async def can_use_tool(self, tool_name: str, tool_input: dict[str, Any],
+                           context: ToolPermissionContext) -> PermissionResultAllow | PermissionResultDeny:
+        vendor_id = context.tool_use_id
+        await self.trace.wait_recorded(vendor_id)
+        agent = self.caller(vendor_id)
+        if agent is None:  # a call from an agent portagent did not define: nobody may allow it
+            return PermissionResultDeny(message=json.dumps({"ok": False, "error": "permission_denied",
+                                                            "message": "unknown calling agent"}))
+        gateway = self.session.gateway(agent)
+        builtin = tool_name in self.builtins[agent]
+        name = tool_name.removeprefix(TOOL_PREFIX)
+        try:
+            prepared = await gateway.prepare(name, tool_input, vendor_call_id=vendor_id,
+                                             via="builtin" if builtin else "function")
+        except RunSignal as sig:  # a deferred approval or a budget stop: end the run here
+            done = gateway.prepared(vendor_id) if vendor_id else None
+            message = _text(done.result) if done is not None and done.result is not None else str(sig)
+            return PermissionResultDeny(message=message, interrupt=True)
+        if not prepared.allowed:
+            return PermissionResultDeny(message=_text(prepared.rejection))
+        args = prepared.effective_args
+        if builtin and prepared.card is not None:
+            checked = recheck(gateway.inner, prepared, prepared.tool)  # no later execute() for a built-in
+            if isinstance(checked, Observation):
+                self.observe(gateway, prepared, checked)
+                return PermissionResultDeny(message=_text(checked))
+            args = checked
+        elif prepared.card is not None and prepared.card.status == "edited":
+            if revalidate(gateway.inner, prepared.tool, args):
+                obs = await gateway.execute(prepared)  # the gateway refuses the edit; the handler never runs
+                return PermissionResultDeny(message=_text(obs))
+        if vendor_id:
+            self.allowed[vendor_id] = (agent, prepared)
+            self.started[vendor_id] = self.session.clock.monotonic()
+        return PermissionResultAllow(updated_input=args if args != tool_input else None)
+
+    async def execute(self, tool_name: str, args: dict[str, Any]) -> Observation:
+        """The MCP tool body: run the call ``can_use_tool`` allowed (found by its ``tool_use`` id)."""
+        vendor_id = self.transport.take_tool_use_id(SERVER, tool_name, args) if self.transport else None
+        found = self.allowed.pop(vendor_id, None) if vendor_id else None
+        if found is None:
+            found = next(((k, v) for k, v in self.allowed.items()
+                          if v[1].tool_name == tool_name and v[1].effective_args == args), (None, None))[1]
+            self.allowed = {k: v for k, v in self.allowed.items() if v is not found}
+        try:
+            if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
+                agent = self.caller(vendor_id) or self.root
+                prepared = await self.session.gateway(agent).prepare(tool_name, args, vendor_call_id=vendor_id)
+                return await self.session.gateway(agent).execute(prepared)
+            agent, prepared = found
+            return await self.session.gateway(agent).execute(prepared)
+        except RunSignal as sig:
+            return Observation.failure("budget_exhausted", f"the run is stopping: {sig}")
+
+    async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        found = self._builtin_call(tool_use_id)
+        if found is not None:
+            agent, prepared = found
+            self.observe(self.session.gateway(agent), prepared,
+                         success_observation(prepared.tool, data.get("tool_response")), tool_use_id)
+        return {}
+
+    async def post_tool_use_failure(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        found = self._builtin_call(tool_use_id)
+        if found is not None:
+            agent, prepared = found
+            obs = Observation.failure("handler_error", str(data.get("error") or "the built-in tool failed"),
+                                      {"builtin": prepared.tool_name})
+            self.observe(self.session.gateway(agent), prepared, obs, tool_use_id)
+        return {}
+
+    def _builtin_call(self, tool_use_id: str | None) -> tuple[str, Any] | None:
+        found = self.allowed.get(tool_use_id) if tool_use_id else None
+        if found is not None and found[1].via == "builtin":
+            return self.allowed.pop(tool_use_id)  # type: ignore[arg-type]
+        return None
+
+    def observe(self, gateway: Any, prepared: Any, obs: Observation, tool_use_id: str | None = None) -> None:
+        """Record the result of a call the gateway decided but did not run (a built-in).
+
+        Workaround: ``ToolGateway`` has no public "observe an external result" step yet, so this mirrors
+        its ``tool.result`` event (docs/adapters/claude.md, "Governed built-ins").
+        """
+        if prepared.result is not None:
+            return
+        prepared.result = obs
+        started = self.started.pop(tool_use_id, None) if tool_use_id else None
+        latency = round((self.session.clock.monotonic() - started) * 1000, 3) if started is not None else None
+        gateway.inner.emit("tool.result", call_id=prepared.call_id, tool=prepared.tool_name, ok=obs.ok,
+                           error=obs.error, output=obs.to_model(), latency_ms=latency, effect_id=None,
+                           duplicate=False)
+
+    # --- running ---------------------------------------------------------------------------------
+
+    async def prompts(self) -> AsyncIterator[dict[str, Any]]:
+        """Multi-turn input: each user message is sent once the previous turn has its result."""
+        for i, text in enumerate(self.session.request.messages):
+            if i:
+                await self._turn_done.wait()
+                self._turn_done.clear()
+                if self.session.stop is not None:
+                    return
+            yield {"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None,
+                   "session_id": ""}
+
+    async def go(self) -> AdapterOutcome:
+        self.preflight()
+        s = self.session
+        cwd = s.options.extra.get("cwd")
+        home = RunHome(s.options.workdir, Path(cwd) if cwd else None)
+        try:
+            options = self.options(home)
+            # query() would add permission_prompt_tool_name="stdio" itself; a custom transport gets the flags
+            # only from its own options (SDK_NOTES §4.6), so the inner transport is built with it.
+            cli_options = replace(options, permission_prompt_tool_name="stdio")
+            messages = s.request.messages
+            prompt: Any = messages[0] if len(messages) == 1 else self.prompts()
+            factory = s.options.extra.get(TRANSPORT_FACTORY_KEY) or subprocess_transport
+            self.transport = PortagentTransport(factory(prompt, cli_options))
+            try:
+                async with contextlib.aclosing(query(prompt=prompt, options=options, transport=self.transport)) as stream:
+                    async for message in stream:
+                        try:
+                            self.trace.on_message(message)
+                        except RunSignal:
+                            break
+                        if isinstance(message, ResultMessage):
+                            self._turn_done.set()
+                            if message.is_error:
+                                break
+                        if s.stop is not None:
+                            break
+            except Exception as e:
+                _raise_mapped(e, self)
+            finally:
+                with contextlib.suppress(RunSignal):
+                    self.trace.finish()
+            return self.outcome()
+        finally:
+            home.remove()
+
+    def outcome(self) -> AdapterOutcome:
+        s = self.session
+        budget = self.bundle.spec.budget
+        result = self.trace.results[-1] if self.trace.results else None
+        details: dict[str, Any] = {"cli_version": self.trace.init.get("claude_code_version"),
+                                   "mcp_servers": self.trace.init.get("mcp_servers")}
+        if result is None:
+            if s.stop is not None:
+                return AdapterOutcome(final_agent=self.root, details=details)
+            raise ProviderError("the Claude Code CLI ended without a result" + self._stderr_tail())
+        details.update(session_id=result.session_id, num_turns=result.num_turns, subtype=result.subtype,
+                       permission_denials=result.permission_denials or [], cli_usage=self.trace.cli_usage(),
+                       terminal_reason=result.terminal_reason)
+        if self.trace.retries:
+            details["api_retries"] = self.trace.retries
+        unattributed = self.trace.unattributed_output_tokens()
+        if unattributed:
+            details["unattributed_output_tokens"] = unattributed
+        outcome = AdapterOutcome(final_agent=self.root, vendor_cost_usd=result.total_cost_usd, details=details)
+        if s.stop is not None:
+            return outcome
+        if result.subtype == "error_max_turns":
+            s.budget_stop("max_turns", budget.max_turns, s.model_calls + 1)
+            outcome.vendor_stop = "max_turns"
+            return outcome
+        if result.subtype == "error_max_budget_usd":
+            limit = budget.max_cost_usd or 0.0
+            s.budget_stop("max_cost_usd", limit, round(result.total_cost_usd or 0.0, 6))
+            outcome.vendor_stop = "max_cost_usd"
+            return outcome
+        if result.is_error:
+            status = result.api_error_status
+            raise ProviderError(f"Claude Code reported an error ({result.subtype}): {_result_text(result)}",
+                                status=status, retryable=status in (408, 429, 500, 502, 503, 504, 529))
+        final: Any = result.result
+        if self.bundle.spec.output_schema is not None and result.structured_output is not None:
+            final = result.structured_output
+        outcome.final_output = final
+        return outcome
+
+    def _stderr_tail(self) -> str:
+        return (":\n" + "\n".join(self.stderr)) if self.stderr else ""
+
+
+def _result_text(result: ResultMessage) -> str:
+    errors = [e for e in (result.errors or []) if isinstance(e, str) and e.strip()]
+    return "; ".join(errors) or (result.result or "").strip() or result.subtype
+
+
+def _raise_mapped(e: BaseException, run: _Run) -> None:
+    """The one place SDK and CLI errors become portagent errors."""
+    session = run.session
+    sig = unwrap_signal(e)
+    if sig is not None:
+        raise sig from e
+    if session.stop is not None:
+        raise session.stop from e
+    cli_path = session.options.extra.get("cli_path")
+    where = f"cli_path {str(cli_path)!r}" if cli_path else "the bundled Claude Code CLI"
+    if isinstance(e, CLINotFoundError):
+        raise UsageError(
+            f"cannot start {where}: {e}. claude-agent-sdk bundles the CLI only in its glibc wheels (none for "
+            "musl/Alpine); install Claude Code and pass its path as cli_path") from e
+    if isinstance(e, ResultError):
+        status = e.api_error_status
+        raise ProviderError(f"Claude Code failed: {e.result or '; '.join(e.errors) or e}", status=status,
+                            retryable=status in (408, 429, 500, 502, 503, 504, 529)) from e
+    if isinstance(e, CLIConnectionError):
+        if isinstance(e.__cause__, PermissionError | FileNotFoundError | OSError) and not run.trace.init:
+            raise UsageError(f"cannot start {where}: {e} (set cli_path to an executable Claude Code binary)") from e
+        raise ProviderError(f"lost the connection to the Claude Code CLI: {e}{run._stderr_tail()}") from e
+    if isinstance(e, ProcessError):
+        raise ProviderError(f"the Claude Code CLI exited with code {e.exit_code}{run._stderr_tail()}") from e
+    if isinstance(e, CLIJSONDecodeError):
+        raise ProviderError(f"the Claude Code CLI wrote a line that is not JSON: {e.line[:200]!r}") from e
+    if isinstance(e, ClaudeSDKError):
+        raise ProviderError(f"claude-agent-sdk error: {type(e).__name__}: {e}") from e
+    raise e
+
+
+class ClaudeAgentAdapter:
+    name = "claude"
+    capabilities = PROFILES["claude"]
+
+    def sdk_version(self) -> str:
+        return package_version("claude-agent-sdk")
+
+    def cli_version(self) -> str | None:
+        return __cli_version__
+
+    async def run(self, session: RunSession) -> AdapterOutcome:
+        return await _Run(session).go()
+
+
+ADAPTER = ClaudeAgentAdapter()

@@ -1,0 +1,389 @@
+"""Google ADK adapter (google-adk 2.13, google-genai 2.34).
+
+Translation only:
+
+- AgentSpec → ``LlmAgent(name, instruction, model=Gemini(model, client_kwargs=…))`` run by ``Runner`` on
+  an ``InMemorySessionService`` session (``RunRequest.session_id``, else ``portagent-<run_id>``);
+- ToolSpec → ``_GatewayTool`` (a ``BaseTool``) declaring ``parameters_json_schema`` = the ToolSpec's JSON
+  Schema verbatim; ``run_async`` hands the arguments (Gemini sends objects) to the gateway;
+- delegation ``handoff`` → ``sub_agents`` (ADK's ``transfer_to_agent``; transfers only go down the
+  spec's edges: ``disallow_transfer_to_parent/peers``); ``agent_as_tool`` → ``_DelegateTool`` (an
+  ``AgentTool`` declaring ``{"input": string}`` like the other providers);
+- ``output_schema`` → ``LlmAgent.output_schema`` (the raw dict; see ``adk_events.output_schema_problems``);
+- model calls → ``before_model_callback`` (``session.before_model_call``) and ``after_model_callback``
+  (``record_model_call``, non-partial responses only): both fire once per model request, for
+  sub-agents and agents run as tools too, *before* ADK's event queue, so the trace keeps call order
+  (ADK's event stream lags behind the callbacks; it is used only for the final text);
+- ``before_tool_callback`` only answers calls to names no tool declares (ADK hands it a placeholder
+  tool): the gateway turns them into an ``unknown_tool`` observation, as on every provider;
+- ``after_tool_callback`` records the ``handoff`` once ``transfer_to_agent`` has run.
+
+Transport: google-genai switches its async transport to aiohttp whenever aiohttp is importable
+(``BaseApiClient._use_aiohttp()``: aiohttp installed and no ``httpx_async_client`` / custom transport).
+Each run builds its own ``httpx.AsyncClient`` (async clients are bound to their loop) and passes it as
+``HttpOptions.httpx_async_client``, so installing aiohttp never changes what is sent or recorded.
+
+Tracing: ADK creates OpenTelemetry spans through the global tracer provider. portagent never installs
+one (its OTel export uses a private provider), so in a portagent process ADK's spans go nowhere, and
+ADK's own exporters only start in its CLI/Agent Engine (``GOOGLE_CLOUD_AGENT_ENGINE_*``): no network
+besides the model endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import httpx
+import pydantic
+from google.adk.agents import LlmAgent
+from google.adk.agents.run_config import RunConfig as AdkRunConfig
+from google.adk.agents.run_config import StreamingMode
+from google.adk.models import Gemini
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.base_tool import BaseTool
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from portagent.adapters.adk_events import (
+    final_text,
+    finish_reason,
+    output_schema_problems,
+    tool_schema_problems,
+    usage_fields,
+)
+from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
+from portagent.contracts.tool import ToolSpec
+from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
+
+APP_NAME = "portagent"
+ADK_CONTROL_TOOLS = frozenset({"transfer_to_agent", "set_model_response"})
+"""ADK's own tools: they steer ADK (transfer, structured output) and are not portable tool calls."""
+AGENT_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"],
+    "additionalProperties": False,
+}
+"""What an agent-as-tool takes on every provider (ADK's own AgentTool would declare ``request``)."""
+RETRYABLE = (408, 409, 429, 500, 502, 503, 504)
+
+
+class _QuietSignals(logging.Filter):
+    """ADK logs every node failure with its traceback (``workflow/_node_runner.py``, ``runners.py``).
+    A budget stop or an approval pause is portagent's own control flow, not a failure: drop those."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return exc is None or unwrap_signal(exc) is None and not isinstance(getattr(exc, "error", None), RunSignal)
+
+
+for _name in ("google_adk.google.adk.workflow._node_runner", "google_adk.google.adk.runners"):
+    logging.getLogger(_name).addFilter(_QuietSignals())
+
+
+def _to_model(obs: Any) -> dict[str, Any]:
+    """The observation as the function response: a JSON object with sorted keys (the same value, in
+    the same order, as the JSON text other adapters send)."""
+    value: dict[str, Any] = json.loads(json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True))
+    return value
+
+
+# --- tools -----------------------------------------------------------------------------------------
+
+class _GatewayTool(BaseTool):
+    """A ToolSpec declared to Gemini from its JSON Schema; every call goes through the gateway."""
+
+    def __init__(self, spec: ToolSpec, agent_name: str, session: RunSession) -> None:
+        super().__init__(name=spec.name, description=spec.model_description())
+        self._spec = spec
+        self._agent = agent_name
+        self._session = session
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self.description,
+                                         parameters_json_schema=self._spec.input_schema)
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        obs = await self._session.gateway(self._agent).call(
+            self._spec.name, args, vendor_call_id=tool_context.function_call_id, via="function")
+        return _to_model(obs)
+
+
+class _DelegateTool(AgentTool):
+    """``agent_as_tool``: ADK's AgentTool (nested Runner, same callbacks) with the portable input."""
+
+    def __init__(self, agent: LlmAgent, parent: str, description: str, session: RunSession) -> None:
+        super().__init__(agent)
+        self._parent = parent
+        self._tool_description = description
+        self._session = session
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self._tool_description,
+                                         parameters_json_schema=AGENT_TOOL_SCHEMA)
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        self._session.check_stopped()
+        self._session.record_handoff(self._parent, self.agent.name, "agent_as_tool",
+                                     details={"vendor_call_id": tool_context.function_call_id})
+        text = args.get("input")
+        request = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
+        return await super().run_async(args={"request": request}, tool_context=tool_context)
+
+
+# --- callbacks -------------------------------------------------------------------------------------
+
+class _Callbacks:
+    """ADK agent callbacks → session events. Exceptions raised here (BudgetStop) end the run."""
+
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
+        self.known: dict[str, set[str]] = {}
+        self._t0: dict[str, float] = {}
+
+    def before_model(self, callback_context: Any, llm_request: Any) -> None:
+        name = callback_context.agent_name
+        self.session.before_model_call(name)
+        self._t0[name] = time.perf_counter()
+
+    def after_model(self, callback_context: Any, llm_response: Any) -> None:
+        if llm_response.partial:
+            return None  # SSE chunks: the aggregated, non-partial response carries the call's usage
+        name = callback_context.agent_name
+        started = self._t0.pop(name, None)
+        latency = round((time.perf_counter() - started) * 1000, 3) if started else None
+        parts = llm_response.content.parts if llm_response.content and llm_response.content.parts else []
+        vendor_finish = llm_response.finish_reason.name if llm_response.finish_reason else None
+        details: dict[str, Any] = {"finish_reason": vendor_finish, "model_version": llm_response.model_version}
+        if llm_response.error_code:
+            details["error_code"] = llm_response.error_code
+        self.session.record_model_call(
+            agent=name, model=self.session.model_for(name), **usage_fields(llm_response.usage_metadata),
+            latency_ms=latency, response_id=None, details=details,
+            finish_reason=finish_reason(vendor_finish, has_calls=any(p.function_call for p in parts),
+                                        error_code=llm_response.error_code),
+        )
+        return None
+
+    async def before_tool(self, tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
+        name = tool_context.agent_name
+        if tool.name in self.known.get(name, set()) or tool.name in ADK_CONTROL_TOOLS:
+            return None  # declared tools answer themselves (the gateway decides inside run_async)
+        # ADK hands callbacks a placeholder BaseTool for a name no tool declares; without an answer
+        # here it replies with its own free-text error. The gateway answers (unknown_tool) instead.
+        obs = await self.session.gateway(name).call(tool.name, args, vendor_call_id=tool_context.function_call_id,
+                                                    via="function")
+        return _to_model(obs)
+
+    def after_tool(self, tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
+        target = tool_context.actions.transfer_to_agent
+        if tool.name == "transfer_to_agent" and target:
+            self.session.record_handoff(tool_context.agent_name, target, "handoff",
+                                        details={"vendor_call_id": tool_context.function_call_id})
+        return None
+
+
+# --- building --------------------------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, session: RunSession, http: httpx.AsyncClient) -> None:
+        self.session = session
+        self.http = http
+        self.callbacks = _Callbacks(session)
+        self.parents: dict[str, str] = {}
+        self._check(session)
+
+    @staticmethod
+    def _check(session: RunSession) -> None:
+        """Refuse, before anything runs, what Gemini/ADK cannot express as the spec says."""
+        problems: list[str] = []
+        for node in session.bundle.agents.values():
+            for tool in node.tools.values():
+                problems += [f"{node.name}: tool {tool.name}: {p}"
+                             for p in tool_schema_problems(tool.name, tool.input_schema)]
+            if node.spec.output_schema is not None:
+                problems += [f"{node.name}: {p}" for p in output_schema_problems(node.spec.output_schema)]
+        if problems:
+            raise UnsupportedFeatureError("adk", "this schema", "; ".join(problems))
+
+    def model(self, agent_name: str) -> Gemini:
+        endpoint = self.session.endpoint
+        options = types.HttpOptions(base_url=endpoint.base_url or None, httpx_async_client=self.http,
+                                    retry_options=self._retry())
+        # api_key given explicitly (also keeps ADK from probing GCP metadata for a project);
+        # vertexai=False: the Gemini Developer API whatever GOOGLE_GENAI_USE_VERTEXAI says.
+        return Gemini(model=self.session.model_for(agent_name),
+                      client_kwargs={"api_key": endpoint.api_key or "portagent-dummy-key", "vertexai": False,
+                                     "http_options": options})
+
+    def _retry(self) -> types.HttpRetryOptions | None:
+        """google-genai does not retry unless asked; ``options.extra["adk_retry"]`` (HttpRetryOptions
+        fields) opts in. The retries show up as ``error`` events (see ``_http_hook``)."""
+        spec = self.session.options.extra.get("adk_retry")
+        return types.HttpRetryOptions(**spec) if spec else None
+
+    def agent(self, name: str, *, description: str = "") -> LlmAgent:
+        """A fresh LlmAgent for ``name`` (an agent used twice gets two instances: ADK agents have one
+        parent)."""
+        node = self.session.bundle.agents[name]
+        spec = node.spec
+        tools: list[Any] = [_GatewayTool(t, name, self.session) for t in node.tools.values()]
+        subs: list[LlmAgent] = []
+        for edge in node.edges:
+            if edge.kind == "handoff":
+                if edge.target in self.parents and self.parents[edge.target] != name:
+                    raise UnsupportedFeatureError(
+                        "adk", "a handoff target shared by two agents",
+                        f"ADK sub_agents form a tree, but {edge.target!r} is a handoff target of both "
+                        f"{self.parents[edge.target]!r} and {name!r}")
+                self.parents[edge.target] = name
+                subs.append(self.agent(edge.target, description=edge.description))
+            else:
+                target = self.agent(edge.target)
+                tools.append(_DelegateTool(target, name, edge.description or target.description or edge.target,
+                                           self.session))
+        self.callbacks.known[name] = {t.name for t in tools}
+        config = None
+        shared = self.session.bundle.spec.models
+        if shared.force_shared_settings:
+            config = types.GenerateContentConfig(temperature=shared.temperature, max_output_tokens=shared.max_tokens)
+        instructions = spec.instructions
+        cb = self.callbacks
+        return LlmAgent(
+            name=spec.name, description=description or spec.description, model=self.model(name),
+            # A callable instruction is sent as is: a string would go through ADK's {state} templating.
+            instruction=lambda _ctx: instructions,
+            tools=tools, sub_agents=subs, output_schema=spec.output_schema, generate_content_config=config,
+            disallow_transfer_to_parent=True, disallow_transfer_to_peers=True,
+            before_model_callback=cb.before_model, after_model_callback=cb.after_model,
+            before_tool_callback=cb.before_tool, after_tool_callback=cb.after_tool,
+        )
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+class GoogleAdkAdapter:
+    name = "adk"
+    capabilities = PROFILES["adk"]
+
+    def sdk_version(self) -> str:
+        return package_version("google-adk")
+
+    def cli_version(self) -> str | None:
+        return None
+
+    async def run(self, session: RunSession) -> AdapterOutcome:
+        http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0),
+                                 event_hooks={"response": [_http_hook(session)]})
+        try:
+            return await self._run(session, http)
+        finally:
+            await http.aclose()
+
+    async def _run(self, session: RunSession, http: httpx.AsyncClient) -> AdapterOutcome:
+        builder = _Builder(session, http)
+        root = builder.agent(session.bundle.root)
+        sessions = InMemorySessionService()
+        runner = Runner(app_name=APP_NAME, agent=root, session_service=sessions)
+        user_id = session.request.actor or "portagent"
+        session_id = session.request.session_id or f"portagent-{session.run_id}"
+        config = AdkRunConfig(
+            streaming_mode=StreamingMode.SSE if session.options.streaming else StreamingMode.NONE,
+            max_llm_calls=session.bundle.spec.budget.max_turns + 1,  # portagent counts turns; backstop only
+        )
+        final: Any = None
+        final_agent: str | None = None
+        error: tuple[str, str] | None = None
+        try:
+            await sessions.create_session(app_name=APP_NAME, user_id=user_id, session_id=session_id)
+            for message in session.request.messages:
+                final, error = None, None
+                content = types.Content(role="user", parts=[types.Part(text=message)])
+                async for event in runner.run_async(user_id=user_id, session_id=session_id, new_message=content,
+                                                    run_config=config):
+                    if event.partial:
+                        continue
+                    if event.error_code:
+                        error = (event.error_code, event.error_message or "")
+                    if event.is_final_response() and event.content is not None:
+                        text = final_text(event.content.parts)
+                        if text is not None:
+                            final, final_agent = text, event.author
+            session.check_stopped()
+        except Exception as e:
+            _raise_mapped(e, session)
+        finally:
+            await runner.close()
+        if final is None and error is not None:
+            raise ProviderError(f"Gemini returned no answer: {error[0]}: {error[1]}")
+        return AdapterOutcome(final_output=final, final_agent=final_agent or session.current_agent,
+                              details={"adk_session_id": session_id,
+                                       "streaming_mode": config.streaming_mode.value})
+
+
+def _http_hook(session: RunSession) -> Any:
+    """An HTTP error answer from the model endpoint becomes an ``error`` event: a retry by the SDK
+    (``adk_retry``) is then visible in the trace, not only in the server's log."""
+
+    async def hook(response: httpx.Response) -> None:
+        if response.status_code >= 400:
+            session.record_error("http_status", f"HTTP {response.status_code} from {response.request.method} "
+                                 f"{response.request.url.path}", retryable=response.status_code in RETRYABLE,
+                                 agent=session.current_agent,
+                                 details={"retry_after": response.headers.get("retry-after")})
+
+    return hook
+
+
+def _vendor_cause(e: BaseException) -> BaseException:
+    """The innermost meaningful exception: ADK 2.x wraps node failures in ``DynamicNodeFailError``
+    (``.error``), and SDKs chain with ``__cause__``/``__context__``."""
+    seen: set[int] = set()
+    cur: BaseException = e
+    while id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, genai_errors.APIError | httpx.TransportError | pydantic.ValidationError):
+            return cur
+        nxt = getattr(cur, "error", None)
+        if not isinstance(nxt, BaseException):
+            nxt = cur.__cause__ or cur.__context__
+        if isinstance(cur, BaseExceptionGroup) and cur.exceptions:
+            nxt = cur.exceptions[0]
+        if nxt is None:
+            return cur
+        cur = nxt
+    return cur
+
+
+def _raise_mapped(e: Exception, session: RunSession) -> None:
+    """The one place SDK and vendor errors become portagent errors."""
+    sig = unwrap_signal(e)
+    if sig is None and isinstance(getattr(e, "error", None), RunSignal):
+        sig = e.error  # type: ignore[attr-defined]
+    if sig is not None:
+        raise sig from e
+    if session.stop is not None:
+        raise session.stop from e
+    cause = _vendor_cause(e)
+    where = session.endpoint.base_url or "generativelanguage.googleapis.com"
+    if isinstance(cause, genai_errors.APIError):
+        body = json.dumps(cause.details, ensure_ascii=False, default=str) if cause.details else None
+        raise ProviderError(f"Gemini API error {cause.code} {cause.status or ''}: {cause.message}".replace("  ", " "),
+                            status=cause.code, body=body, retryable=cause.code in RETRYABLE) from e
+    if isinstance(cause, httpx.TransportError):
+        raise ProviderError(f"cannot reach the Gemini endpoint {where}: {type(cause).__name__}: {cause}",
+                            retryable=True) from e
+    if isinstance(cause, pydantic.ValidationError) and "GenerateContentResponse" in str(cause):
+        # e.g. functionCall.args that is not an object (the emulator's malformed_arguments fault)
+        raise ProviderError(f"google-genai could not parse the Gemini response: {cause}") from e
+    if isinstance(cause, ValueError) and "API key" in str(cause):
+        raise UsageError(f"google-genai configuration error: {cause}") from e
+    raise e
+
+
+ADAPTER = GoogleAdkAdapter()
