@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from portagent.emulator import serve  # noqa: E402
+from portagent.emulator import serve
 
 SCRIPT: dict[str, Any] = {
     "kind": "emulator-script", "schema_version": 1, "name": "bench",
@@ -143,7 +143,7 @@ def main() -> int:
             null_port = int(null.stdout.readline())
             rows = []
             for label, path, body, null_path in (("JSON turn (Responses)", "/v1/responses", json_body, "/json"),
-                                                 ("SSE turn (Responses, %d events)" % sse_events, "/v1/responses",
+                                                 (f"SSE turn (Responses, {sse_events} events)", "/v1/responses",
                                                   sse_body, "/sse")):
                 emu_ms = median_ms(port, path, body, n)
                 base_ms = median_ms(null_port, null_path, body, n)

@@ -62,8 +62,7 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
         except json.JSONDecodeError as e:
             raise SpecError([SpecProblem(label, "", f"JSON syntax error: {e.msg}", e.lineno, e.colno)]) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data, node = _parse_yaml(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         msg = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
@@ -73,6 +72,20 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
         )]) from None
     except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
         raise SpecError([SpecProblem(label, "", f"YAML error: {e}")]) from None
+    return data, node
+
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
+
+
+def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """Parse once: the node tree (for line numbers) and the data built from it."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
     return data, node
 
 

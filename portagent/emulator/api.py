@@ -126,8 +126,11 @@ def serve(script: ScriptSource, *, host: str = "127.0.0.1", port: int = 0,
 
 def run_forever(script: EmulatorScript, *, host: str, port: int, log_path: str | os.PathLike[str] | None,
                 on_ready: Callable[[RunningEmulator], None], verbose: bool = False) -> None:
-    """Serve in the foreground until interrupted (used by ``portagent emulate``)."""
-    log = RequestLog(log_path)
+    """Serve in the foreground until interrupted (used by ``portagent emulate``).
+
+    Only the last 1000 requests stay in memory (``GET /_emulator/requests``); ``log_path`` keeps all.
+    """
+    log = RequestLog(log_path, keep=1000)
     httpd = bind(script, host, port, log, verbose)
     try:
         on_ready(RunningEmulator(host, httpd.server_address[1], log.entries, httpd.engine.reset, log.path))

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping
 
 from portagent.emulator.plan import (
+    ErrorKind,
     ErrorReply,
     Plan,
     PlannedCall,
@@ -144,11 +145,11 @@ class Engine:
         turn = turns[cursor]
         fault = turn.fault if turn.fault and self._fires((provider, conv.name, cursor), turn.fault.times) else None
         if isinstance(fault, HttpFault):
-            kinds = {"http_429": "rate_limit", "http_500": "server_error", "http_503": "unavailable",
-                     "overloaded": "overloaded"}
+            kinds: dict[str, ErrorKind] = {"http_429": "rate_limit", "http_500": "server_error",
+                                           "http_503": "unavailable", "overloaded": "overloaded"}
             retry = fault.retry_after_s if fault.retry_after_s is not None else (
                 1.0 if fault.type == "http_429" else None)
-            return ErrorReply(kinds[fault.type], fault.message or "", retry,  # type: ignore[arg-type]
+            return ErrorReply(kinds[fault.type], fault.message or "", retry,
                               conversation=conv.name, cursor=cursor, fault=fault.type)
         plan = self._plan(view, conv, cursor, turn, fault)
         if view.api == "openai.responses":

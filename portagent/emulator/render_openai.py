@@ -51,10 +51,7 @@ def _responses_output(plan: Plan) -> list[dict[str, Any]]:
 def _responses_object(plan: Plan, view: RequestView, *, final: bool) -> dict[str, Any]:
     o = view.options
     incomplete = plan.stop_reason in ("max_tokens", "content_filter")
-    if final:
-        status = "incomplete" if incomplete else "completed"
-    else:
-        status = "in_progress"
+    status = ("incomplete" if incomplete else "completed") if final else "in_progress"
     return {
         "id": f"resp_{plan.ident}",
         "object": "response",

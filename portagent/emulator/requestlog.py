@@ -13,7 +13,9 @@ its request in the log.
 from __future__ import annotations
 
 import json
+import os
 import threading
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,11 +49,15 @@ def mask_query(query: Mapping[str, list[str]]) -> dict[str, str | list[str]]:
 
 
 class RequestLog:
-    """In-memory list plus an optional JSONL file; thread-safe."""
+    """In-memory list plus an optional JSONL file; thread-safe.
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    ``keep`` bounds the in-memory list (the oldest entries are dropped; the JSONL file keeps all),
+    so a long-running ``portagent emulate`` does not grow without limit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, keep: int | None = None) -> None:
         self._lock = threading.Lock()
-        self._entries: list[dict[str, Any]] = []
+        self._entries: deque[dict[str, Any]] = deque(maxlen=keep)
         self._path = Path(path) if path is not None else None
         self._file = self._path.open("a", encoding="utf-8") if self._path is not None else None
 

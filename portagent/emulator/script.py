@@ -8,8 +8,8 @@ order, the cursor being the number of assistant turns already in the request.
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -299,9 +299,9 @@ class EmulatorScript(_Model):
         return next((c for c in self.conversations if c.name == name), None)
 
 
-def load_script(path: str | Path) -> EmulatorScript:
+def load_script(path: str | os.PathLike[str]) -> EmulatorScript:
     """Load and validate a script file (YAML or JSON); problems raise ``SpecError`` naming file,
     field path and line (``portagent.contracts.loader``)."""
     from portagent.contracts.loader import load_spec_file
 
-    return load_spec_file(path, EmulatorScript)
+    return load_spec_file(os.fspath(path), EmulatorScript)

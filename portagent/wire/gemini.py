@@ -25,6 +25,7 @@ from typing import Any
 
 from portagent.wire.items import (
     Item,
+    Role,
     RequestView,
     ToolDeclaration,
     WireFormatError,
@@ -119,11 +120,12 @@ def parse_generate_content_request(body: Any, *, model: str | None = None, strea
                                   call_id=response.get("id"), output=value,
                                   text=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
             elif isinstance(part.get("text"), str):
-                kind = "thinking" if part.get("thought") else "text"
-                who = "assistant" if role == "model" else "user"
-                if kind == "thinking" and who == "user":
+                who: Role = "assistant" if role == "model" else "user"
+                if part.get("thought"):
+                    if who == "assistant":
+                        items.append(Item(who, "thinking", idx, text=part["text"]))
                     continue
-                items.append(Item(who, kind, idx, text=part["text"]))  # type: ignore[arg-type]
+                items.append(Item(who, "text", idx, text=part["text"]))
             elif role == "model":
                 items.append(Item("assistant", "other", idx))
         if role == "model" and len(items) == before:

@@ -162,7 +162,9 @@ def parse_chat_request(body: Any) -> RequestView:
             for call in msg.get("tool_calls") or []:
                 if not isinstance(call, Mapping):
                     raise WireFormatError(f"messages[{idx}].tool_calls entries must be objects")
-                fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+                fn = call.get("function")
+                if not isinstance(fn, Mapping):
+                    fn = {}
                 items.append(Item("assistant", "tool_call", idx, name=fn.get("name"),
                                   call_id=call.get("id"),
                                   arguments=parse_arguments(fn.get("arguments"))))

@@ -228,9 +228,9 @@ def test_adk_pinned_fault_behaviour() -> None:
     ``functionResponse`` and the run goes on."""
     from pydantic import ValidationError
     calls: list[Any] = []
-    with emulator(weather_with_fault({"type": "malformed_arguments"})) as emu:
-        with pytest.raises(ValidationError, match="functionCall.args"):
-            _adk_run(emu, Q, streaming=False, calls=calls)
+    with emulator(weather_with_fault({"type": "malformed_arguments"})) as emu, \
+            pytest.raises(ValidationError, match=r"functionCall\.args"):
+        _adk_run(emu, Q, streaming=False, calls=calls)
     assert calls == []
     with emulator(weather_with_fault({"type": "unknown_tool", "name": "delete_everything"})) as emu:
         events = _adk_run(emu, Q, streaming=False, calls=calls)

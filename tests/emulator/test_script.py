@@ -101,7 +101,7 @@ def test_bad_script_names_path_and_line(tmp_path: Path, case: str, body: str, pa
     assert fragment in problem.message
     assert problem.line == line
     # and through the CLI: exit 1, one clear message, no traceback
-    code, out, err = run_cli("emulate", "--script", str(file), "--port", "0")
+    code, _, err = run_cli("emulate", "--script", str(file), "--port", "0")
     assert code == 1
     assert path in err and str(file) in err and "Traceback" not in err
 

@@ -122,7 +122,7 @@ def test_control_routes_and_reset() -> None:
         hello = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         assert post(emu.openai_base_url + "/chat/completions", hello)[0] == 500
         assert post(emu.openai_base_url + "/chat/completions", hello)[0] == 200
-        status, _, body = post(emu.base_url + "/_emulator/reset", {})
+        status, _, _ = post(emu.base_url + "/_emulator/reset", {})
         assert status == 200
         assert post(emu.openai_base_url + "/chat/completions", hello)[0] == 500
         emu.reset()

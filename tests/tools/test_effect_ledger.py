@@ -250,3 +250,45 @@ def test_a_timed_out_effect_is_reconciled_before_any_retry(spy, tmp_path, monkey
     assert len(spy.calls("late_durable_ticket")) == 1  # the status check found the effect: no retry
     assert len(acceptance_tools.backend_tickets()) == 1
     assert gw.ledger.get("s1", "create_ticket", "k-late").state == "done"
+
+
+def test_a_failing_reconcile_keeps_the_intent_pending(spy, tmp_path):
+    broken = DURABLE.model_copy(update={"idempotency": DURABLE.idempotency.model_copy(
+        update={"reconcile": "acceptance_tools:explodes"})})
+    led = EffectLedger()
+    led.begin("s1", "create_ticket", "k", "x")
+    from portagent.contracts._base import args_hash
+
+    args = {"request_key": "k", "summary": "x"}
+    led._db.execute("UPDATE effects SET owner=NULL, args_hash=?", (args_hash(args),))
+    gw, _ = gateway(broken, ledger=led)
+    obs = run(gw.call("create_ticket", args))
+    assert obs.error == "conflict" and "reconcile" in obs.message and "failed" in obs.message
+    entry = led.get("s1", "create_ticket", "k")
+    assert entry.state == "pending" and entry.owner is None and "reconcile failed" in entry.last_error
+
+
+def test_a_budget_refusal_at_execution_leaves_no_intent(spy):
+    from portagent.contracts.agent import Budget
+
+    ticket = CREATE_TICKET.model_copy(update={"cost_usd": 0.05})
+    c = ctx(scope="s1", budget=Budget(max_cost_usd=0.05))
+    gw = ToolGateway([ticket], c, policy=ALLOW_WRITES)
+    first = run(gw.prepare("create_ticket", {"request_key": "a", "summary": "x"}))
+    second = run(gw.prepare("create_ticket", {"request_key": "b", "summary": "x"}))
+    assert first.allowed and second.allowed  # each alone fits the budget
+    assert run(gw.execute(first)).ok
+    refused = run(gw.execute(second))  # together they would overspend: re-checked atomically at execution
+    assert refused.error == "budget_exhausted" and c.budget.cost_usd == 0.05
+    assert [e.key for e in gw.ledger.entries("s1")] == ["a"]
+    assert [e.type for e in c.recorder.events][-2:] == ["budget.exceeded", "tool.result"]
+    assert len(spy.calls("create_ticket")) == 1
+
+
+def test_a_missing_key_field_is_a_validation_error(spy):
+    loose = tool("create_ticket", effect="reversible_write", idempotency={"required": True, "key_field": "request_key"},
+                 properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    gw, _ = gateway(loose)
+    obs = run(gw.call("create_ticket", {"summary": "x"}))
+    assert obs.error == "validation_error" and "request_key" in obs.message
+    assert spy.calls() == []

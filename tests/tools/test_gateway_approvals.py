@@ -221,3 +221,18 @@ def test_the_approver_is_asked_once_per_call_even_if_hooks_prepare_twice(spy, de
     run(gw.execute(p2))
     assert len(c.recorder.of_type("tool.call")) == 1 and len(c.recorder.of_type("tool.result")) == 1
     assert len(spy.calls("send_email")) == (1 if decision == "approve" else 0)
+
+
+def test_a_card_that_expires_while_the_reviewer_looks_is_not_run(spy):
+    clock = ManualClock()
+
+    def slow_reviewer(card):
+        clock.advance(601)
+        return "approve"
+
+    c = ctx(scope="s1", clock=clock)
+    gw = ToolGateway([SEND], c, approver=slow_reviewer, approvals=ApprovalStore(clock=clock))
+    obs = run(gw.call("send_email", ARGS))
+    assert obs.error == "approval_rejected" and "expired" in obs.message
+    assert c.recorder.of_type("approval.resolved")[0].status == "expired"
+    assert spy.calls() == []

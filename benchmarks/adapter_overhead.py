@@ -1,0 +1,160 @@
+"""Adapter overhead: the same two-tool conversation through portagent vs through the bare SDK.
+
+Both sides run the vendor's real runtime against portagent's emulator (same script, same tools, same
+handlers), N times in one process; the ratio of medians is portagent's cost (gateway, policy, trace).
+Goal: ≤ 1.15 for openai-agents and google-adk. Prints numbers only; asserts nothing.
+
+    python benchmarks/adapter_overhead.py [--quick] [--providers openai,adk]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SUPPORT = REPO / "examples" / "support_desk"
+sys.path.insert(0, str(SUPPORT))
+QUESTION = "Case EXP-42: what is missing and what do the rules say about documents?"
+
+
+def _tool_specs() -> dict[str, Any]:
+    from portagent.contracts.bundle import load_agent
+
+    return load_agent(SUPPORT / "agent.yaml").node.tools
+
+
+async def bare_openai(base_url: str) -> str:
+    import openai
+    from agents import Agent, FunctionTool, OpenAIResponsesModel, Runner, set_trace_processors
+
+    import support_desk_handlers as h
+
+    set_trace_processors([])
+    specs = _tool_specs()
+
+    def make(name: str, fn: Any) -> FunctionTool:
+        async def invoke(ctx: Any, args: str) -> str:
+            return json.dumps(fn(**json.loads(args)))
+        spec = specs[name]
+        return FunctionTool(name=name, description=spec.model_description(), params_json_schema=spec.input_schema,
+                            on_invoke_tool=invoke, strict_json_schema=False)
+
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-bench")
+    agent = Agent(name="support_desk", instructions="bench", model=OpenAIResponsesModel("gpt-4.1-mini", client),
+                  tools=[make("get_student_record", h.get_student_record), make("search_policy", h.search_policy)])
+    result = await Runner.run(agent, QUESTION)
+    await client.close()
+    return str(result.final_output)
+
+
+async def bare_adk(base_url: str) -> str:
+    from google.adk.agents import LlmAgent
+    from google.adk.models import Gemini
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.adk.tools import BaseTool
+    from google.genai import types
+
+    import support_desk_handlers as h
+
+    specs = _tool_specs()
+
+    class Tool(BaseTool):
+        def __init__(self, name: str, fn: Any) -> None:
+            super().__init__(name=name, description=specs[name].model_description())
+            self._fn = fn
+
+        def _get_declaration(self) -> Any:
+            return types.FunctionDeclaration(name=self.name, description=self.description,
+                                             parameters_json_schema=specs[self.name].input_schema)
+
+        async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+            return self._fn(**args)
+
+    agent = LlmAgent(name="support_desk", model=Gemini(model="gemini-2.5-flash", base_url=base_url),
+                     instruction="bench", tools=[Tool("get_student_record", h.get_student_record),
+                                                 Tool("search_policy", h.search_policy)])
+    sessions = InMemorySessionService()
+    runner = Runner(app_name="bench", agent=agent, session_service=sessions)
+    session = await sessions.create_session(app_name="bench", user_id="u")
+    final = ""
+    async for ev in runner.run_async(user_id="u", session_id=session.id,
+                                     new_message=types.Content(role="user", parts=[types.Part(text=QUESTION)])):
+        if ev.is_final_response() and ev.content and ev.content.parts:
+            final = ev.content.parts[0].text or ""
+    await runner.close()
+    return final
+
+
+_BUNDLE: Any = None
+
+
+async def through_portagent(provider: str, base_url: str, key: str) -> str:
+    """The agent spec is loaded once (as an application would); each run builds its native agent."""
+    global _BUNDLE
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.run import RunRequest
+    from portagent.runtime.runner import RunConfig, arun_full
+    from portagent.runtime.session import Endpoint
+
+    _BUNDLE = _BUNDLE or load_agent(SUPPORT / "agent.yaml")
+    out = await arun_full(_BUNDLE, RunRequest(input=QUESTION, provider=provider),  # type: ignore[arg-type]
+                          RunConfig(endpoint=Endpoint(base_url=base_url, api_key=key)))
+    return str(out.result.final_output)
+
+
+def timed(fn: Any, n: int) -> tuple[float, float]:
+    times = []
+    first = 0.0
+    for i in range(n + 1):
+        t0 = time.perf_counter()
+        asyncio.run(fn())
+        dt = time.perf_counter() - t0
+        if i == 0:
+            first = dt
+        else:
+            times.append(dt)
+    return first, statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="5 runs per side (CI smoke)")
+    ap.add_argument("--providers", default="openai,adk")
+    ap.add_argument("-n", type=int, default=30)
+    args = ap.parse_args()
+    n = 5 if args.quick else args.n
+    import os
+    import tempfile
+
+    os.environ.setdefault("PORTAGENT_HOME", tempfile.mkdtemp(prefix="portagent-bench-"))
+    os.environ.setdefault("GOOGLE_API_KEY", "bench-dummy-key")
+    from portagent.emulator import load_script, serve
+
+    keys = {"openai": "sk-bench", "adk": "bench-dummy-key", "claude": "sk-ant-bench"}
+    bare = {"openai": bare_openai, "adk": bare_adk}
+    with serve(load_script(SUPPORT / "emulator.yaml")) as emu:
+        for provider in [p.strip() for p in args.providers.split(",") if p.strip()]:
+            if provider not in bare:
+                print(f"{provider}: no bare baseline in this script")
+                continue
+            try:
+                b_first, b_med = timed(lambda p=provider: bare[p](emu.base_url), n)
+                p_first, p_med = timed(lambda p=provider: through_portagent(p, emu.base_url, keys[p]), n)
+            except Exception as e:  # an adapter not installed or not working: say so, keep going
+                print(f"{provider}: skipped ({type(e).__name__}: {e})")
+                continue
+            print(f"{provider:7s} bare     first {b_first * 1000:7.1f} ms  median {b_med * 1000:7.2f} ms  (n={n})")
+            print(f"{provider:7s} portagent first {p_first * 1000:7.1f} ms  median {p_med * 1000:7.2f} ms  (n={n})")
+            print(f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= 1.15)")
+
+
+if __name__ == "__main__":
+    main()
