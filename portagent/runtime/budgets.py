@@ -60,6 +60,7 @@ class RunBudget:
     """Counters of one run. Thread-safe: parallel tool calls share one budget.
 
     ``budget=None`` means no limits (counters still run), which is what a bare gateway uses.
+    ``spent_usd`` starts the run with cost already spent (counted as tool cost).
     """
 
     def __init__(self, budget: Budget | None = None, *, spent_usd: float = 0.0) -> None:

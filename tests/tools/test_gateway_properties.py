@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+import acceptance_tools
 from gateway_testkit import GET_STUDENT_RECORD, ctx, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import acceptance_tools
 from portagent.tools import ToolGateway
 from portagent.tools.observations import ERROR_CODES
 
@@ -36,7 +36,7 @@ def test_any_arguments_give_one_structured_observation(raw):
     model = obs.to_model()
     json.dumps(model)  # always JSON-able
     assert obs.ok or obs.error in ERROR_CODES
-    assert [e.type for e in c.recorder.events][0] == "tool.call"
+    assert c.recorder.events[0].type == "tool.call"
     assert len(c.recorder.of_type("tool.result")) == 1
     parsed = json.loads(raw) if isinstance(raw, str) and _is_json(raw) else raw
     valid = (isinstance(parsed, dict) and set(parsed) <= {"case_id", "include_payments"}
