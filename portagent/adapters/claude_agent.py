@@ -310,17 +310,17 @@ class _Run:
                 return PermissionResultDeny(message=_text(obs))
         if vendor_id:
             self.allowed[vendor_id] = (agent, prepared)
-            self.started[vendor_id] = self.session.clock.monotonic()
+            if builtin:
+                self.started[vendor_id] = self.session.clock.monotonic()
         return PermissionResultAllow(updated_input=args if args != tool_input else None)
 
     async def execute(self, tool_name: str, args: dict[str, Any]) -> Observation:
         """The MCP tool body: run the call ``can_use_tool`` allowed (found by its ``tool_use`` id)."""
         vendor_id = self.transport.take_tool_use_id(SERVER, tool_name, args) if self.transport else None
+        if vendor_id is None:  # no _meta id (another CLI version?): the allowed call with these arguments
+            vendor_id = next((k for k, (_, p) in self.allowed.items()
+                              if p.tool_name == tool_name and p.via != "builtin" and p.effective_args == args), None)
         found = self.allowed.pop(vendor_id, None) if vendor_id else None
-        if found is None:
-            found = next(((k, v) for k, v in self.allowed.items()
-                          if v[1].tool_name == tool_name and v[1].effective_args == args), (None, None))[1]
-            self.allowed = {k: v for k, v in self.allowed.items() if v is not found}
         try:
             if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
                 agent = self.caller(vendor_id) or self.root
@@ -332,6 +332,10 @@ class _Run:
             return Observation.failure("budget_exhausted", f"the run is stopping: {sig}")
 
     async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        if data.get("tool_name") in DELEGATION_TOOLS:
+            response = data.get("tool_response")
+            self.trace.thread_done(tool_use_id, response.get("usage") if isinstance(response, dict) else None)
+            return {}
         found = self._builtin_call(tool_use_id)
         if found is not None:
             agent, prepared = found
@@ -486,7 +490,7 @@ def _raise_mapped(e: BaseException, run: _Run) -> None:
         raise ProviderError(f"Claude Code failed: {e.result or '; '.join(e.errors) or e}", status=status,
                             retryable=status in (408, 429, 500, 502, 503, 504, 529)) from e
     if isinstance(e, CLIConnectionError):
-        if isinstance(e.__cause__, PermissionError | FileNotFoundError | OSError) and not run.trace.init:
+        if isinstance(e.__cause__, OSError) and not run.trace.init:
             raise UsageError(f"cannot start {where}: {e} (set cli_path to an executable Claude Code binary)") from e
         raise ProviderError(f"lost the connection to the Claude Code CLI: {e}{run._stderr_tail()}") from e
     if isinstance(e, ProcessError):

@@ -10,9 +10,12 @@ What the CLI sends (claude-agent-sdk 0.2.189, Claude Code 2.1.332, verified agai
   ``message_stop``. So a main-thread model call is recorded at ``message_stop`` with exact usage.
 - Subagents (Agent tool) get **no** stream events: their blocks come as ``AssistantMessage``s whose
   ``parent_tool_use_id`` is the Agent call's id (text blocks only with ``forward_subagent_text``).
-  A subagent call is recorded once its blocks are complete (a ``tool_use`` block, or the next message
-  of any other kind), with ``output_tokens`` from ``message_start`` — the only figure the CLI gives;
-  ``details.usage_source`` says so, and the run's ``provider_details`` keep the CLI's own totals.
+  A subagent call is recorded once its blocks are complete (a ``tool_use`` block, or the next
+  non-system message). Its usage is the ``message_start`` one (placeholder ``output_tokens``), except
+  for the subagent's last response, whose exact usage the Agent tool's result carries
+  (``PostToolUse``). ``details.usage_source`` says which (``stream`` / ``agent_result`` /
+  ``message_start``); the run's ``provider_details`` keep the CLI's own totals and the output tokens
+  no model call carries (``unattributed_output_tokens``).
 - Usage is converted to OTel semantics: Anthropic's ``input_tokens`` excludes the cache buckets, so
   ``input = input_tokens + cache_read_input_tokens + cache_creation_input_tokens``.
 - ``model: "<synthetic>"`` messages are the CLI's own error texts ("API Error: 400 …"), not model calls.
@@ -99,6 +102,7 @@ class ClaudeTrace:
         self._done: set[str] = set()
         self._tool_message: dict[str, str] = {}
         self._events: dict[str, asyncio.Event] = {}
+        self._final_usage: dict[str, dict[str, Any]] = {}
         self._request_at = time.perf_counter()
 
     # --- waiting (used by hooks) -----------------------------------------------------------------
@@ -124,8 +128,10 @@ class ClaudeTrace:
 
     def on_message(self, message: Any) -> None:
         """Feed one SDK message. May raise ``BudgetStop`` (``max_turns`` / ``max_cost_usd``)."""
-        if not (isinstance(message, AssistantMessage) and self._pending is not None
-                and message.message_id == self._pending.message_id):
+        # A pending subagent response is complete once anything but its own blocks or a system
+        # notice (task progress) arrives.
+        if self._pending is not None and not isinstance(message, SystemMessage) and not (
+                isinstance(message, AssistantMessage) and message.message_id == self._pending.message_id):
             self._flush_pending()
         if isinstance(message, StreamEvent):
             if message.parent_tool_use_id is None:
@@ -189,10 +195,19 @@ class ClaudeTrace:
             call.has_tool_use = True
             self._flush_pending()
 
+    def thread_done(self, tool_use_id: str | None, usage: Any) -> None:
+        """The Agent tool finished (``PostToolUse``): its result carries the subagent's *last* response
+        usage, exact — used for the response still pending in that thread."""
+        if tool_use_id and isinstance(usage, dict):
+            self._final_usage[tool_use_id] = usage
+
     def _flush_pending(self) -> None:
         call, self._pending = self._pending, None
         if call is not None:
             call.stop_reason = call.stop_reason or ("tool_use" if call.has_tool_use else "end_turn")
+            final = self._final_usage.pop(call.thread, None) if call.thread and not call.has_tool_use else None
+            if final is not None:
+                call.usage, call.source = dict(final), "agent_result"
             self._record(call)
 
     def _record(self, call: _Call) -> None:
@@ -219,6 +234,7 @@ class ClaudeTrace:
         data = message.data or {}
         if message.subtype == "init":
             self.init = data
+            self._request_at = time.perf_counter()  # the CLI is up: the first request goes out now
         elif message.subtype == "api_retry":
             # The CLI retries 429/5xx itself (up to 10 times); make each retry visible in the trace.
             info = {k: data.get(k) for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")}

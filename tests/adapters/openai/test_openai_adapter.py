@@ -420,3 +420,19 @@ def test_unreachable_endpoint_exit_3_with_error_event(tmp_path, monkeypatch):
 def test_deciding_an_unknown_approval_id():
     code, _, err = run_cli("approvals", "approve", "apr_doesnotexist")
     assert code == 2 and "apr_doesnotexist" in err and "Traceback" not in err
+
+
+def test_public_stream_api_yields_events_as_they_happen(emu):
+    import portagent
+
+    async def collect() -> list[Any]:
+        req = portagent.RunRequest(input="What is the refund deadline?", provider="openai")
+        cfg = portagent.RunConfig(endpoint=portagent.Endpoint(base_url=emu.base_url, api_key="sk-dummy"))
+        seen = []
+        async for event in portagent.stream(AGENT, req, cfg):
+            seen.append(event)
+        return seen
+
+    events = asyncio.run(collect())
+    assert [e.type for e in events][:2] == ["run.started", "model.call"]
+    assert events[-1].type == "run.completed" and events[-1].status == "completed"
