@@ -13,9 +13,10 @@ from portagent.runtime.session import Endpoint
 
 
 async def record_run(agent: Any, request: RunRequest, folder: Path, endpoint: Endpoint, *, approver: Any = "auto-deny",
-                     record_mode: str = "all", scope: str | None = None) -> Any:
+                     record_mode: str = "all", scope: str | None = None, ids: Any = None) -> Any:
     """Record one run into ``folder`` atomically: it is written to a temporary sibling folder and moved
-    into place only when the run was recorded in full (a refused secret leaves nothing behind)."""
+    into place only when the run was recorded in full (a refused secret leaves nothing behind).
+    ``ids``: pass ``replay.replay_ids(...)`` so ids that reach the model replay identically."""
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.tools.ledger import EffectLedger
 
@@ -33,7 +34,8 @@ async def record_run(agent: Any, request: RunRequest, folder: Path, endpoint: En
             EffectLedger().clear_scope(scope)  # a recording starts clean, like its replays will
         for stale in ("trace.jsonl", "run.json"):
             (tmp / stale).unlink(missing_ok=True)
-        output = await arun_full(agent, request, RunConfig(endpoint=ep, approver=approver, out_dir=tmp, scope=scope))
+        output = await arun_full(agent, request, RunConfig(endpoint=ep, approver=approver, out_dir=tmp, scope=scope,
+                                                             ids=ids))
         if output.result.status == "failed" and output.result.stop_reason == "sdk_error":
             raise RecordingError(f"recording {folder} failed: {output.result.error}")
         if folder.exists():

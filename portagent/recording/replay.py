@@ -92,6 +92,13 @@ def version_changes(record: RunRecord) -> list[str]:
     return out
 
 
+def replay_ids(agent: str, version: str, case_id: str | None, provider: str, repeat: int) -> IdFactory:
+    """The seeded id factory of one recorded run. Recording with the same factory as the replay makes
+    ids that reach the model (a write's ``effect_id`` in its tool result) identical on both sides,
+    so a replayed write does not drift."""
+    return IdFactory(seed=f"replay:{agent}@{version}:{case_id}:{provider}:{repeat}")
+
+
 def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None) -> Any:
     """RunConfig and RunRequest for replaying ``folder`` (deterministic clock/ids, recorded timing)."""
     from datetime import datetime
@@ -102,7 +109,7 @@ def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = No
     m = recorded.record.manifest
     start = recorded.started
     clock = FixedClock(datetime.fromisoformat(start.ts.replace("Z", "+00:00")))
-    ids = IdFactory(seed=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:{m.repeat}")
+    ids = replay_ids(m.agent, m.agent_version, m.case_id, m.provider, m.repeat)
     endpoint = Endpoint(source=m.source, mode="replay", base_url="http://replay.portagent.invalid",
                         api_key=DUMMY_KEYS[m.provider], script_hash=m.emulator_script_hash, cassette_dir=folder)
     approvals = approver if approver is not None else {"type": "scripted", "decisions": m.approvals}

@@ -141,6 +141,9 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     provider = request.provider
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
+    from portagent.tools.context import check_run_context
+
+    check_run_context(request.context)  # e.g. confidence outside [0, 1]: a usage error before anything runs
     clock = config.clock or SystemClock()
     ids = config.ids or IdFactory()
 

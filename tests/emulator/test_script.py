@@ -197,3 +197,14 @@ def test_json_script_file_and_subprocess_mode(tmp_path: Path) -> None:
             time.sleep(0.02)
         assert [r["path"] for r in emu.requests()] == ["/v1/chat/completions"]
         emu.reset()
+
+
+def test_fault_example_loads_and_quickstart_runs() -> None:
+    faults = load_script(REPO / "examples" / "emulator" / "faults.yaml")
+    assert {t.fault.type for c in faults.conversations for t in c.turns if t.fault} == {
+        "http_429", "overloaded", "slow_first_byte", "stall", "truncate", "malformed_arguments", "unknown_tool",
+        "huge_text"}
+    out = subprocess.run([sys.executable, str(REPO / "examples" / "emulator" / "quickstart.py")],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert "openai says: It is sunny in Paris." in out.stdout
