@@ -1,22 +1,11 @@
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples"
-SAMPLES = REPO.parent / "shared" / "samples"
-IN_CI = os.environ.get("CI", "").lower() == "true"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def require_path(path: Path, what: str) -> Path:
-    """Skip when a local-only folder is missing — but fail under CI=true (a silent skip hides rot)."""
-    if not path.exists():
-        if IN_CI:
-            pytest.fail(f"{what} missing at {path} (CI=true turns this skip into a failure)")
-        pytest.skip(f"{what} missing at {path}")
-    return path
+from _support import EXAMPLES, IN_CI, REPO, SAMPLES, require_path, run_cli  # noqa: E402,F401
 
 
 @pytest.fixture(autouse=True)
@@ -24,22 +13,3 @@ def _isolated_home(tmp_path, monkeypatch):
     """Every test gets its own PORTAGENT_HOME so state never leaks between tests."""
     monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / ".portagent"))
     yield
-
-
-def run_cli(*argv: str) -> tuple[int, str, str]:
-    """Run the CLI in-process, capturing output; never lets SystemExit escape."""
-    import contextlib
-    import io
-
-    from portagent.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
-
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -71,7 +71,7 @@ from portagent.adapters.claude_transport import (
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
-from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
+from portagent.runtime.session import BudgetStop, RunSession, RunSignal, unwrap_signal
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
 from portagent.tools.observations import Observation
@@ -257,8 +257,14 @@ class _Run:
         caller = self.root if not agent_type else (agent_type if agent_type in self.bundle.agents else None)
         if tool_use_id:
             self.callers[tool_use_id] = caller
-        if data.get("tool_name") in DELEGATION_TOOLS:
+        name = data.get("tool_name")
+        if name in DELEGATION_TOOLS:
             return await self.delegate(caller, tool_use_id, data.get("tool_input") or {})
+        if isinstance(name, str) and (name.startswith(TOOL_PREFIX) or any(name in b for b in self.builtins.values())):
+            # Claude Code approves what it deems read-only (Read, `echo`, …) without asking can_use_tool;
+            # "ask" makes it ask for every call portagent governs.
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                           "permissionDecisionReason": "portagent's policy decides this call"}}
         return {}
 
     async def delegate(self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]) -> dict[str, Any]:
@@ -289,14 +295,16 @@ class _Run:
         builtin = tool_name in self.builtins[agent]
         name = tool_name.removeprefix(TOOL_PREFIX)
         try:
-            prepared = await gateway.prepare(name, tool_input, vendor_call_id=vendor_id,
-                                             via="builtin" if builtin else "function")
+            async with self.session.tool_lock:
+                prepared = await gateway.prepare(name, tool_input, vendor_call_id=vendor_id,
+                                                 via="builtin" if builtin else "function")
         except RunSignal as sig:  # a deferred approval or a budget stop: end the run here
             done = gateway.prepared(vendor_id) if vendor_id else None
             message = _text(done.result) if done is not None and done.result is not None else str(sig)
             return PermissionResultDeny(message=message, interrupt=True)
         if not prepared.allowed:
-            return PermissionResultDeny(message=_text(prepared.rejection))
+            stopping = self.stop_if_budget_exhausted(prepared.rejection)
+            return PermissionResultDeny(message=_text(prepared.rejection), interrupt=stopping)
         args = prepared.effective_args
         if builtin and prepared.card is not None:
             checked = recheck(gateway.inner, prepared, prepared.tool)  # no later execute() for a built-in
@@ -322,14 +330,29 @@ class _Run:
                               if p.tool_name == tool_name and p.via != "builtin" and p.effective_args == args), None)
         found = self.allowed.pop(vendor_id, None) if vendor_id else None
         try:
-            if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
-                agent = self.caller(vendor_id) or self.root
-                prepared = await self.session.gateway(agent).prepare(tool_name, args, vendor_call_id=vendor_id)
-                return await self.session.gateway(agent).execute(prepared)
-            agent, prepared = found
-            return await self.session.gateway(agent).execute(prepared)
+            async with self.session.tool_lock:
+                if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
+                    agent = self.caller(vendor_id) or self.root
+                    prepared = await self.session.gateway(agent).prepare(tool_name, args, vendor_call_id=vendor_id)
+                else:
+                    agent, prepared = found
+                obs: Observation = await self.session.gateway(agent).execute(prepared)
         except RunSignal as sig:
             return Observation.failure("budget_exhausted", f"the run is stopping: {sig}")
+        self.stop_if_budget_exhausted(obs)
+        return obs
+
+    def stop_if_budget_exhausted(self, obs: Observation | None) -> bool:
+        """A run-level budget (tool calls, cost) refused a call: the run ends ``budget_exhausted`` once the
+        refusal is traced — the rule ``SessionGateway.call`` applies, repeated here because the Claude
+        adapter uses ``prepare``/``execute`` from two different callbacks."""
+        if obs is None or obs.error != "budget_exhausted":
+            return False
+        event = next((e for e in reversed(self.session.recorder.events) if e.type == "budget.exceeded"), None)
+        if event is None or event.limit not in ("max_tool_calls", "max_cost_usd"):
+            return False
+        self.session.signal(BudgetStop(event.limit, event.limit_value, event.observed))
+        return True
 
     async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         if data.get("tool_name") in DELEGATION_TOOLS:
@@ -402,17 +425,13 @@ class _Run:
             self.transport = PortagentTransport(factory(prompt, cli_options))
             try:
                 async with contextlib.aclosing(query(prompt=prompt, options=options, transport=self.transport)) as stream:
-                    async for message in stream:
-                        try:
-                            self.trace.on_message(message)
-                        except RunSignal:
-                            break
-                        if isinstance(message, ResultMessage):
-                            self._turn_done.set()
-                            if message.is_error:
-                                break
-                        if s.stop is not None:
-                            break
+                    try:
+                        await self.consume(stream)
+                    except BaseException:  # cancelled (timeout_s) or failed: do not wait for the CLI
+                        self.transport.abort()
+                        raise
+                    if s.stop is not None:
+                        self.transport.abort()
             except Exception as e:
                 _raise_mapped(e, self)
             finally:
@@ -421,6 +440,19 @@ class _Run:
             return self.outcome()
         finally:
             home.remove()
+
+    async def consume(self, stream: AsyncIterator[Any]) -> None:
+        async for message in stream:
+            try:
+                self.trace.on_message(message)
+            except RunSignal:
+                return
+            if isinstance(message, ResultMessage):
+                self._turn_done.set()
+                if message.is_error:
+                    return
+            if self.session.stop is not None:
+                return
 
     def outcome(self) -> AdapterOutcome:
         s = self.session

@@ -29,6 +29,7 @@ handler. The adapter uses it to find the call ``can_use_tool`` already decided.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -102,8 +103,29 @@ class PortagentTransport(Transport):
         queue = self._tool_use_ids.get((server, tool, canonical_json(arguments or {})))
         return queue.popleft() if queue else None
 
+    def abort(self) -> None:
+        """Stop the CLI now (run cancelled or stopped): the SDK's ``close()`` first waits up to 5 s for
+        the CLI to exit on its own, which would overshoot ``timeout_s``. Replay transports have no process."""
+        process = getattr(self.inner, "_process", None)  # SubprocessCLITransport's anyio Process (private)
+        if process is not None and getattr(process, "returncode", 0) is None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                process.terminate()
+
     async def close(self) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Closing because the run was cancelled (timeout_s): the SDK's own close runs before any
+            # adapter code sees the cancellation, so the CLI is stopped here.
+            self.abort()
+        process = getattr(self.inner, "_process", None)
         await self.inner.close()
+        # The SDK waits for the CLI to exit but leaves asyncio's subprocess transport open; it is then
+        # closed by the garbage collector, often after asyncio.run() closed the loop ("Event loop is
+        # closed" noise). Close it while the loop is alive.
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                transport.close()
 
     def is_ready(self) -> bool:
         return self.inner.is_ready()

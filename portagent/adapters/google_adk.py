@@ -79,7 +79,7 @@ class _QuietSignals(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return exc is None or unwrap_signal(exc) is None and not isinstance(getattr(exc, "error", None), RunSignal)
+        return exc is None or (unwrap_signal(exc) is None and not isinstance(getattr(exc, "error", None), RunSignal))
 
 
 for _name in ("google_adk.google.adk.workflow._node_runner", "google_adk.google.adk.runners"):

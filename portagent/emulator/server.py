@@ -56,6 +56,8 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], engine: Engine, log: RequestLog, *,
                  clock: Callable[[], float] = time.time, verbose: bool = False) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
         self.engine = engine
         self.log = log

@@ -25,8 +25,8 @@ from typing import Any
 
 from portagent.wire.items import (
     Item,
-    Role,
     RequestView,
+    Role,
     ToolDeclaration,
     WireFormatError,
     require_list,

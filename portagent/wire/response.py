@@ -182,7 +182,10 @@ def parse_error_body(body: Any) -> tuple[str | None, str]:
         value = value[0]
     err = sub(value, "error")
     if isinstance(err, Mapping):
-        kind = err.get("type") or err.get("status") or err.get("code")
+        # OpenAI's ``code`` (rate_limit_exceeded) says more than its ``type`` (requests); Gemini's
+        # ``code`` is the HTTP status number and its ``status`` the name (RESOURCE_EXHAUSTED).
+        code = err.get("code") if isinstance(err.get("code"), str) and err.get("code") else None
+        kind = code or err.get("type") or err.get("status") or err.get("code")
         return (str(kind) if kind is not None else None), str(err.get("message") or "")
     if isinstance(err, str):
         return None, err

@@ -1,7 +1,7 @@
 """Contracts: hashes, immutability, the trace vocabulary, capability profiles (ACCEPTANCE ch06, ch07)."""
 
 import pytest
-from conftest import EXAMPLES
+from _support import EXAMPLES
 from pydantic import ValidationError
 
 from portagent.contracts._base import args_hash, canonical_json

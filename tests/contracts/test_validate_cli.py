@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, run_cli
+from _support import EXAMPLES, run_cli
 
 INVALID = EXAMPLES / "invalid_specs"
 

@@ -114,6 +114,22 @@ def post(url: str, body: Any, headers: dict[str, str] | None = None, timeout: fl
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
 
 
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """Run ``portagent`` in-process, capturing output (own copy: ``from _support import`` is ambiguous
+    once several test folders have a conftest.py)."""
+    import io
+
+    from portagent.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
 def shape(value: Any, prefix: str = "") -> set[str]:
     """Key paths and nesting of a JSON value (values ignored; list elements merged under ``[]``)."""
     out: set[str] = set()

@@ -13,8 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _emulator_helpers import REPO, WEATHER, emulator
-from conftest import run_cli
+from _emulator_helpers import REPO, WEATHER, emulator, run_cli
 
 from portagent.contracts.errors import EmulatorError, SpecError
 from portagent.emulator import EmulatorScript, load_script, serve

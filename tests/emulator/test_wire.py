@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from _emulator_helpers import load_recording
@@ -176,3 +177,14 @@ def test_recorded_streams_parse() -> None:
     for inter in load_recording("google/llm-gemini__test_tools.yaml"):
         assert all("candidates" in e for e in parse_json_array_stream(inter["response_text"]))
     assert json.loads(encode_event({"é": 1}).decode().split("data: ", 1)[1]) == {"é": 1}
+
+
+def test_missing_recordings_skip_locally_but_fail_under_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import _emulator_helpers
+    monkeypatch.setattr(_emulator_helpers, "RECORDINGS", tmp_path / "absent")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        _emulator_helpers.require_recordings()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        _emulator_helpers.require_recordings()

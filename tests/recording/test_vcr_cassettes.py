@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXAMPLES, REPO, run_cli
+from _support import EXAMPLES, REPO, run_cli
 
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import RecordingError

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.run import RunRequest
@@ -24,11 +26,32 @@ DATA = Path(__file__).resolve().parent / "data"
 if str(DATA) not in sys.path:
     sys.path.insert(0, str(DATA))
 
+import shop_handlers as handlers  # noqa: E402  (the test tools' handlers: execution counters)
+
+
+@pytest.fixture(name="emu")
+def emulator_fixture() -> Any:
+    """The emulator on a free loopback port, playing the adapter-test script."""
+    from portagent.emulator import load_script, serve
+
+    with serve(load_script(DATA / "emulator.yaml")) as running:
+        yield running
+
+
+@pytest.fixture(name="fresh_handlers", autouse=True)
+def fresh_handlers_fixture() -> Any:
+    """The shop handlers count executions; every test starts from zero."""
+    handlers.CALLS.clear()
+    handlers.REFUNDS.clear()
+    yield
+
+
 DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
 
 
 def bundle(name: str = "desk") -> AgentBundle:
-    return load_agent(DATA / f"{name}.yaml")
+    """A test agent by name (``data/<name>.yaml``), or any spec by path."""
+    return load_agent(name if name.endswith(".yaml") else DATA / f"{name}.yaml")
 
 
 def with_budget(b: AgentBundle, **budget: Any) -> AgentBundle:
@@ -122,3 +145,19 @@ def result_value(item: Any) -> Any:
         return json.loads(text)
     except (TypeError, ValueError):
         return text
+
+
+def run_cli_in_process(*argv: str) -> tuple[int, str, str]:
+    """Run the portagent CLI in this process, capturing output (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from portagent.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, REPO, run_cli
+from _support import EXAMPLES, REPO, run_cli
 
 from portagent.contracts.run import RunRequest
 from portagent.emulator import load_script, serve

@@ -1,0 +1,38 @@
+"""Shared test helpers (a plain module: several folders have their own conftest.py, so helpers are
+imported from here, never from ``conftest``)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+SAMPLES = REPO.parent / "shared" / "samples"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require_path(path: Path, what: str) -> Path:
+    """Skip when a local-only folder is missing — but fail under CI=true (a silent skip hides rot)."""
+    if not path.exists():
+        if IN_CI:
+            pytest.fail(f"{what} missing at {path} (CI=true turns this skip into a failure)")
+        pytest.skip(f"{what} missing at {path}")
+    return path
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """Run the CLI in-process, capturing output; never lets SystemExit escape."""
+    from portagent.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()

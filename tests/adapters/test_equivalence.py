@@ -1,0 +1,320 @@
+"""Cross-provider equivalence: the point of portagent.
+
+The same AgentSpec and the same emulator script run on every provider in ``PROVIDERS``. Two things
+must hold for each scenario:
+
+1. the normalized traces are ``equivalent()`` (tool sequence, arguments, results, permission
+   decisions, approvals, route, final output, status; volatile fields removed);
+2. the emulator's request logs, parsed with ``portagent.wire``, show the same thing on the wire:
+   the same tool names and schemas declared, each agent's instructions sent, the same user texts,
+   and the same tool results sent back to the model.
+
+The check is not circular: the last tests change the spec (policy, budget, a tool description) for
+one side only and show that both checks then fail, naming the difference.
+
+Adding a provider: append it to ``PROVIDERS``. Scenarios list the capability flags they need, and a
+provider whose profile lacks one is skipped for that scenario (e.g. ``claude`` has no handoffs).
+Vendor tool-name mangling (Claude's ``mcp__<server>__<tool>``) is undone in ``portable_name``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "adk" / "data"  # the shared scenario agents and script
+sys.path.insert(0, str(DATA))
+
+from portagent.contracts.bundle import AgentBundle, load_agent  # noqa: E402
+from portagent.contracts.capabilities import PROFILES  # noqa: E402
+from portagent.contracts.policy import PermissionPolicy  # noqa: E402
+from portagent.contracts.run import RunRequest  # noqa: E402
+from portagent.runtime.clock import FixedClock, IdFactory  # noqa: E402
+from portagent.runtime.runner import RunConfig, arun_full  # noqa: E402
+from portagent.runtime.session import Endpoint, RunOptions  # noqa: E402
+from portagent.tracing.compare import equivalent  # noqa: E402
+from portagent.wire import anthropic as wire_anthropic  # noqa: E402
+from portagent.wire import gemini as wire_gemini  # noqa: E402
+from portagent.wire import openai as wire_openai  # noqa: E402
+
+PROVIDERS: list[str] = ["openai", "adk"]
+"""Providers compared; the first is the reference. Add ``"claude"`` when its adapter lands."""
+
+DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+EDIT = {"type": "scripted", "decisions": [{"tool": "issue_refund", "decision": "edit",
+                                           "args": {"order_id": "ORD-7", "amount_eur": 20}}]}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    text: str | tuple[str, ...]
+    expect: tuple[str, str]
+    """(status, stop_reason) every provider must reach: two identical failures are not a pass."""
+    agent: str = "desk"
+    approver: Any = "auto-deny"
+    budget: dict[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    """Capability flags the scenario needs."""
+
+
+DONE = ("completed", "final_output")
+SCENARIOS = [
+    Scenario("two_tools", "Where is order ORD-7 and how fast do you ship?", DONE),
+    Scenario("parallel_tools", "Compare orders ORD-7 and ORD-8.", DONE),
+    Scenario("denied_tool", "Close my account C-100 now.", DONE),
+    Scenario("approval_approve", "Refund 30 EUR for ORD-7.", DONE, approver="auto-approve"),
+    Scenario("approval_reject", "Refund 30 EUR for ORD-7.", DONE, approver="auto-deny"),
+    Scenario("approval_edit", "Refund 30 EUR for ORD-7.", DONE, approver=EDIT),
+    Scenario("approval_defer", "Refund 30 EUR for ORD-7.", ("waiting_approval", "approval_pending"),
+             approver="defer"),
+    Scenario("budget_max_tool_calls", "Keep searching the FAQ.", ("budget_exhausted", "max_tool_calls")),
+    Scenario("budget_max_turns", "Keep searching the FAQ.", ("budget_exhausted", "max_turns"),
+             budget={"max_turns": 3, "max_tool_calls": 20}),
+    Scenario("schema_invalid_arguments", "Look up order 7.", DONE),
+    Scenario("handoff", "My parcel ORD-8 never arrived.", DONE, needs=("handoffs",)),
+    Scenario("agent_as_tool", "Can I get my money back quickly?", DONE, needs=("agents_as_tools",)),
+    Scenario("structured_output", "Summarise ORD-7 as JSON.", DONE, agent="structured",
+             needs=("structured_output",)),
+    Scenario("multi_turn", ("Hi, I have a question about ORD-7.", "Has it arrived?"), DONE, needs=("sessions",)),
+]
+
+
+# --- running ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def emu():
+    from portagent.emulator import load_script, serve
+
+    with serve(load_script(DATA / "emulator.yaml")) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _home(path: Path):
+    """A state folder of its own per run: approval and effect ids are seeded, so two providers'
+    runs would otherwise collide in one store."""
+    old = os.environ.get("PORTAGENT_HOME")
+    os.environ["PORTAGENT_HOME"] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PORTAGENT_HOME", None)
+        else:
+            os.environ["PORTAGENT_HOME"] = old
+
+
+@dataclass
+class ProviderRun:
+    events: list[Any]
+    requests: list[dict[str, Any]]
+    result: Any
+
+
+def load(scenario: Scenario) -> AgentBundle:
+    b = load_agent(DATA / f"{scenario.agent}.yaml")
+    return with_budget(b, **scenario.budget) if scenario.budget else b
+
+
+def with_budget(b: AgentBundle, **budget: Any) -> AgentBundle:
+    node = b.agents[b.root]
+    spec = node.spec.model_copy(update={"budget": node.spec.budget.model_copy(update=budget)})
+    return AgentBundle(b.root, {**b.agents, b.root: replace(node, spec=spec)})
+
+
+def execute(emu: Any, tmp: Path, provider: str, scenario: Scenario, *, streaming: bool = False,
+            agent: AgentBundle | None = None) -> ProviderRun:
+    """One run with a fixed clock, seeded ids and a fresh state folder (deterministic ids)."""
+    emu.reset()
+    before = len(emu.requests())
+    text = list(scenario.text) if isinstance(scenario.text, tuple) else scenario.text
+    config = RunConfig(
+        endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
+        approver=scenario.approver, clock=FixedClock(), ids=IdFactory("equivalence"),
+        options=RunOptions(streaming=streaming, workdir=tmp / "work"),
+    )
+    home = tmp / f"home-{provider}-{'sse' if streaming else 'unary'}"
+    with _home(home):
+        out = asyncio.run(arun_full(agent or load(scenario), RunRequest(input=text, provider=provider), config))
+    return ProviderRun(out.events, emu.requests()[before:], out.result)
+
+
+def supported(provider: str, scenario: Scenario) -> bool:
+    return all(getattr(PROFILES[provider], flag) for flag in scenario.needs)
+
+
+# --- reading the wire ---------------------------------------------------------------------------------
+
+def parse_request(entry: dict[str, Any]) -> Any:
+    api, body = entry["api"], entry["body"]
+    if api == "openai.responses":
+        return wire_openai.parse_responses_request(body)
+    if api == "openai.chat":
+        return wire_openai.parse_chat_request(body)
+    if api == "anthropic.messages":
+        return wire_anthropic.parse_messages_request(body)
+    if api == "gemini.generate_content":
+        return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
+    raise AssertionError(f"unexpected API {api}")
+
+
+def portable_name(name: str | None) -> str:
+    """Undo vendor name mangling (Claude's in-process MCP tools are ``mcp__<server>__<tool>``)."""
+    return re.sub(r"^mcp__[^_]+(?:_[^_]+)*?__", "", name or "")
+
+
+def is_transfer(name: str) -> bool:
+    """Handoff tools are vendor mechanics (``transfer_to_<agent>``, ADK's ``transfer_to_agent``)."""
+    return name.startswith("transfer_to_")
+
+
+def value_of(item: Any) -> Any:
+    import json
+
+    raw = item.output
+    if isinstance(raw, dict):
+        if len(raw) == 1 and "result" in raw:  # ADK wraps a non-dict return value
+            raw = raw["result"]
+        if not isinstance(raw, str):
+            return raw
+    text = raw if isinstance(raw, str) else item.text
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def shape(schema: Any) -> Any:
+    """An agent-as-tool input schema without annotations (each SDK titles it its own way)."""
+    if not isinstance(schema, dict):
+        return schema
+    return {"properties": {k: v.get("type") for k, v in (schema.get("properties") or {}).items()},
+            "required": sorted(schema.get("required") or [])}
+
+
+def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per agent (recognised by its instructions in the system text): first user text, portable tools
+    declared (ToolSpec tools with their exact schema, agent tools by shape), and the user texts and
+    tool results the model was last sent."""
+    agents = {n: node for n, node in b.agents.items()}
+    agent_tools = {e.target for node in agents.values() for e in node.edges if e.kind == "agent_as_tool"}
+    out: dict[str, Any] = {}
+    for entry in requests:
+        view = parse_request(entry)
+        owners = [n for n, node in agents.items() if node.spec.instructions.strip() in view.system]
+        assert len(owners) == 1, f"cannot tell which agent sent: {view.system[:200]!r}"
+        name = owners[0]
+        node = agents[name]
+        declared: dict[str, Any] = {}
+        for tool in view.tools:
+            tname = portable_name(tool.name)
+            if tname in node.tools:
+                assert tool.parameters == node.tools[tname].input_schema, f"{tname}: schema changed on the wire"
+                declared[tname] = (tool.description, tool.parameters)
+            elif tname in agent_tools:
+                declared[tname] = (tool.description, shape(tool.parameters))
+        names_by_call = {i.call_id: portable_name(i.name) for i in view.items if i.kind == "tool_call" and i.call_id}
+        results = []
+        for item in view.tool_results():
+            rname = portable_name(item.name) if item.name else names_by_call.get(item.call_id, "?")
+            if not is_transfer(rname):
+                results.append((rname, value_of(item)))
+        slot = out.setdefault(name, {"first_user": view.first_user_text(), "declared": {}})
+        slot["declared"].update(declared)
+        # the latest request holds the whole conversation so far
+        slot["results"] = results
+        slot["user_texts"] = [i.text for i in view.items if i.role == "user" and i.kind == "text"]
+    return out
+
+
+# --- the checks ---------------------------------------------------------------------------------------
+
+def _ids(scenarios: list[Scenario]) -> list[str]:
+    return [s.id for s in scenarios]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streamed"])
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_ids(SCENARIOS))
+def test_traces_are_equivalent(emu, tmp_path, scenario, streaming):
+    reference, *others = PROVIDERS
+    ref = execute(emu, tmp_path, reference, scenario, streaming=streaming)
+    assert (ref.result.status, ref.result.stop_reason) == scenario.expect, ref.result.error
+    compared = 0
+    for provider in others:
+        if not supported(provider, scenario):
+            continue
+        other = execute(emu, tmp_path, provider, scenario, streaming=streaming)
+        assert (other.result.status, other.result.stop_reason) == scenario.expect, (provider, other.result.error)
+        eq = equivalent(ref.events, other.events)
+        assert eq, f"{reference} vs {provider}:\n{eq.report()}"
+        compared += 1
+    if not compared:
+        pytest.skip(f"no provider besides {reference} supports {scenario.needs}")
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_ids(SCENARIOS))
+def test_request_logs_declare_and_return_the_same(emu, tmp_path, scenario):
+    b = load(scenario)
+    reference, *others = PROVIDERS
+    ref = wire_summary(b, execute(emu, tmp_path, reference, scenario).requests)
+    assert ref, "the reference provider sent nothing"
+    for name, slot in ref.items():
+        assert set(slot["declared"]) == set(b.agents[name].tools) | {
+            e.target for e in b.agents[name].edges if e.kind == "agent_as_tool"}, name
+    for provider in others:
+        if not supported(provider, scenario):
+            continue
+        other = wire_summary(b, execute(emu, tmp_path, provider, scenario).requests)
+        assert other == ref, f"{reference} vs {provider} on the wire"
+
+
+# --- the check can fail for reasons in portagent or the spec -----------------------------------------
+
+def _deny_search(b: AgentBundle) -> AgentBundle:
+    node = b.agents[b.root]
+    rules = [r.model_dump(mode="json", exclude_defaults=True) for r in node.policy.rules]
+    policy = node.policy.model_dump(mode="json", exclude_defaults=True) | {
+        "rules": [{"id": "no-faq", "decision": "deny", "reason": "FAQ is offline", "tool": "search_faq"}, *rules]}
+    return AgentBundle(b.root, {**b.agents, b.root: replace(node, policy=PermissionPolicy.model_validate(policy))})
+
+
+def test_a_different_policy_makes_the_traces_differ(emu, tmp_path):
+    scenario = SCENARIOS[0]
+    reference, other = PROVIDERS[0], PROVIDERS[1]
+    ref = execute(emu, tmp_path, reference, scenario)
+    changed = execute(emu, tmp_path, other, scenario, agent=_deny_search(load(scenario)))
+    eq = equivalent(ref.events, changed.events)
+    assert not eq
+    assert any("permission.decision" in d and "deny" in d for d in eq.differences), eq.report()
+    # the difference lives in the spec, not in the provider: the same change on both sides agrees again
+    both = execute(emu, tmp_path, reference, scenario, agent=_deny_search(load(scenario)))
+    assert equivalent(both.events, changed.events), equivalent(both.events, changed.events).report()
+
+
+def test_a_different_budget_makes_the_traces_differ(emu, tmp_path):
+    scenario = next(s for s in SCENARIOS if s.id == "budget_max_tool_calls")
+    ref = execute(emu, tmp_path, PROVIDERS[0], scenario)
+    looser = execute(emu, tmp_path, PROVIDERS[1], scenario, agent=with_budget(load(scenario), max_tool_calls=5))
+    eq = equivalent(ref.events, looser.events)
+    assert not eq and any("budget.exceeded" in d or "tool.call" in d for d in eq.differences), eq.report()
+
+
+def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path):
+    scenario = SCENARIOS[0]
+    b = load(scenario)
+    node = b.agents[b.root]
+    tool = node.tools["get_order"].model_copy(update={"description": "Read an order, differently."})
+    changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, tools={**node.tools, "get_order": tool})})
+    ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
+    other = wire_summary(b, execute(emu, tmp_path, PROVIDERS[1], scenario, agent=changed).requests)
+    assert ref["shop_desk"]["declared"]["get_order"] != other["shop_desk"]["declared"]["get_order"]
+    assert ref["shop_desk"]["results"] == other["shop_desk"]["results"]  # only the declaration moved
