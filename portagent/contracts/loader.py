@@ -138,13 +138,34 @@ def _first_model(ann: Any) -> type[BaseModel] | None:
     return None
 
 
+def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Keep only the parts of a pydantic error location that exist in the document (drops union tags
+    such as ``fault.stall.stall_ms`` → ``fault.stall_ms``); the last part is kept (a missing field)."""
+    out: list[Any] = []
+    cur = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(cur, dict) and part in cur:
+            out.append(part)
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            out.append(part)
+            cur = cur[part]
+        elif last and isinstance(cur, dict) and isinstance(part, str):
+            out.append(part)
+    return tuple(out)
+
+
 def problems_from_validation(
-    error: ValidationError, label: str, node: yaml.Node | None, model: type[BaseModel], prefix: tuple[Any, ...] = ()
+    error: ValidationError, label: str, node: yaml.Node | None, model: type[BaseModel], prefix: tuple[Any, ...] = (),
+    data: Any = None,
 ) -> list[SpecProblem]:
     out: list[SpecProblem] = []
     seen: set[tuple[str, str]] = set()
     for err in error.errors(include_url=False):
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "function-after"))))
+        if data is not None:
+            loc = _real_loc(data, tuple(err["loc"]))
         path = ".".join(str(p) for p in prefix + loc)
         etype = err["type"]
         if etype == "extra_forbidden":
@@ -205,7 +226,7 @@ def validate_document(
     try:
         return cls.model_validate(data)
     except ValidationError as e:
-        raise SpecError(problems_from_validation(e, label, node, cls)) from None
+        raise SpecError(problems_from_validation(e, label, node, cls, data=data)) from None
     except RecursionError:
         raise SpecError([SpecProblem(label, "", "document nests too deeply")]) from None
 

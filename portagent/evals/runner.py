@@ -243,8 +243,9 @@ def select_cases(loaded: LoadedSuite, case_ids: Sequence[str] | None) -> list[Ca
 
 def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | None = None,
               repeats: int | None = None, cassettes: str | Path = "cassettes", results: Path | None = None,
-              case_ids: Sequence[str] | None = None, agents: Sequence[AgentRef] | None = None) -> list[RunTask]:
-    """Every run of the suite, checked before anything starts.
+              case_ids: Sequence[str] | None = None, agents: Sequence[AgentRef] | None = None,
+              check: bool = True) -> list[RunTask]:
+    """Every run of the suite, checked before anything starts (``check=False``: recording plans).
 
     Replay: every cassette must exist; a missing one raises ``RecordingError`` with the exact
     ``portagent record`` command(s), and ``repeats`` beyond what was recorded raises ``UsageError``.
@@ -258,7 +259,7 @@ def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
     cases = select_cases(loaded, case_ids)
     refs = list(agents) if agents is not None else resolve_agents(loaded)
     n = repeats if repeats is not None else suite.repeats
-    if mode == "emulator":
+    if mode == "emulator" and check:
         lacking = [c.case_id for c in cases if c.case_id not in loaded.emulator_scripts]
         if lacking:
             raise UsageError(f"{loaded.path}: --emulator needs an emulator_script (suite or case); "
@@ -272,12 +273,11 @@ def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
                         index=len(tasks), suite_id=suite.suite_id, agent=ref, case=case,
                         thresholds=suite.thresholds, provider=provider, repeat=r, mode=mode,
                         approver=suite.approver,
-                        cassette=_cassette(cassettes, suite.suite_id, ref, case.case_id, provider, r)
-                        if mode == "replay" else None,
+                        cassette=_cassette(cassettes, suite.suite_id, ref, case.case_id, provider, r),
                         emulator_script=loaded.emulator_scripts.get(case.case_id),
                         out_dir=run_out_dir(results, ref.label, case.case_id, provider, r) if results else None,
                     ))
-    if mode == "replay":
+    if mode == "replay" and check:
         check_cassettes(loaded, tasks, cassettes, repeats_given=repeats is not None)
     return tasks
 
@@ -662,3 +662,99 @@ def decide(result: Any, agents: Sequence[dict[str, str]] | Sequence[AgentRef]) -
         base, cand = split_versions(result, roles["baseline"], roles["candidate"])
         return gate(cand, baseline=base), compare(base, cand)
     return gate(result), None
+
+
+# -- recording ----------------------------------------------------------------------------------------
+
+RecordOnly = Literal["all", "missing", "drifted"]
+
+
+@dataclass
+class RecordOutcome:
+    """One cassette folder after ``record_tasks``."""
+
+    task: RunTask
+    action: Literal["recorded", "skipped", "failed"]
+    """What happened to the folder."""
+    detail: str = ""
+    """Run status, why it was skipped, or the error."""
+
+
+def is_drift(outcome: RunOutcome) -> bool:
+    """The replay failed because the SDK sent what the cassette does not hold."""
+    return "cassette_drift" in (outcome.error or "")
+
+
+def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"], only: RecordOnly = "all",
+                 record_mode: str = "all", emulator_script: Path | None = None, verify: bool = True,
+                 on_result: Callable[[RecordOutcome], None] | None = None) -> list[RecordOutcome]:
+    """Record each task's run into its cassette folder (in this process, one run at a time, so the
+    emulator's fault counters and the recorded timing belong to that run alone).
+
+    ``only="missing"`` skips folders already recorded; ``only="drifted"`` replays each recorded folder
+    and re-records those that drift. ``verify`` replays every new recording once and reports a
+    recording that does not replay cleanly as failed (it would fail in CI anyway).
+    """
+    from dataclasses import replace
+
+    from portagent.recording.layout import is_recorded
+
+    outcomes = []
+    for task in tasks:
+        assert task.cassette is not None
+        folder = task.cassette
+        if only == "missing" and is_recorded(folder, task.provider):
+            out = RecordOutcome(task, "skipped", "already recorded")
+        elif only == "drifted" and not is_recorded(folder, task.provider):
+            out = RecordOutcome(task, "skipped", "not recorded (use --missing)")
+        elif only == "drifted" and not is_drift(replayed := execute(replace(task, mode="replay", out_dir=None))):
+            out = RecordOutcome(task, "skipped", "replays cleanly" if not replayed.error else
+                                f"replay failed without drift: {replayed.error}")
+        else:
+            out = _record_one(task, source, record_mode, emulator_script)
+            if out.action == "recorded" and verify:
+                check = execute(replace(task, mode="replay", out_dir=None))
+                if check.error:
+                    out = RecordOutcome(task, "failed", f"recorded, but its replay fails: {check.error}")
+        outcomes.append(out)
+        if on_result:
+            on_result(out)
+    close_emulators()
+    return outcomes
+
+
+def _record_one(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> RecordOutcome:
+    try:
+        output = asyncio.run(_record(task, source, record_mode, script_override))
+    except PortagentError as e:
+        return RecordOutcome(task, "failed", e.render())
+    except Exception as e:
+        return RecordOutcome(task, "failed", "".join(traceback.format_exception_only(type(e), e)).strip())
+    r = output.result
+    return RecordOutcome(task, "recorded", r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else ""))
+
+
+async def _record(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> Any:
+    from portagent.recording.record import record_run
+    from portagent.recording.replay import replay_ids
+    from portagent.runtime.session import Endpoint
+
+    assert task.cassette is not None
+    bundle = _bundle(task.agent.path)
+    clear_run_state(task.scope)
+    if source == "emulator":
+        script = script_override or task.emulator_script
+        if script is None:
+            raise UsageError(f"case {task.case.case_id} has no emulator_script; give --emulator SCRIPT")
+        emu = _emulator(script)
+        emu.reset()
+        endpoint = Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[task.provider],
+                            script_hash=script_hash(script))
+    else:
+        from portagent.adapters.base import REGISTRY
+
+        endpoint = Endpoint(source="live", api_key=os.environ.get(REGISTRY[task.provider].key_env))
+    ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
+    return await record_run(bundle, request_for(task.case, task.provider, task.repeat), task.cassette, endpoint,
+                            approver=approver_for(task.case, task.approver), record_mode=record_mode,
+                            scope=task.scope, ids=ids)

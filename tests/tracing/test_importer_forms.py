@@ -158,7 +158,8 @@ def test_python2_era_unicode_tags_and_other_tags_load_as_plain_data(tmp_path: Pa
 def test_python_object_tags_are_never_constructed(tmp_path: Path) -> None:
     path = tmp_path / "evil.yaml"
     path.write_text("interactions: !!python/object/apply:os.system ['echo pwned']\nversion: 1\n")
-    with pytest.raises(RecordingError, match="not a vcrpy cassette"):
+    # read as the plain list ['echo pwned'], which is then not an interaction
+    with pytest.raises(RecordingError, match="interaction 0: needs a 'request'"):
         import_cassette(path)
 
 
@@ -321,8 +322,8 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_require_path_fails_instead_of_skipping_under_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import _tracing_helpers
+    import _support
 
-    monkeypatch.setattr(_tracing_helpers._conftest, "IN_CI", True)
+    monkeypatch.setattr(_support, "IN_CI", True)
     with pytest.raises(pytest.fail.Exception, match="CI=true"):
-        _tracing_helpers.require_path(tmp_path / "absent", "vendor recordings")
+        _support.require_path(tmp_path / "absent", "vendor recordings")

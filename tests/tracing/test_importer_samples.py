@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _tracing_helpers import SAMPLES, require_path
+from _support import SAMPLES, require_path
 
 from portagent.contracts._base import args_hash
 from portagent.tracing.importer import import_cassette
