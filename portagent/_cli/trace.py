@@ -68,6 +68,7 @@ def _import(args: argparse.Namespace) -> int:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out)
     except OSError as e:
+        tmp.unlink(missing_ok=True)
         raise UsageError(f"{args.out}: cannot write the trace ({e.strerror or e})") from None
     done = events[-1]
     unanswered = len(done.provider_details.get("calls_without_result", []))

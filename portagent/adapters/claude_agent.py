@@ -2,8 +2,9 @@
 
 Translation only:
 
-- AgentSpec → ``query(prompt, ClaudeAgentOptions(system_prompt, model, tools=[…], mcp_servers, …))``
-  run through portagent's transport wrapper (``claude_transport``: the cassette seam);
+- AgentSpec → ``ClaudeSDKClient(ClaudeAgentOptions(system_prompt, model, tools=[…], mcp_servers, …))``, one
+  ``query``/``receive_response`` round per user message, run through portagent's transport wrapper
+  (``claude_transport``: the cassette seam);
 - ToolSpec → an in-process SDK MCP tool (``tool()`` + ``create_sdk_mcp_server("portagent")``); the
   model sees ``mcp__portagent__<tool>``, every trace event uses the ToolSpec name;
 - permission → ``can_use_tool`` asks the gateway (``prepare``: validation, budget, policy, approval —
@@ -30,7 +31,6 @@ wheel bundles one), ``cwd`` (the CLI's working directory; default a folder insid
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -43,6 +43,7 @@ from typing import Any
 from claude_agent_sdk import (
     AgentDefinition,
     ClaudeAgentOptions,
+    ClaudeSDKClient,
     ClaudeSDKError,
     CLIConnectionError,
     CLINotFoundError,
@@ -53,7 +54,6 @@ from claude_agent_sdk import (
     ResultMessage,
     ToolPermissionContext,
     create_sdk_mcp_server,
-    query,
     tool,
 )
 from claude_agent_sdk._cli_version import __cli_version__
@@ -137,20 +137,16 @@ class _Run:
         self.started: dict[str, float] = {}
         self.delegating = any(n.edges for n in self.bundle.agents.values())
         self.builtins = {name: sorted(set(node.spec.builtin_tools)) for name, node in self.bundle.agents.items()}
-        self._turn_done = asyncio.Event()
 
     # --- checks before anything starts -----------------------------------------------------------
 
     def preflight(self) -> None:
-        root_edges = {e.target for e in self.bundle.node.edges}
         for name, node in self.bundle.agents.items():
             if name != self.root and node.edges:
                 raise UnsupportedFeatureError(
                     "claude", "nested delegation",
                     f"{name!r} delegates to {node.edges[0].target!r}, but Claude Code subagents cannot start "
                     "subagents; delegate from the root agent only")
-            if name != self.root and name not in root_edges:
-                raise UnsupportedFeatureError("claude", "nested delegation", f"{name!r} is not a delegate of the root")
             for b in node.spec.builtin_tools:
                 if b in DELEGATION_TOOLS:
                     raise UsageError(f"agent {name!r} grants the built-in {b!r}: declare subagents with "
@@ -312,10 +308,12 @@ class _Run:
                 self.observe(gateway, prepared, checked)
                 return PermissionResultDeny(message=_text(checked))
             args = checked
-        elif prepared.card is not None and prepared.card.status == "edited":
-            if revalidate(gateway.inner, prepared.tool, args):
-                obs = await gateway.execute(prepared)  # the gateway refuses the edit; the handler never runs
-                return PermissionResultDeny(message=_text(obs))
+        elif prepared.card is not None and prepared.card.status == "edited" and revalidate(
+                gateway.inner, prepared.tool, args):
+            # The edit would be refused at execution: let the gateway refuse it now (its handler never
+            # runs), since the SDK's own MCP validation would otherwise answer first, untraced.
+            obs = await gateway.execute(prepared)
+            return PermissionResultDeny(message=_text(obs))
         if vendor_id:
             self.allowed[vendor_id] = (agent, prepared)
             if builtin:
@@ -398,17 +396,6 @@ class _Run:
 
     # --- running ---------------------------------------------------------------------------------
 
-    async def prompts(self) -> AsyncIterator[dict[str, Any]]:
-        """Multi-turn input: each user message is sent once the previous turn has its result."""
-        for i, text in enumerate(self.session.request.messages):
-            if i:
-                await self._turn_done.wait()
-                self._turn_done.clear()
-                if self.session.stop is not None:
-                    return
-            yield {"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None,
-                   "session_id": ""}
-
     async def go(self) -> AdapterOutcome:
         self.preflight()
         s = self.session
@@ -416,43 +403,49 @@ class _Run:
         home = RunHome(s.options.workdir, Path(cwd) if cwd else None)
         try:
             options = self.options(home)
-            # query() would add permission_prompt_tool_name="stdio" itself; a custom transport gets the flags
-            # only from its own options (SDK_NOTES §4.6), so the inner transport is built with it.
+            # The SDK adds permission_prompt_tool_name="stdio" when can_use_tool is set, but a custom transport
+            # gets its CLI flags only from its own options (SDK_NOTES §4.6): the inner transport is built with it.
             cli_options = replace(options, permission_prompt_tool_name="stdio")
-            messages = s.request.messages
-            prompt: Any = messages[0] if len(messages) == 1 else self.prompts()
             factory = s.options.extra.get(TRANSPORT_FACTORY_KEY) or subprocess_transport
-            self.transport = PortagentTransport(factory(prompt, cli_options))
+            self.transport = PortagentTransport(factory(s.request.messages[0], cli_options))
+            # ClaudeSDKClient rather than query(): an explicit disconnect() always closes the CLI (closing a
+            # query() generator early leaves its inner generator, and the CLI, to the garbage collector),
+            # and each user message of a multi-turn request is one query/response round in one session.
+            client = ClaudeSDKClient(options=options, transport=self.transport)
             try:
-                async with contextlib.aclosing(query(prompt=prompt, options=options, transport=self.transport)) as stream:
-                    try:
-                        await self.consume(stream)
-                    except BaseException:  # cancelled (timeout_s) or failed: do not wait for the CLI
-                        self.transport.abort()
-                        raise
-                    if s.stop is not None:
-                        self.transport.abort()
-            except Exception as e:
-                _raise_mapped(e, self)
+                await client.connect()
+                for text in s.request.messages:
+                    await client.query(text)
+                    if not await self.consume(client.receive_response()):
+                        break
+            except BaseException as e:
+                self.transport.abort()  # cancelled (timeout_s) or failed: do not wait for the CLI
+                if isinstance(e, Exception):
+                    _raise_mapped(e, self)
+                raise
             finally:
+                if s.stop is not None:
+                    self.transport.abort()
+                with contextlib.suppress(Exception):
+                    await client.disconnect()
                 with contextlib.suppress(RunSignal):
                     self.trace.finish()
             return self.outcome()
         finally:
             home.remove()
 
-    async def consume(self, stream: AsyncIterator[Any]) -> None:
+    async def consume(self, stream: AsyncIterator[Any]) -> bool:
+        """One turn's messages; False when the run must not go on (a stop signal, an error result)."""
         async for message in stream:
             try:
                 self.trace.on_message(message)
             except RunSignal:
-                return
-            if isinstance(message, ResultMessage):
-                self._turn_done.set()
-                if message.is_error:
-                    return
+                return False
             if self.session.stop is not None:
-                return
+                return False
+            if isinstance(message, ResultMessage):
+                return not message.is_error
+        return False
 
     def outcome(self) -> AdapterOutcome:
         s = self.session

@@ -29,6 +29,7 @@ and two runs of one script give the same trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,10 +115,8 @@ class ClaudeTrace:
         """Return once the model call holding this ``tool_use`` is recorded (or after ``WAIT_S``)."""
         if not tool_use_id:
             return
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._event(tool_use_id).wait(), WAIT_S)
-        except TimeoutError:
-            pass
 
     def release_all(self) -> None:
         """Wake every waiting hook (the run is ending)."""

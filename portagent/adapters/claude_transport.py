@@ -5,7 +5,7 @@ The Claude Agent SDK drives the bundled Claude Code CLI over NDJSON on stdin/std
 always talks to it through :class:`PortagentTransport`, a thin wrapper around whatever transport
 the seam supplies (by default the SDK's own ``SubprocessCLITransport``):
 
-    query(prompt, options=query_options, transport=PortagentTransport(factory(prompt, cli_options)))
+    ClaudeSDKClient(options, transport=PortagentTransport(factory(first_user_message, cli_options)))
 
 **The seam** — ``session.options.extra["claude_transport_factory"]``: a callable
 ``(prompt, cli_options: ClaudeAgentOptions) -> claude_agent_sdk.Transport``. A recording transport
@@ -15,12 +15,12 @@ changes: the in-process MCP tools, ``can_use_tool`` and the hooks run again on r
 
 Two traps decide how ``cli_options`` is built (SDK_NOTES §4.6):
 
-- with a custom transport ``query()`` does not turn ``options`` into CLI flags, so the inner
+- with a custom transport the SDK does not turn ``options`` into CLI flags, so the inner
   transport must get them itself;
-- ``query()`` adds ``permission_prompt_tool_name="stdio"`` when ``can_use_tool`` is set; without that
+- the SDK adds ``permission_prompt_tool_name="stdio"`` when ``can_use_tool`` is set; without that
   flag the CLI never asks ``can_use_tool`` and silently denies every tool in ``default`` mode. The
   inner transport gets ``dataclasses.replace(options, permission_prompt_tool_name="stdio")`` while
-  ``query()`` keeps the original options (setting it on both raises ``ValueError``).
+  the client keeps the original options (setting it on both raises ``ValueError``).
 
 The wrapper also reads the CLI's ``mcp_message`` ``tools/call`` requests as they pass: each carries
 ``_meta["claudecode/toolUseId"]``, the vendor id the SDK does not hand to an in-process tool

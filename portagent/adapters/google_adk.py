@@ -33,9 +33,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import ssl
 import time
+from functools import lru_cache
 from typing import Any
 
+import certifi
 import httpx
 import pydantic
 from google.adk.agents import LlmAgent
@@ -84,6 +88,19 @@ class _QuietSignals(logging.Filter):
 
 for _name in ("google_adk.google.adk.workflow._node_runner", "google_adk.google.adk.runners"):
     logging.getLogger(_name).addFilter(_QuietSignals())
+
+
+@lru_cache(maxsize=4)
+def _tls(cafile: str, capath: str | None) -> ssl.SSLContext:
+    """One TLS context per CA setting for the whole process. google-genai builds two per client (for
+    httpx and for websockets) and the adapter needs one per run: loading the CA bundle costs ~35 ms
+    each time, the largest part of a short run. Same CA sources as google-genai (``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR``, else certifi)."""
+    return ssl.create_default_context(cafile=cafile, capath=capath)
+
+
+def tls_context() -> ssl.SSLContext:
+    return _tls(os.environ.get("SSL_CERT_FILE", certifi.where()), os.environ.get("SSL_CERT_DIR"))
 
 
 def _to_model(obs: Any) -> dict[str, Any]:
@@ -213,7 +230,9 @@ class _Builder:
 
     def model(self, agent_name: str) -> Gemini:
         endpoint = self.session.endpoint
+        tls = tls_context()
         options = types.HttpOptions(base_url=endpoint.base_url or None, httpx_async_client=self.http,
+                                    client_args={"verify": tls}, async_client_args={"verify": tls, "ssl": tls},
                                     retry_options=self._retry())
         # api_key given explicitly (also keeps ADK from probing GCP metadata for a project);
         # vertexai=False: the Gemini Developer API whatever GOOGLE_GENAI_USE_VERTEXAI says.
@@ -272,13 +291,13 @@ class GoogleAdkAdapter:
     capabilities = PROFILES["adk"]
 
     def sdk_version(self) -> str:
-        return package_version("google-adk")
+        return _sdk_version()
 
     def cli_version(self) -> str | None:
         return None
 
     async def run(self, session: RunSession) -> AdapterOutcome:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0),
+        http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0), verify=tls_context(),
                                  event_hooks={"response": [_http_hook(session)]})
         try:
             return await self._run(session, http)
@@ -326,16 +345,26 @@ class GoogleAdkAdapter:
                                        "streaming_mode": config.streaming_mode.value})
 
 
+@lru_cache(maxsize=1)
+def _sdk_version() -> str:
+    """Read once: ``importlib.metadata`` costs ~4 ms a call, and the runner asks twice per run."""
+    return package_version("google-adk")
+
+
 def _http_hook(session: RunSession) -> Any:
-    """An HTTP error answer from the model endpoint becomes an ``error`` event: a retry by the SDK
-    (``adk_retry``) is then visible in the trace, not only in the server's log."""
+    """An HTTP error answer from the model endpoint becomes an ``error`` event (``http_<status>``), so
+    a retry by the SDK (``adk_retry``) is visible in the trace, not only in the server's log."""
 
     async def hook(response: httpx.Response) -> None:
         if response.status_code >= 400:
-            session.record_error("http_status", f"HTTP {response.status_code} from {response.request.method} "
-                                 f"{response.request.url.path}", retryable=response.status_code in RETRYABLE,
-                                 agent=session.current_agent,
-                                 details={"retry_after": response.headers.get("retry-after")})
+            retry_after = response.headers.get("retry-after")
+            session.record_error(
+                f"http_{response.status_code}",
+                f"HTTP {response.status_code} from {response.request.url.path}"
+                + (f" (retry-after {retry_after} s)" if retry_after else "")
+                + ("; google-genai retries it (adk_retry)" if session.options.extra.get("adk_retry")
+                   else "; google-genai does not retry without adk_retry"),
+                retryable=response.status_code in RETRYABLE, agent=session.current_agent)
 
     return hook
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract, short_hash
 from portagent.contracts.policy import PermissionPolicy
-from portagent.contracts.tool import SEMVER_RE, ToolSpec
+from portagent.contracts.tool import SEMVER_RE, Effect, ToolSpec
 
 ProviderName = Literal["openai", "claude", "adk"]
 """The providers portagent runs on."""
@@ -63,18 +63,53 @@ class Delegate(Contract):
 
 
 class McpServerRef(Contract):
-    """Reserved for the MCP work: an MCP server used as a tool source."""
+    """An MCP server used as a tool source (docs/mcp.md).
 
-    name: str
-    """Server name (also the default tool-name prefix)."""
-    command: list[str] | None = None
-    """stdio command."""
-    url: str | None = None
-    """streamable-http URL."""
+    Its tools are listed once per run, wrapped as ToolSpecs named ``prefix + tool name`` and executed
+    through portagent's gateway on every provider (never handed to a vendor's hosted MCP feature).
+    Exactly one of ``command`` (stdio) and ``url`` (streamable HTTP) is given.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
+    """Server name: identifies the server in traces and recordings, and is the default tool-name prefix."""
+    command: Annotated[list[str] | None, Field(min_length=1)] = None
+    """stdio: the command and its arguments (``[python, server.py]``); run in ``cwd``."""
+    url: Annotated[str | None, Field(pattern=r"^https?://")] = None
+    """streamable HTTP: the endpoint URL (``http://127.0.0.1:8000/mcp``)."""
+    env: dict[str, str] = {}
+    """stdio: extra environment variables for the server; ``${NAME}`` is replaced by portagent's own
+    variable, so no secret needs to be written in the spec."""
+    cwd: str | None = None
+    """stdio: working folder, relative to the spec file (default: the spec file's folder)."""
     allow: list[str] = []
-    """Allow-list of tool names."""
+    """Allow-list of the server's tool names (as the server names them); empty means every listed tool.
+    A name the server does not list is an error when the run starts."""
     prefix: str | None = None
-    """Name prefix."""
+    """Prefix of the ToolSpec names (default ``<name>_``; ``""`` for none). Names must stay unique."""
+    effects: dict[str, Effect] = {}
+    """Effect class per tool name, overriding what its annotations imply."""
+    trust_annotations: bool = True
+    """Derive effect classes from the server's annotations (``readOnlyHint`` → ``read`` …); when false,
+    every tool not in ``effects`` is ``external_effect``."""
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0
+    """Limit for starting the server, its initialize handshake and the tool listing."""
+    call_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    """Limit of one tool call (the wrapped ToolSpec's ``budgets.timeout_ms``)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerRef:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r}: give exactly one of 'command' (stdio) or 'url' "
+                             "(streamable HTTP)")
+        if self.url is not None and (self.env or self.cwd is not None):
+            raise ValueError(f"MCP server {self.name!r}: 'env' and 'cwd' apply to a stdio 'command' only")
+        if len(set(self.allow)) != len(self.allow):
+            raise ValueError(f"MCP server {self.name!r}: the allow-list names a tool twice")
+        return self
+
+    @property
+    def tool_prefix(self) -> str:
+        return f"{self.name}_" if self.prefix is None else self.prefix
 
 
 class AgentSpec(Contract):
@@ -113,7 +148,7 @@ class AgentSpec(Contract):
     policy: str | PermissionPolicy | None = None
     """Path to a policy file, or an inline policy; none means effect-class defaults."""
     mcp_servers: list[McpServerRef] = []
-    """Reserved for MCP tool sources."""
+    """MCP servers whose tools this agent may use (listed when a run starts; docs/mcp.md)."""
 
     @field_validator("required_capabilities")
     @classmethod

@@ -687,40 +687,65 @@ def is_drift(outcome: RunOutcome) -> bool:
 
 def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"], only: RecordOnly = "all",
                  record_mode: str = "all", emulator_script: Path | None = None, verify: bool = True,
-                 on_result: Callable[[RecordOutcome], None] | None = None) -> list[RecordOutcome]:
-    """Record each task's run into its cassette folder (in this process, one run at a time, so the
-    emulator's fault counters and the recorded timing belong to that run alone).
+                 workers: int = 2, on_result: Callable[[RecordOutcome], None] | None = None) -> list[RecordOutcome]:
+    """Record each task's run into its cassette folder.
 
-    ``only="missing"`` skips folders already recorded; ``only="drifted"`` replays each recorded folder
-    and re-records those that drift. ``verify`` replays every new recording once and reports a
-    recording that does not replay cleanly as failed (it would fail in CI anyway).
+    Recording happens in this process, one run at a time, so the emulator's fault counters and the
+    recorded timing belong to that run alone. ``only="missing"`` skips folders already recorded;
+    ``only="drifted"`` replays every recorded folder first and re-records those that drift.
+    ``verify`` replays each new recording and reports one that does not replay cleanly as failed (it
+    would fail in CI anyway).
+
+    Replays (drift checks, verification) go to worker processes: a run's tools may keep state in
+    their module (the demo's ticket numbers), and a replay must start from the same state as its
+    recording did — a fresh process, never the one that just recorded the same scope.
     """
     from dataclasses import replace
 
     from portagent.recording.layout import is_recorded
 
-    outcomes = []
+    outcomes: dict[int, RecordOutcome] = {}
+    todo: list[RunTask] = []
     for task in tasks:
         assert task.cassette is not None
-        folder = task.cassette
-        if only == "missing" and is_recorded(folder, task.provider):
-            out = RecordOutcome(task, "skipped", "already recorded")
-        elif only == "drifted" and not is_recorded(folder, task.provider):
-            out = RecordOutcome(task, "skipped", "not recorded (use --missing)")
-        elif only == "drifted" and not is_drift(replayed := execute(replace(task, mode="replay", out_dir=None))):
-            out = RecordOutcome(task, "skipped", "replays cleanly" if not replayed.error else
-                                f"replay failed without drift: {replayed.error}")
+        recorded = is_recorded(task.cassette, task.provider)
+        if only == "missing" and recorded:
+            outcomes[task.index] = RecordOutcome(task, "skipped", "already recorded")
+        elif only == "drifted" and not recorded:
+            outcomes[task.index] = RecordOutcome(task, "skipped", "not recorded (use --missing)")
         else:
-            out = _record_one(task, source, record_mode, emulator_script)
-            if out.action == "recorded" and verify:
-                check = execute(replace(task, mode="replay", out_dir=None))
-                if check.error:
-                    out = RecordOutcome(task, "failed", f"recorded, but its replay fails: {check.error}")
-        outcomes.append(out)
-        if on_result:
+            todo.append(task)
+    if only == "drifted" and todo:
+        checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in todo], workers=workers)
+        drifted = {o.index for o in checks.outcomes if is_drift(o)}
+        for o in checks.outcomes:
+            if o.index not in drifted:
+                t = next(t for t in todo if t.index == o.index)
+                outcomes[o.index] = RecordOutcome(t, "skipped", "replays cleanly" if not o.error else
+                                                  f"replay fails without drift: {o.error}")
+        todo = [t for t in todo if t.index in drifted]
+    for task in todo:
+        out = _record_one(task, source, record_mode, emulator_script)
+        outcomes[task.index] = out
+        if on_result and not (verify and out.action == "recorded"):
             on_result(out)
     close_emulators()
-    return outcomes
+    fresh = [t for t in todo if outcomes[t.index].action == "recorded"]
+    if verify and fresh:
+        checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in fresh], workers=workers)
+        for o in checks.outcomes:
+            prev = outcomes[o.index]
+            if o.error:
+                outcomes[o.index] = RecordOutcome(prev.task, "failed", f"recorded, but its replay fails: {o.error}")
+            else:
+                outcomes[o.index] = RecordOutcome(prev.task, "recorded", prev.detail + ", replays cleanly")
+            if on_result:
+                on_result(outcomes[o.index])
+    if on_result:
+        for t in tasks:
+            if outcomes[t.index].action == "skipped":
+                on_result(outcomes[t.index])
+    return [outcomes[t.index] for t in tasks]
 
 
 def _record_one(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> RecordOutcome:

@@ -27,99 +27,37 @@ same bytes.
 from __future__ import annotations
 
 import hashlib
-import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from portagent.contracts._base import args_hash
 from portagent.contracts.errors import RecordingError
 from portagent.runtime.clock import Clock, FixedClock, IdFactory
 from portagent.runtime.pricing import model_cost
 from portagent.tracing.importer_cassette import Interaction, read_cassette
+from portagent.tracing.importer_vendors import (
+    PROVIDER,
+    Endpoint,
+    endpoint_by_path,
+    endpoints_by_body,
+    json_body,
+    parse_request,
+    parse_response,
+    result_output,
+    tool_name,
+)
 from portagent.tracing.recorder import TraceRecorder
-from portagent.wire.anthropic import parse_messages_request
-from portagent.wire.anthropic_response import parse_messages_response
-from portagent.wire.gemini import parse_generate_content_request
-from portagent.wire.gemini_response import parse_generate_content_response
 from portagent.wire.items import Item, RequestView, WireFormatError
-from portagent.wire.openai import parse_chat_request, parse_responses_request
-from portagent.wire.openai_response import parse_chat_response, parse_responses_response
 from portagent.wire.response import RETRYABLE_STATUS, ResponseView, parse_error_body
 
 SDK = "foreign-cassette"
 """``run.started.sdk`` of an imported trace."""
-PROVIDER = {"openai": "openai", "anthropic": "claude", "gemini": "adk"}
-"""Vendor of the traffic → portagent provider name."""
 MAX_OUTPUT_CHARS = 65_536
 """Text tool outputs longer than this are cut (the full length is kept in provider_details)."""
 EMULATOR_SERVER = "portagent-emulator"
 """The ``Server`` header portagent's emulator answers with (→ ``source: emulator``)."""
-
-_GEMINI_PATH = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<op>streamGenerateContent|generateContent)$")
-# Gemini's documented functionResponse convention is {"output": …} / {"error": …}; SDKs wrap a
-# non-object result in one key: google-genai/llm "output", ADK "result", pydantic-ai "return_value".
-_RESULT_WRAPPERS = ("output", "result", "return_value")
-
-
-@dataclass(frozen=True)
-class _Endpoint:
-    api: str
-    vendor: str
-    url_model: str | None = None
-    url_stream: bool = False
-
-
-_REQUEST_PARSERS: dict[str, Callable[[Any], RequestView]] = {
-    "openai.responses": parse_responses_request,
-    "openai.chat": parse_chat_request,
-    "anthropic.messages": parse_messages_request,
-}
-_RESPONSE_PARSERS: dict[str, Callable[[Any], ResponseView]] = {
-    "openai.responses": parse_responses_response,
-    "openai.chat": parse_chat_response,
-    "anthropic.messages": parse_messages_response,
-    "gemini.generate_content": parse_generate_content_response,
-}
-
-
-def _by_path(method: str, uri: str) -> _Endpoint | None:
-    path = urlsplit(uri).path.rstrip("/")
-    if m := _GEMINI_PATH.search(path):
-        return _Endpoint("gemini.generate_content", "gemini", m["model"], m["op"] == "streamGenerateContent")
-    if method != "POST":
-        return None
-    if path.endswith("/chat/completions"):
-        return _Endpoint("openai.chat", "openai")
-    if path.endswith("/responses"):
-        return _Endpoint("openai.responses", "openai")
-    if path.endswith("/messages"):  # also ?beta=true (Claude Code, pydantic-ai)
-        return _Endpoint("anthropic.messages", "anthropic")
-    return None
-
-
-def _by_body(body: Any, headers: Mapping[str, str]) -> _Endpoint | None:
-    """A guess from the request body alone (a proxy or gateway path); confirmed by parsing."""
-    if not isinstance(body, Mapping):
-        return None
-    if "contents" in body:
-        return _Endpoint("gemini.generate_content", "gemini")
-    if "messages" in body and ("anthropic-version" in headers or "max_tokens" in body and "system" in body):
-        return _Endpoint("anthropic.messages", "anthropic")
-    if "messages" in body:
-        return _Endpoint("openai.chat", "openai")
-    if "input" in body and "model" in body:
-        return _Endpoint("openai.responses", "openai")
-    return None
-
-
-def _json_body(body: Any) -> Any:
-    if isinstance(body, str):
-        return json.loads(body) if body.strip() else None
-    return body
 
 
 @dataclass
@@ -165,35 +103,6 @@ class _Pairing:
         return None
 
 
-def _result_output(item: Item, api: str) -> tuple[Any, bool]:
-    """(output, ok) of a tool result as portagent reports it."""
-    value = item.output
-    if api == "gemini.generate_content":
-        if isinstance(value, Mapping) and "error" in value and not any(k in value for k in _RESULT_WRAPPERS):
-            return value["error"], False
-        if isinstance(value, Mapping) and len(value) == 1 and next(iter(value)) in _RESULT_WRAPPERS:
-            return next(iter(value.values())), True
-        return value, True
-    ok = not item.details.get("is_error", False)
-    if isinstance(value, str):
-        return item.text, ok  # Anthropic: Claude Code's <system-reminder> already stripped by the parser
-    if isinstance(value, list) and all(
-            isinstance(v, str) or (isinstance(v, Mapping) and v.get("type", "text") in ("text", "input_text",
-                                                                                       "output_text"))
-            for v in value):
-        return item.text, ok
-    return value, ok
-
-
-def _tool_name(name: str | None, vendor: str) -> tuple[str, str, dict[str, Any]]:
-    """(ToolSpec name, via, details). Claude Code names MCP tools ``mcp__<server>__<tool>``."""
-    tool = name or "?"
-    if vendor == "anthropic" and tool.startswith("mcp__") and tool.count("__") >= 2:
-        _, server, short = tool.split("__", 2)
-        return short, "mcp", {"vendor_tool_name": tool, "mcp_server": server}
-    return tool, "function", {}
-
-
 def _raw_args(item: Item) -> bool:
     """OpenAI arguments that were not valid JSON stay the raw string (the model's malformed call)."""
     return isinstance(item.arguments, str)
@@ -222,30 +131,25 @@ class _Importer:
 
     # -- recognising model traffic ------------------------------------------------------------------
 
-    def classify(self) -> tuple[list[tuple[Interaction, _Endpoint, RequestView]], list[dict[str, Any]]]:
-        model: list[tuple[Interaction, _Endpoint, RequestView]] = []
+    def classify(self) -> tuple[list[tuple[Interaction, Endpoint, RequestView]], list[dict[str, Any]]]:
+        model: list[tuple[Interaction, Endpoint, RequestView]] = []
         skipped: list[dict[str, Any]] = []
         for inter in self.interactions:
-            endpoint = _by_path(inter.method, inter.uri)
+            endpoint = endpoint_by_path(inter.method, inter.uri)
             try:
-                body = _json_body(inter.request_body)
+                body = json_body(inter.request_body)
             except ValueError:
                 if endpoint is not None:
                     raise RecordingError(f"{self.where(inter)}: request body is not JSON") from None
                 body = None
-            confirmed = endpoint is not None
-            if endpoint is None and inter.method == "POST":
-                endpoint = _by_body(body, inter.request_headers)
-            if endpoint is None:
-                skipped.append({"index": inter.index, "method": inter.method, "uri": inter.uri})
-                continue
-            try:
-                view = self.parse_request(endpoint, body)
-                if not confirmed and inter.status < 400:
-                    _RESPONSE_PARSERS[endpoint.api](inter.response_body)
-            except (WireFormatError, ValueError, TypeError) as e:
-                if confirmed:
+            if endpoint is not None:
+                try:
+                    view = parse_request(endpoint, body)
+                except (WireFormatError, ValueError, TypeError) as e:
                     raise RecordingError(f"{self.where(inter)}: not a valid {endpoint.api} request: {e}") from None
+            elif inter.method == "POST" and (guess := self.guess(inter, body)) is not None:
+                endpoint, view = guess
+            else:
                 skipped.append({"index": inter.index, "method": inter.method, "uri": inter.uri})
                 continue
             if self.vendor is None:
@@ -265,10 +169,17 @@ class _Importer:
         return model, skipped
 
     @staticmethod
-    def parse_request(endpoint: _Endpoint, body: Any) -> RequestView:
-        if endpoint.api == "gemini.generate_content":
-            return parse_generate_content_request(body, model=endpoint.url_model, stream=endpoint.url_stream)
-        return _REQUEST_PARSERS[endpoint.api](body)
+    def guess(inter: Interaction, body: Any) -> tuple[Endpoint, RequestView] | None:
+        """Model traffic behind an unknown path: the first vendor whose parsers read both bodies."""
+        for endpoint in endpoints_by_body(body, inter.request_headers):
+            try:
+                view = parse_request(endpoint, body)
+                if inter.status < 400:
+                    parse_response(endpoint, inter.response_body)
+            except (WireFormatError, ValueError, TypeError):
+                continue
+            return endpoint, view
+        return None
 
     # -- emitting -----------------------------------------------------------------------------------
 
@@ -306,7 +217,7 @@ class _Importer:
                 last_failed = True
                 continue
             try:
-                resp = _RESPONSE_PARSERS[endpoint.api](inter.response_body)
+                resp = parse_response(endpoint, inter.response_body)
             except (WireFormatError, ValueError) as e:
                 raise RecordingError(f"{self.where(inter)}: response is not a valid {endpoint.api} "
                                      f"response: {e}") from None
@@ -320,7 +231,7 @@ class _Importer:
         self.emit_completed(last, last_failed)
         return rec.events
 
-    def emit_results(self, inter: Interaction, view: RequestView, endpoint: _Endpoint) -> list[dict[str, Any]]:
+    def emit_results(self, inter: Interaction, view: RequestView, endpoint: Endpoint) -> list[dict[str, Any]]:
         assert self.recorder is not None
         unmatched: list[dict[str, Any]] = []
         for result in self.pairing.new_results(view):
@@ -329,7 +240,7 @@ class _Importer:
                 unmatched.append(_drop_none({"vendor_call_id": result.call_id, "name": result.name}))
                 continue
             pending, paired_by = found
-            output, ok = _result_output(result, endpoint.api)
+            output, ok = result_output(result, endpoint.api)
             details = _drop_none({"vendor_call_id": result.call_id, "interaction": inter.index,
                                   "paired_by": paired_by})
             if isinstance(output, str) and len(output) > MAX_OUTPUT_CHARS:
@@ -339,7 +250,7 @@ class _Importer:
                                error=None if ok else "handler_error", output=output, provider_details=details)
         return unmatched
 
-    def emit_model_call(self, inter: Interaction, endpoint: _Endpoint, view: RequestView, resp: ResponseView,
+    def emit_model_call(self, inter: Interaction, endpoint: Endpoint, view: RequestView, resp: ResponseView,
                         req_model: str, unmatched: list[dict[str, Any]]) -> None:
         assert self.recorder is not None and self.vendor is not None
         u = resp.usage
@@ -369,7 +280,7 @@ class _Importer:
                 pending = next((p for p in self.pairing.pending if item.call_id in p.vendor_ids), None)
                 if pending is not None:
                     self.pairing.pending.remove(pending)
-                    output, ok = _result_output(item, resp.api)
+                    output, ok = result_output(item, resp.api)
                     self.recorder.emit("tool.result", call_id=pending.call_id, tool=pending.tool, ok=ok,
                                        error=None if ok else "handler_error", output=output,
                                        provider_details={"vendor_call_id": item.call_id,
@@ -378,7 +289,7 @@ class _Importer:
             if item.kind != "tool_call":
                 continue
             call_id = self.recorder.next_call_id()
-            tool, via, extra = _tool_name(item.name, self.vendor)
+            tool, via, extra = tool_name(item.name, self.vendor)
             if item.details.get("builtin"):
                 via = str(item.details.get("via", "builtin"))
             vendor_ids = frozenset(x for x in (item.call_id, item.details.get("item_id")) if x)

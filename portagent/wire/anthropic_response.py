@@ -28,6 +28,8 @@ from portagent.wire.items import Item, WireFormatError, require_mapping
 from portagent.wire.response import ResponseView, UsageView, as_int, body_form, finish, load_json, sub
 from portagent.wire.sse import parse_sse
 
+_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                     "message_delta", "message_stop", "ping", "error"})
 _STOP = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",
          "max_tokens": "length", "model_context_window_exceeded": "length", "refusal": "content_filter"}
 
@@ -97,7 +99,7 @@ def _stream(text: str) -> ResponseView:
     blocks: dict[int, dict[str, Any]] = {}
     partial_json: dict[int, str] = {}
     error: Mapping[str, Any] | None = None
-    stopped = False
+    stopped = recognised = False
     for frame in parse_sse(text):
         if not frame.data:
             continue
@@ -108,6 +110,7 @@ def _stream(text: str) -> ResponseView:
         if not isinstance(event, Mapping):
             continue
         kind = event.get("type") or frame.event
+        recognised = recognised or kind in _EVENTS
         if kind == "message_start" and isinstance(event.get("message"), Mapping):
             message = dict(event["message"])
             usage.update(message.get("usage") or {})
@@ -137,6 +140,8 @@ def _stream(text: str) -> ResponseView:
         elif kind == "error":
             err = event.get("error") if isinstance(event.get("error"), Mapping) else {}
             error = {"type": err.get("type") or "error", "message": err.get("message") or ""}
+    if not recognised:
+        raise WireFormatError("no Anthropic Messages stream event in the body")
     for index, raw in partial_json.items():
         if raw.strip():
             try:

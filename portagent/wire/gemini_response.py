@@ -35,6 +35,9 @@ _FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "
            "MALFORMED_FUNCTION_CALL": "error", "UNEXPECTED_TOOL_CALL": "error", "OTHER": "error"}
 
 
+_PIECE_KEYS = {"candidates", "usageMetadata", "usage_metadata", "promptFeedback", "prompt_feedback", "error"}
+
+
 def gemini_usage(meta: Any) -> UsageView | None:
     if not isinstance(meta, Mapping):
         return None
@@ -107,8 +110,12 @@ def parse_generate_content_response(body: Any) -> ResponseView:
     pieces, streamed, complete = _chunks(body)
     if not pieces and complete:
         raise WireFormatError("the Gemini response holds no GenerateContentResponse")
+    if pieces and not any(isinstance(p, Mapping) and _PIECE_KEYS & set(p) for p in pieces):
+        raise WireFormatError("not a GenerateContentResponse (no candidates, usageMetadata or promptFeedback)")
     items: list[Item] = []
-    response_id = model = raw_finish = None
+    response_id: str | None = None
+    model: str | None = None
+    raw_finish: str | None = None
     usage_meta: Any = None
     error: Mapping[str, Any] | None = None
     details: dict[str, Any] = {}

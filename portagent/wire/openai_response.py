@@ -115,6 +115,7 @@ def _responses_stream(text: str) -> ResponseView:
     done: dict[int, Any] = {}
     added: dict[int, dict[str, Any]] = {}
     error: Mapping[str, Any] | None = None
+    recognised = False
     for frame in parse_sse(text):
         if not frame.data or frame.data == "[DONE]":
             continue
@@ -123,6 +124,7 @@ def _responses_stream(text: str) -> ResponseView:
         except ValueError:
             continue  # a frame cut in the middle: the rest of the stream tells what arrived
         kind = event.get("type") if isinstance(event, Mapping) else None
+        recognised = recognised or (isinstance(kind, str) and (kind.startswith("response.") or kind == "error"))
         if kind in _TERMINAL and isinstance(event.get("response"), Mapping):
             return responses_from_object(event["response"], stream=True)
         if kind in ("response.created", "response.in_progress") and isinstance(event.get("response"), Mapping):
@@ -140,6 +142,8 @@ def _responses_stream(text: str) -> ResponseView:
             item["_args"] += str(event.get("delta") or "")
         elif kind == "error":
             error = {"type": event.get("code") or "error", "message": event.get("message") or ""}
+    if not recognised:
+        raise WireFormatError("no Responses stream event (response.*) in the body")
     # No terminal event: rebuild what arrived (finished items, then the partial ones).
     output: list[Any] = []
     for index in sorted(set(done) | set(added)):
@@ -233,7 +237,7 @@ def _chat_stream(text: str) -> ResponseView:
     calls: dict[int, dict[str, Any]] = {}
     raw_finish: Any = None
     usage: Any = None
-    done = False
+    done = recognised = False
     for frame in parse_sse(text):
         if frame.data.strip() == "[DONE]":
             done = True
@@ -242,8 +246,9 @@ def _chat_stream(text: str) -> ResponseView:
             chunk = frame.json()
         except ValueError:
             continue
-        if not isinstance(chunk, Mapping):
+        if not isinstance(chunk, Mapping) or not ("choices" in chunk or "error" in chunk):
             continue
+        recognised = True
         if isinstance(chunk.get("error"), Mapping):
             err = chunk["error"]
             return ResponseView("openai.chat", head.get("id"), head.get("model"), (), None, "error", None,
@@ -273,6 +278,8 @@ def _chat_stream(text: str) -> ResponseView:
             call["arguments"] += str(fn.get("arguments") or "")
         if choice.get("finish_reason") is not None:
             raw_finish = choice["finish_reason"]
+    if not recognised:
+        raise WireFormatError("no chat.completion.chunk in the body")
     message = {
         "content": "".join(content),
         "refusal": "".join(refusal) or None,

@@ -90,6 +90,7 @@ def test_responses_json_reasoning_retry_after_429_and_previous_response_id() -> 
     first, second = _of(events, "model.call")
     assert (first.input_tokens, first.output_tokens, first.cache_read_tokens, first.reasoning_tokens) == (
         2000, 300, 1024, 256)
+    assert (second.cache_read_tokens, second.provider_details["interaction"]) == (2048, 2)
     (result,) = _of(events, "tool.result")  # the retry resends the result: emitted once
     assert (result.output, result.provider_details["interaction"]) == ("4", 1)
     (error,) = _of(events, "error")
@@ -203,6 +204,23 @@ def test_model_traffic_behind_an_unknown_path_is_recognised_by_its_bodies(tmp_pa
     assert events[0].provider == "openai" and events[-1].final_output == "Hello!"
     assert events[0].provider_details["skipped_interactions"] == [
         {"index": 0, "method": "POST", "uri": "https://weather.example/api"}]
+
+
+def test_body_guess_tries_the_next_vendor_when_the_bodies_do_not_parse(tmp_path: Path) -> None:
+    # Both bodies have "messages" and "max_tokens": Anthropic is tried first, its stream parser finds
+    # no Anthropic event in a Chat stream, and Chat Completions is kept.
+    chat_sse = ('data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+                '"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    chat = _inter("https://proxy.internal/llm", {**CHAT_REQ, "max_tokens": 5, "stream": True}, chat_sse)
+    events = import_cassette(_cassette(tmp_path, [chat], "chat.yaml"))
+    assert (events[0].provider, events[1].provider_details["api"], events[-1].final_output) == (
+        "openai", "openai.chat", "Hi")
+    anthropic_json = {"id": "msg_1", "type": "message", "model": "claude", "stop_reason": "end_turn",
+                      "content": [{"type": "text", "text": "Hello"}], "usage": {"input_tokens": 1, "output_tokens": 1}}
+    anth = _inter("https://proxy.internal/llm", {"model": "claude", "messages": [{"role": "user", "content": "hi"}]},
+                  anthropic_json)
+    events = import_cassette(_cassette(tmp_path, [anth], "anth.yaml"))
+    assert (events[0].provider, events[-1].final_output) == ("claude", "Hello")
 
 
 def test_error_inside_a_200_stream_is_an_error_event(tmp_path: Path) -> None:

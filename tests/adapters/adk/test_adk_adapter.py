@@ -269,8 +269,8 @@ def test_handoff_cycle_is_refused_naming_the_cycle(emu):
 def test_cycle_is_refused_by_validate_and_run_on_the_cli(emu):
     from adk_testkit import run_cli_in_process
 
-    code, out, _ = run_cli_in_process("validate", str(DATA / "cycle_a.yaml"), "--provider", "adk")
-    assert code == 1 and "ping_agent -> pong_agent -> ping_agent" in out
+    code, out, err = run_cli_in_process("validate", str(DATA / "cycle_a.yaml"), "--provider", "adk")
+    assert code == 1 and "ping_agent -> pong_agent -> ping_agent" in out + err
     code, _, err = run_cli_in_process("run", str(DATA / "cycle_a.yaml"), "--provider", "adk", "--emulator",
                                       str(DATA / "emulator.yaml"), "--input", "hello")
     assert code == 1 and "handoff cycles" in err and "ping_agent -> pong_agent -> ping_agent" in err
@@ -377,7 +377,7 @@ def test_429_without_retry_fails_with_the_status(emu):
     assert (r.result.status, r.result.stop_reason) == ("failed", "provider_error")
     assert "429" in r.result.error and "RESOURCE_EXHAUSTED" in r.result.error
     errors = r.of("error")
-    assert [(e.error_type, e.retryable) for e in errors] == [("http_status", True), ("ProviderError", True)]
+    assert [(e.error_type, e.retryable) for e in errors] == [("http_429", True), ("ProviderError", True)]
     assert len(r.requests) == 1
 
 
@@ -387,7 +387,7 @@ def test_429_then_success_with_sdk_retry(emu):
     assert r.result.status == "completed" and r.result.final_output == "Yes, we are open."
     assert len(r.requests) == 2  # the SDK retried
     http, = r.of("error")  # ... and the retry is visible in the trace
-    assert (http.error_type, http.retryable) == ("http_status", True) and "429" in http.message
+    assert (http.error_type, http.retryable) == ("http_429", True) and "retries it" in http.message
     assert len(r.of("model.call")) == 1
 
 

@@ -50,6 +50,17 @@ def emu2():
         yield e
 
 
+@pytest.fixture(autouse=True)
+def _no_cli_left_behind():
+    """Every run, however it ends, leaves no Claude Code process behind."""
+    import os
+    import subprocess
+
+    yield
+    ps = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "stat=,cmd="], capture_output=True, text=True)
+    assert [line for line in ps.stdout.splitlines() if "claude" in line] == []
+
+
 def go(emu: Any, text: str | list[str], agent: Path = AGENT, *, approver: Any = "auto-deny", key: str | None = None,
        out: Path | None = None, options: RunOptions | None = None, clock: Any = None, ids: Any = None,
        api_key: str = "sk-ant-dummy") -> Any:
@@ -481,17 +492,15 @@ def test_cli_error_fails_the_run_with_the_cli_message(emu):
 
 
 def test_cli_path_missing_or_not_executable_is_a_usage_error(emu, tmp_path):
-    with pytest.raises(UsageError, match="cli_path .*no such file"):
+    with pytest.raises(UsageError, match=r"cli_path .*no such file"):
         go(emu, "What is the refund deadline?", options=RunOptions(extra={"cli_path": str(tmp_path / "nope")}))
     plain = tmp_path / "claude"
     plain.write_text("not a binary")
-    with pytest.raises(UsageError, match="cli_path .*not executable"):
+    with pytest.raises(UsageError, match=r"cli_path .*not executable"):
         go(emu, "What is the refund deadline?", options=RunOptions(extra={"cli_path": str(plain)}))
 
 
 def test_timeout_stops_the_cli_at_once_and_cleans_up(emu2, tmp_path):
-    import os
-    import subprocess
     import time
 
     runs = tmp_path / "runs"
@@ -501,8 +510,6 @@ def test_timeout_stops_the_cli_at_once_and_cleans_up(emu2, tmp_path):
     r = out.result
     assert r.status == "budget_exhausted" and r.stop_reason == "timeout_s"
     assert elapsed < 4.5  # timeout_s is 1.5; the CLI is terminated, not awaited for 5 s more
-    children = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "cmd="], capture_output=True, text=True)
-    assert "claude" not in children.stdout
     assert list(runs.iterdir()) == []
 
 
@@ -521,3 +528,4 @@ def test_same_script_gives_equivalent_traces_across_providers(emu, other):
             traces[provider] = asyncio.run(arun_full(AGENT, req, cfg)).events
         verdict = equivalent(traces["claude"], traces[other])
         assert verdict, f"{q!r}:\n{verdict.report()}"
+
