@@ -24,6 +24,13 @@ COMMANDS: tuple[str, ...] = (
     "run",
     "approvals",
     "trace",
+    "mcp",
+    "record",
+    "eval",
+    "compare",
+    "gate",
+    "report",
+    "demo",
 )
 
 EXIT_OK = 0

@@ -7,6 +7,7 @@ whatever ran before it in the same process.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 HANDBOOK = [
@@ -71,4 +72,7 @@ def find_ticket(key: str, args: dict[str, Any], context: dict[str, Any] | None =
 
 def send_email(to: str, subject: str, body: str) -> dict[str, Any]:
     SENT_EMAILS.append({"to": to, "subject": subject, "body": body})
-    return {"message_id": f"MSG-{len(SENT_EMAILS):04d}", "status": "sent"}
+    # The id depends on the message only, not on how many emails this process sent before: a replayed
+    # run must send the model the same tool result as its recording (docs/demo.md).
+    digest = hashlib.sha256(f"{to}\n{subject}\n{body}".encode()).hexdigest()[:8]
+    return {"message_id": f"MSG-{digest}", "status": "sent"}

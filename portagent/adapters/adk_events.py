@@ -1,4 +1,5 @@
-"""Google ADK / Gemini mapping helpers: usage, finish reasons, final text, and what Gemini can declare.
+"""Google ADK / Gemini mapping helpers: usage, finish reasons, final text, the output-schema
+declaration, and what Gemini can declare.
 
 Pure functions with no SDK import, so ``validate`` (or anyone) can check a spec for ADK without
 loading google-adk. ``portagent.adapters.google_adk`` uses them.
@@ -70,6 +71,22 @@ def final_text(parts: list[Any] | None) -> str | None:
     """The visible text of a final response (thought parts dropped), or None when it has none."""
     texts = [p.text for p in parts or [] if getattr(p, "text", None) and not getattr(p, "thought", False)]
     return "".join(texts) if texts else None
+
+
+def declare_output_schema(llm_request: Any, schema: dict[str, Any]) -> None:
+    """Show the model the spec's output schema in ADK's ``set_model_response`` tool.
+
+    On the Gemini Developer API, an agent with tools and an ``output_schema`` answers through ADK's
+    ``set_model_response`` tool. For a dict schema ADK 2.13 declares that tool as
+    ``{"response": {"type": "object", "additionalProperties": true}}``: the schema itself never
+    reaches the model. The tool reads ``args["response"]``, so declaring the schema under
+    ``response`` keeps ADK's mechanism and tells the model the contract."""
+    for tool in (llm_request.config.tools or []) if llm_request.config else []:
+        for decl in getattr(tool, "function_declarations", None) or []:
+            if decl.name == "set_model_response":
+                decl.parameters = None
+                decl.parameters_json_schema = {"type": "object", "properties": {"response": schema},
+                                               "required": ["response"]}
 
 
 # --- what a Gemini function declaration can express -----------------------------------------------

@@ -26,7 +26,8 @@ Isolation: every run gets a throw-away HOME / CLAUDE_CONFIG_DIR / TMPDIR (remove
 
 ``session.options.extra`` keys: ``cli_path`` (a Claude Code binary, e.g. on musl/Alpine where no
 wheel bundles one), ``cwd`` (the CLI's working directory; default a folder inside the run home),
-``claude_transport_factory`` (see ``claude_transport``).
+``max_retries`` (the CLI's model-call retries, default 2), ``claude_transport_factory`` (see
+``claude_transport``).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from portagent.adapters.claude_transport import (
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
-from portagent.runtime.session import BudgetStop, RunSession, RunSignal, unwrap_signal
+from portagent.runtime.session import ApprovalPause, BudgetStop, RunSession, RunSignal, unwrap_signal
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
 from portagent.tools.observations import Observation
@@ -155,6 +156,10 @@ class _Run:
         if shared.force_shared_settings and shared.temperature is not None:
             raise UnsupportedFeatureError("claude", "a forced temperature",
                                           "the Claude Code CLI has no temperature setting")
+        if self.session.endpoint.mode == "replay" and TRANSPORT_FACTORY_KEY not in self.session.options.extra:
+            # A replay must never start the CLI against a real endpoint: it needs a transport cassette.
+            raise UsageError("a Claude replay needs a transport cassette: pass a replay transport as "
+                             f"RunOptions.extra[{TRANSPORT_FACTORY_KEY!r}] (see docs/adapters/claude.md)")
         cli_path = self.session.options.extra.get("cli_path")
         if cli_path is not None:
             path = Path(cli_path)
@@ -215,18 +220,21 @@ class _Run:
             for b in granted:
                 gateway_tools.setdefault(b, builtin_spec(b))  # see docs/adapters/claude.md: governed built-ins
         builtins = sorted({b for granted in self.builtins.values() for b in granted})
-        extra_env: dict[str, str] = {}
+        # Claude Code retries a failed model call 10 times by default (minutes against an unreachable
+        # endpoint); 2, like the vendor's Python SDKs, unless extra["max_retries"] says otherwise.
+        extra_env: dict[str, str] = {"CLAUDE_CODE_MAX_RETRIES": str(s.options.extra.get("max_retries", 2))}
         if spec.models.force_shared_settings and spec.models.max_tokens is not None:
             extra_env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(spec.models.max_tokens)
         extra_args: dict[str, str | None] = {"no-session-persistence": None}
         if self.delegating:
             extra_args["agent"] = self.root  # the main thread runs as the root's definition: its tools only
         server = create_sdk_mcp_server(SERVER, version=__version__, tools=[self.mcp_tool(t) for t in specs.values()])
-        hooks: dict[Any, list[HookMatcher]] = {
-            "PreToolUse": [HookMatcher(matcher=None, hooks=[self.pre_tool_use])],
-            "PostToolUse": [HookMatcher(matcher=None, hooks=[self.post_tool_use])],
-            "PostToolUseFailure": [HookMatcher(matcher=None, hooks=[self.post_tool_use_failure])],
-        }
+        hooks: dict[Any, list[HookMatcher]] = {"PreToolUse": [HookMatcher(matcher=None, hooks=[self.pre_tool_use])]}
+        observed = builtins + (["Agent"] if self.delegating else [])
+        if observed:  # results are observed only for built-ins (and the Agent tool's usage): no extra round trips
+            matcher = "|".join(observed)
+            hooks["PostToolUse"] = [HookMatcher(matcher=matcher, hooks=[self.post_tool_use])]
+            hooks["PostToolUseFailure"] = [HookMatcher(matcher=matcher, hooks=[self.post_tool_use_failure])]
         return ClaudeAgentOptions(
             system_prompt=spec.instructions, model=s.model_for(self.root),
             tools=builtins + (["Agent"] if self.delegating else []),
@@ -335,8 +343,9 @@ class _Run:
                 else:
                     agent, prepared = found
                 obs: Observation = await self.session.gateway(agent).execute(prepared)
-        except RunSignal as sig:
-            return Observation.failure("budget_exhausted", f"the run is stopping: {sig}")
+        except RunSignal as sig:  # the run is ending; the CLI is stopped before the model reads this
+            code = "approval_required" if isinstance(sig, ApprovalPause) else "budget_exhausted"
+            return Observation.failure(code, f"the run is stopping: {sig}")
         self.stop_if_budget_exhausted(obs)
         return obs
 
@@ -479,8 +488,8 @@ class _Run:
             return outcome
         if result.is_error:
             status = result.api_error_status
-            raise ProviderError(f"Claude Code reported an error ({result.subtype}): {_result_text(result)}",
-                                status=status, retryable=status in (408, 429, 500, 502, 503, 504, 529))
+            raise ProviderError(f"Claude Code failed: {_result_text(result)}", status=status,
+                                retryable=status in (408, 429, 500, 502, 503, 504, 529))
         final: Any = result.result
         if self.bundle.spec.output_schema is not None and result.structured_output is not None:
             final = result.structured_output

@@ -101,7 +101,6 @@ class ClaudeTrace:
         self._stream: _Call | None = None
         self._pending: _Call | None = None
         self._done: set[str] = set()
-        self._tool_message: dict[str, str] = {}
         self._events: dict[str, asyncio.Event] = {}
         self._final_usage: dict[str, dict[str, Any]] = {}
         self._request_at = time.perf_counter()
@@ -172,8 +171,6 @@ class ClaudeTrace:
             return
         mid = message.message_id
         tool_ids = [b.id for b in message.content if isinstance(b, ToolUseBlock)]
-        for tid in tool_ids:
-            self._tool_message[tid] = mid
         if mid in self._done:
             for tid in tool_ids:
                 self._event(tid).set()
@@ -238,9 +235,11 @@ class ClaudeTrace:
             # The CLI retries 429/5xx itself (up to 10 times); make each retry visible in the trace.
             info = {k: data.get(k) for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")}
             self.retries.append(info)
+            status = info["error_status"]
+            cause = f"HTTP {status} {info['error']}" if status else f"a connection error ({info['error']})"
             self.session.record_error(
-                "api_retry", f"Claude Code retries the model call after HTTP {info['error_status']} "
-                f"{info['error']} (attempt {info['attempt']} of {info['max_retries']})", retryable=True, details=info)
+                "api_retry", f"Claude Code retries the model call after {cause} "
+                f"(attempt {info['attempt']} of {info['max_retries']})", retryable=True, details=info)
         elif message.subtype == "task_started":
             tool_use_id, agent = data.get("tool_use_id"), data.get("subagent_type")
             if isinstance(tool_use_id, str) and agent in self.session.bundle.agents:

@@ -44,7 +44,9 @@ from claude_agent_sdk import ClaudeAgentOptions, Transport
 from portagent.contracts._base import canonical_json
 
 TransportFactory = Callable[[str | AsyncIterable[dict[str, Any]], ClaudeAgentOptions], Transport]
-"""``(prompt, cli_options) -> Transport``: what ``session.options.extra["claude_transport_factory"]`` holds."""
+"""``(prompt, cli_options) -> Transport``: what ``session.options.extra["claude_transport_factory"]`` holds.
+``prompt`` is the run's first user message (the client sends every message over ``write()``; a transport
+needs it only to label a recording)."""
 
 TRANSPORT_FACTORY_KEY = "claude_transport_factory"
 """The ``RunOptions.extra`` key of the transport seam."""
@@ -67,8 +69,6 @@ class PortagentTransport(Transport):
     def __init__(self, inner: Transport) -> None:
         self.inner = inner
         self._tool_use_ids: dict[tuple[str, str, str], deque[str]] = defaultdict(deque)
-        self.lines_in = 0
-        """CLI → SDK messages seen (for ``provider_details``)."""
 
     async def connect(self) -> None:
         await self.inner.connect()
@@ -81,7 +81,6 @@ class PortagentTransport(Transport):
 
     async def _read(self) -> AsyncIterator[dict[str, Any]]:
         async for message in self.inner.read_messages():
-            self.lines_in += 1
             if message.get("type") == "control_request":
                 self._note_tool_call(message.get("request") or {})
             yield message
@@ -103,10 +102,23 @@ class PortagentTransport(Transport):
         queue = self._tool_use_ids.get((server, tool, canonical_json(arguments or {})))
         return queue.popleft() if queue else None
 
+    def _process(self) -> Any:
+        """The CLI process of a ``SubprocessCLITransport`` (its private ``_process``), found through up to
+        three wrappers that keep theirs in ``inner`` (a recording transport); None for a replay."""
+        transport: Any = self.inner
+        for _ in range(4):
+            if transport is None:
+                return None
+            process = getattr(transport, "_process", None)
+            if process is not None:
+                return process
+            transport = getattr(transport, "inner", None)
+        return None
+
     def abort(self) -> None:
         """Stop the CLI now (run cancelled or stopped): the SDK's ``close()`` first waits up to 5 s for
         the CLI to exit on its own, which would overshoot ``timeout_s``. Replay transports have no process."""
-        process = getattr(self.inner, "_process", None)  # SubprocessCLITransport's anyio Process (private)
+        process = self._process()
         if process is not None and getattr(process, "returncode", 0) is None:
             with contextlib.suppress(ProcessLookupError, OSError):
                 process.terminate()
@@ -117,7 +129,7 @@ class PortagentTransport(Transport):
             # Closing because the run was cancelled (timeout_s): the SDK's own close runs before any
             # adapter code sees the cancellation, so the CLI is stopped here.
             self.abort()
-        process = getattr(self.inner, "_process", None)
+        process = self._process()
         await self.inner.close()
         # The SDK waits for the CLI to exit but leaves asyncio's subprocess transport open; it is then
         # closed by the garbage collector, often after asyncio.run() closed the loop ("Event loop is

@@ -9,13 +9,15 @@ Translation only:
 - delegation ``handoff`` → ``sub_agents`` (ADK's ``transfer_to_agent``; transfers only go down the
   spec's edges: ``disallow_transfer_to_parent/peers``); ``agent_as_tool`` → ``_DelegateTool`` (an
   ``AgentTool`` declaring ``{"input": string}`` like the other providers);
-- ``output_schema`` → ``LlmAgent.output_schema`` (the raw dict; see ``adk_events.output_schema_problems``);
+- ``output_schema`` → ``LlmAgent.output_schema`` (the raw dict; see ``adk_events.output_schema_problems``;
+  with tools, ``adk_events.declare_output_schema`` shows it to the model in ADK's ``set_model_response``);
 - model calls → ``before_model_callback`` (``session.before_model_call``) and ``after_model_callback``
   (``record_model_call``, non-partial responses only): both fire once per model request, for
   sub-agents and agents run as tools too, *before* ADK's event queue, so the trace keeps call order
   (ADK's event stream lags behind the callbacks; it is used only for the final text);
 - ``before_tool_callback`` only answers calls to names no tool declares (ADK hands it a placeholder
-  tool): the gateway turns them into an ``unknown_tool`` observation, as on every provider;
+  tool): the gateway answers them with an ``unknown_tool`` observation (traced and counted) instead of
+  ADK's free-text error;
 - ``after_tool_callback`` records the ``handoff`` once ``transfer_to_agent`` has run.
 
 Transport: google-genai switches its async transport to aiohttp whenever aiohttp is importable
@@ -54,6 +56,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from portagent.adapters.adk_events import (
+    declare_output_schema,
     final_text,
     finish_reason,
     output_schema_problems,
@@ -161,11 +164,15 @@ class _Callbacks:
     def __init__(self, session: RunSession) -> None:
         self.session = session
         self.known: dict[str, set[str]] = {}
+        self.output_schemas: dict[str, dict[str, Any]] = {}
         self._t0: dict[str, float] = {}
 
     def before_model(self, callback_context: Any, llm_request: Any) -> None:
         name = callback_context.agent_name
         self.session.before_model_call(name)
+        schema = self.output_schemas.get(name)
+        if schema is not None:
+            declare_output_schema(llm_request, schema)
         self._t0[name] = time.perf_counter()
 
     def after_model(self, callback_context: Any, llm_response: Any) -> None:
@@ -212,7 +219,6 @@ class _Builder:
         self.session = session
         self.http = http
         self.callbacks = _Callbacks(session)
-        self.parents: dict[str, str] = {}
         self._check(session)
 
     @staticmethod
@@ -246,27 +252,31 @@ class _Builder:
         spec = self.session.options.extra.get("adk_retry")
         return types.HttpRetryOptions(**spec) if spec else None
 
-    def agent(self, name: str, *, description: str = "") -> LlmAgent:
-        """A fresh LlmAgent for ``name`` (an agent used twice gets two instances: ADK agents have one
-        parent)."""
+    def agent(self, name: str, *, description: str = "", tree: dict[str, str] | None = None) -> LlmAgent:
+        """A fresh LlmAgent for ``name``. ``tree`` maps each agent of one ADK agent tree to its parent:
+        an agent run as a tool is the root of a tree of its own (a nested Runner)."""
+        tree = {} if tree is None else tree
         node = self.session.bundle.agents[name]
         spec = node.spec
         tools: list[Any] = [_GatewayTool(t, name, self.session) for t in node.tools.values()]
         subs: list[LlmAgent] = []
         for edge in node.edges:
             if edge.kind == "handoff":
-                if edge.target in self.parents and self.parents[edge.target] != name:
+                if edge.target in tree:
+                    # ADK agents have one parent, and transfer_to_agent finds its target by name in the tree
                     raise UnsupportedFeatureError(
                         "adk", "a handoff target shared by two agents",
                         f"ADK sub_agents form a tree, but {edge.target!r} is a handoff target of both "
-                        f"{self.parents[edge.target]!r} and {name!r}")
-                self.parents[edge.target] = name
-                subs.append(self.agent(edge.target, description=edge.description))
+                        f"{tree[edge.target]!r} and {name!r}")
+                tree[edge.target] = name
+                subs.append(self.agent(edge.target, description=edge.description, tree=tree))
             else:
                 target = self.agent(edge.target)
                 tools.append(_DelegateTool(target, name, edge.description or target.description or edge.target,
                                            self.session))
         self.callbacks.known[name] = {t.name for t in tools}
+        if spec.output_schema is not None:
+            self.callbacks.output_schemas[name] = spec.output_schema
         config = None
         shared = self.session.bundle.spec.models
         if shared.force_shared_settings:

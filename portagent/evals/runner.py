@@ -735,7 +735,8 @@ def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"
         checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in fresh], workers=workers)
         for o in checks.outcomes:
             prev = outcomes[o.index]
-            if o.error:
+            same = o.score.status == prev.detail.split(" ")[0] and not is_drift(o) and o.score.provenance.run_id
+            if o.error and not same:
                 outcomes[o.index] = RecordOutcome(prev.task, "failed", f"recorded, but its replay fails: {o.error}")
             else:
                 outcomes[o.index] = RecordOutcome(prev.task, "recorded", prev.detail + ", replays cleanly")
@@ -756,7 +757,10 @@ def _record_one(task: RunTask, source: str, record_mode: str, script_override: P
     except Exception as e:
         return RecordOutcome(task, "failed", "".join(traceback.format_exception_only(type(e), e)).strip())
     r = output.result
-    return RecordOutcome(task, "recorded", r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else ""))
+    detail = r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else "")
+    if r.status == "failed" and r.error:
+        detail += f": {r.error.splitlines()[0][:200]}"
+    return RecordOutcome(task, "recorded", detail)
 
 
 async def _record(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> Any:

@@ -138,6 +138,18 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     """Run one request. Returns the result, the events and the ``run.json`` record."""
     config = config or RunConfig()
     bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
+    if not any(node.spec.mcp_servers for node in bundle.agents.values()):
+        return await _arun_full(bundle, request, config, on_event)
+    from portagent.mcp.sources import open_sources
+
+    # MCP tool sources (docs/mcp.md): listed once, before run.started; their tools join node.tools as
+    # ToolSpecs the gateway executes; connections closed (and recordings written) after the run.
+    async with open_sources(bundle, config.endpoint, config.options) as mcp:
+        return await _arun_full(mcp.bundle, request, config, on_event, mcp=mcp)
+
+
+async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any,
+                     mcp: Any = None) -> RunOutput:
     provider = request.provider
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
@@ -195,6 +207,8 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
                          budget=RunBudget(bundle.spec.budget), gateway_factory=_make_gateway, clock=clock, ids=ids,
                          run_id=run_id, attempt=attempt, scope=scope, options=config.options)
     session.approver_spec = config.approver  # type: ignore[attr-defined]
+    if mcp is not None:
+        mcp.bind(session)
     model = session.model_for()
     for name in bundle.agents:
         session.model_for(name)
@@ -207,6 +221,7 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
         policy_hash=bundle.policy_hash, sdk=info.package, sdk_version=adapter.sdk_version(), model=model,
         case_id=request.case_id, repeat=request.repeat, source=config.endpoint.source, mode=config.endpoint.mode,
         attempt=attempt, input=request.input, shared_settings_forced=bundle.spec.models.force_shared_settings,
+        provider_details=mcp.details() if mcp is not None else {},
     )
 
     outcome = AdapterOutcome()

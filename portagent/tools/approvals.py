@@ -26,10 +26,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from portagent.contracts.errors import ApprovalError, UsageError
+from portagent.contracts.errors import ApprovalError
 from portagent.contracts.policy import ApprovalCard, ApprovalStatus
 from portagent.runtime.clock import Clock, SystemClock, iso
 from portagent.runtime.home import APPROVALS_DB, state_file
+from portagent.tools.sqlite_state import open_state_db
 from portagent.tools.validation import BadSchemaError, schema_errors, validator_for
 
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -87,13 +88,7 @@ class ApprovalStore:
         self.path = Path(path) if path is not None else state_file(APPROVALS_DB)
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as e:
-            raise UsageError(f"cannot open the approvals store at {str(self.path)!r}: {e}") from e
+        self._db = open_state_db(self.path, _SCHEMA, "approvals store")
 
     def close(self) -> None:
         with self._lock:

@@ -145,14 +145,24 @@ _GUARDS: dict[tuple[str, str, str, str], threading.Lock] = {}
 _GUARDS_LOCK = threading.Lock()
 
 
+class GuardBusy(Exception):
+    """Another caller in this process kept the key longer than this caller may wait."""
+
+
 @contextlib.asynccontextmanager
-async def key_guard(ledger: EffectLedger, scope: str, tool: str, key: str) -> AsyncIterator[None]:
+async def key_guard(ledger: EffectLedger, scope: str, tool: str, key: str,
+                    max_wait_s: float) -> AsyncIterator[None]:
     """One in-flight execution per key within this process (threads and event loops alike); across
-    processes the ledger's UNIQUE constraint and owner liveness arbitrate."""
+    processes the ledger's UNIQUE constraint and owner liveness arbitrate. Waiting is bounded: after
+    ``max_wait_s`` the caller gives up with ``GuardBusy``."""
     ident = (str(ledger.path.resolve()), scope, tool, key)
     with _GUARDS_LOCK:
         lock = _GUARDS.setdefault(ident, threading.Lock())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_s
     while not lock.acquire(blocking=False):
+        if loop.time() > deadline:
+            raise GuardBusy(f"key {key!r} is still in use after {max_wait_s:g} s")
         await asyncio.sleep(0.002)
     try:
         yield
@@ -176,34 +186,47 @@ async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, k
                          ledger: EffectLedger, call_id: str, charge: Callable[[], Observation | None]) -> Attempt:
     """Intent → effect → outcome, never the same effect twice. ``charge()`` returns a rejection
     Observation or None, and is called only right before the handler really runs."""
+    # The winner of a race holds the key while its handler runs (every attempt, plus backoff), so a
+    # loser waits that long and a little more before answering ``conflict``.
+    max_wait = (tool.budgets.timeout_ms / 1000.0 + 1.0) * (tool.budgets.max_retries + 1) + 5.0
+    try:
+        async with key_guard(ledger, ctx.scope, tool.name, key, max_wait):
+            return await _run_owned(tool, args, args_hash, key, ctx, ledger, call_id, charge)
+    except GuardBusy as e:
+        return Attempt(Observation.failure("conflict", f"{tool.name}: {e}; another call with the same key is "
+                                           "still running in this process", {"key": key, "scope": ctx.scope}))
+
+
+async def _run_owned(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: str, ctx: GatewayContext,
+                     ledger: EffectLedger, call_id: str, charge: Callable[[], Observation | None]) -> Attempt:
+    """The body of ``run_idempotent``, with the key guard held."""
     scope = ctx.scope
-    async with key_guard(ledger, scope, tool.name, key):
-        entry = ledger.begin(scope, tool.name, key, args_hash)
-        if entry.state != "new" and entry.args_hash != args_hash:
-            return Attempt(_conflict_other_args(entry, args_hash))
-        if entry.state == "done":
-            assert entry.effect_id is not None
-            return Attempt(success_observation(tool, entry.outcome, effect_id=entry.effect_id, duplicate=True),
-                           entry.outcome)
-        if entry.state == "pending":
-            resolved = await _resolve_pending(tool, args, key, entry, ctx, ledger, call_id)
-            if resolved is not None:
-                return resolved
-        # This caller owns the intent: run the effect exactly once.
-        rejection = charge()
-        if rejection is not None:
-            ledger.abandon(scope, tool.name, key)
-            return Attempt(rejection)
-        att = await invoke(tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id))
-        if att.effect_happened:
-            eid = _effect_id(att.raw, ctx)
-            ledger.complete(scope, tool.name, key, att.raw, eid)
-            att.obs = _with_effect(att.obs, eid)
-        elif att.certain:
-            ledger.abandon(scope, tool.name, key)
-        else:
-            ledger.orphan(scope, tool.name, key, f"{att.obs.error}: {att.obs.message}")
-        return att
+    entry = ledger.begin(scope, tool.name, key, args_hash)
+    if entry.state != "new" and entry.args_hash != args_hash:
+        return Attempt(_conflict_other_args(entry, args_hash))
+    if entry.state == "done":
+        assert entry.effect_id is not None
+        return Attempt(success_observation(tool, entry.outcome, effect_id=entry.effect_id, duplicate=True),
+                       entry.outcome)
+    if entry.state == "pending":
+        resolved = await _resolve_pending(tool, args, key, entry, ctx, ledger, call_id)
+        if resolved is not None:
+            return resolved
+    # This caller owns the intent: run the effect exactly once.
+    rejection = charge()
+    if rejection is not None:
+        ledger.abandon(scope, tool.name, key)
+        return Attempt(rejection)
+    att = await invoke(tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id))
+    if att.effect_happened:
+        eid = _effect_id(att.raw, ctx)
+        ledger.complete(scope, tool.name, key, att.raw, eid)
+        att.obs = _with_effect(att.obs, eid)
+    elif att.certain:
+        ledger.abandon(scope, tool.name, key)
+    else:
+        ledger.orphan(scope, tool.name, key, f"{att.obs.error}: {att.obs.message}")
+    return att
 
 
 def _status_check(tool: ToolSpec, args: dict[str, Any], key: str, ctx: GatewayContext,

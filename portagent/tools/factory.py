@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from portagent.mcp.bridge import is_mcp_tool
 from portagent.tools.approvers import make_approver
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import PreparedCall, ToolGateway
@@ -44,6 +45,8 @@ class SessionGateway:
 
     async def prepare(self, tool_name: str, raw_args: Any, **kw: Any) -> PreparedCall:
         self.session.check_stopped()
+        if is_mcp_tool(self.inner.tools.get(tool_name)):
+            kw["via"] = "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
         p = await self.inner.prepare(tool_name, raw_args, **kw)
         self._pause_if_deferred(p.call_id)
         return p

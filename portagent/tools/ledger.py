@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from portagent.contracts.errors import UsageError
 from portagent.runtime.clock import Clock, SystemClock, iso
 from portagent.runtime.home import LEDGER_DB, state_file
+from portagent.tools.sqlite_state import open_state_db
 
 State = Literal["new", "done", "pending"]
 
@@ -100,14 +99,7 @@ class EffectLedger:
         self.path = Path(path) if path is not None else state_file(LEDGER_DB)
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as e:
-            raise UsageError(f"cannot open the effect ledger at {str(self.path)!r}: {e}") from e
+        self._db = open_state_db(self.path, _SCHEMA, "effect ledger")
         self.me = owner_token()
 
     def close(self) -> None:

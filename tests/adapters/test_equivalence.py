@@ -12,9 +12,13 @@ must hold for each scenario:
 The check is not circular: the last tests change the spec (policy, budget, a tool description) for
 one side only and show that both checks then fail, naming the difference.
 
-Adding a provider: append it to ``PROVIDERS``. Scenarios list the capability flags they need, and a
-provider whose profile lacks one is skipped for that scenario (e.g. ``claude`` has no handoffs).
+Adding a provider: append it to ``PROVIDERS``. Scenarios list the capability flags they need; a
+provider whose profile lacks one is skipped for that scenario, and handoff edges are removed from the
+spec (for every provider) in scenarios that do not need them, so ``claude`` (no handoffs) runs the rest.
 Vendor tool-name mangling (Claude's ``mcp__<server>__<tool>``) is undone in ``portable_name``.
+Checked by hand with the Claude adapter as it stood: two_tools and denied_tool traces are equivalent;
+the wire check then needs Claude's agent-as-tool (the built-in Task/Agent tool, not a tool named after
+the agent) mapped in ``wire_summary``, and the script's ``faq_expert`` call rendered as that tool.
 """
 
 from __future__ import annotations
@@ -121,8 +125,23 @@ class ProviderRun:
 
 
 def load(scenario: Scenario) -> AgentBundle:
+    """The scenario's spec, the same for every provider. Handoff edges are kept only for scenarios that
+    need them, so a provider without handoffs (claude) still runs every other scenario."""
     b = load_agent(DATA / f"{scenario.agent}.yaml")
+    if "handoffs" not in scenario.needs:
+        b = without_handoffs(b)
     return with_budget(b, **scenario.budget) if scenario.budget else b
+
+
+def without_handoffs(b: AgentBundle) -> AgentBundle:
+    nodes = {n: replace(node, edges=[e for e in node.edges if e.kind != "handoff"]) for n, node in b.agents.items()}
+    reachable, todo = set(), [b.root]
+    while todo:
+        name = todo.pop()
+        if name not in reachable:
+            reachable.add(name)
+            todo.extend(e.target for e in nodes[name].edges)
+    return AgentBundle(b.root, {n: node for n, node in nodes.items() if n in reachable})
 
 
 def with_budget(b: AgentBundle, **budget: Any) -> AgentBundle:

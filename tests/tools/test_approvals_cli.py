@@ -124,8 +124,8 @@ def test_real_process_no_traceback(tmp_path):
     env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "h")}
     deferred_card()  # writes into the monkeypatched home, not tmp/h: the store there does not exist
     p = subprocess.run([sys.executable, "-m", "portagent", "approvals", "reject", "apr_missing"],
-                       capture_output=True, text=True, env=env)
+                       capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "unknown approval id" in p.stderr
     p = subprocess.run([sys.executable, "-m", "portagent", "approvals", "frobnicate"], capture_output=True, text=True,
-                       env=env)
+                       env=env, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr

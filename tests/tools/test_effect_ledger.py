@@ -58,14 +58,15 @@ def test_many_threads_racing_one_key_record_one_intent(tmp_path):
 
     def racer():
         led = EffectLedger(path)  # its own connection: the database arbitrates
-        barrier.wait()
+        barrier.wait(timeout=60)
         states.append(led.begin("s", "t", "same-key", "h").state)
 
     threads = [threading.Thread(target=racer) for _ in range(8)]
     for th in threads:
         th.start()
     for th in threads:
-        th.join()
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads)
     assert sorted(states) == ["new"] + ["pending"] * 7
 
 
@@ -74,7 +75,7 @@ def test_owner_liveness():
     assert owner_alive(None) is False
     assert owner_alive("some-other-host:123") is None
     p = subprocess.Popen([sys.executable, "-c", "pass"])
-    p.wait()
+    p.wait(timeout=60)
     assert owner_alive(f"{owner_token().rpartition(':')[0]}:{p.pid}") is False
 
 
@@ -161,15 +162,16 @@ def test_two_threads_racing_the_same_key_produce_one_effect(spy, tmp_path):
     out = []
 
     def racer():
-        gw, _ = gateway(slow, ledger=EffectLedger(path))
-        barrier.wait()
+        gw, _ = gateway(slow, ledger=EffectLedger(path))  # both open the fresh file at once
+        barrier.wait(timeout=60)
         out.append(asyncio.run(gw.call("create_ticket", {"request_key": "same", "summary": "x"})))
 
     threads = [threading.Thread(target=racer) for _ in range(2)]
     for th in threads:
         th.start()
     for th in threads:
-        th.join()
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads)
     assert len(spy.calls("create_ticket")) == 1
     assert all(o.ok for o in out) and sorted(o.duplicate for o in out) == [False, True]
     assert out[0].effect_id == out[1].effect_id == "TCK-0001"
@@ -207,7 +209,7 @@ def _crash_child(tmp_path: Path, hang: str) -> int:
             raise AssertionError(f"child did not reach the handler: {child.communicate()}")
         time.sleep(0.01)
     os.kill(child.pid, signal.SIGKILL)  # a real kill, between intent and outcome
-    child.wait()
+    child.wait(timeout=60)
     assert child.returncode == -signal.SIGKILL
     return child.pid
 
@@ -292,3 +294,44 @@ def test_a_missing_key_field_is_a_validation_error(spy):
     obs = run(gw.call("create_ticket", {"summary": "x"}))
     assert obs.error == "validation_error" and "request_key" in obs.message
     assert spy.calls() == []
+
+
+def test_waiting_for_a_key_held_in_this_process_is_bounded(tmp_path):
+    from portagent.tools.execution import GuardBusy, key_guard
+
+    led = EffectLedger(tmp_path / "g.db")
+
+    async def scenario():
+        async with key_guard(led, "s", "t", "k", 1.0):
+            with pytest.raises(GuardBusy, match="still in use"):
+                async with key_guard(led, "s", "t", "k", 0.05):
+                    pass
+        async with key_guard(led, "s", "t", "k", 0.05):  # released: free again
+            return True
+
+    assert asyncio.run(scenario())
+
+
+def test_many_threads_opening_a_fresh_state_file_at_once_all_succeed(tmp_path):
+    """SQLite may answer 'database is locked' at once (without its busy handler) while a fresh file is
+    switched to WAL; opening retries, so no opener fails (a failed opener once hung a race test)."""
+    from portagent.tools import ApprovalStore
+
+    for trial in range(10):
+        barrier = threading.Barrier(8)
+        errors: list[str] = []
+
+        def opener(i, trial=trial, barrier=barrier, errors=errors):
+            try:
+                barrier.wait(timeout=30)
+                cls, name = (EffectLedger, "l.db") if i % 2 else (ApprovalStore, "a.db")
+                cls(tmp_path / f"t{trial}" / name).close()
+            except Exception as e:
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=opener, args=(i,)) for i in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=60)
+        assert errors == []

@@ -266,6 +266,27 @@ def test_handoff_cycle_is_refused_naming_the_cycle(emu):
     assert emu.requests() == []
 
 
+def test_handoff_target_shared_by_two_agents_is_refused(emu):
+    """A DAG is no cycle, but ADK agents have one parent: shop_desk → faq_expert → refunds_specialist
+    plus shop_desk → refunds_specialist cannot be one ADK tree."""
+    from dataclasses import replace
+
+    from portagent.contracts.bundle import AgentBundle, DelegationEdge
+    from portagent.contracts.errors import UnsupportedFeatureError
+
+    b = bundle()
+    root, faq = b.agents["shop_desk"], b.agents["faq_expert"]
+    dag = AgentBundle(b.root, {**b.agents,
+                               "shop_desk": replace(root, edges=[DelegationEdge("handoff", "refunds_specialist"),
+                                                                 DelegationEdge("handoff", "faq_expert")]),
+                               "faq_expert": replace(faq, edges=[DelegationEdge("handoff", "refunds_specialist")])})
+    assert dag.delegation_cycle() is None
+    with pytest.raises(UnsupportedFeatureError, match=r"'refunds_specialist' is a handoff target of both "
+                                                      r"'shop_desk' and 'faq_expert'"):
+        go(run(emu, dag, "Are you open?"))
+    assert emu.requests() == []
+
+
 def test_cycle_is_refused_by_validate_and_run_on_the_cli(emu):
     from adk_testkit import run_cli_in_process
 
@@ -295,10 +316,25 @@ def test_structured_output(emu, streaming):
     r = go(run(emu, "structured", "Summarise ORD-7 as JSON.", streaming=streaming))
     assert r.result.final_output == {"order_id": "ORD-7", "status": "delivered"} and r.result.output_valid is True
     # Gemini API + tools: ADK enforces output_schema with its own set_model_response tool and an
-    # appended instruction (pinned; visible on the wire).
+    # appended instruction (pinned; visible on the wire). ADK 2.13 would declare the tool's argument as
+    # a free-form object; the adapter declares the spec's schema there.
     first = r.views()[0]
-    assert "set_model_response" in first.tool_names()
+    declared = {t.name: t for t in first.tools}
+    assert declared["set_model_response"].parameters == {
+        "type": "object", "properties": {"response": bundle("structured").spec.output_schema},
+        "required": ["response"]}
     assert "set_model_response" in first.system
+
+
+@STREAMING
+def test_structured_output_through_set_model_response(emu, streaming):
+    """What a real Gemini model does when ADK tells it to: the final answer comes as a
+    set_model_response call. ADK's control tool is not a portable tool call (no tool.call event)."""
+    r = go(run(emu, "structured", "Summarise ORD-7 through set_model_response.", streaming=streaming))
+    assert r.result.status == "completed", r.result.error
+    assert r.result.final_output == {"order_id": "ORD-7", "status": "delivered"} and r.result.output_valid is True
+    assert [c.tool for c in r.of("tool.call")] == ["get_order"]
+    assert len(r.of("model.call")) == 2 and r.events[-1].agent == "order_summary"
 
 
 def test_structured_output_invalid(emu):
@@ -436,7 +472,7 @@ def test_capabilities_match_the_profile():
     assert adapter.sdk_version() == "2.13.0" and adapter.cli_version() is None
 
 
-def test_examples_run_on_adk(emu):
+def test_examples_run_on_adk():
     """The shipped example agent runs on ADK with its own script (agent-as-tool included)."""
     from portagent.emulator import load_script, serve
 

@@ -87,3 +87,20 @@ def test_no_network_besides_the_model_endpoint_and_no_span_export(emu):
     assert seen and {addr for _, addr in seen} == {("127.0.0.1", emu.port)}
     # ADK emits OTel spans through the global provider; the adapter installs none, so they go nowhere
     assert trace.get_tracer_provider() is provider_before
+
+
+def test_one_tls_context_per_ca_setting(monkeypatch):
+    """The CA bundle is loaded once per process (it dominated short runs), from the same sources as
+    google-genai: SSL_CERT_FILE / SSL_CERT_DIR, else certifi."""
+    import certifi
+
+    from portagent.adapters.google_adk import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    first = tls_context()
+    assert tls_context() is first
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    assert tls_context() is first  # same CA file: same context
+    monkeypatch.setenv("SSL_CERT_DIR", "/etc/ssl/certs")
+    assert tls_context() is not first

@@ -104,6 +104,7 @@ def of(out: Any, kind: str) -> list[Any]:
 # --- happy path and what the CLI declared --------------------------------------------------------
 
 def test_two_tools_happy_path_and_what_the_cli_sent(emu):
+    from portagent.adapters.claude_agent import DEFAULT_CLAUDE_MODEL
     from portagent.contracts.bundle import load_agent
 
     out = go(emu, TWO_TOOLS)
@@ -126,6 +127,8 @@ def test_two_tools_happy_path_and_what_the_cli_sent(emu):
     reqs = requests_for(emu, TWO_TOOLS)
     assert len(reqs) == 3
     body = reqs[0]["body"]
+    # The example and the adapter pin the same model id, and the CLI sent exactly that one.
+    assert bundle.spec.models.claude == DEFAULT_CLAUDE_MODEL == body["model"]
     declared = {t["name"]: t for t in body["tools"]}
     root_tools = bundle.node.tools
     assert set(declared) == {f"mcp__portagent__{n}" for n in root_tools} | {"Agent"}
@@ -466,6 +469,10 @@ def test_multi_turn_input_is_one_conversation(emu2):
     r = out.result
     assert r.status == "completed" and r.final_output == "Refunds are requested within 30 days of payment."
     assert r.usage.model_calls == 3 and [c.tool for c in of(out, "tool.call")] == ["search_policy"]
+    # Usage in OTel semantics: Anthropic's input_tokens (200) excludes the cache buckets (150 + 50).
+    first, second, _ = of(out, "model.call")
+    assert (first.input_tokens, first.cache_read_tokens, first.cache_write_tokens) == (400, 150, 50)
+    assert second.reasoning_tokens == 12 and second.output_tokens == 40  # a thinking block is no extra call
     last = requests_for(emu2, "Hello desk.")[-1]["body"]["messages"]
     texts = json.dumps(last)
     assert "Hello! What do you need?" in texts and "What is the refund deadline?" in texts
@@ -489,6 +496,18 @@ def test_cli_error_fails_the_run_with_the_cli_message(emu):
     assert r.status == "failed" and r.stop_reason == "provider_error"
     err = of(out, "error")[0]
     assert "Not logged in" in err.message and "Not logged in" in (r.error or "")
+
+
+def test_unreachable_endpoint_fails_after_the_clis_retries(tmp_path):
+    class Nowhere:  # port 9 (discard): nothing listens, the connection is refused at once
+        base_url = "http://127.0.0.1:9"
+
+    out = go(Nowhere(), "What is the refund deadline?")
+    r = out.result
+    assert r.status == "failed" and r.stop_reason == "provider_error" and "ECONNREFUSED" in (r.error or "")
+    retries = [e for e in of(out, "error") if e.error_type == "api_retry"]
+    assert len(retries) == 2  # CLAUDE_CODE_MAX_RETRIES=2 (the CLI's default of 10 takes minutes)
+    assert of(out, "run.completed")[0].status == "failed"
 
 
 def test_cli_path_missing_or_not_executable_is_a_usage_error(emu, tmp_path):
@@ -529,3 +548,12 @@ def test_same_script_gives_equivalent_traces_across_providers(emu, other):
         verdict = equivalent(traces["claude"], traces[other])
         assert verdict, f"{q!r}:\n{verdict.report()}"
 
+
+
+def test_replay_without_a_transport_cassette_is_refused(emu):
+    req = RunRequest(input="What is the refund deadline?", provider="claude")
+    cfg = RunConfig(endpoint=Endpoint(source="emulator", mode="replay", base_url=emu.base_url, api_key="sk-ant-dummy"))
+    before = len(emu.requests())
+    with pytest.raises(UsageError, match="transport cassette"):
+        asyncio.run(arun_full(AGENT, req, cfg))
+    assert len(emu.requests()) == before  # refused before the CLI started

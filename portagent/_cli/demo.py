@@ -1,0 +1,118 @@
+"""``portagent demo [--out DIR]``: the support-desk suite, replayed offline, with its verdict.
+
+Replays ``examples/support_desk/suite.yaml`` from the committed ``cassettes/`` (no key, no network, no
+server): agent-v1 (agent.yaml) and the candidate agent-v2 (agent_v2.yaml, whose policy lets emails out
+without review) on every provider with recorded cassettes. Prints the providers × versions table and
+the gate verdict, and writes report.html (docs/demo.md).
+
+Exit 0 when the demo ran and showed what it is meant to show: agent-v1 passes and the gate blocks
+agent-v2. Exit 1 when either is not so (something regressed in portagent or the cassettes), 2 on
+usage errors (no checkout with examples/ and cassettes/).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+SUITE = Path("examples") / "support_desk" / "suite.yaml"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="replay the support-desk demo offline and show the verdict",
+                       description="Replay the support-desk suite (agent-v1 vs candidate agent-v2) from the committed "
+                                   "cassettes, print the comparison and gate verdict, write report.html.")
+    p.add_argument("--out", default="results/demo", metavar="DIR",
+                   help="results folder (default: results/demo; replaced if it holds earlier demo results)")
+    p.add_argument("--suite", metavar="FILE", help="suite file (default: examples/support_desk/suite.yaml of the checkout)")
+    p.add_argument("--cassettes", metavar="DIR", help="cassette root (default: cassettes/ next to examples/)")
+    p.add_argument("--providers", action="append", metavar="P[,P…]",
+                   help="providers (default: every provider of the suite with recorded cassettes)")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)")
+
+
+def find_checkout() -> Path | None:
+    """The folder holding examples/support_desk/suite.yaml: the current folder or one above it, else the
+    source checkout portagent was installed from (editable installs)."""
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / SUITE).is_file():
+            return folder
+    import portagent
+
+    source = Path(portagent.__file__).resolve().parents[1]
+    return source if (source / SUITE).is_file() else None
+
+
+def recorded_providers(loaded: Any, cassettes: Path) -> tuple[list[str], dict[str, str]]:
+    """Providers whose cassettes are all there; the others with the reason they are left out."""
+    from portagent.evals.runner import plan_runs, resolve_agents
+    from portagent.recording.layout import is_recorded
+
+    agents = resolve_agents(loaded)
+    ok, skipped = [], {}
+    for provider in loaded.suite.providers:
+        tasks = plan_runs(loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False)
+        missing = [t for t in tasks if t.cassette is None or not is_recorded(t.cassette, provider)]
+        if not missing:
+            ok.append(provider)
+        elif len(missing) == len(tasks):
+            skipped[provider] = "no cassettes recorded"
+        else:
+            skipped[provider] = f"{len(missing)} of {len(tasks)} cassettes missing"
+    return ok, skipped
+
+
+def run(args: argparse.Namespace) -> int:
+    from portagent._cli.eval import default_workers, run_suite, split_csv
+    from portagent.contracts.errors import UsageError
+    from portagent.evals.report_terminal import console
+    from portagent.evals.suite import load_suite
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.suite:
+        suite = Path(args.suite)
+        if not suite.is_file():
+            raise UsageError(f"--suite {args.suite}: suite file not found")
+        root = suite.resolve().parents[2]
+    else:
+        found = find_checkout()
+        if found is None:
+            raise UsageError("the demo needs a portagent checkout (examples/support_desk/suite.yaml and cassettes/); "
+                             "run it from the repository folder, or pass --suite and --cassettes")
+        root, suite = found, found / SUITE
+    cassettes = Path(args.cassettes) if args.cassettes else root / "cassettes"
+    loaded = load_suite(suite)
+    out = console()
+    providers = split_csv(args.providers)
+    if not providers:
+        providers, skipped = recorded_providers(loaded, cassettes)
+        for p, why in skipped.items():
+            out.print(f"note: {p} left out of the demo: {why} under {cassettes}", markup=False)
+        if not providers:
+            raise UsageError(f"no provider of {suite} has its cassettes under {cassettes}; record them with "
+                             f"'portagent record {suite} --providers openai --emulator'")
+    out.print(f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
+              f"replayed offline from {cassettes}", markup=False)
+    results, decision, comparison = run_suite(
+        suite, mode="replay", providers=providers, workers=args.workers or default_workers(), cassettes=cassettes,
+        out=Path(args.out), overwrite=True)
+    meta = results.meta
+    assert meta is not None
+    base_v, cand_v = meta.version_of("baseline"), meta.version_of("candidate")
+    base = results.result.select(agent_version=base_v)
+    v1_green = bool(base.runs) and all(r.passed for r in base.runs)
+    if v1_green and not decision.passed:
+        keep = sorted({g.case_id for g in decision.regressions})
+        out.print(f"\n[bold]As expected:[/bold] agent-v1 ({base_v}) passes every case on every provider, and the gate "
+                  f"blocks agent-v2 ({cand_v}): its policy lets send_email out without review. Regressions to keep: "
+                  f"{', '.join(keep) or 'none'}.")
+        out.print(f"Open {Path(args.out) / 'report.html'} for charts and every run's trace.", markup=False)
+        return 0
+    if not v1_green:
+        out.print(f"[bold red]Unexpected:[/bold red] agent-v1 ({base_v}) does not pass every case; see {args.out}/report.md")
+    if decision.passed:
+        out.print(f"[bold red]Unexpected:[/bold red] the gate let agent-v2 ({cand_v}) through")
+    return 1

@@ -1,0 +1,140 @@
+"""``portagent eval SUITE (--replay | --emulator | --live) [--providers …] [--repeats N] [--workers N] [--out DIR]``.
+
+Runs every case × provider × repeat × agent version of the suite through a pool of worker processes,
+scores each run, writes the results folder (report.json, eval.json, ci_gate.json, report.md,
+junit.xml, report.html, runs/) and prints a summary table. Exit 0 when the gate passes, 1 when it
+blocks (or a cassette is missing), 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("eval", help="run a suite on its providers and agent versions, score it, gate it",
+                       description="Run every case x provider x repeat x agent version of a suite, score each run, "
+                                   "write the results folder and its reports. Exit 0 when the gate passes, 1 when "
+                                   "it blocks, 2 on usage errors.")
+    p.add_argument("suite", help="suite file (kind: suite)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--replay", action="store_true", help="replay the recorded cassettes offline (no key, no network)")
+    src.add_argument("--emulator", nargs="?", const="", metavar="SCRIPT",
+                     help="run against portagent's emulator (default: the suite's emulator_script)")
+    src.add_argument("--live", action="store_true", help="call the real vendor APIs (needs their API keys)")
+    p.add_argument("--providers", action="append", metavar="P[,P…]", help="providers to run (default: the suite's)")
+    p.add_argument("--cassettes", default="cassettes", metavar="DIR", help="cassette root for --replay (default: ./cassettes)")
+    p.add_argument("--repeats", type=int, metavar="N", help="runs per case x provider x version (default: the suite's)")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)")
+    p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: results/<suite>-<UTC time>)")
+    p.add_argument("--overwrite", action="store_true", help="replace the results in a non-empty --out folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def split_csv(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from portagent.contracts.errors import UsageError
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.repeats is not None and args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    if not Path(args.suite).is_file():
+        raise UsageError(f"{args.suite}: suite file not found")
+    mode = "replay" if args.replay else "live" if args.live else "emulator"
+    script = Path(args.emulator).resolve() if args.emulator else None
+    if script is not None and not script.is_file():
+        raise UsageError(f"--emulator {args.emulator}: emulator script not found")
+    out = Path(args.out) if args.out else None
+    _, decision, _ = run_suite(args.suite, mode=mode, providers=split_csv(args.providers), repeats=args.repeats,
+                     workers=args.workers or default_workers(), cassettes=args.cassettes, out=out,
+                     overwrite=args.overwrite, case_ids=split_csv(args.cases), emulator_script=script,
+                     progress=not args.no_progress)
+    return decision.exit_code
+
+
+def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None, repeats: int | None = None,
+              workers: int = 2, cassettes: Any = "cassettes", out: Any = None, overwrite: bool = False,
+              case_ids: list[str] | None = None, emulator_script: Any = None, progress: bool = True,
+              title: str | None = None) -> tuple[Any, Any, Any]:
+    """Run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
+    import dataclasses
+    import time
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from portagent.evals.report import prepare_out_dir, write_eval
+    from portagent.evals.report_terminal import console, print_summary
+    from portagent.evals.runner import (
+        check_live_keys,
+        check_providers_installed,
+        plan_runs,
+        resolve_agents,
+        run_tasks,
+        select_providers,
+    )
+    from portagent.evals.runner import EvalRun, build_result
+    from portagent.evals.suite import load_suite
+
+    loaded = load_suite(suite)
+    chosen = select_providers(loaded, providers)
+    check_providers_installed(chosen)
+    if mode == "live":
+        check_live_keys(chosen)
+    started = datetime.now(UTC)
+    if out is None:
+        out = Path("results") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
+    agents = resolve_agents(loaded)
+    out_dir = Path(out)
+    # every check that can refuse the eval runs before the results folder is touched
+    tasks = plan_runs(loaded, mode=mode, providers=chosen, repeats=repeats, cassettes=cassettes,  # type: ignore[arg-type]
+                      results=out_dir.resolve(), case_ids=case_ids, agents=agents)
+    if emulator_script is not None:
+        tasks = [dataclasses.replace(t, emulator_script=Path(emulator_script)) for t in tasks]
+    prepare_out_dir(out_dir, overwrite=overwrite)
+    err = console(stderr=True)
+    label = title or f"{loaded.suite.suite_id}: {len(tasks)} runs ({mode}, {workers} worker{'s' if workers != 1 else ''})"
+    t0 = time.perf_counter()
+    if progress and err.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                      TimeElapsedColumn(), console=err, transient=True) as bar:
+            job = bar.add_task(label, total=len(tasks), last="")
+            failed = [0]
+
+            def tick(o: Any) -> None:
+                failed[0] += not o.score.passed
+                bar.update(job, advance=1, last=f"{failed[0]} failing")
+
+            pool = run_tasks(tasks, workers=workers, on_result=tick)
+    else:
+        err.print(label + " …")
+        pool = run_tasks(tasks, workers=workers)
+    duration = time.perf_counter() - t0
+    errors = [f"{tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
+    eval_run = EvalRun(loaded=loaded, agents=agents, mode=mode, providers=chosen,  # type: ignore[arg-type]
+                       repeats=repeats if repeats is not None else loaded.suite.repeats,
+                       result=build_result(loaded, pool.outcomes), pool=pool, workers=workers, errors=errors)
+    results, decision, comparison = write_eval(eval_run, out_dir, started_at=started.isoformat(timespec="seconds"),
+                                               duration_s=duration)
+    out_console = console()
+    print_summary(results, decision, comparison, out=out_console)
+    out_console.print(f"{len(tasks)} runs in {duration:.1f} s ({len(tasks) / duration:.1f} runs/s, {workers} "
+                      f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
+                      "ci_gate.json)", markup=False, highlight=False)
+    return results, decision, comparison

@@ -1,0 +1,50 @@
+"""``portagent gate RESULTS [--baseline RESULTS] [--min-pass-rate X]``: pass or block, for CI.
+
+Writes ``ci_gate.json`` into the results folder (or ``--out FILE``) and exits 0 (pass) or 1 (block),
+printing every reason. Without ``--baseline``, a results folder holding a baseline and a candidate
+(``eval.json`` roles) gates the candidate against the baseline; otherwise the result is judged on its
+own. Exit 2 on usage errors (unreadable results, different dataset versions, a rate outside [0, 1]).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("gate", help="decide whether a result may advance (exit 0 pass, 1 block)",
+                       description="Gate an eval result: every case must pass (or --min-pass-rate of its runs), no "
+                                   "permission violation, flake rate ≤ 0.03, and with a baseline no blocking delta "
+                                   "and no regression. Writes ci_gate.json. Exit 0 pass, 1 block, 2 usage error.")
+    p.add_argument("results", metavar="RESULTS", help="results folder (or its report.json)")
+    p.add_argument("--baseline", metavar="RESULTS", help="results the candidate must not be worse than")
+    p.add_argument("--min-pass-rate", type=float, metavar="X", help="share of runs each case must pass (default 1.0)")
+    p.add_argument("--out", metavar="FILE", help="where to write the decision (default: RESULTS/ci_gate.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from portagent.contracts.errors import UsageError
+    from portagent.evals.report import decide, load_results, write_json
+    from portagent.evals.report_terminal import console
+
+    if args.min_pass_rate is not None and not 0.0 <= args.min_pass_rate <= 1.0:
+        raise UsageError(f"--min-pass-rate must be between 0 and 1, got {args.min_pass_rate:g}")
+    results = load_results(args.results)
+    baseline = load_results(args.baseline) if args.baseline else None
+    decision, _ = decide(results, baseline, args.min_pass_rate)
+    target = Path(args.out) if args.out else results.folder / "ci_gate.json"
+    write_json(target, decision)
+    out = console()
+    if decision.passed:
+        out.print("[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else ""))
+    else:
+        out.print("[bold red]gate: BLOCK[/bold red]" + (f" — {decision.verdict}" if decision.verdict else ""))
+        for reason in decision.reasons:
+            out.print(f"  • {reason}", markup=False)
+    for w in decision.warnings:
+        out.print(f"  warning: {w}", markup=False)
+    out.print(f"wrote {target}", markup=False)
+    return decision.exit_code

@@ -1,0 +1,36 @@
+"""``portagent report RESULTS [--html] [--md] [--junit] [--json]``: re-render a results folder's reports.
+
+With no format flag every report is written (report.html, report.md, junit.xml, ci_gate.json);
+the summary table is printed. Exit 0, or 2 when the folder is not a readable results folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("report", help="(re-)render the reports of a results folder",
+                       description="Render report.html (self-contained), report.md, junit.xml and ci_gate.json from "
+                                   "a results folder written by 'portagent eval'.")
+    p.add_argument("results", metavar="RESULTS", help="results folder")
+    p.add_argument("--html", action="store_true", help="report.html")
+    p.add_argument("--md", action="store_true", help="report.md")
+    p.add_argument("--junit", action="store_true", help="junit.xml")
+    p.add_argument("--json", action="store_true", help="ci_gate.json and comparison.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    from portagent.evals.report import decide, load_results, write_reports
+    from portagent.evals.report_terminal import console, print_summary
+
+    formats = tuple(f for f in ("json", "md", "junit", "html") if getattr(args, f)) or ("json", "md", "junit", "html")
+    results = load_results(args.results)
+    decision, comparison = decide(results)
+    written = write_reports(results, decision, comparison, formats)
+    out = console()
+    print_summary(results, decision, comparison, out=out)
+    for path in written:
+        out.print(f"wrote {path}", markup=False)
+    return 0

@@ -1,0 +1,273 @@
+"""Results folders: what ``portagent eval`` writes, and what ``report``, ``gate`` and ``compare`` read.
+
+    results/
+      report.json       SuiteResult (kind: suite-result) — the stable, CI-readable result
+      eval.json         EvalMeta (kind: eval-run) — how it was produced: mode, agents and roles, workers
+      ci_gate.json      GateDecision (kind: gate-decision)
+      comparison.json   Comparison (kind: comparison), when the suite has a baseline and a candidate
+      report.md         Markdown summary (PR comments)          — report_md.py
+      junit.xml         one testcase per case × provider × version — report_junit.py
+      report.html       one self-contained page (no network)      — report_html.py
+      runs/<agent>@<version>/<case>/<provider>/r<k>/trace.jsonl, run.json
+
+``report.json`` has a published JSON Schema, ``docs/schemas/report.schema.json`` (``report_schema()``;
+a test keeps the file equal to the model). Its ``schema_version`` changes only with a breaking change.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from portagent.contracts._base import Contract
+from portagent.contracts.errors import UsageError
+from portagent.evals.aggregate import SuiteResult
+from portagent.evals.compare import Comparison
+from portagent.evals.gate import GateDecision
+
+EVAL_META_SCHEMA_VERSION = 1
+REPORT_FILES = ("report.json", "eval.json", "ci_gate.json", "comparison.json", "report.md", "junit.xml", "report.html")
+SCHEMA_BASE = "https://portagent.dev/schemas"
+
+
+class AgentInfo(Contract):
+    """One agent version of an eval."""
+
+    role: Literal["agent", "baseline", "candidate"]
+    """Its role in the suite."""
+    name: str
+    """Agent name."""
+    version: str
+    """Agent version (what results are keyed by)."""
+    spec: str
+    """Spec path, as resolved when the eval ran."""
+
+
+class EvalMeta(Contract):
+    """How a results folder was produced (``eval.json``)."""
+
+    kind: Literal["eval-run"] = "eval-run"
+    """File kind marker."""
+    schema_version: Literal[1] = EVAL_META_SCHEMA_VERSION
+    """Version of this format."""
+    suite_id: str
+    """The suite."""
+    dataset_version: str
+    """Its dataset version."""
+    suite: str
+    """Suite file."""
+    mode: Literal["replay", "emulator", "live"]
+    """Where the model answers came from."""
+    providers: list[str]
+    """Providers run."""
+    repeats: int
+    """Repeats per case × provider × version."""
+    workers: int
+    """Worker processes."""
+    agents: list[AgentInfo]
+    """Agent versions and their roles."""
+    runs: int
+    """Runs made."""
+    errors: list[str] = []
+    """Runs that could not be made or failed outright (drift, crash …)."""
+    started_at: str = ""
+    """ISO-8601 UTC."""
+    duration_s: float = 0.0
+    """Wall time of the eval."""
+    portagent_version: str = ""
+    """portagent version."""
+
+    def version_of(self, role: str) -> str | None:
+        return next((a.version for a in self.agents if a.role == role), None)
+
+
+@dataclass
+class Results:
+    """A results folder, read back."""
+
+    folder: Path
+    result: SuiteResult
+    meta: EvalMeta | None
+
+    @property
+    def agents(self) -> list[AgentInfo]:
+        return list(self.meta.agents) if self.meta else []
+
+    def trace_path(self, agent: str, version: str, case_id: str, provider: str, repeat: int) -> Path:
+        return self.folder / "runs" / f"{agent}@{version}" / case_id / provider / f"r{repeat}" / "trace.jsonl"
+
+
+def report_schema() -> dict[str, Any]:
+    """The published JSON Schema of ``report.json``."""
+    schema = SuiteResult.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{SCHEMA_BASE}/report.schema.json",
+            "title": "portagent report.json (SuiteResult)", **schema}
+
+
+def gate_schema() -> dict[str, Any]:
+    """The published JSON Schema of ``ci_gate.json``."""
+    schema = GateDecision.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{SCHEMA_BASE}/ci_gate.schema.json",
+            "title": "portagent ci_gate.json (GateDecision)", **schema}
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+
+def _read_model(path: Path, model: Any, what: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read {what}: {e.strerror}") from None
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(root)"
+        raise UsageError(f"{path}: not a portagent {what} ({loc}: {first['msg']})") from None
+
+
+def load_results(path: str | Path) -> Results:
+    """A results folder (or its ``report.json``). Missing or foreign files are usage errors (exit 2)."""
+    p = Path(path)
+    if p.is_file() and p.name.endswith(".json"):
+        folder, report = p.parent, p
+    elif p.is_dir():
+        folder, report = p, p / "report.json"
+        if not report.is_file():
+            raise UsageError(f"{p}: no report.json here; give the folder 'portagent eval --out' wrote")
+    else:
+        raise UsageError(f"{p}: no such results folder or report.json")
+    result = _read_model(report, SuiteResult, "eval result (report.json)")
+    meta_path = folder / "eval.json"
+    meta = _read_model(meta_path, EvalMeta, "eval record (eval.json)") if meta_path.is_file() else None
+    return Results(folder, result, meta)
+
+
+# -- writing ------------------------------------------------------------------------------------------
+
+
+def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
+    """An empty results folder. A non-empty one is refused unless ``overwrite`` — and even then only
+    when it is a results folder (it has ``eval.json`` or ``report.json``): ``--overwrite`` never
+    empties an arbitrary folder."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise UsageError(f"--out {out}: folder is not empty; pass --overwrite to replace the results in it, "
+                             "or choose another folder")
+        if not ((out / "eval.json").is_file() or (out / "report.json").is_file()):
+            raise UsageError(f"--out {out}: not a portagent results folder (no eval.json or report.json); "
+                             "refusing to empty it even with --overwrite")
+        for child in out.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Atomic write (a reader never sees half a report)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+        tmp = Path(f.name)
+    tmp.replace(path)
+    return path
+
+
+def write_json(path: Path, model: Any) -> Path:
+    return write_text(path, model.model_dump_json(indent=2) + "\n")
+
+
+def decide(results: Results, baseline: Results | None = None, min_pass_rate: float | None = None
+           ) -> tuple[GateDecision, Comparison | None]:
+    """The gate decision of a results folder (and the comparison, when there is one).
+
+    With ``baseline``: the result is gated against it. Without, a folder holding a baseline and a
+    candidate (eval.json roles) gates the candidate against the baseline; otherwise the result is
+    gated on its own.
+    """
+    from portagent.evals.compare import Tolerances, compare
+    from portagent.evals.gate import gate
+
+    tol = Tolerances(min_pass_rate=min_pass_rate) if min_pass_rate is not None else Tolerances()
+    if baseline is not None:
+        return gate(results.result, baseline=baseline.result, tolerances=tol), \
+            compare(baseline.result, results.result, tol)
+    meta = results.meta
+    base_v = meta.version_of("baseline") if meta else None
+    cand_v = meta.version_of("candidate") if meta else None
+    if base_v and cand_v:
+        base = results.result.select(agent_version=base_v)
+        cand = results.result.select(agent_version=cand_v)
+        return gate(cand, baseline=base, tolerances=tol), compare(base, cand, tol)
+    return gate(results.result, tolerances=tol), None
+
+
+def write_reports(results: Results, gate_decision: GateDecision, comparison: Comparison | None,
+                  formats: tuple[str, ...] = ("json", "md", "junit", "html")) -> list[Path]:
+    """(Re-)render the reports of a results folder."""
+    from portagent.evals.report_html import render_html
+    from portagent.evals.report_junit import render_junit
+    from portagent.evals.report_md import render_markdown
+
+    folder = results.folder
+    written = []
+    if "json" in formats:
+        written.append(write_json(folder / "ci_gate.json", gate_decision))
+        if comparison is not None:
+            written.append(write_json(folder / "comparison.json", comparison))
+    if "md" in formats:
+        written.append(write_text(folder / "report.md", render_markdown(results, gate_decision, comparison)))
+    if "junit" in formats:
+        written.append(write_text(folder / "junit.xml", render_junit(results)))
+    if "html" in formats:
+        written.append(write_text(folder / "report.html", render_html(results, gate_decision, comparison)))
+    return written
+
+
+def load_events(path: Path) -> list[Any]:
+    """A run's trace events (empty when the file is missing or unreadable: the report says so)."""
+    from portagent.contracts.trace import parse_event
+
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(parse_event(json.loads(line)))
+            except (ValueError, ValidationError):
+                continue
+    return out
+
+
+def write_eval(run: Any, out: Path, *, started_at: str, duration_s: float) -> tuple[Results, GateDecision,
+                                                                                    Comparison | None]:
+    """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report."""
+    from portagent import __version__
+
+    meta = EvalMeta(
+        suite_id=run.loaded.suite.suite_id, dataset_version=run.loaded.suite.dataset_version, suite=str(run.loaded.path),
+        mode=run.mode, providers=list(run.providers), repeats=run.repeats, workers=run.workers,
+        agents=[AgentInfo(role=a.role, name=a.name, version=a.version, spec=str(a.path)) for a in run.agents],
+        runs=len(run.result.runs), errors=list(run.errors), started_at=started_at, duration_s=round(duration_s, 3),
+        portagent_version=__version__,
+    )
+    write_json(out / "report.json", run.result)
+    write_json(out / "eval.json", meta)
+    results = Results(out, run.result, meta)
+    decision, comparison = decide(results)
+    write_reports(results, decision, comparison)
+    return results, decision, comparison

@@ -1,0 +1,341 @@
+"""``portagent mcp serve``: governed ToolSpecs offered to any MCP client (docs/mcp.md).
+
+Each ToolSpec becomes an MCP tool with its JSON Schema, its model-facing description and annotations
+stating its effect class (``annotations.hints_for``; the exact class is also in ``_meta``
+``portagent/effect``). Every ``tools/call`` goes through one ``ToolGateway`` — schema, preconditions,
+policy, approvals, idempotency, execution, output checks — and is traced with ``via: mcp``.
+
+    MCP client ──tools/call──► GovernedServer.call ──► ToolGateway.call(via="mcp") ──► handler
+                                     ▲                    │ tool.call … tool.result → trace.jsonl
+                                     └── CallToolResult ◄─┘ (isError for every rejection)
+
+Approvals: the approver is ``defer``, so a call the policy sends to approval answers an error result
+naming the pending approval id; a person decides it with ``portagent approvals approve|reject|edit
+ID`` and the client calls again with the same arguments: the gateway finds the decided card (same
+namespace, tool and arguments) and applies it. The namespace is stable across restarts of the server
+(``mcp-serve:<name>``, or ``--namespace``), so a stdio client that restarts the server still finds it.
+
+One serve session (one process) is one trace: ``run.started`` when it starts, the calls as they come,
+``run.completed`` when it stops; the file is flushed after every call. Run budgets (``max_tool_calls``,
+``max_cost_usd``) do not apply to a long-lived server; each tool's own budgets do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from portagent.contracts.errors import UsageError
+from portagent.contracts.policy import PermissionPolicy
+from portagent.contracts.tool import ToolSpec
+from portagent.mcp.annotations import hints_for
+from portagent.runtime.clock import Clock, IdFactory, SystemClock
+from portagent.tools.observations import Observation
+
+EFFECT_META = "portagent/effect"
+"""``_meta`` key holding a served tool's exact effect class (a portagent client reads it back)."""
+VERSION_META = "portagent/version"
+
+
+@dataclass
+class ServeTarget:
+    """What one ``mcp serve`` offers: tools, their policy, and where handlers resolve."""
+
+    name: str
+    tools: dict[str, ToolSpec]
+    policy: PermissionPolicy
+    base_dir: Path
+    version: str = "1.0.0"
+    spec_hash: str = ""
+    policy_hash: str = ""
+    bundle: Any = None
+    """The agent bundle, when serving an agent (its MCP sources are opened by ``serve``)."""
+
+
+def load_target(path: str | Path, policy_path: str | Path | None = None) -> ServeTarget:
+    """A tools file (``kind: tool|tools``, with ``--policy`` or effect defaults) or an agent spec (its
+    own tools and policy; sub-agents are not served)."""
+    from portagent.contracts._base import short_hash
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.loader import load_spec_file
+    from portagent.contracts.tool import ToolSet
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{path}: no such file (expected a tools file or an agent spec)")
+    data = load_spec_file(p)
+    kind = getattr(data, "kind", None)
+    if kind == "agent":
+        if policy_path is not None:
+            raise UsageError("--policy goes with a tools file; an agent spec names its own policy")
+        bundle = load_agent(p)
+        node = bundle.node
+        return ServeTarget(node.name, dict(node.tools), node.policy, p.parent.resolve(), node.spec.version,
+                           bundle.spec_hash, short_hash(node.policy.hash_payload()), bundle)
+    if isinstance(data, ToolSpec):
+        tools = [data]
+    elif isinstance(data, ToolSet):
+        tools = list(data.tools)
+    else:
+        raise UsageError(f"{path}: mcp serve takes a tools file (kind: tool or tools) or an agent spec, "
+                         f"not kind {kind!r}")
+    names = [t.name for t in tools]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"{path}: duplicate tool name {dupes[0]!r}")
+    policy = PermissionPolicy()
+    if policy_path is not None:
+        if not Path(policy_path).is_file():
+            raise UsageError(f"{policy_path}: policy file not found")
+        policy = load_spec_file(policy_path, PermissionPolicy)
+    by_name = {t.name: t for t in tools}
+    name = p.resolve().parent.name if p.stem in ("tools", "tool") else p.stem  # support_desk, not "tools"
+    return ServeTarget(name or p.stem, by_name, policy, p.parent.resolve(), "1.0.0",
+                       short_hash({n: t.hash_payload() for n, t in sorted(by_name.items())}),
+                       short_hash(policy.hash_payload()))
+
+
+def mcp_tool(tool: ToolSpec) -> Any:
+    """The MCP tool declaration of a ToolSpec."""
+    import mcp_types as types
+
+    hints = hints_for(tool)
+    return types.Tool(
+        name=tool.name, description=tool.model_description(), input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=hints["readOnlyHint"], destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"], open_world_hint=hints["openWorldHint"]),
+        _meta={EFFECT_META: tool.effect, VERSION_META: tool.version},
+    )
+
+
+def result_text(obs: Observation, model: dict[str, Any]) -> str:
+    """The text content of a result: the observation as JSON, or for a rejection a sentence a person
+    (or a model) can act on."""
+    if obs.ok:
+        return json.dumps(model, ensure_ascii=False, sort_keys=True)
+    text = f"{obs.error}: {obs.message}" if obs.message else str(obs.error)
+    approval_id = model.get("approval_id")
+    if approval_id is None and isinstance(obs.details, dict):
+        approval_id = obs.details.get("approval_id")
+    if obs.error == "approval_required" and approval_id:
+        text += (f". Approval {approval_id} is pending: a person decides it with `portagent approvals approve "
+                 f"{approval_id}` (or reject / edit); then call this tool again with the same arguments and the "
+                 "decision applies.")
+    return text
+
+
+def to_call_result(obs: Observation) -> Any:
+    import mcp_types as types
+
+    model = obs.to_model()
+    return types.CallToolResult(content=[types.TextContent(type="text", text=result_text(obs, model))],
+                                structured_content=model, is_error=not obs.ok)
+
+
+class GovernedServer:
+    """The gateway and trace of one serve session, and the MCP ``Server`` answering through them."""
+
+    def __init__(self, target: ServeTarget, *, trace_path: Path | None = None, namespace: str | None = None,
+                 actor: str = "mcp-client", scopes: list[str] | None = None, env: str = "dev",
+                 clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+        from portagent.runtime.budgets import RunBudget
+        from portagent.runtime.home import portagent_home
+        from portagent.tools.context import GatewayContext
+        from portagent.tools.gateway import ToolGateway
+        from portagent.tracing.recorder import TraceRecorder
+
+        self.target = target
+        self.clock = clock or SystemClock()
+        self.ids = ids or IdFactory()
+        self.run_id = self.ids.run_id()
+        self.namespace = namespace or f"mcp-serve:{target.name}"
+        self.trace_path = trace_path or portagent_home(create=True) / "mcp" / self.run_id / "trace.jsonl"
+        self.recorder = TraceRecorder(run_id=self.run_id, provider="mcp", agent=target.name, clock=self.clock,
+                                      ids=self.ids, path=self.trace_path)
+        ctx = GatewayContext(run_id=self.run_id, scope=self.namespace, provider="mcp", agent=target.name, actor=actor,
+                             scopes=list(scopes or []), env=env, budget=RunBudget(None),  # type: ignore[arg-type]
+                             recorder=self.recorder, clock=self.clock, ids=self.ids)
+        self.gateway = ToolGateway(target.tools, ctx, policy=target.policy, approver="defer")
+        self.calls = 0
+        self._started = False
+        self._t0 = 0.0
+
+    def set_tools(self, tools: dict[str, ToolSpec]) -> None:
+        """Replace the served tools (an agent's MCP sources join once they are listed)."""
+        self.target.tools = dict(tools)
+        self.gateway.tools = dict(tools)
+
+    # -- session trace ---------------------------------------------------------------------------------
+
+    def start(self, transport: str, details: dict[str, Any] | None = None) -> None:
+        from portagent.adapters.base import package_version
+
+        self._started = True
+        self._t0 = self.clock.monotonic()
+        self.recorder.emit(
+            "run.started", root=True, agent_version=self.target.version, spec_hash=self.target.spec_hash,
+            policy_hash=self.target.policy_hash, sdk="mcp", sdk_version=package_version("mcp") or "",
+            model="", source="live", mode="direct", input=None,
+            provider_details={"mcp_serve": {"transport": transport, "namespace": self.namespace,
+                                            "tools": sorted(self.target.tools)}, **(details or {})})
+        self.recorder.flush()
+
+    def stop(self, reason: str = "server_stopped") -> None:
+        if not self._started:
+            return
+        self._started = False
+        self.recorder.emit(
+            "run.completed", root=True, status="completed", stop_reason=reason, tool_calls=self.calls,
+            cost_usd=round(float(self.gateway.context.budget.tool_cost_usd), 8), cost_source="computed",
+            duration_ms=round((self.clock.monotonic() - self._t0) * 1000, 3))
+        self.recorder.flush()
+
+    # -- MCP handlers ----------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
+        """One ``tools/call``, through the gateway; always a ``CallToolResult``."""
+        self.calls += 1
+        try:
+            obs = await self.gateway.call(name, arguments or {}, via="mcp")
+        finally:
+            self.recorder.flush()
+        return to_call_result(obs)
+
+    def build(self) -> Any:
+        """The low-level MCP ``Server``."""
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
+
+        from portagent import __version__
+
+        async def list_tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=[mcp_tool(t) for t in self.target.tools.values()])
+
+        async def call_tool(ctx: Any, params: Any) -> Any:
+            return await self.call(params.name, params.arguments)
+
+        def input_schema(name: str) -> Any:
+            tool = self.target.tools.get(name)
+            return tool.input_schema if tool is not None else None
+
+        return Server(f"portagent:{self.target.name}", version=__version__,
+                      instructions=f"Tools of {self.target.name}, governed by portagent: every call is checked "
+                                   "against its schema and policy, and traced.",
+                      get_tool_input_schema=input_schema, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _ensure_import_path(base_dir: Path) -> None:
+    """Handlers resolve next to the served file first (``module:function`` strings)."""
+    d = str(base_dir)
+    if d not in sys.path:
+        sys.path.insert(0, d)
+
+
+async def serve(target: ServeTarget, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
+                trace_path: Path | None = None, namespace: str | None = None, scopes: list[str] | None = None,
+                env: str = "dev", announce: Any = None) -> GovernedServer:
+    """Serve until the client goes away (stdio) or the process is stopped (HTTP). ``announce(text)`` is
+    told where the server listens and where the trace goes."""
+    _ensure_import_path(target.base_dir)
+    say = announce or (lambda text: None)
+    governed = GovernedServer(target, trace_path=trace_path, namespace=namespace, scopes=scopes, env=env)
+    async with AsyncExitStack() as stack:
+        details: dict[str, Any] = {}
+        if target.bundle is not None and target.bundle.node.spec.mcp_servers:
+            from portagent.mcp.sources import open_sources
+
+            sources = await stack.enter_async_context(open_sources(target.bundle))
+            governed.set_tools(sources.bundle.node.tools)
+            details = sources.details()
+        server = governed.build()
+        if transport == "stdio":
+            from mcp.server.stdio import stdio_server
+
+            governed.start("stdio", details)
+            say(f"serving {len(governed.target.tools)} tools of {target.name} over stdio; trace {governed.trace_path}")
+            _cancel_on_sigterm()
+            try:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                governed.stop()
+            return governed
+        await _serve_http(governed, server, host, port, details, say)
+    return governed
+
+
+async def _serve_http(governed: GovernedServer, server: Any, host: str, port: int, details: dict[str, Any],
+                      say: Any) -> None:
+    import socket
+
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    url = f"http://{shown}:{bound}/mcp"
+    governed.start("streamable-http", {**details, "url": url})
+    say(f"serving {len(governed.target.tools)} tools of {governed.target.name} on {url}; trace {governed.trace_path}")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    try:
+        await _Uvicorn(config).serve(sockets=[sock])
+    finally:
+        governed.stop()
+        sock.close()
+
+
+def _cancel_on_sigterm() -> None:
+    """SIGTERM ends a stdio session like a closed stdin: the serving task is cancelled, so the trace
+    still ends with ``run.completed`` (the MCP client sends SIGTERM when stdin closing is not enough)."""
+    import asyncio
+    import contextlib
+    import signal
+
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+
+
+def _uvicorn_server() -> Any:
+    import contextlib
+    import signal
+    import threading
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn re-raises a captured SIGTERM/SIGINT once it has shut down, which would kill the process
+        before the session's ``run.completed`` is written; this one only asks the server to exit."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
+def _Uvicorn(config: Any) -> Any:  # noqa: N802 - a class built lazily (uvicorn is imported only to serve HTTP)
+    return _uvicorn_server()(config)
