@@ -167,6 +167,7 @@ class RunView:
 
     def executed(self, call: ToolCall) -> bool:
         """Whether the call's handler ran. A call without a result counts as executed: nothing in the
-        trace shows it was stopped, so the evaluation assumes the worst."""
+        trace shows it was stopped, so the evaluation assumes the worst. A ``duplicate`` result was
+        answered from the effect ledger (the same idempotency key already ran): no new effect."""
         result = self.results.get(call.call_id)
-        return result is None or result.error not in BLOCKED_ERRORS
+        return result is None or (result.error not in BLOCKED_ERRORS and not result.duplicate)

@@ -48,21 +48,23 @@ class SessionGateway:
         if is_mcp_tool(self.inner.tools.get(tool_name)):
             kw["via"] = "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
         p = await self.inner.prepare(tool_name, raw_args, **kw)
+        if p.rejection is not None:
+            self._stop_if_budget_exhausted(p.rejection)  # ends the run after the rejection is traced
         self._pause_if_deferred(p.call_id)
         return p
 
     async def execute(self, prepared: PreparedCall) -> Observation:
         self.session.check_stopped()
-        return await self.inner.execute(prepared)
+        obs = await self.inner.execute(prepared)
+        self._stop_if_budget_exhausted(obs)
+        return obs
 
     async def call(self, tool_name: str, raw_args: Any, **kw: Any) -> Observation:
         """Prepare and execute one call. Calls of one run are serialized in arrival order: SDKs run
         parallel tool calls concurrently, and a deterministic trace needs one order."""
         async with self.session.tool_lock:
             prepared = await self.prepare(tool_name, raw_args, **kw)
-            obs = await self.execute(prepared)
-        self._stop_if_budget_exhausted(obs)
-        return obs
+            return await self.execute(prepared)
 
     def _stop_if_budget_exhausted(self, obs: Observation) -> None:
         """A run-level budget (tool calls, cost) rejected a call: the run ends ``budget_exhausted``
