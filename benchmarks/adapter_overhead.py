@@ -24,10 +24,16 @@ sys.path.insert(0, str(SUPPORT))
 QUESTION = "Case EXP-42: what is missing and what do the rules say about documents?"
 
 
-def _tool_specs() -> dict[str, Any]:
-    from portagent.contracts.bundle import load_agent
+_SPECS: dict[str, Any] = {}
 
-    return load_agent(SUPPORT / "agent.yaml").node.tools
+
+def _tool_specs() -> dict[str, Any]:
+    """Loaded once, like the portagent side's bundle: both sides pay only per-run costs."""
+    if not _SPECS:
+        from portagent.contracts.bundle import load_agent
+
+        _SPECS.update(load_agent(SUPPORT / "agent.yaml").node.tools)
+    return _SPECS
 
 
 async def bare_openai(base_url: str) -> str:

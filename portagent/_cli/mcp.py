@@ -16,6 +16,7 @@ Nothing but MCP messages is written to stdout with ``--transport stdio``; notice
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,12 +65,10 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"portagent mcp: {text}\n")
         sys.stderr.flush()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a session like a closed stdin
         asyncio.run(serve(target, transport=args.transport, host=args.host, port=args.port,
                           trace_path=Path(args.trace) if args.trace else None, namespace=args.namespace,
                           scopes=args.scopes, env=args.env, announce=announce))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -108,6 +108,19 @@ def bundle_problems(bundle: AgentBundle, provider: str | None) -> tuple[list[Spe
     for policy, plabel, tools in groups.values():
         problems += policy_problems(policy, list(tools.values()), plabel)
     root_label = str(bundle.node.path)
+    if provider == "adk":
+        # Gemini function declarations express a subset of JSON Schema (adk_events cites the list);
+        # adk_events imports no SDK, so this stays a static check.
+        from portagent.adapters.adk_events import output_schema_problems, tool_schema_problems
+
+        for node in bundle.agents.values():
+            label = str(node.path) if node.path else node.name
+            for name, t in node.tools.items():
+                for msg in tool_schema_problems(name, t.input_schema):
+                    problems.append(SpecProblem(label, f"tools[{name}]", f"adk: {msg}"))
+            if node.spec.output_schema is not None:
+                for msg in output_schema_problems(node.spec.output_schema):
+                    problems.append(SpecProblem(label, "output_schema", f"adk: {msg}"))
     providers = [provider] if provider else list(PROVIDERS)
     cycle = bundle.delegation_cycle()
     kinds = {e.kind for n in bundle.agents.values() for e in n.edges}

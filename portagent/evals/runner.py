@@ -470,6 +470,44 @@ def _worker_main(provider: str, tasks: Any, results: Any) -> None:
         results.put(("done", os.getpid(), WorkerStats(provider, os.getpid(), done, round(peak_kb / 1024, 1))))
 
 
+class _Speed:
+    """Running estimates, per provider, of a worker's start-up time (process + SDK import, seen as the
+    delay to its first result) and of one run's time."""
+
+    DEFAULT_STARTUP_S = 5.0
+
+    def __init__(self) -> None:
+        self._start: dict[int, tuple[str, float]] = {}
+        self._first_seen: set[int] = set()
+        self._startup: dict[str, list[float]] = {}
+        self._runs: dict[str, list[float]] = {}
+
+    def started(self, pid: int, provider: str) -> None:
+        self._start[pid] = (provider, time.perf_counter())
+
+    def finished(self, pid: int, wall_s: float) -> None:
+        provider, t0 = self._start[pid]
+        if pid not in self._first_seen:  # the first run pays for the imports
+            self._first_seen.add(pid)
+            self._startup.setdefault(provider, []).append(time.perf_counter() - t0 - min(wall_s, self.run_s(provider)))
+        else:
+            self._runs.setdefault(provider, []).append(wall_s)
+
+    def startup_s(self, provider: str) -> float:
+        xs = self._startup.get(provider)
+        return sum(xs) / len(xs) if xs else self.DEFAULT_STARTUP_S
+
+    def run_s(self, provider: str) -> float:
+        xs = self._runs.get(provider)
+        return sum(xs) / len(xs) if xs else 0.2
+
+    def worth_another(self, provider: str, queued: int, active: int) -> bool:
+        if active == 0:
+            return True
+        remaining_s = queued * self.run_s(provider) / active
+        return remaining_s > 1.5 * self.startup_s(provider)
+
+
 @dataclass
 class PoolReport:
     """What the pool did."""
@@ -525,24 +563,28 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
     procs: dict[int, tuple[str, Any]] = {}
     in_flight: dict[int, int] = {}                     # pid → task index
     by_index = {t.index: t for t in tasks}
+    speed = _Speed()
 
     def queued(p: str) -> int:
         return left[p] - active[p]
 
-    def start_one() -> bool:
-        candidates = [p for p in queues if queued(p) > 0]
+    def start_one(initial: bool = False) -> bool:
+        """Start a worker for the provider that needs one most; a provider that already has workers
+        gets another only when its remaining work outweighs the new worker's start-up (SDK import)."""
+        candidates = [p for p in queues if queued(p) > 0 and (initial or speed.worth_another(p, queued(p), active[p]))]
         if not candidates:
             return False
-        p = max(candidates, key=lambda x: (queued(x) / (active[x] + 1), x))
+        p = max(candidates, key=lambda x: (active[x] == 0, queued(x) * speed.run_s(x) / (active[x] + 1), x))
         proc = ctx.Process(target=_worker_main, args=(p, queues[p], results), name=f"portagent-eval-{p}", daemon=True)
         proc.start()
         assert proc.pid is not None
         procs[proc.pid] = (p, proc)
+        speed.started(proc.pid, p)
         active[p] += 1
         return True
 
     for _ in range(min(workers, len(tasks))):
-        if not start_one():
+        if not start_one(initial=True):
             break
     try:
         while procs:
@@ -566,6 +608,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
             elif kind == "run":
                 in_flight.pop(pid, None)
                 left[by_index[payload.index].provider] -= 1
+                speed.finished(pid, payload.wall_s)
                 yield payload
             elif kind == "done":
                 stats.append(payload)

@@ -44,13 +44,11 @@ def expand_env(ref: McpServerRef) -> dict[str, str]:
     """``env`` with ``${NAME}`` replaced from portagent's environment (a missing one is an error)."""
     out: dict[str, str] = {}
     for key, value in ref.env.items():
-        def sub(m: re.Match[str]) -> str:
-            found = os.environ.get(m.group(1))
-            if found is None:
-                raise McpConfigError(f"MCP server {ref.name!r}: env {key} refers to ${{{m.group(1)}}}, which is "
-                                     "not set in portagent's environment")
-            return found
-        out[key] = _VAR.sub(sub, value)
+        missing = [m.group(1) for m in _VAR.finditer(value) if m.group(1) not in os.environ]
+        if missing:
+            raise McpConfigError(f"MCP server {ref.name!r}: env {key} refers to ${{{missing[0]}}}, which is "
+                                 "not set in portagent's environment")
+        out[key] = _VAR.sub(lambda m: os.environ[m.group(1)], value)
     return out
 
 
@@ -84,7 +82,8 @@ class McpConnection:
         self.client: Any = None
         self.closed_reason: str | None = None
         """Set once the server is known to be gone: every later call fails at once with it."""
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        # The server's stderr, kept for error messages; closed in aclose().
+        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -232,9 +231,8 @@ class McpConnection:
 
 
 def _is_closed(e: BaseException) -> bool:
-    from mcp.shared.exceptions import MCPError
-
     import anyio
+    from mcp.shared.exceptions import MCPError
 
     if isinstance(e, MCPError):
         return getattr(e, "code", None) == CONNECTION_CLOSED or getattr(getattr(e, "error", None), "code",

@@ -337,5 +337,5 @@ def _uvicorn_server() -> Any:
     return Server
 
 
-def _Uvicorn(config: Any) -> Any:  # noqa: N802 - a class built lazily (uvicorn is imported only to serve HTTP)
+def _Uvicorn(config: Any) -> Any:
     return _uvicorn_server()(config)

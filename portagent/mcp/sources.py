@@ -214,7 +214,7 @@ def _select(server: _Server) -> list[dict[str, Any]]:
         missing = [n for n in names if n not in listed]
         if missing:
             gone = [n for n in missing if n in server.removed]
-            note = f"; it was listed at the last run and has since disappeared" if gone else ""
+            note = "; it was listed at the last run and has since disappeared" if gone else ""
             raise McpConfigError(
                 f"MCP server {ref.name!r} ({describe(ref)}) has no tool {missing[0]!r}"
                 f"{_close(missing[0], list(listed))}, named in mcp_servers[{ref.name}].{label}{note}; "

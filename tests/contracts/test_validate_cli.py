@@ -114,3 +114,14 @@ def test_schema_command_writes_every_kind(tmp_path):
     assert code == 0
     names = {p.name for p in (tmp_path / "schemas").iterdir()}
     assert {"agent.schema.json", "tool.schema.json", "policy.schema.json", "tools.schema.json"} <= names
+
+
+def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path):
+    spec = tmp_path / "a.yaml"
+    spec.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash}\n"
+                    "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
+                    "    input_schema: {type: object, properties: {a: {allOf: [{type: string}]}}}\n")
+    code, _, err = run_cli("validate", "--provider", "adk", str(spec))
+    assert code == 1 and "input_schema.properties.a.allOf" in err and "Gemini" in err
+    code, _, _ = run_cli("validate", "--provider", "openai", str(spec))
+    assert code == 0

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from _mcp_helpers import DATA, server, write_agent
-
 from _support import run_cli
+
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import SpecError
 

@@ -140,7 +140,7 @@ def test_replay_without_the_mcp_recording_or_with_a_call_it_never_made(tmp_path,
     missing = tmp_path / "missing"
     shutil.copytree(folder, missing)
     (missing / "mcp.json").unlink()
-    with pytest.raises(RecordingError, match="mcp.json: missing from the cassette folder"):
+    with pytest.raises(RecordingError, match=r"mcp\.json: missing from the cassette folder"):
         _replay(agent, missing, tmp_path, "m")
 
     edited = tmp_path / "edited"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from _mcp_helpers import DATA
-
 from _support import EXAMPLES, REPO, run_cli
+
 from portagent.contracts.tool import ToolSpec
 from portagent.mcp.annotations import effect_from_hints, hints_for
 from portagent.mcp.server import GovernedServer, load_target
@@ -170,14 +170,14 @@ def test_approval_required_names_the_pending_card_and_a_retry_after_the_decision
     assert f"portagent approvals approve {approval_id}" in pending.content[0].text
     assert local_handlers.CALLS == []
 
-    code, out, err = run_cli("approvals", "approve", approval_id, "--reviewer", "ana")
+    code, _, err = run_cli("approvals", "approve", approval_id, "--reviewer", "ana")
     assert code == 0, err
 
     # a new serve session (a stdio client restarts the server): same namespace, so the card applies
     done, again = _call(_sms(tmp_path), ("send_sms", args), ("send_sms", args))
     assert not done.is_error and done.structured_content["sent"] is True
     assert not again.is_error and again.structured_content["duplicate"] is True  # the ledger: one effect
-    assert local_handlers.CALLS == [{"tool": "send_sms", **args}]
+    assert [{"tool": "send_sms", **args}] == local_handlers.CALLS
     resolved = [e for e in read_trace(tmp_path / "trace.jsonl") if e.type == "approval.resolved"]
     assert [(e.approval_id, e.status, e.reviewer) for e in resolved] == [(approval_id, "approved", "ana")]
 

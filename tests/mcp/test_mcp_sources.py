@@ -160,9 +160,9 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
     import sys
 
     from _mcp_helpers import home
+    from _support import EXAMPLES, REPO
     from test_mcp_serve import _wait_for_url
 
-    from _support import EXAMPLES, REPO
     from portagent.contracts.run import RunRequest
     from portagent.recording.record import record_run
     from portagent.runtime.session import Endpoint
