@@ -11,6 +11,7 @@ a missing SDK gives ``MissingExtraError`` (``pip install 'portagent[openai]'``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -79,6 +80,7 @@ class Adapter(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=32)
 def package_version(package: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 

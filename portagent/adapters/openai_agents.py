@@ -16,7 +16,9 @@ uploaded — and vcrpy never sees the exporter's background HTTP.
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from dataclasses import replace
 from typing import Any
@@ -118,6 +120,12 @@ class _SpecOutput(AgentOutputSchemaBase):
             return json_str  # output_valid: false is decided by the runner, not a crash here
 
 
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process: building it costs ~15 ms, and the client is built per run."""
+    return ssl.create_default_context()
+
+
 # --- hooks -----------------------------------------------------------------------------------------
 
 _FINISH = {"function_call": "tool_calls", "message": "stop"}
@@ -164,7 +172,7 @@ class _Builder:
         base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests.
-        http = openai.DefaultAsyncHttpx2Client(event_hooks={"response": [self._on_response]})
+        http = openai.DefaultAsyncHttpx2Client(event_hooks={"response": [self._on_response]}, verify=_ssl_context())
         self.client = openai.AsyncOpenAI(api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url,
                                          http_client=http)
         api = session.options.openai_api or session.bundle.spec.models.openai_api

@@ -182,6 +182,7 @@ def write_text(path: Path, text: str) -> Path:
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as f:
         f.write(text)
         tmp = Path(f.name)
+    tmp.chmod(0o644)  # NamedTemporaryFile makes 0600; reports are meant to be read (CI artefacts, browsers)
     tmp.replace(path)
     return path
 
