@@ -35,6 +35,14 @@ class SessionGateway:
     def prepared(self, call_id: str) -> PreparedCall | None:
         return self.inner.prepared(call_id)
 
+    def register_governed(self, spec: Any) -> None:
+        """A tool the vendor runtime executes (Claude Code built-ins): decided here, never run here."""
+        self.inner.register_governed(spec)
+
+    def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
+        """Record the result of a governed call the vendor runtime executed."""
+        return self.inner.observe(prepared, obs, latency_ms)
+
     def _pause_if_deferred(self, call_id: str) -> None:
         from portagent.runtime.session import ApprovalPause
 

@@ -113,6 +113,7 @@ class ToolGateway:
         self._locks: dict[str, asyncio.Lock] = {}
         self._calls = 0
         self.pending_approvals: list[str] = []
+        self._governed: set[str] = set()
         """Approval ids left pending by a deferred decision: the run ends ``waiting_approval``."""
 
     # -- lazily opened state (only approval-needing / idempotent tools touch SQLite) ----------------
@@ -187,6 +188,21 @@ class ToolGateway:
             obs, latency = await self._run(prepared)
             self._finish(prepared, obs, latency)
             return obs
+
+    # -- governed tools (run by the vendor runtime, decided here) --------------------------------------
+
+    def register_governed(self, spec: ToolSpec) -> None:
+        """Declare a tool the vendor runtime executes itself (Claude Code's built-ins): the gateway
+        validates and decides its calls like any other, but never runs a handler for it."""
+        self.tools.setdefault(spec.name, spec)
+        self._governed.add(spec.name)
+
+    def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
+        """Record the result of a governed call that the vendor runtime executed (once per call)."""
+        if prepared.result is not None:
+            return prepared.result
+        self._finish(prepared, obs, latency_ms)
+        return obs
 
     # -- prepare ---------------------------------------------------------------------------------------
 
@@ -273,6 +289,9 @@ class ToolGateway:
     async def _run(self, p: PreparedCall) -> tuple[Observation, float | None]:
         tool = p.tool
         assert tool is not None and p.rejection is None
+        if tool.name in self._governed:
+            return Observation.failure("handler_error", f"{tool.name!r} is executed by the vendor runtime; "
+                                       "record its result with observe()"), None
         args = p.args
         if p.card is not None:
             checked = approval_flow.recheck(self, p, tool)

@@ -259,3 +259,32 @@ def test_serving_a_missing_file_or_a_busy_port_is_a_usage_error(tmp_path):
                                "--port", str(port), "--trace", str(tmp_path / "t.jsonl"))
     assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in err
     assert not (tmp_path / "t.jsonl").exists()  # nothing was served, so no session trace
+
+
+def test_serving_an_agent_proxies_its_mcp_sources_under_its_policy(tmp_path, _mcp_log):
+    """An agent whose tools come from MCP servers can itself be served: the client sees the wrapped
+    ToolSpecs, and each call passes this portagent's gateway before it reaches the source server."""
+    from _mcp_helpers import server, server_log, write_agent
+    from mcp import Client, StdioServerParameters
+
+    agent = write_agent(tmp_path / "agent", [server("weather", allow=["get_forecast", "book_table"])])
+    trace = tmp_path / "serve.jsonl"
+    params = StdioServerParameters(command=sys.executable, env=_env(tmp_path), args=[
+        "-m", "portagent", "mcp", "serve", str(agent), "--trace", str(trace)])
+
+    async def go():
+        async with Client(params) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            ok = await client.call_tool("weather_get_forecast", {"city": "Lyon"})
+            booking = await client.call_tool("weather_book_table", {"restaurant": "Chez Max", "people": 2})
+            return names, ok, booking
+
+    names, ok, booking = asyncio.run(asyncio.wait_for(go(), 60))
+    assert names == ["echo_text", "weather_book_table", "weather_get_forecast"]
+    assert not ok.is_error and ok.structured_content["forecast"] == "sunny"
+    assert booking.is_error and booking.structured_content["error"] == "approval_required"
+    assert [c["tool"] for c in server_log(_mcp_log)] == ["get_forecast"]  # the booking waits for a person
+    events = read_trace(trace)
+    assert "weather" in events[0].provider_details["mcp"]
+    assert [(e.tool, e.via) for e in events if e.type == "tool.call"] == [
+        ("weather_get_forecast", "mcp"), ("weather_book_table", "mcp")]
