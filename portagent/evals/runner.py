@@ -259,6 +259,7 @@ def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
     cases = select_cases(loaded, case_ids)
     refs = list(agents) if agents is not None else resolve_agents(loaded)
     n = repeats if repeats is not None else suite.repeats
+    given, cassettes = cassettes, Path(cassettes).resolve()  # workers may not share this process's folder
     if mode == "emulator" and check:
         lacking = [c.case_id for c in cases if c.case_id not in loaded.emulator_scripts]
         if lacking:
@@ -278,7 +279,7 @@ def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
                         out_dir=run_out_dir(results, ref.label, case.case_id, provider, r) if results else None,
                     ))
     if mode == "replay" and check:
-        check_cassettes(loaded, tasks, cassettes, repeats_given=repeats is not None)
+        check_cassettes(loaded, tasks, given, repeats_given=repeats is not None)
     return tasks
 
 
@@ -451,10 +452,16 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any]:
 # -- the pool ----------------------------------------------------------------------------------------
 
 
-def _worker_main(provider: str, tasks: Any, results: Any) -> None:
-    """A worker bound to one provider: runs its tasks until the queue's sentinel, then reports memory."""
+def _worker_main(provider: str, tasks: Any, results: Any, env: dict[str, str], cwd: str) -> None:
+    """A worker bound to one provider: runs its tasks until the queue's sentinel, then reports memory.
+
+    The fork server was started with the environment and folder of its first use; a worker takes the
+    parent's *current* ones (``PORTAGENT_HOME``, API keys, relative paths)."""
     import resource
 
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
     done = 0
     try:
         while True:
@@ -575,7 +582,8 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
         if not candidates:
             return False
         p = max(candidates, key=lambda x: (active[x] == 0, queued(x) * speed.run_s(x) / (active[x] + 1), x))
-        proc = ctx.Process(target=_worker_main, args=(p, queues[p], results), name=f"portagent-eval-{p}", daemon=True)
+        proc = ctx.Process(target=_worker_main, args=(p, queues[p], results, dict(os.environ), os.getcwd()),
+                           name=f"portagent-eval-{p}", daemon=True)
         proc.start()
         assert proc.pid is not None
         procs[proc.pid] = (p, proc)
