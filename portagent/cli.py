@@ -31,7 +31,14 @@ COMMANDS: tuple[str, ...] = (
     "gate",
     "report",
     "demo",
+    "import",
+    "capabilities",
+    "port-check",
+    "export",
 )
+
+SPECIAL_MODULES: dict[str, str] = {"import": "import_"}
+"""Commands whose module name cannot be the command name (``import`` is a Python keyword)."""
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -48,6 +55,10 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _module(name: str) -> str:
+    return "portagent._cli." + SPECIAL_MODULES.get(name, name.replace("-", "_"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from portagent import __version__
 
@@ -58,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"portagent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        if importlib.util.find_spec(f"portagent._cli.{name.replace('-', '_')}") is None:
+        if importlib.util.find_spec(_module(name)) is None:
             continue  # a command whose module is not written yet
-        module = importlib.import_module(f"portagent._cli.{name.replace('-', '_')}")
+        module = importlib.import_module(_module(name))
         module.add_parser(sub)
     return parser
 
@@ -73,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    module = importlib.import_module(f"portagent._cli.{args.command.replace('-', '_')}")
+    module = importlib.import_module(_module(args.command))
     try:
         return int(module.run(args))
     except PortagentError as e:

@@ -183,9 +183,6 @@ class CaseItem(pytest.Item):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, self.name
-
 
 class CaseFailed(Exception):
     """A case's runs did not pass (the message holds the gate's notes)."""

@@ -23,8 +23,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="replay the support-desk demo offline and show the verdict",
                        description="Replay the support-desk suite (agent-v1 vs candidate agent-v2) from the committed "
                                    "cassettes, print the comparison and gate verdict, write report.html.")
-    p.add_argument("--out", default="results/demo", metavar="DIR",
-                   help="results folder (default: results/demo; replaced if it holds earlier demo results)")
+    p.add_argument("--out", default="demo-out", metavar="DIR",
+                   help="results folder (default: demo-out; replaced if it holds earlier demo results)")
     p.add_argument("--suite", metavar="FILE", help="suite file (default: examples/support_desk/suite.yaml of the checkout)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette root (default: cassettes/ next to examples/)")
     p.add_argument("--providers", action="append", metavar="P[,P…]",
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                              f"'portagent record {suite} --providers openai --emulator'")
     out.print(f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
               f"replayed offline from {cassettes}", markup=False)
-    results, decision, comparison = run_suite(
+    results, decision, _comparison = run_suite(
         suite, mode="replay", providers=providers, workers=args.workers or default_workers(), cassettes=cassettes,
         out=Path(args.out), overwrite=True)
     meta = results.meta

@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--repeats", type=int, metavar="N", help="runs per case x provider x version (default: the suite's)")
     p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)")
     p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="results folder (default: results/<suite>-<UTC time>)")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: out/<suite>-<UTC time>)")
     p.add_argument("--overwrite", action="store_true", help="replace the results in a non-empty --out folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -69,72 +69,53 @@ def run(args: argparse.Namespace) -> int:
 
 def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None, repeats: int | None = None,
               workers: int = 2, cassettes: Any = "cassettes", out: Any = None, overwrite: bool = False,
-              case_ids: list[str] | None = None, emulator_script: Any = None, progress: bool = True,
-              title: str | None = None) -> tuple[Any, Any, Any]:
-    """Run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
-    import dataclasses
+              case_ids: list[str] | None = None, emulator_script: Any = None,
+              progress: bool = True) -> tuple[Any, Any, Any]:
+    """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
     from datetime import UTC, datetime
     from pathlib import Path
 
     from portagent.evals.report import prepare_out_dir, write_eval
     from portagent.evals.report_terminal import console, print_summary
-    from portagent.evals.runner import (
-        check_live_keys,
-        check_providers_installed,
-        plan_runs,
-        resolve_agents,
-        run_tasks,
-        select_providers,
-    )
-    from portagent.evals.runner import EvalRun, build_result
+    from portagent.evals.runner import plan_eval, run_eval
     from portagent.evals.suite import load_suite
 
-    loaded = load_suite(suite)
-    chosen = select_providers(loaded, providers)
-    check_providers_installed(chosen)
-    if mode == "live":
-        check_live_keys(chosen)
     started = datetime.now(UTC)
-    if out is None:
-        out = Path("results") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
-    agents = resolve_agents(loaded)
-    out_dir = Path(out)
+    loaded = load_suite(suite)
+    out_dir = Path(out) if out is not None else \
+        Path("out") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
     # every check that can refuse the eval runs before the results folder is touched
-    tasks = plan_runs(loaded, mode=mode, providers=chosen, repeats=repeats, cassettes=cassettes,  # type: ignore[arg-type]
-                      results=out_dir.resolve(), case_ids=case_ids, agents=agents)
-    if emulator_script is not None:
-        tasks = [dataclasses.replace(t, emulator_script=Path(emulator_script)) for t in tasks]
+    plan = plan_eval(loaded, mode=mode, providers=providers, repeats=repeats, cassettes=cassettes,  # type: ignore[arg-type]
+                     results=out_dir, case_ids=case_ids, emulator_script=emulator_script)
     prepare_out_dir(out_dir, overwrite=overwrite)
+    n = len(plan.tasks)
     err = console(stderr=True)
-    label = title or f"{loaded.suite.suite_id}: {len(tasks)} runs ({mode}, {workers} worker{'s' if workers != 1 else ''})"
+    label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {workers} worker{'s' if workers != 1 else ''})"
     t0 = time.perf_counter()
     if progress and err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                      TimeElapsedColumn(), console=err, transient=True) as bar:
-            job = bar.add_task(label, total=len(tasks), last="")
-            failed = [0]
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[failing]} failing"), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            job = bar.add_task(label, total=n, failing=0)
+            failing = [0]
 
             def tick(o: Any) -> None:
-                failed[0] += not o.score.passed
-                bar.update(job, advance=1, last=f"{failed[0]} failing")
+                failing[0] += not o.score.passed
+                bar.update(job, advance=1, failing=failing[0])
 
-            pool = run_tasks(tasks, workers=workers, on_result=tick)
+            run = run_eval(plan, workers=workers, on_result=tick)
     else:
         err.print(label + " …")
-        pool = run_tasks(tasks, workers=workers)
+        run = run_eval(plan, workers=workers)
     duration = time.perf_counter() - t0
-    errors = [f"{tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
-    eval_run = EvalRun(loaded=loaded, agents=agents, mode=mode, providers=chosen,  # type: ignore[arg-type]
-                       repeats=repeats if repeats is not None else loaded.suite.repeats,
-                       result=build_result(loaded, pool.outcomes), pool=pool, workers=workers, errors=errors)
-    results, decision, comparison = write_eval(eval_run, out_dir, started_at=started.isoformat(timespec="seconds"),
+    results, decision, comparison = write_eval(run, out_dir, started_at=started.isoformat(timespec="seconds"),
                                                duration_s=duration)
     out_console = console()
     print_summary(results, decision, comparison, out=out_console)
-    out_console.print(f"{len(tasks)} runs in {duration:.1f} s ({len(tasks) / duration:.1f} runs/s, {workers} "
+    out_console.print(f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
                       f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
                       "ci_gate.json)", markup=False, highlight=False)
     return results, decision, comparison

@@ -72,6 +72,8 @@ from portagent.adapters.claude_transport import (
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
+from portagent.recording.claude_session import ClaudeCassette, open_cassette
+from portagent.recording.vcr_cassette import find_mismatch
 from portagent.runtime.session import ApprovalPause, BudgetStop, RunSession, RunSignal, unwrap_signal
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
@@ -156,10 +158,13 @@ class _Run:
         if shared.force_shared_settings and shared.temperature is not None:
             raise UnsupportedFeatureError("claude", "a forced temperature",
                                           "the Claude Code CLI has no temperature setting")
-        if self.session.endpoint.mode == "replay" and TRANSPORT_FACTORY_KEY not in self.session.options.extra:
+        endpoint = self.session.endpoint
+        if endpoint.mode == "replay" and endpoint.cassette_dir is None and \
+                TRANSPORT_FACTORY_KEY not in self.session.options.extra:
             # A replay must never start the CLI against a real endpoint: it needs a transport cassette.
-            raise UsageError("a Claude replay needs a transport cassette: pass a replay transport as "
-                             f"RunOptions.extra[{TRANSPORT_FACTORY_KEY!r}] (see docs/adapters/claude.md)")
+            raise UsageError("a Claude replay needs a transport cassette: set Endpoint.cassette_dir to a recorded "
+                             "run folder (transport.jsonl) or pass a replay transport as "
+                             f"RunOptions.extra[{TRANSPORT_FACTORY_KEY!r}] (see docs/cassettes.md)")
         cli_path = self.session.options.extra.get("cli_path")
         if cli_path is not None:
             path = Path(cli_path)
@@ -211,7 +216,8 @@ class _Run:
                 tools=tools_arg, disallowedTools=disallowed, model=self.session.model_for(name))
         return defs
 
-    def options(self, home: RunHome) -> ClaudeAgentOptions:
+    def options(self, home: RunHome, base_url: str | None = None) -> ClaudeAgentOptions:
+        """``base_url``: where the CLI sends its model calls instead of the endpoint (the recording proxy)."""
         s = self.session
         spec = self.bundle.spec
         specs = self.tool_specs()
@@ -243,7 +249,7 @@ class _Run:
             # portagent counts turns and cost itself; the CLI's own limits are a backstop.
             max_turns=spec.budget.max_turns, max_budget_usd=spec.budget.max_cost_usd,
             agents=self.agents(), setting_sources=[], cwd=str(home.cwd), cli_path=s.options.extra.get("cli_path"),
-            env=home.env(base_url=s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env),
+            env=home.env(base_url=base_url or s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env),
             extra_args=extra_args, include_partial_messages=True, forward_subagent_text=True,
             output_format={"type": "json_schema", "schema": spec.output_schema} if spec.output_schema else None,
             stderr=self.stderr.append,
@@ -405,17 +411,20 @@ class _Run:
 
     # --- running ---------------------------------------------------------------------------------
 
-    async def go(self) -> AdapterOutcome:
+    async def go(self, cassette: ClaudeCassette | None = None) -> AdapterOutcome:
+        """Run the conversation; in record/replay mode through ``cassette``'s transport (and proxy)."""
         self.preflight()
         s = self.session
         cwd = s.options.extra.get("cwd")
         home = RunHome(s.options.workdir, Path(cwd) if cwd else None)
         try:
-            options = self.options(home)
+            options = self.options(home, cassette.start() if cassette is not None else None)
             # The SDK adds permission_prompt_tool_name="stdio" when can_use_tool is set, but a custom transport
             # gets its CLI flags only from its own options (SDK_NOTES §4.6): the inner transport is built with it.
             cli_options = replace(options, permission_prompt_tool_name="stdio")
             factory = s.options.extra.get(TRANSPORT_FACTORY_KEY) or subprocess_transport
+            if cassette is not None:  # records around the factory's transport, or replays without it
+                factory = cassette.transport_factory(factory)
             self.transport = PortagentTransport(factory(s.request.messages[0], cli_options))
             # ClaudeSDKClient rather than query(): an explicit disconnect() always closes the CLI (closing a
             # query() generator early leaves its inner generator, and the CLI, to the garbage collector),
@@ -547,7 +556,25 @@ class ClaudeAgentAdapter:
         return __cli_version__
 
     async def run(self, session: RunSession) -> AdapterOutcome:
-        return await _Run(session).go()
+        cassette = open_cassette(session)
+        if cassette is None:
+            return await _Run(session).go()
+        # record / replay: the CLI's side is recorded or played back by the transport (vcrpy cannot see the
+        # CLI's HTTP; the runner leaves Claude runs to this adapter). docs/cassettes.md.
+        session.cassette_report = cassette.report  # type: ignore[attr-defined]
+        failure: BaseException | None = None
+        try:
+            outcome = await _Run(session).go(cassette)
+        except BaseException as e:  # finish the cassette first (outside this handler: see below)
+            failure = e
+        # Not in a finally: a refused recording (RecordingError) must not carry the run's own exception as
+        # its context, where the runner would find a stop signal and take the run as recorded.
+        cassette.finish()
+        if failure is not None and (cassette.drift is None or find_mismatch(failure) is not None):
+            raise failure  # (a drift raised through the SDK is already in the chain: the runner finds it)
+        if cassette.drift is not None:  # drift explains whatever else went wrong (or a drifted last answer)
+            raise cassette.drift from failure
+        return outcome
 
 
 ADAPTER = ClaudeAgentAdapter()

@@ -115,9 +115,24 @@ class PortagentTransport(Transport):
             transport = getattr(transport, "inner", None)
         return None
 
+    def _chain(self) -> list[Any]:
+        """The wrapped transports, outermost first (a recording transport keeps its own in ``inner``)."""
+        chain: list[Any] = []
+        transport: Any = self.inner
+        while transport is not None and len(chain) < 4:
+            chain.append(transport)
+            transport = getattr(transport, "inner", None)
+        return chain
+
     def abort(self) -> None:
         """Stop the CLI now (run cancelled or stopped): the SDK's ``close()`` first waits up to 5 s for
-        the CLI to exit on its own, which would overshoot ``timeout_s``. Replay transports have no process."""
+        the CLI to exit on its own, which would overshoot ``timeout_s``. Replay transports have no process.
+        Wrappers with an ``on_abort()`` (cassette transports) are told first: a recording keeps nothing the
+        dying CLI still prints, a replay stops playing."""
+        for transport in self._chain():
+            hook = getattr(transport, "on_abort", None)
+            if callable(hook):
+                hook()
         process = self._process()
         if process is not None and getattr(process, "returncode", 0) is None:
             with contextlib.suppress(ProcessLookupError, OSError):

@@ -49,6 +49,17 @@ class AgentInfo(Contract):
     """Spec path, as resolved when the eval ran."""
 
 
+class WorkerInfo(Contract):
+    """One worker process of the eval's pool."""
+
+    provider: str
+    """The provider it ran (one SDK per worker)."""
+    runs: int
+    """Runs it made."""
+    peak_rss_mb: float
+    """Its peak resident memory."""
+
+
 class EvalMeta(Contract):
     """How a results folder was produced (``eval.json``)."""
 
@@ -82,6 +93,8 @@ class EvalMeta(Contract):
     """Wall time of the eval."""
     portagent_version: str = ""
     """portagent version."""
+    workers_used: list[WorkerInfo] = []
+    """Every worker process, in the order they finished."""
 
     def version_of(self, role: str) -> str | None:
         return next((a.version for a in self.agents if a.role == role), None)
@@ -259,12 +272,15 @@ def write_eval(run: Any, out: Path, *, started_at: str, duration_s: float) -> tu
     """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report."""
     from portagent import __version__
 
+    plan = run.plan
+    suite = plan.loaded.suite
     meta = EvalMeta(
-        suite_id=run.loaded.suite.suite_id, dataset_version=run.loaded.suite.dataset_version, suite=str(run.loaded.path),
-        mode=run.mode, providers=list(run.providers), repeats=run.repeats, workers=run.workers,
-        agents=[AgentInfo(role=a.role, name=a.name, version=a.version, spec=str(a.path)) for a in run.agents],
+        suite_id=suite.suite_id, dataset_version=suite.dataset_version, suite=str(plan.loaded.path),
+        mode=plan.mode, providers=list(plan.providers), repeats=plan.repeats, workers=run.workers,
+        agents=[AgentInfo(role=a.role, name=a.name, version=a.version, spec=str(a.path)) for a in plan.agents],
         runs=len(run.result.runs), errors=list(run.errors), started_at=started_at, duration_s=round(duration_s, 3),
         portagent_version=__version__,
+        workers_used=[WorkerInfo(provider=w.provider, runs=w.runs, peak_rss_mb=w.peak_rss_mb) for w in run.pool.workers],
     )
     write_json(out / "report.json", run.result)
     write_json(out / "eval.json", meta)

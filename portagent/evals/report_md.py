@@ -54,7 +54,7 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
     facts = [f"{len(r.runs)} runs", f"provenance: {sources_line(results)}"]
     if meta:
         facts = [f"mode `{meta.mode}`", f"providers {', '.join(meta.providers)}", f"repeats {meta.repeats}", *facts]
-    lines += ["· ".join(facts), ""]
+    lines += [" · ".join(facts), ""]
 
     lines += ["## Pass rate by provider", "",
               "| provider | agent | passed | pass rate | Wilson 95 % | pass^k | flake | cost / accepted | "

@@ -306,6 +306,8 @@ def check_cassettes(loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | P
     missing = [t for t in tasks if t.cassette is None or not is_recorded(t.cassette, t.provider)]
     if not missing:
         return
+    script = loaded.suite.emulator_script
+    emulator = str(loaded.path.parent / script) if script else None
     # --repeats beyond the recording: say how many repeats there are, not "missing cassette"
     short = []
     for t in missing:
@@ -320,10 +322,9 @@ def check_cassettes(loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | P
         raise UsageError(
             f"{flag} asks for {wanted} repeats but only {have} are recorded for case {t.case.case_id} on "
             f"{t.provider} ({t.agent.label}) under {t.cassette.parent if t.cassette else root}; "
-            f"use --repeats {have} or record more with 'portagent record {loaded.path} --repeats {wanted} "
-            f"--providers {t.provider} --missing'")
-    script = loaded.suite.emulator_script
-    emulator = str((loaded.path.parent / script)) if script else None
+            f"use --repeats {have} or record more with '"
+            + record_command(str(loaded.path), t.provider, out=root, emulator=emulator).replace(
+                " --missing", f" --repeats {wanted} --missing") + "'")
     lines = []
     by_provider = Counter(t.provider for t in missing)
     total = Counter(t.provider for t in tasks)
@@ -391,7 +392,7 @@ def execute(task: RunTask) -> RunOutcome:
     """Make one run and score it. Never raises for a run's own failure: it becomes a failed score."""
     t0 = time.perf_counter()
     try:
-        output, latency, source = asyncio.run(_make_run(task))
+        output, latency, source, notes = asyncio.run(_make_run(task))
     except PortagentError as e:
         return _unrunnable(task, e.render(), t0)
     except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
@@ -401,6 +402,8 @@ def execute(task: RunTask) -> RunOutcome:
                       agent_version=task.agent.version, source=source, repeat=task.repeat,
                       run_id=output.result.run_id)
     score = score_run(output.events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
+    if notes:
+        score = score.model_copy(update={"warnings": [*score.warnings, *notes]})
     error = None
     r = output.result
     if r.status == "failed":
@@ -417,7 +420,8 @@ def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
     return RunOutcome(task.index, score, message, time.perf_counter() - t0, os.getpid())
 
 
-async def _make_run(task: RunTask) -> tuple[Any, float | None, Any]:
+async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
+    """(RunOutput, recorded latency or None, source, warnings such as an SDK version change)."""
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.runtime.session import Endpoint
 
@@ -426,14 +430,15 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any]:
     approver = approver_for(task.case, task.approver)
     clear_run_state(task.scope)
     if task.mode == "replay":
-        from portagent.recording.replay import load_recorded, replay_config
+        from portagent.recording.replay import load_recorded, replay_config, version_changes
 
         assert task.cassette is not None
         recorded = load_recorded(task.cassette)
         config, _ = replay_config(task.cassette, recorded, out_dir=task.out_dir, approver=approver)
         config.scope = task.scope
         output = await arun_full(bundle, request, config)
-        return output, recorded.record.result.duration_ms, recorded.record.manifest.source
+        changed = [f"recorded with another version: {c}" for c in version_changes(recorded.record)]
+        return output, recorded.record.result.duration_ms, recorded.record.manifest.source, changed
     if task.mode == "emulator":
         assert task.emulator_script is not None
         emu = _emulator(task.emulator_script)
@@ -446,7 +451,7 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any]:
         endpoint = Endpoint(source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env))
     output = await arun_full(bundle, request, RunConfig(endpoint=endpoint, approver=approver, out_dir=task.out_dir,
                                                         scope=task.scope))
-    return output, None, endpoint.source
+    return output, None, endpoint.source, []
 
 
 # -- the pool ----------------------------------------------------------------------------------------
@@ -637,82 +642,61 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
 
 
 @dataclass
-class EvalRun:
-    """An eval's result and what produced it."""
+class EvalPlan:
+    """Every run of an eval, checked (``plan_eval``); nothing has run yet."""
 
     loaded: LoadedSuite
     agents: list[AgentRef]
     mode: Mode
     providers: list[str]
     repeats: int
+    tasks: list[RunTask]
+
+
+@dataclass
+class EvalRun:
+    """A finished eval: its plan, the ``SuiteResult`` and what the pool did."""
+
+    plan: EvalPlan
     result: Any
     """The ``SuiteResult``."""
     pool: PoolReport
     workers: int
     errors: list[str] = field(default_factory=list)
-    """One line per run that could not be made or failed outright."""
-
-    @property
-    def baseline(self) -> AgentRef | None:
-        return next((a for a in self.agents if a.role == "baseline"), None)
-
-    @property
-    def candidate(self) -> AgentRef | None:
-        return next((a for a in self.agents if a.role == "candidate"), None)
+    """One line per run that could not be made or failed outright (drift, crash …)."""
 
 
-def build_result(loaded: LoadedSuite, outcomes: Sequence[RunOutcome]) -> Any:
-    from portagent.evals.aggregate import SuiteResult
-
-    return SuiteResult.from_runs(loaded.suite.suite_id, loaded.suite.dataset_version, [o.score for o in outcomes],
-                                 loaded.cases)
-
-
-def run_eval(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | None = None, repeats: int | None = None,
-             workers: int = 2, cassettes: str | Path = "cassettes", results: Path | None = None,
-             case_ids: Sequence[str] | None = None, in_process: bool = False,
-             on_plan: Callable[[int], None] | None = None,
-             on_result: Callable[[RunOutcome], None] | None = None) -> EvalRun:
-    """Plan, check, run and aggregate a suite."""
-    if workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
+def plan_eval(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | None = None, repeats: int | None = None,
+              cassettes: str | Path = "cassettes", results: Path | None = None,
+              case_ids: Sequence[str] | None = None, emulator_script: Path | None = None) -> EvalPlan:
+    """Check everything that can refuse an eval — providers installed, ``--live`` keys, agents, every
+    cassette and repeat for replay — and plan its runs. ``results``: where run traces will go."""
     chosen = select_providers(loaded, providers)
     check_providers_installed(chosen)
     if mode == "live":
         check_live_keys(chosen)
     agents = resolve_agents(loaded)
-    tasks = plan_runs(loaded, mode=mode, providers=chosen, repeats=repeats, cassettes=cassettes, results=results,
-                      case_ids=case_ids, agents=agents)
-    if on_plan:
-        on_plan(len(tasks))
-    pool = run_tasks(tasks, workers=workers, in_process=in_process, on_result=on_result)
-    errors = [f"{tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
-    return EvalRun(loaded=loaded, agents=agents, mode=mode, providers=chosen,
-                   repeats=repeats if repeats is not None else loaded.suite.repeats,
-                   result=build_result(loaded, pool.outcomes), pool=pool, workers=workers, errors=errors)
+    tasks = plan_runs(loaded, mode=mode, providers=chosen, repeats=repeats, cassettes=cassettes,
+                      results=results.resolve() if results else None, case_ids=case_ids, agents=agents,
+                      check=not (mode == "emulator" and emulator_script is not None))
+    if emulator_script is not None:
+        from dataclasses import replace
+
+        tasks = [replace(t, emulator_script=Path(emulator_script).resolve()) for t in tasks]
+    return EvalPlan(loaded, agents, mode, chosen, repeats if repeats is not None else loaded.suite.repeats, tasks)
 
 
-def split_versions(run_or_result: Any, baseline_version: str | None, candidate_version: str | None) -> tuple[Any, Any]:
-    """(baseline slice, candidate slice) of a two-version result."""
-    result = getattr(run_or_result, "result", run_or_result)
-    return result.select(agent_version=baseline_version), result.select(agent_version=candidate_version)
+def run_eval(plan: EvalPlan, *, workers: int = 2, in_process: bool = False,
+             on_result: Callable[[RunOutcome], None] | None = None) -> EvalRun:
+    """Run a plan and aggregate it."""
+    from portagent.evals.aggregate import SuiteResult
 
-
-def decide(result: Any, agents: Sequence[dict[str, str]] | Sequence[AgentRef]) -> tuple[Any, Any]:
-    """The gate decision (and comparison, with two versions) of one result.
-
-    With a baseline and a candidate, the candidate is gated on its own *and* against the baseline;
-    with one agent, the result is gated on its own and the comparison is None.
-    """
-    from portagent.evals.compare import compare
-    from portagent.evals.gate import gate
-
-    roles = {(a["role"] if isinstance(a, dict) else a.role): (a["version"] if isinstance(a, dict) else a.version)
-             for a in agents}
-    if "baseline" in roles and "candidate" in roles:
-        base, cand = split_versions(result, roles["baseline"], roles["candidate"])
-        return gate(cand, baseline=base), compare(base, cand)
-    return gate(result), None
+    pool = run_tasks(plan.tasks, workers=workers, in_process=in_process, on_result=on_result)
+    suite = plan.loaded.suite
+    result = SuiteResult.from_runs(suite.suite_id, suite.dataset_version, [o.score for o in pool.outcomes],
+                                   plan.loaded.cases)
+    errors = [f"{plan.tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
+    return EvalRun(plan, result, pool, workers, errors)
 
 
 # -- recording ----------------------------------------------------------------------------------------

@@ -83,13 +83,38 @@ def load_recorded(folder: Path) -> Recorded:
 
 
 def version_changes(record: RunRecord) -> list[str]:
-    """What differs between the recording's SDK versions and the installed ones (reported, not fatal)."""
+    """What differs between the recording's SDK (and Claude Code CLI) versions and the installed ones
+    (reported, not fatal: the replay still runs)."""
     m = record.manifest
     now = package_version(REGISTRY[m.provider].package)
     out = []
     if now != m.sdk_version:
         out.append(f"{m.sdk} {m.sdk_version} at recording, {now} installed")
+    if m.cli_version is not None:
+        cli_now = _installed_cli_version(m.provider)
+        if cli_now != m.cli_version:
+            out.append(f"Claude Code CLI {m.cli_version} at recording, {cli_now or 'none'} installed")
     return out
+
+
+def _installed_cli_version(provider: str) -> str | None:
+    """The CLI version the provider's adapter reports (Claude: the CLI bundled with claude-agent-sdk)."""
+    from portagent.adapters.base import get_adapter
+    from portagent.contracts.errors import PortagentError
+
+    try:
+        return get_adapter(provider).cli_version()
+    except PortagentError:  # the SDK is not installed
+        return None
+
+
+def deferred_approvals(events: list[Any]) -> list[dict[str, Any]]:
+    """Scripted ``defer`` entries for the approvals the recording left pending (``run.json`` keeps only
+    decisions taken), so a replay of a run that ended ``waiting_approval`` waits again instead of
+    rejecting. Needed by Claude replays, where the permission answer itself is compared."""
+    resolved = {e.call_id for e in events if e.type == "approval.resolved"}
+    return [{"tool": e.card.get("tool"), "args_hash": e.card.get("args_hash"), "decision": "defer"}
+            for e in events if e.type == "approval.requested" and e.call_id not in resolved]
 
 
 def replay_ids(agent: str, version: str, case_id: str | None, provider: str, repeat: int) -> IdFactory:
@@ -112,7 +137,8 @@ def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = No
     ids = replay_ids(m.agent, m.agent_version, m.case_id, m.provider, m.repeat)
     endpoint = Endpoint(source=m.source, mode="replay", base_url="http://replay.portagent.invalid",
                         api_key=DUMMY_KEYS[m.provider], script_hash=m.emulator_script_hash, cassette_dir=folder)
-    approvals = approver if approver is not None else {"type": "scripted", "decisions": m.approvals}
+    approvals = approver if approver is not None else {
+        "type": "scripted", "decisions": [*m.approvals, *deferred_approvals(recorded.events)]}
     config = RunConfig(endpoint=endpoint, approver=approvals, out_dir=out_dir, clock=clock, ids=ids,
                        recorded_at=m.recorded_at, recorded=recorded,
                        scope=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:r{m.repeat}")
@@ -134,4 +160,18 @@ async def replay_folder(agent: Any, folder: str | Path, *, out_dir: Path | None 
     recorded = load_recorded(folder)
     config, req = replay_config(folder, recorded, out_dir=out_dir, approver=approver)
     EffectLedger().clear_scope(config.scope)  # a replay starts clean and stays deterministic
+    _clear_approvals(config.scope)
     return await arun_full(agent, request or req, config)
+
+
+def _clear_approvals(scope: str) -> None:
+    """Forget the approval cards of an earlier replay of the same run: their seeded ids would be taken,
+    the next replay would draw others, and an id that reaches the model (Claude compares every
+    permission answer) would differ."""
+    from portagent.tools.approvals import ApprovalStore
+
+    store = ApprovalStore()
+    try:
+        store.clear_scope(scope)
+    finally:
+        store.close()

@@ -10,6 +10,7 @@ Outside CI a missing browser (or the ``websockets`` client) skips the test with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -97,10 +98,8 @@ def open_page(browser: str, page: Path, expression: str, timeout_s: float = 30.0
                 report.exceptions.append(json.dumps(result["exceptionDetails"])[:500])
             report.value = result.get("result", {}).get("value")
             # late errors (timers, listeners) still count: give the page a moment
-            try:
+            with contextlib.suppress(TimeoutError):
                 pump(lambda m: False, time.monotonic() + 0.5)
-            except TimeoutError:
-                pass
         return report
     finally:
         proc.kill()

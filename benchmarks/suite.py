@@ -1,0 +1,99 @@
+"""``portagent eval --replay`` on the demo suite with many repeats, with 1 and with 2 workers.
+
+The committed cassettes hold 2 repeats; this copies them into a temporary cassette root and records
+the other repeats there against the emulator (``portagent record --missing``), then times
+``portagent eval --replay`` as a user runs it (a fresh process, imports included). Prints wall time, runs per second, the speed-up of 2 workers over 1 (goal ≥ 1.5
+on 2 cores) and every worker's peak memory (goal < 400 MB). Asserts nothing.
+
+    python benchmarks/suite.py            # 6 repeats: 336 runs on openai + adk (504 with claude)
+    python benchmarks/suite.py --quick    # 3 repeats (CI smoke)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "examples" / "support_desk" / "suite.yaml"
+CASSETTES = REPO / "cassettes"
+
+
+def prepare(dst: Path, repeats: int) -> list[str]:
+    """Copy the committed cassettes and record the missing repeats (r2 …) against the emulator.
+
+    Repeats are recorded, not copied: a replay's ids are seeded per repeat, and a copy of r0 posing as
+    r2 would collide with r0's approval ids in the same eval. Returns the providers recorded for every
+    case and version (a provider without cassettes, e.g. one whose adapter cannot record, is left out)."""
+    shutil.copytree(CASSETTES, dst)
+    found = sorted({p.name for p in dst.glob("support-desk/*/*/*") if (p / "r0" / "run.json").is_file()})
+    counts = {p: len(list(dst.glob(f"support-desk/*/*/{p}/r0/run.json"))) for p in found}
+    full = max(counts.values(), default=0)
+    providers = [p for p in found if counts[p] == full]
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "portagent", "record", str(SUITE), "--providers", ",".join(providers), "--emulator",
+         "--out", str(dst), "--repeats", str(repeats), "--missing", "--no-verify"],
+        capture_output=True, text=True, env={**os.environ, "PORTAGENT_HOME": str(dst.parent / "home-record")},
+        check=False)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit(f"recording the extra repeats failed (exit {proc.returncode})")
+    print(f"recorded the extra repeats in {time.perf_counter() - t0:.1f} s")
+    return providers
+
+
+def run_eval(cassettes: Path, providers: list[str], repeats: int, workers: int, out: Path) -> dict[str, float]:
+    env = {**os.environ, "PORTAGENT_HOME": str(out.parent / f"home-{workers}")}
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "portagent", "eval", str(SUITE), "--replay", "--cassettes", str(cassettes),
+         "--providers", ",".join(providers), "--repeats", str(repeats), "--workers", str(workers), "--out", str(out),
+         "--no-progress"], capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):  # 1 is the gate blocking agent-v2, as designed
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"portagent eval exited {proc.returncode}")
+    meta = json.loads((out / "eval.json").read_text())
+    errors = meta["errors"]
+    if errors:
+        print(f"  warning: {len(errors)} run(s) failed to replay, e.g. {errors[0][:200]}")
+    return {"wall": wall, "runs": meta["runs"], "eval_s": meta["duration_s"], "workers": meta["workers_used"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="3 repeats instead of 6 (CI smoke)")
+    ap.add_argument("--repeats", type=int, help="repeats per case x provider x version")
+    args = ap.parse_args()
+    repeats = args.repeats or (3 if args.quick else 6)
+    if not (CASSETTES / "support-desk").is_dir():
+        print(f"no demo cassettes under {CASSETTES}: record them with "
+              f"'portagent record {SUITE.relative_to(REPO)} --providers openai,adk --emulator'")
+        return
+    with tempfile.TemporaryDirectory(prefix="portagent-bench-") as tmp:
+        root = Path(tmp)
+        cassettes = root / "cassettes"
+        providers = prepare(cassettes, repeats)
+        print(f"demo suite, {repeats} repeats, providers {', '.join(providers)}, {os.cpu_count()} CPU(s)")
+        results = {}
+        for workers in (1, 2):
+            r = run_eval(cassettes, providers, repeats, workers, root / f"out-{workers}")
+            results[workers] = r
+            peak = ", ".join(f"{w['provider']} {w['peak_rss_mb']:.0f} MB ({w['runs']} runs)" for w in r["workers"])
+            print(f"workers={workers}: {r['runs']} runs, portagent eval wall {r['wall']:.1f} s "
+                  f"(pool {r['eval_s']:.1f} s), {r['runs'] / r['wall']:.1f} runs/s")
+            print(f"  peak memory per worker: {peak}  (goal < 400 MB)")
+        speedup = results[1]["wall"] / results[2]["wall"]
+        print(f"speed-up 2 workers vs 1: {speedup:.2f}x  (goal >= 1.5 on 2 cores)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""``portagent export AGENT --to openai|adk|claude [--out FILE] [--overwrite]``: a readable, runnable Python
+module that builds the agent natively with that SDK, its tool bodies calling portagent's gateway.
+Exit 0 when written, 1 when the target cannot run the spec (port-check finds a lack), 2 on usage errors."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("export", help="write a native SDK program for an agent spec (gateway calls kept)",
+                       description="Write a Python module that builds the agent directly with the target SDK "
+                                   "(for teams leaving portagent, or to see what it does). Tool bodies call "
+                                   "portagent's ToolGateway so the policy still applies; the module writes a "
+                                   "normalized trace. Exit 0 when written, 1 when the target cannot run the spec, "
+                                   "2 on usage errors.")
+    p.add_argument("agent", help="agent spec file")
+    p.add_argument("--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target SDK")
+    p.add_argument("--out", metavar="FILE", help="module to write (default: <spec folder>/<agent>_<target>.py)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing file")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+
+    from portagent.contracts.errors import UsageError
+    from portagent.migration.export import export_agent
+
+    source, path = export_agent(args.agent, args.target, args.out)
+    if path.exists() and not args.overwrite:
+        raise UsageError(f"{path}: already exists; pass --overwrite to replace it (nothing was written)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(source)
+    os.replace(tmp, path)
+    print(f"wrote {path} ({args.target}); run it: python {path} \"your question\" --base-url URL --trace trace.jsonl")
+    return 0

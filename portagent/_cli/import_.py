@@ -1,0 +1,69 @@
+"""``portagent import MODULE:OBJECT --from openai|adk|claude [--out DIR] [--overwrite] [--model P=ID]``.
+
+Reads a native agent definition (an openai-agents ``Agent``, a google-adk ``LlmAgent``, a Claude
+``ClaudeAgentOptions`` or ``AgentDefinition``) and writes portable specs plus ``import-report.md``
+(docs/migration.md). The module is imported the way ``python -m`` would: the current folder first.
+Exit 0 when written, 1 when the written specs would not validate, 2 on usage errors (module not
+importable, object of the wrong type, output folder exists without ``--overwrite``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("import", help="import a native openai-agents / ADK / Claude agent into portable specs",
+                       description="Read a native agent definition and write an AgentSpec, ToolSpecs, a starting "
+                                   "PermissionPolicy and import-report.md (what was imported, changed, left out, "
+                                   "and what to review). Exit 0 when written, 2 on usage errors.")
+    p.add_argument("target", metavar="MODULE:OBJECT", help="where the native object lives, e.g. shop_agents:desk")
+    p.add_argument("--from", dest="sdk", required=True, choices=["openai", "adk", "claude"],
+                   help="which SDK the object belongs to")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: ./imported_<OBJECT>)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument("--name", help="name of the root agent (default: the native one, or OBJECT for Claude options)")
+    p.add_argument("--model", action="append", default=[], metavar="PROVIDER=ID",
+                   help="a model id for another provider (repeatable), e.g. --model adk=gemini-2.5-flash")
+
+
+def _models(values: list[str]) -> dict[str, str]:
+    from portagent.contracts.errors import UsageError
+
+    out: dict[str, str] = {}
+    for item in values:
+        provider, sep, model = item.partition("=")
+        if not sep or provider not in ("openai", "claude", "adk") or not model.strip():
+            raise UsageError(f"--model {item!r}: expected PROVIDER=ID with PROVIDER one of openai, claude, adk")
+        out[provider] = model.strip()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+    from pathlib import Path
+
+    from portagent.migration.importing import import_native
+    from portagent.migration.writer import write_import
+
+    models = _models(args.model)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE is found from the current folder, as with `python -m`
+    out = Path(args.out) if args.out else Path(f"imported_{args.target.rpartition(':')[2].split('.')[-1]}")
+    if out.exists() and not args.overwrite:
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(f"{out}: already exists; pass --overwrite to replace it (nothing was written)")
+    draft = import_native(args.target, args.sdk, models=models, name=args.name)
+    root = write_import(draft, out, overwrite=args.overwrite)
+    report = draft.report
+    s = report.summary
+    print(f"wrote {out}/: {s['agents']} agent(s), {s['tools imported']} tool(s), {s['delegation edges']} "
+          f"delegation edge(s), {s['policy rules']} policy rule(s)")
+    print(f"  not imported: {s['not imported']} · to review: {s['to review']} — see {out / 'import-report.md'}")
+    for f in report.of("not_portable"):
+        print(f"  - not imported: {f.subject}")
+    print(f"next: portagent validate {root} && portagent port-check {root} --to adk")
+    return 0

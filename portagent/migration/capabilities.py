@@ -1,0 +1,94 @@
+"""``portagent capabilities``: the capability profiles (``contracts.capabilities.PROFILES``) with the SDK
+and CLI versions installed here.
+
+The profiles are data, usable without any SDK; this module only adds what is installed, read from
+package metadata (no SDK is imported). ``tests/migration/test_capabilities.py`` drives every flag of
+every profile against the adapters, so the table printed here is what they do.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from portagent.adapters.base import REGISTRY
+from portagent.contracts.agent import PROVIDERS
+from portagent.contracts.capabilities import CAPABILITY_FLAGS, PROFILES, ProviderCapabilities
+
+NOT_INSTALLED = "not installed"
+
+
+def flag_descriptions() -> dict[str, str]:
+    """Each flag's meaning, from the contract's own field docstrings."""
+    return {name: (ProviderCapabilities.model_fields[name].description or "").strip() for name in CAPABILITY_FLAGS}
+
+
+def _package_version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def claude_cli_version() -> str | None:
+    """The Claude Code CLI bundled with claude-agent-sdk, read from its version file (no import)."""
+    try:
+        from importlib.util import find_spec
+
+        spec = find_spec("claude_agent_sdk")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    marker = folder / "_cli_version.py"
+    if marker.is_file():
+        for line in marker.read_text(encoding="utf-8").splitlines():
+            if line.startswith("__cli_version__"):
+                return line.split("=", 1)[1].strip().strip("\"'")
+    return None
+
+
+def installed(provider: str) -> dict[str, Any]:
+    info = REGISTRY[provider]
+    sdk_version = _package_version(info.package)
+    out: dict[str, Any] = {"sdk": info.package, "sdk_version": sdk_version or NOT_INSTALLED,
+                           "installed": sdk_version is not None, "extra": info.extra}
+    if provider == "claude":
+        out["cli"] = "Claude Code (bundled)"
+        out["cli_version"] = (claude_cli_version() or NOT_INSTALLED) if sdk_version else NOT_INSTALLED
+    return out
+
+
+def matrix() -> dict[str, Any]:
+    """What ``capabilities --json`` prints: flags with their meaning, and per provider its SDK and profile."""
+    return {
+        "flags": flag_descriptions(),
+        "providers": {p: {**installed(p), "capabilities": PROFILES[p].model_dump()} for p in PROVIDERS},
+    }
+
+
+def render_table(data: dict[str, Any]) -> str:
+    providers = list(data["providers"])
+    rows = [["flag", *providers]]
+    for flag in data["flags"]:
+        rows.append([flag, *("yes" if data["providers"][p]["capabilities"][flag] else "no" for p in providers)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for p in providers:
+        d = data["providers"][p]
+        line = f"{p}: {d['sdk']} {d['sdk_version']}"
+        if "cli_version" in d:
+            line += f", {d['cli']} {d['cli_version']}"
+        if not d["installed"]:
+            line += f" (pip install 'portagent[{d['extra']}]')"
+        lines.append(line)
+    lines.append("")
+    for i, r in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(r)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append("")
+    lines += [f"{flag}: {text}" for flag, text in data["flags"].items()]
+    return "\n".join(lines)

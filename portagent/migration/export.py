@@ -1,0 +1,96 @@
+"""``portagent export AGENT --to P``: a readable, runnable Python module that builds the agent natively.
+
+The module is generated from the spec (one ``export_<sdk>`` module per SDK renders it): agents,
+instructions, models, delegation and output type are written out as native SDK code; tools are
+native tool objects whose bodies call portagent's ``ToolGateway`` (through ``exported.ExportedRun``),
+so the ToolSpecs and the policy still decide every call. The module refers to the spec by a path
+relative to itself, loads the ToolSpecs and policy from it at run time, and writes a normalized trace.
+
+A spec the target cannot run (``port-check`` finds a lack) is refused: the export would not run.
+"""
+
+from __future__ import annotations
+
+import os
+import pprint
+from pathlib import Path
+from typing import Any
+
+from portagent.contracts.bundle import AgentBundle, load_agent
+from portagent.contracts.errors import UnsupportedFeatureError, UsageError
+from portagent.migration.portcheck import port_check
+
+TARGETS = ("openai", "adk", "claude")
+
+
+def literal(value: Any, indent: int = 0) -> str:
+    """A Python literal for ``value`` (JSON-able data), indented to sit inside generated code."""
+    text = pprint.pformat(value, width=100 - indent, sort_dicts=False)
+    return text.replace("\n", "\n" + " " * indent)
+
+
+def string_literal(text: str, indent: int) -> str:
+    """A string literal for generated code: one ``repr`` when short, else implicitly concatenated
+    pieces (split after spaces, text unchanged) inside parentheses."""
+    if len(text) <= 70:
+        return repr(text)
+    pieces: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) > 70 and current:
+            pieces.append(current + " ")
+            current = word
+        else:
+            current = candidate
+    pieces.append(current)
+    pad = " " * (indent + 4)
+    return "(\n" + "".join(f"{pad}{p!r}\n" for p in pieces) + " " * indent + ")"
+
+
+def spec_path_expr(spec: Path, out: Path) -> str:
+    """How the exported module finds the spec: relative to itself when possible."""
+    try:
+        rel = os.path.relpath(spec.resolve(), out.resolve().parent)
+    except ValueError:  # another drive on Windows
+        return f"Path({str(spec.resolve())!r})"
+    return f"Path(__file__).resolve().parent / {rel.replace(os.sep, '/')!r}"
+
+
+def export_agent(agent: str | Path, target: str, out: str | Path | None = None) -> tuple[str, Path]:
+    """Render the module for ``target``; returns its source and where it goes (not written)."""
+    if target not in TARGETS:
+        raise UsageError(f"unknown target {target!r}; expected one of: {', '.join(TARGETS)}")
+    spec = Path(agent)
+    if not spec.is_file():
+        raise UsageError(f"{agent}: agent spec not found")
+    bundle = load_agent(spec)
+    check = port_check(bundle, target)
+    if check.lacks:
+        lacks = "; ".join(f"{x.feature}: {x.detail}" for x in check.lacks)
+        raise UnsupportedFeatureError(target, "this spec", f"port-check finds: {lacks}")
+    if any(n.spec.mcp_servers for n in bundle.agents.values()):
+        raise UnsupportedFeatureError(target, "an export of mcp_servers",
+                                      "exported modules do not open MCP tool sources yet; run it with portagent")
+    path = Path(out) if out else spec.with_name(f"{bundle.root}_{target}.py")
+    if target == "openai":
+        from portagent.migration.export_openai import render
+    elif target == "adk":
+        from portagent.migration.export_adk import render
+    else:
+        from portagent.migration.export_claude import render
+    return render(bundle, spec_path_expr(spec, path), str(spec)), path
+
+
+def models_for(bundle: AgentBundle, provider: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, node in bundle.agents.items():
+        model = node.spec.models.for_provider(provider) or bundle.spec.models.for_provider(provider)
+        assert model, "port-check refuses a spec without a model id for the target"
+        out[name] = model
+    return out
+
+
+def creation_order(bundle: AgentBundle) -> list[str]:
+    """Agents with the root last (readers see the specialists first)."""
+    return [n for n in bundle.agents if n != bundle.root] + [bundle.root]

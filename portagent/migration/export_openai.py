@@ -1,0 +1,264 @@
+"""The openai-agents export template (``portagent export AGENT --to openai``).
+
+The generated module mirrors what ``portagent.adapters.openai_agents`` builds — ``Agent`` objects with
+``OpenAIResponsesModel`` (or ``OpenAIChatCompletionsModel``) on an ``AsyncOpenAI`` client, ``FunctionTool``
+per ToolSpec, ``handoff()`` / ``as_tool()`` for delegation, an ``AgentOutputSchemaBase`` for the output
+schema, ``RunHooks`` for model calls and handoffs — written out as plain code.
+"""
+
+from __future__ import annotations
+
+from portagent.adapters.openai_agents import strict_compatible
+from portagent.contracts.bundle import AgentBundle
+from portagent.migration.export import creation_order, literal, models_for, string_literal
+
+HEADER = '''"""{root} as a native openai-agents program.
+
+Exported by `portagent export {spec} --to openai`. The agents below are built directly with
+openai-agents; nothing in this file goes through portagent's adapters. Two things are kept from
+portagent on purpose (portagent.migration.exported):
+
+- every tool body calls portagent's ToolGateway (`run.call_tool`): the ToolSpecs' schemas, the
+  policy, approvals, budgets and idempotency still decide each call — delete that and the policy no
+  longer applies;
+- a TraceRecorder writes the same normalized trace a portagent run writes, so the two can be
+  compared (portagent.tracing.compare.equivalent).
+
+Run it:
+    python {module} "your question" --base-url URL --trace trace.jsonl [--approver auto-approve]
+(--base-url: a custom OpenAI endpoint such as portagent's emulator; the client adds /v1.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import openai
+from agents import (
+    Agent,
+    AgentOutputSchemaBase,
+    FunctionTool,
+    MaxTurnsExceeded,
+    ModelSettings,
+    {model_class},
+    RunConfig,
+    RunHooks,
+    Runner,
+    TracingProcessor,
+    handoff,
+    set_trace_processors,
+)
+from agents.version import __version__ as AGENTS_VERSION
+
+from portagent.migration.exported import ExportedRun
+
+SPEC = {spec_expr}
+"""The portable spec: the gateway loads its ToolSpecs and policy from here at run time."""
+
+ROOT = {root!r}
+MODELS = {models}
+"""Model id of each agent (models.openai in the spec)."""
+MAX_TURNS = {max_turns}
+"""portagent counts model calls itself (run.before_model_call); the SDK's max_turns is a backstop."""
+
+
+class NoUpload(TracingProcessor):
+    """openai-agents uploads its traces to api.openai.com by default; this drops them instead."""
+
+    def on_trace_start(self, trace: Any) -> None: ...
+    def on_trace_end(self, trace: Any) -> None: ...
+    def on_span_start(self, span: Any) -> None: ...
+    def on_span_end(self, span: Any) -> None: ...
+    def shutdown(self) -> None: ...
+    def force_flush(self) -> None: ...
+
+
+set_trace_processors([NoUpload()])
+
+
+class SpecOutput(AgentOutputSchemaBase):
+    """The spec's output_schema as the agent's structured output (validated again at the end)."""
+
+    def __init__(self, schema: dict[str, Any], strict: bool) -> None:
+        self._schema, self._strict = schema, strict
+
+    def is_plain_text(self) -> bool:
+        return False
+
+    def name(self) -> str:
+        return "final_output"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    def is_strict_json_schema(self) -> bool:
+        return self._strict
+
+    def validate_json(self, json_str: str) -> Any:
+        try:
+            return json.loads(json_str)
+        except json.JSONDecodeError:
+            return json_str
+
+
+class Hooks(RunHooks[Any]):
+    """Model calls and handoffs go to the trace; portagent's max_turns is checked before each call."""
+
+    def __init__(self, run: ExportedRun) -> None:
+        self.run = run
+        self.started: dict[str, float] = {{}}
+
+    async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        self.run.before_model_call(agent.name)
+        self.started[agent.name] = time.perf_counter()
+
+    async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+        t0 = self.started.pop(agent.name, None)
+        usage = response.usage
+        kinds = [getattr(item, "type", None) for item in response.output]
+        self.run.model_call(
+            agent.name, MODELS[agent.name], input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            cache_read_tokens=getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0,
+            reasoning_tokens=getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0,
+            latency_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 else None,
+            finish_reason="tool_calls" if "function_call" in kinds else "stop", response_id=response.response_id)
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        self.run.handoff(from_agent.name, to_agent.name, "handoff")
+
+
+def gateway_tool(run: ExportedRun, agent: str, name: str, *, strict: bool) -> FunctionTool:
+    """A FunctionTool declaring the ToolSpec; its body is portagent's gateway, never the handler itself."""
+    spec = run.tool(agent, name)
+
+    async def invoke(ctx: Any, raw_args: str) -> str:
+        # validate → preconditions → budget → policy → approval → idempotency → handler → output checks
+        result = await run.call_tool(agent, name, raw_args, vendor_call_id=getattr(ctx, "tool_call_id", None))
+        return json.dumps(result, ensure_ascii=False, sort_keys=True)
+
+    return FunctionTool(name=name, description=spec.model_description(), params_json_schema=spec.input_schema,
+                        on_invoke_tool=invoke, strict_json_schema=strict)
+
+
+def agent_tool(run: ExportedRun, hooks: Hooks, parent: Agent[Any], target: Agent[Any], description: str) -> FunctionTool:
+    """Delegation kind agent_as_tool: the coordinator calls the specialist and keeps control."""
+    tool = target.as_tool(tool_name=target.name, tool_description=description, hooks=hooks,
+                          run_config=RunConfig(tracing_disabled=True), max_turns=MAX_TURNS + 1,
+                          failure_error_function=None)
+    inner = tool.on_invoke_tool
+
+    async def invoke(ctx: Any, raw_args: str) -> Any:
+        run.handoff(parent.name, target.name, "agent_as_tool")
+        return await inner(ctx, raw_args)
+
+    return replace(tool, on_invoke_tool=invoke)
+'''
+
+BUILD_HEAD = '''
+
+def build(run: ExportedRun, client: openai.AsyncOpenAI, hooks: Hooks) -> Agent[Any]:
+    """The native agents, from the spec's agents; instructions verbatim."""
+'''
+
+FOOTER = '''
+
+async def main(messages: list[str], *, base_url: str | None = None, api_key: str | None = None,
+               approver: Any = "auto-deny", trace: str | Path | None = None, source: str = "live",
+               clock: Any = None, ids: Any = None) -> dict[str, Any]:
+    """Run the conversation (one Runner.run per user message); returns run.completed's fields."""
+    run = ExportedRun(SPEC, provider="openai", sdk="openai-agents", sdk_version=AGENTS_VERSION, model=MODELS[ROOT],
+                      messages=messages, approver=approver, trace_path=trace, source=source, clock=clock, ids=ids)
+    client = openai.AsyncOpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",
+                                base_url=base_url.rstrip("/") + "/v1" if base_url else None)
+    hooks = Hooks(run)
+    current = build(run, client, hooks)
+    history: list[Any] = []
+    result: Any = None
+    try:
+        for message in messages:
+            run_input: Any = [*history, {"role": "user", "content": message}] if history else message
+            result = await Runner.run(current, run_input, max_turns=MAX_TURNS + 1, hooks=hooks,
+                                      run_config=RunConfig(workflow_name=f"exported:{ROOT}"))
+            history, current = result.to_input_list(), result.last_agent
+        if run.stop is not None:
+            raise run.stop
+    except MaxTurnsExceeded:
+        return run.completed(status="budget_exhausted", stop_reason="max_turns", final_agent=current.name)
+    except Exception as e:
+        stop = run.stopped(e)
+        if stop is None:
+            raise
+        return run.completed(status="budget_exhausted", stop_reason=stop.limit)
+    finally:
+        await client.close()
+    return run.completed(result.final_output, final_agent=result.last_agent.name)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL_ROOT"),
+                        help="endpoint root (portagent's emulator: http://127.0.0.1:PORT)")
+    parser.add_argument("--api-key", help="default: $OPENAI_API_KEY")
+    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
+    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
+    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
+    args = parser.parse_args()
+    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
+                           trace=args.trace, source=args.source))
+    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))
+'''
+
+
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+    api = bundle.spec.models.openai_api
+    model_class = "OpenAIChatCompletionsModel" if api == "chat_completions" else "OpenAIResponsesModel"
+    models = models_for(bundle, "openai")
+    shared = bundle.spec.models
+    out = HEADER.format(root=bundle.root, spec=spec_label, module=f"{bundle.root}_openai.py", model_class=model_class,
+                        spec_expr=spec_expr, models=literal(models, 9), max_turns=bundle.spec.budget.max_turns)
+    lines = [BUILD_HEAD.rstrip("\n")]
+    settings = ("ModelSettings(temperature={!r}, max_tokens={!r}, include_usage=True)".format(
+        shared.temperature, shared.max_tokens) if shared.force_shared_settings else "ModelSettings(include_usage=True)")
+    order = creation_order(bundle)
+    for name in order:
+        node = bundle.agents[name]
+        tools = [f"gateway_tool(run, {name!r}, {t!r}, strict={strict_compatible(spec.input_schema)})"
+                 for t, spec in node.tools.items()]
+        lines.append(f"    {name} = Agent(")
+        lines.append(f"        name={name!r},")
+        lines.append(f"        instructions={string_literal(node.spec.instructions, 8)},")
+        lines.append(f"        model={model_class}(model=MODELS[{name!r}], openai_client=client),")
+        if tools:
+            lines.append("        tools=[")
+            lines += [f"            {t}," for t in tools]
+            lines.append("        ],")
+        if node.spec.output_schema is not None:
+            schema = node.spec.output_schema
+            lines.append(f"        output_type=SpecOutput({literal(schema, 31)},")
+            lines.append(f"                               strict={strict_compatible(schema)}),")
+        lines.append(f"        model_settings={settings},")
+        lines.append("    )")
+    wiring = []
+    for name in order:
+        node = bundle.agents[name]
+        handoffs = [f"handoff({e.target}" + (f", tool_description_override={e.description!r})" if e.description else ")")
+                    for e in node.edges if e.kind == "handoff"]
+        if handoffs:
+            wiring.append(f"    {name}.handoffs = [{', '.join(handoffs)}]")
+        for e in node.edges:
+            if e.kind == "agent_as_tool":
+                desc = e.description or bundle.agents[e.target].spec.description or e.target
+                wiring.append(f"    {name}.tools.append(agent_tool(run, hooks, {name}, {e.target}, {desc!r}))")
+    if wiring:
+        lines.append("    # delegation, wired once every agent exists (handoff cycles resolve)")
+        lines += wiring
+    lines.append(f"    return {bundle.root}")
+    return out + "\n".join(lines) + "\n" + FOOTER

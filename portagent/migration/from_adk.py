@@ -1,0 +1,268 @@
+"""Reading a google-adk ``LlmAgent`` (2.13) into an ``ImportDraft``.
+
+| google-adk | portagent |
+|---|---|
+| ``name``, ``description``, ``instruction`` (a string) | AgentSpec ``name``, ``description``, ``instructions`` |
+| ``model`` (a string or a ``Gemini``) | ``models.adk`` |
+| ``generate_content_config.temperature`` / ``max_output_tokens`` | shared settings, forced |
+| a function, or ``FunctionTool(func)`` | ToolSpec: the SDK's own declaration (``parameters_json_schema``), handler ``.func`` |
+| ``FunctionTool(require_confirmation=True)`` | ``requires_approval: true`` + a policy rule |
+| ``AgentTool(agent)`` | delegation ``agent_as_tool`` |
+| ``sub_agents=[LlmAgent]`` | delegation ``handoff`` (ADK's ``transfer_to_agent``) |
+| ``output_schema`` (a pydantic model or a dict) | ``output_schema`` |
+
+Callbacks (agent, model, tool) are noted in the report, not imported: the gateway and the policy
+replace ``before_tool_callback``'s usual job on every provider. Built-in tools (Google Search, code
+execution …), toolsets, workflow agents (Sequential/Parallel/Loop), planners, ``output_key`` and
+state templating in instructions are listed too. One SDK internal is read, here only:
+``FunctionTool._require_confirmation`` and ``_context_param_name`` (ADK has no public accessor).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
+
+from portagent.adapters.base import package_version
+from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
+from portagent.migration.importing import (
+    Names,
+    agent_names,
+    function_ref,
+    placeholder_instructions,
+    py_identifier,
+    schema_gap,
+    takes_param,
+    tool_names,
+    wrong_type,
+)
+from portagent.migration.report import ImportReport
+
+CALLBACKS = ("before_agent_callback", "after_agent_callback", "before_model_callback", "after_model_callback",
+             "on_model_error_callback", "before_tool_callback", "after_tool_callback", "on_tool_error_callback")
+_SHARED = {"temperature": "temperature", "max_output_tokens": "max_tokens"}
+_STATE_TEMPLATE = re.compile(r"\{[A-Za-z_][\w:.]*\??\}")
+
+
+def read_adk(ref: str, obj: Any) -> ImportDraft:
+    if not isinstance(obj, LlmAgent):
+        raise wrong_type(ref, obj, "a google-adk LlmAgent", "adk")
+    report = ImportReport(sdk=f"google-adk {package_version('google-adk')}", source=ref)
+    reader = _Reader(report)
+    root = reader.agent(obj)
+    return ImportDraft(sdk="adk", root=root, report=report, rules=reader.rules,
+                       shim_imports=list(reader.shim_imports.values()))
+
+
+class _Reader:
+    def __init__(self, report: ImportReport) -> None:
+        self.report = report
+        self.agents: dict[int, DraftAgent] = {}
+        self.tools: dict[int, DraftTool | None] = {}
+        self.agent_names: Names = agent_names()
+        self.tool_names: Names = tool_names()
+        self.rules: list[PolicyRuleDraft] = []
+        self.shim_imports: dict[str, str] = {}
+
+    def agent(self, a: LlmAgent) -> DraftAgent:
+        found = self.agents.get(id(a))
+        if found is not None:
+            return found
+        name = self.agent_names.take(a.name)
+        draft = DraftAgent(name=name, instructions="", description=a.description or "")
+        self.agents[id(a)] = draft
+        draft.instructions = self.instructions(a, name)
+        self.model(a, draft)
+        for t in a.tools:
+            self.tool_or_edge(t, draft)
+        for sub in a.sub_agents:
+            if isinstance(sub, LlmAgent):
+                draft.edges.append(DraftEdge("handoff", self.agent(sub), sub.description or ""))
+            else:
+                self.report.add("not_portable", f"sub-agent {getattr(sub, 'name', '?')} ({type(sub).__name__}) of "
+                                f"{name}", "not imported: workflow agents (Sequential, Parallel, Loop …) have no "
+                                "portable equivalent; only LlmAgent sub-agents become handoffs")
+        self.output(a, draft)
+        for cb in CALLBACKS:
+            value = getattr(a, cb, None)
+            if value:
+                self.report.add("not_portable", f"{cb} {_label(value)} on agent {name}",
+                                "noted, not imported: portagent's gateway and policy decide every tool call "
+                                "(what before_tool_callback usually does) and its trace records model calls; "
+                                "port other logic into tool handlers or preconditions")
+        for field, why in (("output_key", "the final output is returned, not written to session state"),
+                           ("input_schema", "portable agents take text input"),
+                           ("planner", "no portable planner"), ("code_executor", "no portable code execution")):
+            if getattr(a, field, None):
+                self.report.add("not_portable", f"{field} on agent {name}", f"not imported: {why}")
+        if a.include_contents != "default":
+            self.report.add("not_portable", f"include_contents={a.include_contents!r} on agent {name}",
+                            "not imported: agents see their conversation")
+        if a.disallow_transfer_to_parent or a.disallow_transfer_to_peers:
+            self.report.add("note", f"transfer restrictions on agent {name}",
+                            "portagent's ADK adapter allows transfers only down the delegation edges anyway")
+        if a.global_instruction:
+            self.report.add("not_portable", f"global_instruction on agent {name}",
+                            "not imported: copy it into the instructions of the agents that need it")
+        if getattr(a, "static_instruction", None):
+            self.report.add("not_portable", f"static_instruction on agent {name}",
+                            "not imported: copy it into instructions")
+        return draft
+
+    def instructions(self, a: LlmAgent, name: str) -> str:
+        ins = a.instruction
+        if isinstance(ins, str) and ins.strip():
+            if _STATE_TEMPLATE.search(ins):
+                self.report.add("not_portable", f"state templates in the instruction of {name}",
+                                "kept as text: ADK fills {placeholders} from session state, other providers do not; "
+                                "rewrite them")
+            return ins
+        if callable(ins):
+            self.report.add("not_portable", f"instruction provider {_label(ins)} on agent {name}",
+                            "not imported: instructions computed at run time; a TODO placeholder was written")
+            return placeholder_instructions(name, f"the ADK agent computed its instruction with {_label(ins)}")
+        self.report.add("changed", f"agent {name} has no instruction", "a TODO placeholder was written")
+        return placeholder_instructions(name, "the ADK agent had no instruction")
+
+    def model(self, a: LlmAgent, draft: DraftAgent) -> None:
+        m = a.model
+        if isinstance(m, str):
+            if m:
+                draft.models["adk"] = m
+            else:
+                self.report.add("note", f"agent {draft.name} sets no model",
+                                "it inherits the root agent's model ids, as in ADK")
+        elif hasattr(m, "model") and type(m).__name__ == "Gemini":
+            draft.models["adk"] = str(m.model)
+        else:
+            self.report.add("not_portable", f"model object {type(m).__name__} on agent {draft.name}",
+                            "not imported: only Gemini models map to models.adk; set the model ids yourself")
+        config = a.generate_content_config
+        if config is None:
+            return
+        for field, target in _SHARED.items():
+            value = getattr(config, field, None)
+            if value is not None:
+                draft.models[target] = value
+                draft.models["force_shared_settings"] = True
+                self.report.add("changed", f"generate_content_config.{field} of agent {draft.name}",
+                                f"imported as models.{target} with force_shared_settings: true")
+        for field, value in sorted(config.model_dump(exclude_none=True).items()):
+            if field not in _SHARED:
+                self.report.add("not_portable", f"generate_content_config.{field} on agent {draft.name}",
+                                f"not imported: a Gemini-only setting ({value!r})")
+
+    def tool_or_edge(self, t: Any, draft: DraftAgent) -> None:
+        if isinstance(t, AgentTool):
+            sub_agent = t.agent
+            if isinstance(sub_agent, LlmAgent):
+                sub = self.agent(sub_agent)
+                draft.edges.append(DraftEdge("agent_as_tool", sub, sub_agent.description or ""))
+                self.report.add("changed", f"AgentTool {t.name} on agent {draft.name}",
+                                "delegation kind agent_as_tool; portagent's agent tools take {\"input\": string} on "
+                                "every provider (ADK's AgentTool declared \"request\")")
+            else:
+                self.report.add("not_portable", f"AgentTool {t.name} on agent {draft.name}",
+                                f"not imported: it wraps a {type(sub_agent).__name__}, not an LlmAgent")
+            return
+        if isinstance(t, FunctionTool):
+            tool = self.function_tool(t, draft.name)
+        elif callable(t) and not isinstance(t, BaseTool | BaseAgent):
+            tool = self.function_tool(FunctionTool(t), draft.name, key=t)
+        else:
+            kind = "toolset" if type(t).__name__.endswith("Toolset") else "built-in tool"
+            hint = ("declare the MCP server under mcp_servers (portagent's gateway then governs its tools)"
+                    if "Mcp" in type(t).__name__ else "write a ToolSpec with a handler that does the same")
+            self.report.add("not_portable", f"{kind} {type(t).__name__} ({getattr(t, 'name', '?')}) on agent "
+                            f"{draft.name}", f"not imported: no portable equivalent; {hint}")
+            return
+        if tool is not None and tool not in draft.tools:
+            draft.tools.append(tool)
+
+    def function_tool(self, t: FunctionTool, agent: str, key: Any = None) -> DraftTool | None:
+        ident = id(key if key is not None else t.func)
+        if ident in self.tools:
+            return self.tools[ident]
+        self.tools[ident] = None
+        subject = f"function tool {t.name!r} on agent {agent}"
+        schema = _declared_schema(t)
+        gap = schema_gap(schema) if schema is not None else "ADK gives no declaration for it"
+        if gap:
+            self.report.add("not_portable", subject, f"not imported: {gap}; add type hints and import again, or "
+                            "write its ToolSpec by hand")
+            return None
+        assert schema is not None
+        ref = function_ref(t.func)
+        if ref is None:
+            self.report.add("not_portable", subject, "not imported: its function cannot be imported by name (a "
+                            "closure, a lambda or a function defined in __main__); move it to a module")
+            return None
+        name = self.tool_names.take(t.name)
+        tool = DraftTool(name=name, description=t.description or "", input_schema=schema, handler=ref,
+                         origin=f"google-adk FunctionTool {t.name} ({ref.replace(':', '.')})")
+        ctx_param = getattr(t, "_context_param_name", "tool_context")
+        takes_ctx = takes_param(t.func, ctx_param)
+        if takes_ctx or takes_param(t.func, "context") or takes_param(t.func, "input_stream"):
+            mod, _, attr = ref.partition(":")
+            alias = "_src_" + py_identifier(mod)
+            self.shim_imports[mod] = f"import {mod} as {alias}"
+            extra = f"{ctx_param}=None, " if takes_ctx else ""
+            why = (f"takes ADK's {ctx_param}; portagent has none to give, so it gets None" if takes_ctx
+                   else "has a parameter portagent's calling convention reserves")
+            tool.shim = (f"async def {py_identifier(name)}(**args):\n"
+                         f'    """{mod}.{attr} {why}."""\n'
+                         f"    return await call_original({alias}.{attr}, {extra}**args)\n")
+            self.report.add("review" if takes_ctx else "note", subject,
+                            f"handler is a shim ({py_identifier(name)}) calling {ref}: it {why}")
+        confirm = getattr(t, "_require_confirmation", False)
+        if confirm is True:
+            tool.needs_approval = True
+            tool.approval_reason = "require_confirmation=True in the ADK definition"
+            self.rules.append(PolicyRuleDraft(f"imported-approval-{name}", "approval_required",
+                                              tool.approval_reason, name))
+        elif callable(confirm):
+            self.report.add("not_portable", f"require_confirmation={_label(confirm)} on {subject}",
+                            "not imported: a per-call confirmation function; the tool keeps the conservative "
+                            "default (approval required) — express the condition as a policy rule")
+        if getattr(t, "is_long_running", False):
+            self.report.add("not_portable", f"long-running {subject}", "imported as an ordinary tool: portagent "
+                            "waits for the handler (use budgets.timeout_ms)")
+        self.tools[ident] = tool
+        return tool
+
+    def output(self, a: LlmAgent, draft: DraftAgent) -> None:
+        schema = a.output_schema
+        if schema is None:
+            return
+        if isinstance(schema, dict):
+            draft.output_schema = dict(schema)
+        elif hasattr(schema, "model_json_schema"):
+            draft.output_schema = schema.model_json_schema()
+            self.report.add("note", f"output_schema {_label(schema)} on agent {draft.name}",
+                            "imported as its JSON Schema; outputs are dicts, not instances of the class")
+        else:
+            self.report.add("not_portable", f"output_schema {_label(schema)} on agent {draft.name}",
+                            "not imported: not a pydantic model or a JSON Schema")
+
+
+def _declared_schema(t: FunctionTool) -> dict[str, Any] | None:
+    """The parameters ADK declares to Gemini for this tool (JSON Schema form)."""
+    decl = t._get_declaration()
+    if decl is None:
+        return None
+    if decl.parameters_json_schema is not None:
+        return dict(decl.parameters_json_schema)
+    if decl.parameters is not None:
+        converted: dict[str, Any] = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True,
+                                                                           by_alias=True)
+        return converted
+    return {"type": "object", "properties": {}}
+
+
+def _label(obj: Any) -> str:
+    return getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__

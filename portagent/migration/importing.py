@@ -1,0 +1,239 @@
+"""``portagent import``: from a native agent object to an ``ImportDraft`` (then ``writer`` writes it).
+
+Shared by the three importers: finding the object, naming, pointing a handler at the original Python
+function (``module:function``), and deciding whether a tool's schema can be used.
+
+A handler string must resolve, at run time, to the very function the native definition wrapped:
+
+- a plain module-level function → ``module:qualname``;
+- a function the SDK's decorator replaced at module level (openai-agents ``@function_tool`` leaves a
+  ``FunctionTool`` under the function's name) → ``module:name.__wrapped__``, through the SDK's own
+  accessor for the wrapped callable;
+- a function whose calling convention differs from portagent's (``handler(**args)``; ADR 0004) — it
+  takes the SDK's context object, a parameter named ``context``, or (Claude SDK MCP tools) one ``args``
+  dict and returns MCP content → a small shim in the generated shim module calls the original, unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from portagent.contracts.errors import MissingExtraError, UsageError
+from portagent.migration.draft import ImportDraft
+
+SDKS: dict[str, tuple[str, str, str]] = {
+    "openai": ("agents", "openai-agents", "openai"),
+    "adk": ("google.adk", "google-adk", "adk"),
+    "claude": ("claude_agent_sdk", "claude-agent-sdk", "claude"),
+}
+"""``--from`` value → (top module, distribution, portagent extra)."""
+
+_TYPE_HINTS = {"agents": "openai", "google.adk": "adk", "claude_agent_sdk": "claude"}
+
+
+def load_object(ref: str) -> Any:
+    """``MODULE:OBJECT`` (``OBJECT`` may be dotted) → the object. Every failure is a ``UsageError``."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"{ref!r}: expected MODULE:OBJECT, e.g. shop_agents:desk")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"cannot import module {module_name!r}: {e} (run from the folder that holds it, or "
+                         "add that folder to PYTHONPATH)") from e
+    except Exception as e:  # the module raised while importing
+        raise UsageError(f"importing module {module_name!r} failed: {type(e).__name__}: {e}") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def wrong_type(ref: str, obj: Any, expected: str, sdk: str) -> UsageError:
+    """The error for an object that is not what ``--from sdk`` reads, with a hint when it is another SDK's."""
+    module = type(obj).__module__ or ""
+    hint = ""
+    for prefix, name in _TYPE_HINTS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and name != sdk:
+            hint = f"; it looks like a {name} object: use --from {name}"
+    return UsageError(f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}, not {expected} "
+                      f"(--from {sdk}){hint}")
+
+
+def require_sdk(sdk: str) -> None:
+    module, package, extra = SDKS[sdk]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise MissingExtraError(sdk, package, extra)
+
+
+def import_native(ref: str, sdk: str, *, models: dict[str, str] | None = None, name: str | None = None) -> ImportDraft:
+    """Read ``MODULE:OBJECT`` as a native ``sdk`` definition; ``name`` renames the root agent."""
+    if sdk not in SDKS:
+        raise UsageError(f"unknown SDK {sdk!r}; expected one of: {', '.join(SDKS)}")
+    require_sdk(sdk)
+    obj = load_object(ref)
+    if sdk == "openai":
+        from portagent.migration.from_openai import read_openai
+
+        draft = read_openai(ref, obj)
+    elif sdk == "adk":
+        from portagent.migration.from_adk import read_adk
+
+        draft = read_adk(ref, obj)
+    else:
+        from portagent.migration.from_claude import read_claude
+
+        draft = read_claude(ref, obj)
+    if name:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
+            raise UsageError(f"--name {name!r}: an agent name is an identifier (letters, digits, _; a letter first)")
+        if any(a.name == name for a in draft.agents() if a is not draft.root):
+            raise UsageError(f"--name {name!r}: a sub-agent already has that name")
+        draft.report.add("changed", f"root agent {draft.root.name!r}", f"renamed {name!r} (--name)")
+        draft.root.name = name
+    for provider, model in (models or {}).items():
+        if draft.root.models.get(provider) not in (None, model):
+            draft.report.add("changed", f"models.{provider} of {draft.root.name}",
+                             f"replaced {draft.root.models[provider]!r} by {model!r} (--model)")
+        draft.root.models[provider] = model
+    missing = [p for p in SDKS if not draft.root.models.get(p)]
+    if missing:
+        draft.report.add("review", "model ids", "no model id for " + ", ".join(missing) + ": set models."
+                         + " / models.".join(missing) + " in agent.yaml (or pass --model PROVIDER=ID) before "
+                         "running there")
+    return draft
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+class Names:
+    """Unique, valid names: agents as identifiers (``^[A-Za-z][A-Za-z0-9_]{0,63}$``), tools as ToolSpec names."""
+
+    def __init__(self, pattern: str = r"[^A-Za-z0-9_]") -> None:
+        self._bad = re.compile(pattern)
+        self.used: set[str] = set()
+
+    def take(self, raw: str) -> str:
+        name = self._bad.sub("_", raw.strip()) or "unnamed"
+        if not name[0].isalpha():
+            name = "a_" + name
+        name = name[:60]
+        candidate, n = name, 2
+        while candidate in self.used:
+            candidate, n = f"{name}_{n}", n + 1
+        self.used.add(candidate)
+        return candidate
+
+
+def agent_names() -> Names:
+    return Names(r"[^A-Za-z0-9_]")
+
+
+def tool_names() -> Names:
+    return Names(r"[^A-Za-z0-9_-]")
+
+
+def py_identifier(name: str) -> str:
+    out = re.sub(r"\W", "_", name)
+    return out if out and not out[0].isdigit() else "_" + out
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+def function_ref(fn: Any) -> str | None:
+    """``module:qualname`` when importing it gives back this very function; None otherwise (a
+    closure, a lambda, a function defined in ``__main__`` or replaced at module level)."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        return None
+    obj: Any = sys.modules.get(module)
+    if obj is None:
+        try:
+            obj = importlib.import_module(module)
+        except Exception:
+            return None
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return f"{module}:{qualname}" if obj is fn else None
+
+
+def holder_ref(holder: Any, modules: Iterable[str]) -> str | None:
+    """``module:attr`` of a module-level attribute that *is* ``holder`` (an SDK tool object), searching
+    the given modules in order."""
+    for name in dict.fromkeys(m for m in modules if m):
+        module = sys.modules.get(name)
+        if module is None or name == "__main__":
+            continue
+        for attr, value in vars(module).items():
+            if value is holder and not attr.startswith("__"):
+                return f"{name}:{attr}"
+    return None
+
+
+def source_module(ref: str) -> str:
+    return ref.partition(":")[0]
+
+
+def takes_param(fn: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+# --- schemas -------------------------------------------------------------------------------------
+
+_TYPED = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "items", "properties", "not")
+
+
+def schema_gap(schema: Any) -> str | None:
+    """Why a native tool schema cannot become a ToolSpec ``input_schema`` (None when it can).
+
+    A parameter with no type information at all is what an untyped function produces (``def f(x)``):
+    the schema would accept anything, so the contract would be a guess — the tool is not imported."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+        return "its schema is not an object schema with properties"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as e:
+        return f"its schema is not valid JSON Schema: {e.message}"
+    untyped = _untyped(schema, "")
+    if untyped:
+        return (f"parameter {untyped!r} has no type (an untyped function parameter), so no schema can be "
+                "produced for it")
+    return None
+
+
+def _untyped(schema: dict[str, Any], path: str) -> str | None:
+    for name, sub in (schema.get("properties") or {}).items():
+        where = f"{path}.{name}" if path else str(name)
+        if not isinstance(sub, dict) or not any(k in sub for k in _TYPED):
+            return where
+        found = _untyped(sub, where)
+        if found:
+            return found
+    items = schema.get("items")
+    if isinstance(items, dict) and "properties" in items:
+        return _untyped(items, path + "[]")
+    return None
+
+
+def placeholder_instructions(agent: str, why: str) -> str:
+    return f"TODO ({agent}): {why}. Write this agent's instructions here."
+

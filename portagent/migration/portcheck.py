@@ -1,0 +1,300 @@
+"""``portagent port-check AGENT --to P``: what the spec needs that provider P lacks, and its portability ratio.
+
+What a target can lack comes from two places, both checked before anything runs:
+
+- the capability profile (``PROFILES[P]``): delegation kinds, handoff cycles (the cycle is named),
+  structured output, built-in tools, MCP, the spec's ``required_capabilities``;
+- what an adapter refuses on its own (the same checks it makes when a run starts): Gemini's schema
+  limits for ADK (``adk_events.tool_schema_problems`` / ``output_schema_problems``), a handoff target
+  shared by two agents on ADK (sub-agents form a tree), nested delegation and a forced temperature on
+  Claude, and a missing model id for P.
+
+The portability ratio is the design source's: own contracts / (own contracts + provider-specific
+dependencies). Own contracts are what portagent defines and every adapter translates (agent specs,
+ToolSpecs, policies, output schemas, delegation edges, MCP servers governed by the gateway).
+Provider-specific dependencies are what ties the spec to one vendor: granted built-in tools, vendor-only
+model settings, and tool handlers whose module imports a vendor SDK (found by reading the module's
+source, not importing it).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.machinery
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from portagent.contracts.bundle import AgentBundle
+from portagent.contracts.capabilities import PROFILES
+
+VENDOR_MODULES: dict[str, str] = {
+    "agents": "openai-agents",
+    "openai": "openai",
+    "google.adk": "google-adk",
+    "google.genai": "google-genai",
+    "claude_agent_sdk": "claude-agent-sdk",
+    "anthropic": "anthropic",
+}
+"""Top-level imports that make a handler module depend on one vendor's SDK."""
+
+
+@dataclass(frozen=True)
+class Lack:
+    feature: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Item:
+    what: str
+    detail: str = ""
+    vendor: str | None = None
+    """For a provider-specific dependency: the provider or package it ties the spec to."""
+
+
+@dataclass
+class PortCheck:
+    agent: str
+    target: str
+    lacks: list[Lack] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    own: list[Item] = field(default_factory=list)
+    dependencies: list[Item] = field(default_factory=list)
+
+    @property
+    def portable(self) -> bool:
+        return not self.lacks
+
+    @property
+    def ratio(self) -> float:
+        total = len(self.own) + len(self.dependencies)
+        return round(len(self.own) / total, 4) if total else 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent, "target": self.target, "portable": self.portable,
+            "lacks": [{"feature": x.feature, "detail": x.detail} for x in self.lacks],
+            "portability_ratio": self.ratio,
+            "own_contracts": [{"what": i.what, "detail": i.detail} for i in self.own],
+            "provider_dependencies": [{"what": i.what, "detail": i.detail, "vendor": i.vendor}
+                                      for i in self.dependencies],
+            "notes": list(self.notes),
+        }
+
+    def render(self) -> str:
+        verdict = "portable" if self.portable else "NOT portable"
+        lines = [f"{self.agent} → {self.target}: {verdict}"]
+        if self.lacks:
+            lines.append(f"{self.target} lacks what the spec needs:")
+            lines += [f"  - {x.feature}: {x.detail}" for x in self.lacks]
+        n_own, n_dep = len(self.own), len(self.dependencies)
+        lines.append(f"portability ratio: {n_own}/{n_own + n_dep} = {self.ratio:.2f} "
+                     "(own contracts / (own contracts + provider-specific dependencies))")
+        lines.append(f"  own contracts ({n_own}):")
+        lines += [f"    - {i.what}" + (f" — {i.detail}" if i.detail else "") for i in self.own]
+        lines.append(f"  provider-specific dependencies ({n_dep}):" + (" none" if not n_dep else ""))
+        lines += [f"    - {i.what} — {i.detail}" for i in self.dependencies]
+        if self.notes:
+            lines.append("notes:")
+            lines += [f"  - {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def port_check(bundle: AgentBundle, target: str) -> PortCheck:
+    result = PortCheck(agent=bundle.root, target=target)
+    _lacks(bundle, target, result)
+    _inventory(bundle, result)
+    return result
+
+
+# --- what the target lacks -----------------------------------------------------------------------
+
+def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
+    prof = PROFILES[target]
+    add = out.lacks.append
+    for flag in bundle.spec.required_capabilities:
+        if not getattr(prof, flag):
+            add(Lack(flag, "listed in required_capabilities"))
+    edges = [(n.name, e) for n in bundle.agents.values() for e in n.edges]
+    handoffs = [f"{a} -> {e.target}" for a, e in edges if e.kind == "handoff"]
+    tools = [f"{a} -> {e.target}" for a, e in edges if e.kind == "agent_as_tool"]
+    if handoffs and not prof.handoffs:
+        add(Lack("handoffs", ", ".join(handoffs) + f" (kind handoff); {target} delegates as agent-as-tool only: "
+                 "change those edges to kind agent_as_tool (the coordinator then keeps control)"))
+    if tools and not prof.agents_as_tools:
+        add(Lack("agents_as_tools", ", ".join(tools)))
+    cycle = bundle.delegation_cycle()
+    if cycle and not prof.handoff_cycles:
+        add(Lack("handoff_cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}"))
+    schemas = [n.name for n in bundle.agents.values() if n.spec.output_schema is not None]
+    if schemas and not prof.structured_output:
+        add(Lack("structured_output", "output_schema on " + ", ".join(schemas)))
+    builtins = [f"{b} (on {n.name})" for n in bundle.agents.values() for b in n.spec.builtin_tools]
+    if builtins and not prof.builtin_tools:
+        add(Lack("builtin_tools", "granted: " + ", ".join(builtins) + f"; {target} has no built-in tools: replace "
+                 "them with ToolSpecs"))
+    servers = [s.name for n in bundle.agents.values() for s in n.spec.mcp_servers]
+    if servers and not prof.mcp:
+        add(Lack("mcp", "mcp_servers: " + ", ".join(servers)))
+    for node in bundle.agents.values():
+        if not (node.spec.models.for_provider(target) or bundle.spec.models.for_provider(target)):
+            add(Lack("model id", f"{node.name} has no models.{target} (and the root agent gives none)"))
+            break
+    if target == "adk":
+        _adk(bundle, out)
+    if target == "claude":
+        _claude(bundle, out)
+    if target == "openai":
+        try:  # the adapter module imports openai-agents; without it this note is skipped
+            from portagent.adapters.openai_agents import strict_compatible
+        except ImportError:
+            return
+        for name, tool in bundle.all_tools().items():
+            if not strict_compatible(tool.input_schema):
+                out.notes.append(f"openai: tool {name} is declared with strict_json_schema false (its schema is not "
+                                 "strict-compatible); the gateway still enforces every keyword")
+
+
+def _adk(bundle: AgentBundle, out: PortCheck) -> None:
+    from portagent.adapters.adk_events import output_schema_problems, tool_schema_problems
+
+    for node in bundle.agents.values():
+        for name, tool in node.tools.items():
+            for problem in tool_schema_problems(name, tool.input_schema):
+                out.lacks.append(Lack("Gemini schema limits", f"{node.name}: tool {name}: {problem}"))
+        if node.spec.output_schema is not None:
+            for problem in output_schema_problems(node.spec.output_schema):
+                out.lacks.append(Lack("Gemini schema limits", f"{node.name}: {problem}"))
+    parents: dict[str, str] = {}
+    for node in bundle.agents.values():
+        for edge in node.edges:
+            if edge.kind == "handoff":
+                if edge.target in parents and parents[edge.target] != node.name:
+                    out.lacks.append(Lack("a handoff tree", f"{edge.target} is a handoff target of both "
+                                          f"{parents[edge.target]} and {node.name}; ADK sub-agents have one parent"))
+                parents.setdefault(edge.target, node.name)
+
+
+def _claude(bundle: AgentBundle, out: PortCheck) -> None:
+    for name, node in bundle.agents.items():
+        if name != bundle.root and node.edges:
+            out.lacks.append(Lack("nested delegation", f"{name} delegates to {node.edges[0].target}; Claude Code "
+                                  "subagents cannot start subagents: delegate from the root agent only"))
+    models = bundle.spec.models
+    if models.force_shared_settings and models.temperature is not None:
+        out.lacks.append(Lack("a forced temperature", "the Claude Code CLI has no temperature setting: set "
+                              "force_shared_settings: false or drop models.temperature"))
+
+
+# --- the ratio -----------------------------------------------------------------------------------
+
+def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
+    own, deps = out.own, out.dependencies
+    policies: dict[int, Any] = {}
+    for node in bundle.agents.values():
+        own.append(Item(f"agent spec {node.name}@{node.spec.version}"))
+        policies.setdefault(id(node.policy), node)
+    for name, tool in sorted(bundle.all_tools().items()):
+        own.append(Item(f"tool {tool.ref}", f"effect {tool.effect}"))
+    for node in policies.values():
+        own.append(Item(f"policy {node.policy.name} v{node.policy.version}", f"{len(node.policy.rules)} rule(s)"))
+    for node in bundle.agents.values():
+        if node.spec.output_schema is not None:
+            own.append(Item(f"output schema of {node.name}"))
+        for edge in node.edges:
+            own.append(Item(f"delegation {node.name} -> {edge.target}", edge.kind))
+        for server in node.spec.mcp_servers:
+            own.append(Item(f"MCP server {server.name}", "its tools run through the gateway on every provider"))
+    for node in bundle.agents.values():
+        for b in node.spec.builtin_tools:
+            deps.append(Item(f"built-in tool {b} (on {node.name})", "runs inside Claude Code only", "claude"))
+        if node.spec.models.openai_api != "responses":
+            deps.append(Item(f"models.openai_api: {node.spec.models.openai_api} (on {node.name})",
+                             "an OpenAI-only model setting", "openai"))
+    _handler_dependencies(bundle, out)
+
+
+def _handler_dependencies(bundle: AgentBundle, out: PortCheck) -> None:
+    dirs = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
+    cache: dict[str, dict[str, str]] = {}
+    missing: list[str] = []
+    for name, tool in sorted(bundle.all_tools().items()):
+        module = tool.handler.partition(":")[0]
+        if _module_file(module, dirs) is None and module not in missing:
+            missing.append(module)
+        vendors = _vendor_imports(module, dirs, cache, depth=2)
+        for vendor_module, chain in sorted(vendors.items()):
+            out.dependencies.append(Item(f"handler of {name} ({tool.handler})",
+                                         f"{chain} imports {VENDOR_MODULES[vendor_module]} ({vendor_module}): it must "
+                                         "be installed wherever the agent runs; move the function to a module of "
+                                         "its own to drop this", VENDOR_MODULES[vendor_module]))
+    for module in missing:
+        out.notes.append(f"handler module {module!r} is not found from the spec folder or sys.path: its imports were "
+                         "not checked (run from the folder that holds it, or set PYTHONPATH)")
+
+
+def _vendor_imports(module: str, dirs: list[str], cache: dict[str, dict[str, str]], depth: int) -> dict[str, str]:
+    """Vendor SDK module → import chain, for ``module`` and (up to ``depth``) the local modules it imports.
+    Source is parsed, never executed."""
+    if module in cache:
+        return cache[module]
+    cache[module] = {}
+    path = _module_file(module, dirs)
+    if path is None:
+        return {}
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return {}
+    found: dict[str, str] = {}
+    for name in _imported_names(tree):
+        vendor = next((v for v in VENDOR_MODULES if name == v or name.startswith(v + ".")), None)
+        if vendor is not None:
+            found.setdefault(vendor, module)
+        elif depth > 0 and not name.startswith("portagent") and _is_local(name, dirs):
+            for v, chain in _vendor_imports(name, dirs, cache, depth - 1).items():
+                found.setdefault(v, f"{module} → {chain}")
+    cache[module] = found
+    return found
+
+
+def _imported_names(tree: ast.AST) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    return names
+
+
+def _module_file(module: str, dirs: list[str]) -> Path | None:
+    loaded = sys.modules.get(module)
+    file = getattr(loaded, "__file__", None)
+    if file:
+        return Path(file)
+    top, *rest = module.split(".")
+    spec = importlib.machinery.PathFinder.find_spec(top, [*dirs, *sys.path])
+    if spec is None:
+        return None
+    if rest:
+        base = Path(next(iter(spec.submodule_search_locations or []), "")) if spec.submodule_search_locations else None
+        if base is None:
+            return None
+        candidate = base.joinpath(*rest)
+        for option in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+            if option.is_file():
+                return option
+        return None
+    return Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
+
+
+def _is_local(module: str, dirs: list[str]) -> bool:
+    """A module found outside site-packages (the user's own code), not the standard library."""
+    path = _module_file(module, dirs)
+    if path is None:
+        return False
+    text = str(path)
+    return "site-packages" not in text and "dist-packages" not in text and not text.startswith(sys.base_prefix)

@@ -1,0 +1,296 @@
+"""Writing an ``ImportDraft`` as spec files, atomically.
+
+Layout of the output folder::
+
+    agent.yaml                 the root AgentSpec (sub-agents: <name>.yaml beside it)
+    tools.yaml                 every imported ToolSpec (kind: tools), each under a REVIEW comment
+    policy.yaml                the starting PermissionPolicy (the root's; sub-agents inherit it)
+    portagent_shims_<agent>.py handler shims, only when a native function needs one (see ``shims``)
+    import-report.md           what was imported, changed, left out, and what to review
+
+Everything is written into a temporary folder beside ``--out`` and checked with the same loader and
+static checks as ``portagent validate``; only then is it renamed into place. An existing folder is
+refused unless ``overwrite`` (it is then moved aside, replaced, and removed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from portagent.contracts.errors import SpecError, UsageError
+from portagent.contracts.tool import ToolSpec
+from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
+from portagent.migration.importing import py_identifier
+
+IMPORTED_EFFECT = "external_effect"
+"""The conservative effect class every imported tool gets (cannot be inferred from code)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, so instructions stay readable."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+def key_template(tool: DraftTool) -> str | None:
+    """``"<tool>:{a}:{b}"`` over the arguments when every property is required (a template over optional
+    ones could not be filled, or would merge calls that differ only in them); otherwise None, and the key
+    is the tool name plus the arguments hash — also over every argument."""
+    props = list(tool.input_schema.get("properties") or {})
+    required = set(tool.input_schema.get("required") or [])
+    if not props or set(props) != required or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in props):
+        return None
+    return tool.name + ":" + ":".join("{" + p + "}" for p in props)
+
+
+def tool_doc(tool: DraftTool, shim_module: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": tool.name,
+        "version": "1.0.0",
+        "owner": "imported",
+        "description": tool.description.strip() or f"{tool.name} (imported without a description)",
+        "effect": IMPORTED_EFFECT,
+        "input_schema": tool.input_schema,
+    }
+    if tool.needs_approval:
+        doc["requires_approval"] = True
+    idem: dict[str, Any] = {"required": True}
+    template = key_template(tool)
+    if template:
+        idem["key_template"] = template
+    doc["idempotency"] = idem
+    if tool.timeout_ms is not None:
+        doc["budgets"] = {"timeout_ms": tool.timeout_ms}
+    doc["handler"] = f"{shim_module}:{py_identifier(tool.name)}" if tool.shim else tool.handler
+    return doc
+
+
+def _file_names(draft: ImportDraft) -> dict[int, str]:
+    names: dict[int, str] = {}
+    used = {"agent.yaml", "tools.yaml", "policy.yaml"}
+    for agent in draft.agents():
+        if agent is draft.root:
+            names[id(agent)] = "agent.yaml"
+            continue
+        base, n = agent.name, 2
+        fname = f"{base}.yaml"
+        while fname in used:
+            fname, n = f"{base}_{n}.yaml", n + 1
+        used.add(fname)
+        names[id(agent)] = fname
+    return names
+
+
+def render(draft: ImportDraft) -> dict[str, str]:
+    """File name → text. Tools that the ToolSpec contract refuses are reported, not written."""
+    report = draft.report
+    shim_module = f"portagent_shims_{draft.root.name}"
+    files: dict[str, str] = {}
+    valid: dict[str, dict[str, Any]] = {}
+    for agent in draft.agents():
+        for tool in agent.tools:
+            if tool.name in valid:
+                continue
+            doc = tool_doc(tool, shim_module)
+            try:
+                ToolSpec.model_validate({"kind": "tool", "schema_version": 1, **doc})
+            except ValidationError as e:
+                report.add("not_portable", f"tool {tool.name}", f"not imported: the ToolSpec contract refuses it "
+                           f"({e.errors()[0]['msg']})")
+                continue
+            valid[tool.name] = doc
+            report.add("review", f"tool {tool.name} ({tool.origin})",
+                       f"effect: {IMPORTED_EFFECT} (imported default), approval required"
+                       + (f" ({tool.approval_reason})" if tool.needs_approval else " by the effect default")
+                       + ", idempotency key " + (f"{doc['idempotency']['key_template']!r}"
+                                                 if "key_template" in doc["idempotency"]
+                                                 else "tool name + arguments hash")
+                       + ": set the real effect class (read, compute, …) in tools.yaml")
+    names = _file_names(draft)
+    for agent in draft.agents():
+        files[names[id(agent)]] = _agent_text(draft, agent, names, valid)
+    if valid:
+        files["tools.yaml"] = _tools_text(list(valid.values()))
+    rules = [r for r in draft.rules if r.tool in valid or r.tool in _builtins(draft)]
+    files["policy.yaml"] = _policy_text(draft, rules)
+    shims = [t for a in draft.agents() for t in a.tools if t.shim and t.name in valid]
+    if shims:
+        files[f"{shim_module}.py"] = _shim_text(draft, shims)
+    _summarise(draft, valid, rules, names)
+    return files
+
+
+def _builtins(draft: ImportDraft) -> set[str]:
+    return {b for a in draft.agents() for b in a.builtin_tools}
+
+
+def _agent_text(draft: ImportDraft, agent: DraftAgent, names: dict[int, str], valid: dict[str, Any]) -> str:
+    doc: dict[str, Any] = {"kind": "agent", "schema_version": 1, "name": agent.name, "version": "1.0.0"}
+    if agent.description:
+        doc["description"] = agent.description
+    doc["instructions"] = agent.instructions
+    if agent.models:
+        doc["models"] = agent.models
+    tools = [t.name for t in agent.tools if t.name in valid]
+    if tools:
+        doc["tool_files"] = ["tools.yaml"]
+        doc["tools"] = list(dict.fromkeys(tools))
+    if agent.builtin_tools:
+        doc["builtin_tools"] = agent.builtin_tools
+    if agent.mcp_servers:
+        doc["mcp_servers"] = agent.mcp_servers
+    if agent.output_schema is not None:
+        doc["output_schema"] = agent.output_schema
+    if agent.edges:
+        doc["delegation"] = [{"agent": names[id(e.target)], "kind": e.kind,
+                              **({"description": e.description} if e.description else {})} for e in agent.edges]
+    if agent.budget:
+        doc["budget"] = agent.budget
+    if agent is draft.root:
+        doc["policy"] = "policy.yaml"
+    head = (f"# Imported by `portagent import {draft.report.source} --from {draft.sdk}` "
+            f"({draft.report.sdk}); see import-report.md.\n")
+    if agent is not draft.root:
+        head += "# No policy here: this sub-agent inherits the root agent's (policy.yaml).\n"
+    return head + dump_yaml(doc)
+
+
+def _tools_text(docs: list[dict[str, Any]]) -> str:
+    out = ["# Imported tools. Effect classes cannot be inferred from code: every tool below is",
+           f"# {IMPORTED_EFFECT} (approval required, never repeated: idempotency key over its arguments)",
+           "# until you set its real class. Handlers point at the original functions.",
+           "kind: tools", "schema_version: 1", "tools:"]
+    for doc in docs:
+        out.append(f"# REVIEW {doc['name']}: effect {IMPORTED_EFFECT} is an imported default — read? compute? "
+                   "reversible_write?")
+        body = dump_yaml([doc]).rstrip("\n")
+        out.append(body)
+    return "\n".join(out) + "\n"
+
+
+def _policy_text(draft: ImportDraft, rules: list[Any]) -> str:
+    doc: dict[str, Any] = {"kind": "policy", "schema_version": 1, "name": f"{draft.root.name}-imported",
+                           "version": "1"}
+    if rules:
+        doc["rules"] = [{"id": r.id, "decision": r.decision, "reason": r.reason, "tool": r.tool,
+                         **({"when": r.when} if r.when else {})} for r in rules]
+    head = ("# Starting policy written by `portagent import`. With no rule, effect-class defaults apply:\n"
+            "# read/compute/prepare_change allow; reversible_write/external_effect approval_required;\n"
+            "# privileged_operation deny. Rules below carry over what the native definition decided.\n")
+    return head + dump_yaml(doc)
+
+
+def _shim_text(draft: ImportDraft, tools: list[DraftTool]) -> str:
+    lines = [
+        f'"""Handler shims written by `portagent import {draft.report.source} --from {draft.sdk}` (import-report.md).',
+        "",
+        "portagent calls a handler as handler(**args) and takes its return value as the output. Each",
+        "function below calls an original native function unchanged and converts only the calling",
+        "convention (portagent.migration.shims explains each conversion).",
+        '"""',
+        "",
+        "from portagent.migration.shims import call_mcp_handler, call_original  # noqa: F401",
+        "",
+        *sorted(set(draft.shim_imports)),
+        "",
+    ]
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen or tool.shim is None:
+            continue
+        seen.add(tool.name)
+        lines += ["", tool.shim.rstrip("\n"), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _summarise(draft: ImportDraft, valid: dict[str, Any], rules: list[Any], names: dict[int, str]) -> None:
+    report = draft.report
+    agents = draft.agents()
+    report.summary = {
+        "agents": len(agents),
+        "tools imported": len(valid),
+        "delegation edges": sum(len(a.edges) for a in agents),
+        "policy rules": len(rules),
+        "not imported": len(report.of("not_portable")),
+        "to review": len(report.of("review")),
+    }
+    modules = {str(d["handler"]).partition(":")[0] for d in valid.values()}
+    modules |= {line.split()[1] for line in draft.shim_imports}
+    places = []
+    for m in sorted(modules):
+        mod = sys.modules.get(m)
+        file = getattr(mod, "__file__", None)
+        if file and not m.startswith("portagent_shims_"):
+            depth = m.count(".") + 1
+            places.append(f"`{m}` ({Path(file).resolve().parents[depth - 1]})")
+    if places:
+        report.add("note", "handler modules", "handlers import " + ", ".join(places) + ": that folder must be "
+                   "importable when the agent runs (run from it, or add it to PYTHONPATH)")
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Render, check and write the draft into ``out``. Returns the root agent file."""
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.checks import bundle_problems
+
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target}: exists and is not a folder")
+    if target.exists() and not overwrite:
+        raise UsageError(f"{target}: already exists; pass --overwrite to replace it (nothing was written)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    files = render(draft)
+    draft.report.written = [*files, "import-report.md"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / "import-report.md").write_text(draft.report.render(), encoding="utf-8")
+        bundle = load_agent(tmp / "agent.yaml")
+        problems, _ = bundle_problems(bundle, None)
+        if problems:
+            raise SpecError(problems)
+        _swap(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target / "agent.yaml"
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    """Rename the finished folder into place; an existing one is moved aside first, then removed."""
+    if not target.exists():
+        os.replace(tmp, target)
+        return
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,199 @@
+"""The demo end to end: ``portagent demo`` replays the committed cassettes offline; agent-v1 is green,
+the gate blocks agent-v2 for the reasons its policy causes; every report it writes is checked
+(report.json against its published schema, JUnit, Markdown, report.html in headless Chromium).
+
+The demo runs once per module in a subprocess (a fresh interpreter, like a user's shell).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _browser import open_page, require_chromium
+from _support import REPO, require_path, run_cli
+from jsonschema import Draft202012Validator
+
+from portagent.evals import SuiteResult
+from portagent.evals.report import gate_schema, report_schema
+
+CASSETTES = REPO / "cassettes" / "support-desk"
+SCHEMAS = REPO / "docs" / "schemas"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    require_path(CASSETTES, "the demo's committed cassettes")
+    tmp = tmp_path_factory.mktemp("demo")
+    out = tmp / "results"
+    env = {**os.environ, "PORTAGENT_HOME": str(tmp / "home")}
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        env.pop(key, None)  # offline: no key needed, none used
+    proc = subprocess.run([sys.executable, "-m", "portagent", "demo", "--out", str(out)], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=600)
+    return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "out": out,
+            "result": SuiteResult.model_validate_json((out / "report.json").read_text()) if out.is_dir() else None}
+
+
+def test_demo_runs_offline_and_prints_the_verdict(demo: dict[str, Any]) -> None:
+    assert demo["rc"] == 0, demo["stdout"] + demo["stderr"]
+    text = demo["stdout"]
+    assert "1.0.0 (baseline)" in text and "(candidate)" in text  # the providers × versions table
+    assert "gate: BLOCK" in text and "2.0.0 cannot replace 1.0.0" in text
+    assert "As expected" in text and "report.html" in text
+    assert "Traceback" not in demo["stderr"]
+
+
+def test_agent_v1_is_green_on_every_recorded_provider(demo: dict[str, Any]) -> None:
+    result: SuiteResult = demo["result"]
+    v1 = result.select(agent_version="1.0.0")
+    assert {"openai", "adk"} <= set(v1.providers)
+    failing = [(r.provenance.case_id, r.provenance.provider, r.notes) for r in v1.runs if not r.passed]
+    assert failing == []
+    assert len({r.provenance.case_id for r in v1.runs}) >= 12
+    assert all(r.provenance.source == "emulator" for r in result.runs)
+
+
+def test_gate_blocks_agent_v2_for_its_policy(demo: dict[str, Any]) -> None:
+    gate = json.loads((demo["out"] / "ci_gate.json").read_text())
+    assert gate["decision"] == "block" and gate["passed"] is False
+    reasons = "\n".join(gate["reasons"])
+    for provider in demo["result"].providers:
+        # the email now leaves without review: approval expected, never requested
+        assert (f"case email-reviewed on {provider} (agent 2.0.0): 0/2 runs passed; failed approval: "
+                "approval expected but never requested") in reasons
+        # and an outside address is no longer denied by the policy
+        assert f"case email-outside-denied on {provider} (agent 2.0.0)" in reasons
+        assert f"regression on {provider}: case email-reviewed passed 1 → 0" in reasons
+    regressions = {(g["case_id"], g["permanent"]) for g in gate["regressions"]}
+    assert regressions == {("email-reviewed", True), ("email-outside-denied", False)}
+    # nothing else regressed: every other case passes on v2 as on v1
+    v2 = demo["result"].select(agent_version="2.0.0")
+    assert {r.provenance.case_id for r in v2.runs if not r.passed} == {"email-reviewed", "email-outside-denied"}
+
+
+def test_idempotent_retry_is_not_a_permission_violation(demo: dict[str, Any]) -> None:
+    runs = [r for r in demo["result"].runs if r.provenance.case_id == "idempotent-retry"]
+    assert runs and all(r.passed and not r.permission_violation for r in runs)
+    assert all(r.tools == ["create_ticket", "create_ticket"] for r in runs)
+
+
+def test_report_json_validates_against_the_published_schema(demo: dict[str, Any]) -> None:
+    schema = json.loads((SCHEMAS / "report.schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    data = json.loads((demo["out"] / "report.json").read_text())
+    errors = list(Draft202012Validator(schema).iter_errors(data))
+    assert errors == []
+    assert data["kind"] == "suite-result" and data["schema_version"] == 1
+    gate = json.loads((SCHEMAS / "ci_gate.schema.json").read_text())
+    assert list(Draft202012Validator(gate).iter_errors(json.loads((demo["out"] / "ci_gate.json").read_text()))) == []
+
+
+def test_published_schemas_match_the_models() -> None:
+    assert json.loads((SCHEMAS / "report.schema.json").read_text()) == report_schema(), \
+        "docs/schemas/report.schema.json is stale: regenerate it from portagent.evals.report.report_schema()"
+    assert json.loads((SCHEMAS / "ci_gate.schema.json").read_text()) == gate_schema()
+
+
+def test_report_html_opens_in_chromium_without_errors(demo: dict[str, Any]) -> None:
+    browser = require_chromium()
+    page = demo["out"] / "report.html"
+    report = open_page(browser, page, """({
+        providers: Array.from(document.querySelectorAll('#providers tr.provider-row')).map(r => r.dataset.provider),
+        verdict: document.getElementById('verdict').textContent,
+        runs: document.querySelectorAll('details.run').length,
+        badges: document.querySelectorAll('details.run .badge.emulator').length,
+        counter: document.getElementById('f-count').textContent
+    })""")
+    assert report.exceptions == [] and report.console_errors == []
+    assert all(u.startswith(("file:", "data:", "about:")) for u in report.requests), report.requests  # no network
+    value = report.value
+    assert sorted(value["providers"]) == sorted(demo["result"].providers)  # one row per provider
+    assert "BLOCK" in value["verdict"]
+    n = len(demo["result"].runs)
+    assert value["runs"] == n and value["badges"] == n  # provenance on every run
+    assert value["counter"] == f"{n} of {n} runs"  # the filter script ran
+
+
+def test_the_browser_check_would_catch_a_broken_page(demo: dict[str, Any], tmp_path: Path) -> None:
+    browser = require_chromium()
+    broken = tmp_path / "broken.html"
+    broken.write_text((demo["out"] / "report.html").read_text().replace(
+        "</body>", "<script>console.error('bad'); undefinedFunction();</script></body>"))
+    report = open_page(browser, broken, "1")
+    assert report.console_errors and report.exceptions
+
+
+def test_report_html_is_self_contained(demo: dict[str, Any]) -> None:
+    html = (demo["out"] / "report.html").read_text()
+    for needle in ("http://", "https://", "<link", "src=", "@import"):
+        assert needle not in html.replace("https://json-schema.org", ""), needle
+
+
+def test_junit_has_one_testcase_per_case_provider_version(demo: dict[str, Any]) -> None:
+    root = ET.parse(demo["out"] / "junit.xml").getroot()
+    result: SuiteResult = demo["result"]
+    cases = {r.provenance.case_id for r in result.runs}
+    cases_n = len(cases) * len(result.providers) * len(result.agent_versions)
+    testcases = root.findall(".//testcase")
+    assert len(testcases) == cases_n == int(root.get("tests", "0"))
+    failed = {(tc.get("classname"), tc.get("name")) for tc in testcases if tc.find("failure") is not None}
+    assert failed == {(f"support-desk.2.0.0.{p}", c) for p in result.providers
+                      for c in ("email-reviewed", "email-outside-denied")}
+    props = {p.get("name"): p.get("value") for p in testcases[0].iter("property")}
+    assert props["provenance"] == "emulator"
+
+
+def test_markdown_summary(demo: dict[str, Any]) -> None:
+    md = (demo["out"] / "report.md").read_text()
+    assert "**Gate: BLOCK ❌**" in md
+    for p in demo["result"].providers:
+        assert f"| {p} | 1.0.0 (baseline) | 28/28 |" in md
+    assert "## Regressions to keep in the dataset" in md and "| email-reviewed |" in md
+
+
+def test_report_and_gate_commands_rerender_the_folder(demo: dict[str, Any]) -> None:
+    folder = demo["out"]
+    (folder / "report.md").unlink()
+    code, out, err = run_cli("report", str(folder), "--md")
+    assert code == 0, err
+    assert (folder / "report.md").is_file() and "gate: BLOCK" in out
+    code, out, err = run_cli("gate", str(folder))
+    assert code == 1 and "email-reviewed" in out
+    assert json.loads((folder / "ci_gate.json").read_text())["decision"] == "block"
+
+
+def _slice(demo: dict[str, Any], tmp: Path, name: str, version: str, **changes: Any) -> Path:
+    folder = tmp / name
+    folder.mkdir()
+    part = demo["result"].select(agent_version=version).model_copy(update=changes)
+    (folder / "report.json").write_text(part.model_dump_json())
+    return folder
+
+
+def test_compare_two_result_folders(demo: dict[str, Any], tmp_path: Path) -> None:
+    a = _slice(demo, tmp_path, "v1", "1.0.0")
+    b = _slice(demo, tmp_path, "v2", "2.0.0")
+    code, out, err = run_cli("compare", str(a), str(b), "--out", str(tmp_path / "cmp.json"))
+    assert code == 1, err
+    assert "2.0.0 cannot replace 1.0.0" in out and "regression to keep: email-reviewed" in out
+    assert json.loads((tmp_path / "cmp.json").read_text())["kind"] == "comparison"
+    code, out, err = run_cli("compare", str(a), str(a))
+    assert code == 0 and "can replace" in out
+    code, out, err = run_cli("gate", str(b), "--baseline", str(a))
+    assert code == 1 and (b / "ci_gate.json").is_file()
+
+
+def test_compare_refuses_different_dataset_versions(demo: dict[str, Any], tmp_path: Path) -> None:
+    a = _slice(demo, tmp_path, "v1", "1.0.0")
+    b = _slice(demo, tmp_path, "v2", "2.0.0", dataset_version="2027-01.1")
+    code, _out, err = run_cli("compare", str(a), str(b))
+    assert code == 2
+    assert "different dataset versions" in err and "'2026-11.1'" in err and "'2027-01.1'" in err
+    assert "Traceback" not in err

@@ -1,0 +1,57 @@
+"""The worker pool: one provider per worker, results in plan order, the parent's current environment,
+the same scores as in-process runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from _support import EXAMPLES, REPO, require_path
+
+from portagent.contracts.errors import UsageError
+from portagent.evals import load_suite
+from portagent.evals.runner import plan_runs, run_scope, run_tasks
+from portagent.runtime.home import LEDGER_DB
+
+SUITE = EXAMPLES / "support_desk" / "suite.yaml"
+READ_ONLY = ["refund-rule", "case-status", "record-then-rules", "follow-up"]
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list:
+    require_path(REPO / "cassettes" / "support-desk", "the demo's committed cassettes")
+    loaded = load_suite(SUITE)
+    return plan_runs(loaded, mode="replay", providers=["openai", "adk"], cassettes=REPO / "cassettes",
+                     case_ids=READ_ONLY)
+
+
+def test_workers_are_grouped_by_provider(tasks: list, tmp_path: Path) -> None:
+    report = run_tasks(tasks, workers=2)
+    assert [o.index for o in report.outcomes] == list(range(len(tasks)))
+    assert all(o.score.passed and o.error is None for o in report.outcomes)
+    provider_of = {w.pid: w.provider for w in report.workers}
+    for o in report.outcomes:
+        assert provider_of[o.pid] == tasks[o.index].provider  # a worker only ever ran its own provider
+    assert sum(w.runs for w in report.workers) == len(tasks)
+    assert all(0 < w.peak_rss_mb < 1000 for w in report.workers)
+    # the workers used this test's PORTAGENT_HOME (set after the fork server may have started): this
+    # process never opened the ledger, so the file is theirs
+    assert (Path(os.environ["PORTAGENT_HOME"]) / LEDGER_DB).is_file()
+
+
+def test_pool_and_in_process_score_alike(tasks: list) -> None:
+    some = [t for t in tasks if t.repeat == 0]
+    pooled = run_tasks(some, workers=2).outcomes
+    local = run_tasks(some, in_process=True).outcomes
+    strip = lambda o: o.score.model_dump(exclude={"provenance": {"run_id"}})  # noqa: E731
+    assert [strip(o) for o in pooled] == [strip(o) for o in local]
+
+
+def test_zero_workers_is_a_usage_error(tasks: list) -> None:
+    with pytest.raises(UsageError, match="--workers must be at least 1"):
+        run_tasks(tasks, workers=0)
+
+
+def test_run_scope_is_per_run() -> None:
+    assert run_scope("s", "a@1.0.0", "c", "openai", 3) == "eval:s:a@1.0.0:c:openai:r3"
