@@ -160,6 +160,8 @@ class ApprovalResolved(_Event):
     """Who decided."""
     effective_args: dict[str, Any] | None = None
     """Arguments that run (edited ones included)."""
+    note: str = ""
+    """The reviewer's note (it reaches the model with a rejection, so replays must repeat it)."""
 
 
 class ToolResult(_Event):

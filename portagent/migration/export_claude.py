@@ -44,6 +44,7 @@ import shutil
 import tempfile
 import warnings
 from collections import defaultdict, deque
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,6 @@ from claude_agent_sdk import (
     create_sdk_mcp_server,
     tool,
 )
-from claude_agent_sdk._version import __version__ as SDK_VERSION
 
 from portagent.migration.exported import ExportedRun
 
@@ -249,7 +249,8 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
                cwd: str | Path | None = None, clock: Any = None, ids: Any = None) -> dict[str, Any]:
     """Run the conversation in one Claude Code session (the CLI works in ``cwd``, default a throw-away
     folder); returns run.completed's fields."""
-    run = ExportedRun(SPEC, provider="claude", sdk="claude-agent-sdk", sdk_version=SDK_VERSION, model=MODELS[ROOT],
+    run = ExportedRun(SPEC, provider="claude", sdk="claude-agent-sdk", sdk_version=version("claude-agent-sdk"),
+                      model=MODELS[ROOT],
                       messages=messages, approver=approver, trace_path=trace, source=source, clock=clock, ids=ids)
     gov = Governance(run)
     home = Path(tempfile.mkdtemp(prefix="exported-claude-"))

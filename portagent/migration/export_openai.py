@@ -55,7 +55,7 @@ from agents import (
     handoff,
     set_trace_processors,
 )
-from agents.version import __version__ as AGENTS_VERSION
+from agents import __version__ as AGENTS_VERSION
 
 from portagent.migration.exported import ExportedRun
 
@@ -217,6 +217,11 @@ if __name__ == "__main__":
 '''
 
 
+def var(agent: str) -> str:
+    """The local variable holding an agent in ``build()`` (prefixed: an agent may be named ``run``)."""
+    return f"agent_{agent}"
+
+
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     api = bundle.spec.models.openai_api
     model_class = "OpenAIChatCompletionsModel" if api == "chat_completions" else "OpenAIResponsesModel"
@@ -225,14 +230,13 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     out = HEADER.format(root=bundle.root, spec=spec_label, module=f"{bundle.root}_openai.py", model_class=model_class,
                         spec_expr=spec_expr, models=literal(models, 9), max_turns=bundle.spec.budget.max_turns)
     lines = [BUILD_HEAD.rstrip("\n")]
-    settings = ("ModelSettings(temperature={!r}, max_tokens={!r}, include_usage=True)".format(
-        shared.temperature, shared.max_tokens) if shared.force_shared_settings else "ModelSettings(include_usage=True)")
+    settings = (f"ModelSettings(temperature={shared.temperature!r}, max_tokens={shared.max_tokens!r}, include_usage=True)" if shared.force_shared_settings else "ModelSettings(include_usage=True)")
     order = creation_order(bundle)
     for name in order:
         node = bundle.agents[name]
         tools = [f"gateway_tool(run, {name!r}, {t!r}, strict={strict_compatible(spec.input_schema)})"
                  for t, spec in node.tools.items()]
-        lines.append(f"    {name} = Agent(")
+        lines.append(f"    {var(name)} = Agent(")
         lines.append(f"        name={name!r},")
         lines.append(f"        instructions={string_literal(node.spec.instructions, 8)},")
         lines.append(f"        model={model_class}(model=MODELS[{name!r}], openai_client=client),")
@@ -249,16 +253,16 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     wiring = []
     for name in order:
         node = bundle.agents[name]
-        handoffs = [f"handoff({e.target}" + (f", tool_description_override={e.description!r})" if e.description else ")")
+        handoffs = [f"handoff({var(e.target)}" + (f", tool_description_override={e.description!r})" if e.description else ")")
                     for e in node.edges if e.kind == "handoff"]
         if handoffs:
-            wiring.append(f"    {name}.handoffs = [{', '.join(handoffs)}]")
+            wiring.append(f"    {var(name)}.handoffs = [{', '.join(handoffs)}]")
         for e in node.edges:
             if e.kind == "agent_as_tool":
                 desc = e.description or bundle.agents[e.target].spec.description or e.target
-                wiring.append(f"    {name}.tools.append(agent_tool(run, hooks, {name}, {e.target}, {desc!r}))")
+                wiring.append(f"    {var(name)}.tools.append(agent_tool(run, hooks, {var(name)}, {var(e.target)}, {desc!r}))")
     if wiring:
         lines.append("    # delegation, wired once every agent exists (handoff cycles resolve)")
         lines += wiring
-    lines.append(f"    return {bundle.root}")
+    lines.append(f"    return {var(bundle.root)}")
     return out + "\n".join(lines) + "\n" + FOOTER

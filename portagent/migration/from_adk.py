@@ -34,6 +34,7 @@ from portagent.migration.importing import (
     Names,
     agent_names,
     function_ref,
+    holder_ref,
     placeholder_instructions,
     py_identifier,
     schema_gap,
@@ -53,15 +54,16 @@ def read_adk(ref: str, obj: Any) -> ImportDraft:
     if not isinstance(obj, LlmAgent):
         raise wrong_type(ref, obj, "a google-adk LlmAgent", "adk")
     report = ImportReport(sdk=f"google-adk {package_version('google-adk')}", source=ref)
-    reader = _Reader(report)
+    reader = _Reader(report, ref.partition(":")[0])
     root = reader.agent(obj)
     return ImportDraft(sdk="adk", root=root, report=report, rules=reader.rules,
                        shim_imports=list(reader.shim_imports.values()))
 
 
 class _Reader:
-    def __init__(self, report: ImportReport) -> None:
+    def __init__(self, report: ImportReport, source: str = "") -> None:
         self.report = report
+        self.source = source
         self.agents: dict[int, DraftAgent] = {}
         self.tools: dict[int, DraftTool | None] = {}
         self.agent_names: Names = agent_names()
@@ -174,6 +176,8 @@ class _Reader:
             tool = self.function_tool(t, draft.name)
         elif callable(t) and not isinstance(t, BaseTool | BaseAgent):
             tool = self.function_tool(FunctionTool(t), draft.name, key=t)
+        elif isinstance(t, BaseTool) and not type(t).__module__.startswith("google."):
+            tool = self.base_tool(t, draft.name)
         else:
             kind = "toolset" if type(t).__name__.endswith("Toolset") else "built-in tool"
             hint = ("declare the MCP server under mcp_servers (portagent's gateway then governs its tools)"
@@ -233,6 +237,41 @@ class _Reader:
             self.report.add("not_portable", f"long-running {subject}", "imported as an ordinary tool: portagent "
                             "waits for the handler (use budgets.timeout_ms)")
         self.tools[ident] = tool
+        return tool
+
+    def base_tool(self, t: BaseTool, agent: str) -> DraftTool | None:
+        """A user-written ``BaseTool`` subclass: its own declaration, and a shim calling its ``run_async``
+        (there is no plain function behind it)."""
+        if id(t) in self.tools:
+            return self.tools[id(t)]
+        self.tools[id(t)] = None
+        subject = f"BaseTool {type(t).__name__} {t.name!r} on agent {agent}"
+        decl = t._get_declaration()
+        schema: dict[str, Any] | None = None
+        if decl is not None:
+            schema = (dict(decl.parameters_json_schema) if decl.parameters_json_schema is not None else
+                      decl.parameters.json_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
+                      if decl.parameters is not None else {"type": "object", "properties": {}})
+        gap = schema_gap(schema) if schema is not None else "it declares nothing to the model"
+        holder = holder_ref(t, [type(t).__module__, self.source])
+        if gap or holder is None:
+            why = gap or "the tool object is not a module-level attribute, so nothing can import it"
+            self.report.add("not_portable", subject, f"not imported: {why}; write its ToolSpec and handler by hand")
+            return None
+        assert schema is not None
+        mod, _, attr = holder.partition(":")
+        alias = "_src_" + py_identifier(mod)
+        self.shim_imports[mod] = f"import {mod} as {alias}"
+        name = self.tool_names.take(t.name)
+        tool = DraftTool(name=name, description=t.description or "", input_schema=schema, handler="",
+                         origin=f"google-adk {type(t).__name__} {t.name} ({mod}.{attr})", shim=(
+                             f"async def {py_identifier(name)}(**args):\n"
+                             f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and no '
+                             'ToolContext (portagent has none to give)."""\n'
+                             f"    return await call_original({alias}.{attr}.run_async, args=args, tool_context=None)\n"))
+        self.report.add("review", subject, f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.run_async "
+                        "with tool_context=None: check it does not need one")
+        self.tools[id(t)] = tool
         return tool
 
     def output(self, a: LlmAgent, draft: DraftAgent) -> None:

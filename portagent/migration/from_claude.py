@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import re
 import sys
 import threading
@@ -271,12 +272,13 @@ class _Reader:
             self.report.add("note", f"allowed_tools entry {entry!r}",
                             f"no rule needed: {tool} is a read built-in, allowed by the effect default")
             return
-        rule = {"id": f"allow-{py_identifier(tool).lower()}", "decision": "allow", "tool": tool,
+        slug = py_identifier(f"{tool}_{when['prefix']}" if when else tool).strip("_").lower().replace("_", "-")
+        rule = {"id": f"allow-{slug}", "decision": "allow", "tool": tool,
                 "reason": f"in allowed_tools of the Claude definition ({entry})", **({"when": [when]} if when else {})}
         self.report.add("review", f"allowed_tools entry {entry!r}",
                         f"Claude ran it without asking; portagent's default for {tool} is "
-                        f"{BUILTIN_EFFECTS.get(tool, 'privileged_operation')} — to keep that, add to policy.yaml: "
-                        f"{rule} (not written: validate cannot match rules to built-ins yet)")
+                        f"{BUILTIN_EFFECTS.get(tool, 'privileged_operation')} — to keep that, add this rule to policy.yaml: "
+                        f"{json.dumps(rule)} (not written: validate cannot match rules to built-ins yet)")
 
     def permissions(self, o: ClaudeAgentOptions) -> None:
         mode = o.permission_mode

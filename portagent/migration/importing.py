@@ -66,7 +66,7 @@ def wrong_type(ref: str, obj: Any, expected: str, sdk: str) -> UsageError:
     hint = ""
     for prefix, name in _TYPE_HINTS.items():
         if (module == prefix or module.startswith(prefix + ".")) and name != sdk:
-            hint = f"; it looks like a {name} object: use --from {name}"
+            hint = f"; it is an object of the {name} SDK: use --from {name}"
     return UsageError(f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}, not {expected} "
                       f"(--from {sdk}){hint}")
 

@@ -196,7 +196,7 @@ def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
     for node in bundle.agents.values():
         own.append(Item(f"agent spec {node.name}@{node.spec.version}"))
         policies.setdefault(id(node.policy), node)
-    for name, tool in sorted(bundle.all_tools().items()):
+    for _, tool in sorted(bundle.all_tools().items()):
         own.append(Item(f"tool {tool.ref}", f"effect {tool.effect}"))
     for node in policies.values():
         own.append(Item(f"policy {node.policy.name} v{node.policy.version}", f"{len(node.policy.rules)} rule(s)"))

@@ -1,4 +1,4 @@
-"""Helpers for the handler shims ``portagent import`` generates (``portagent_shims_<agent>.py``).
+"""Helpers for the handler shims ``portagent import`` generates (``portagent_shims_<agent>_<hash>.py``).
 
 portagent calls a handler as ``handler(**args)`` and takes its return value as the output (ADR 0004).
 Some native tool functions are written for another convention; a generated shim calls the original

@@ -5,7 +5,7 @@ Layout of the output folder::
     agent.yaml                 the root AgentSpec (sub-agents: <name>.yaml beside it)
     tools.yaml                 every imported ToolSpec (kind: tools), each under a REVIEW comment
     policy.yaml                the starting PermissionPolicy (the root's; sub-agents inherit it)
-    portagent_shims_<agent>.py handler shims, only when a native function needs one (see ``shims``)
+    portagent_shims_<agent>_<hash>.py  handler shims, only when a native function needs one (``shims``)
     import-report.md           what was imported, changed, left out, and what to review
 
 Everything is written into a temporary folder beside ``--out`` and checked with the same loader and
@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from portagent.contracts._base import sha256_hex
 from portagent.contracts.errors import SpecError, UsageError
 from portagent.contracts.tool import ToolSpec
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
@@ -106,7 +107,11 @@ def _file_names(draft: ImportDraft) -> dict[int, str]:
 def render(draft: ImportDraft) -> dict[str, str]:
     """File name → text. Tools that the ToolSpec contract refuses are reported, not written."""
     report = draft.report
-    shim_module = f"portagent_shims_{draft.root.name}"
+    # The shim module's name carries a hash of its content: two imports with the same root name (in one
+    # process, handlers are cached by "module:function") never resolve to each other's shims.
+    candidates = [t for a in draft.agents() for t in a.tools if t.shim]
+    shim_source = _shim_text(draft, candidates) if candidates else ""
+    shim_module = f"portagent_shims_{draft.root.name}_{sha256_hex(shim_source)[:8]}"
     files: dict[str, str] = {}
     valid: dict[str, dict[str, Any]] = {}
     for agent in draft.agents():
@@ -135,9 +140,8 @@ def render(draft: ImportDraft) -> dict[str, str]:
         files["tools.yaml"] = _tools_text(list(valid.values()))
     rules = [r for r in draft.rules if r.tool in valid or r.tool in _builtins(draft)]
     files["policy.yaml"] = _policy_text(draft, rules)
-    shims = [t for a in draft.agents() for t in a.tools if t.shim and t.name in valid]
-    if shims:
-        files[f"{shim_module}.py"] = _shim_text(draft, shims)
+    if any(t.name in valid for t in candidates):
+        files[f"{shim_module}.py"] = shim_source
     _summarise(draft, valid, rules, names)
     return files
 

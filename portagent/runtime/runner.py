@@ -383,6 +383,10 @@ def _approval_decisions(events: list[Any]) -> list[dict[str, Any]]:
             entry: dict[str, Any] = {"tool": c.tool, "args_hash": c.args_hash, "decision": verbs[e.status]}
             if e.status == "edited" and e.effective_args is not None:
                 entry["args"] = e.effective_args
+            if e.reviewer:
+                entry["reviewer"] = e.reviewer
+            if e.note:
+                entry["note"] = e.note
             out.append(entry)
     return out
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def _resolved(gw: ToolGateway, p: PreparedCall, card: ApprovalCard) -> None:
     gw.emit("approval.resolved", approval_id=card.approval_id, call_id=p.call_id, status=card.status,
-            reviewer=card.reviewer, effective_args=card.effective_args)
+            reviewer=card.reviewer, effective_args=card.effective_args, note=card.note)
 
 
 def _rejected(card: ApprovalCard, tool: str) -> Observation:

@@ -137,13 +137,20 @@ def test_agents_as_tools(emu, tmp_path):
     assert_profile("agents_as_tools", observed)
 
 
+def cycle(folder, kind: str):
+    write_spec(folder, "pong_agent", instructions="You answer pong.", tools=(),
+               delegation=[{"agent": "ping_agent.yaml", "kind": kind}])
+    return write_spec(folder, "ping_agent", instructions="Hand over to pong_agent.", tools=(),
+                      delegation=[{"agent": "pong_agent.yaml", "kind": kind}])
+
+
 def test_handoff_cycles(emu, tmp_path, monkeypatch):
-    write_spec(tmp_path, "pong_agent", instructions="You answer pong.", tools=(),
-               delegation=[{"agent": "ping_agent.yaml", "kind": "handoff"}])
-    spec = write_spec(tmp_path, "ping_agent", instructions="Hand over to pong_agent.", tools=(),
-                      delegation=[{"agent": "pong_agent.yaml", "kind": "handoff"}])
+    """A delegation graph with a cycle (ping_agent ↔ pong_agent): handoff edges, except on Claude, which
+    has no handoffs at all and gets the same cycle made of agent-as-tool edges."""
+    specs = {"handoff": cycle(tmp_path / "handoff", "handoff"), "agent_as_tool": cycle(tmp_path / "tool", "agent_as_tool")}
     observed = {}
     for p in PROVIDERS:
+        spec = specs["agent_as_tool" if p == "claude" else "handoff"]
         if refused("cycle: ping_agent -> pong_agent -> ping_agent", run_spec, spec, p, "Ping me.", emu, tmp_path):
             observed[p] = False
             continue
@@ -155,8 +162,9 @@ def test_handoff_cycles(emu, tmp_path, monkeypatch):
     from portagent.runtime import runner
 
     monkeypatch.setattr(runner, "check_runnable", lambda bundle, provider: None)
-    assert refused("a handoff target shared by two agents", run_spec, spec, "adk", "Ping me.", emu, tmp_path, tag="-3")
-    assert refused("nested delegation", run_spec, spec, "claude", "Ping me.", emu, tmp_path, tag="-3")
+    assert refused("a handoff target shared by two agents", run_spec, specs["handoff"], "adk", "Ping me.", emu, tmp_path,
+                   tag="-3")
+    assert refused("nested delegation", run_spec, specs["agent_as_tool"], "claude", "Ping me.", emu, tmp_path, tag="-3")
 
 
 # --- output, sessions, streaming, cost -----------------------------------------------------------
@@ -261,37 +269,22 @@ def test_builtin_tools(emu, tool_runs, tmp_path, monkeypatch):
 
 # --- tracing and native approval resume ----------------------------------------------------------
 
-ADK_SPANS = """
+TRACING = """
 import asyncio, json, sys
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)
-from portagent.contracts.run import RunRequest
-from portagent.runtime.runner import RunConfig, arun_full
-from portagent.runtime.session import Endpoint
-out = asyncio.run(arun_full(sys.argv[1], RunRequest(input="Summarise order ORD-7.", provider="adk"),
-                            RunConfig(endpoint=Endpoint(base_url=sys.argv[2], api_key="k"))))
-print(json.dumps({"status": out.result.status, "spans": sorted({s.name for s in exporter.get_finished_spans()})}))
-"""
-
-
-def test_native_tracing(emu, tmp_path):
-    """openai-agents has its own tracing (portagent replaces its exporter, never uploads): spans reach a
-    processor added to it. ADK traces through OpenTelemetry: spans reach a tracer provider installed
-    globally (in a subprocess, so this process's global provider stays untouched). claude-agent-sdk has
-    no tracing API (the Claude Code CLI's own OTel telemetry is not an SDK feature portagent drives)."""
+provider_name, spec, base_url = sys.argv[1:4]
+spans = []
+if provider_name == "adk":  # ADK traces through OpenTelemetry's global tracer provider
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(tracer_provider)
+else:  # openai-agents has tracing of its own: a processor added beside portagent's (which drops spans)
     import agents
-    import claude_agent_sdk
-
-    from portagent.adapters import openai_agents
-
-    spec = write_spec(tmp_path, output_schema=SUMMARY_SCHEMA)
-    spans: list[str] = []
+    from portagent.adapters import openai_agents  # installs portagent's processor first
 
     class Collect(agents.TracingProcessor):
         def on_trace_start(self, trace): ...
@@ -302,20 +295,41 @@ def test_native_tracing(emu, tmp_path):
         def force_flush(self): ...
 
     agents.add_trace_processor(Collect())
-    try:
-        run_spec(spec, "openai", "Summarise order ORD-7.", emu, tmp_path)
-    finally:
-        agents.set_trace_processors([openai_agents._NoUpload()])
-    observed = {"openai": {"AgentSpanData", "FunctionSpanData", "ResponseSpanData"} <= set(spans)}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), str(REPO)]),
-           "PORTAGENT_HOME": str(tmp_path / "adk-home")}
-    proc = subprocess.run([sys.executable, "-c", ADK_SPANS, str(spec), emu.base_url], capture_output=True, text=True,
-                          timeout=120, env=env)
-    assert proc.returncode == 0, proc.stderr
-    adk = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert adk["status"] == "completed"
-    observed["adk"] = any(name.startswith(("invoke_agent", "call_llm", "execute_tool")) for name in adk["spans"])
-    observed["claude"] = any("trac" in name.lower() or "span" in name.lower() for name in claude_agent_sdk.__all__)
+from portagent.contracts.run import RunRequest
+from portagent.runtime.runner import RunConfig, arun_full
+from portagent.runtime.session import Endpoint
+out = asyncio.run(arun_full(spec, RunRequest(input="Summarise order ORD-7.", provider=provider_name),
+                            RunConfig(endpoint=Endpoint(base_url=base_url, api_key="k"))))
+if provider_name == "adk":
+    spans = [s.name for s in exporter.get_finished_spans()]
+print(json.dumps({"status": out.result.status, "spans": sorted(set(spans))}))
+"""
+
+
+def test_native_tracing(emu, tmp_path):
+    """openai-agents has its own tracing (portagent replaces its exporter and never uploads): spans reach a
+    processor added to it. ADK traces through OpenTelemetry: spans reach a tracer provider installed
+    globally. Both run in a subprocess, so this process's global tracing state stays as it is (and no
+    other test's switch changes the result). claude-agent-sdk has no tracing API (the Claude Code CLI's
+    own OTel telemetry is not an SDK feature portagent drives)."""
+    import claude_agent_sdk
+
+    spec = write_spec(tmp_path, output_schema=SUMMARY_SCHEMA)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(DATA), str(REPO)])}
+    spans = {}
+    for provider in ("openai", "adk"):
+        env["PORTAGENT_HOME"] = str(tmp_path / f"home-{provider}")
+        proc = subprocess.run([sys.executable, "-c", TRACING, provider, str(spec), emu.base_url], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["status"] == "completed", provider
+        spans[provider] = result["spans"]
+    observed = {
+        "openai": {"AgentSpanData", "FunctionSpanData", "ResponseSpanData"} <= set(spans["openai"]),
+        "adk": any(name.startswith(("invoke_agent", "call_llm", "execute_tool")) for name in spans["adk"]),
+        "claude": any("trac" in name.lower() or "span" in name.lower() for name in claude_agent_sdk.__all__),
+    }
     assert_profile("native_tracing", observed)
 
 

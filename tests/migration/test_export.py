@@ -39,7 +39,7 @@ def desk(tmp_path_factory):
 
 
 def export(spec, target, path, *extra):
-    code, out, err = run_cli("export", str(spec), "--to", target, "--out", str(path), *extra)
+    code, _out, err = run_cli("export", str(spec), "--to", target, "--out", str(path), *extra)
     assert code == 0, err
     return path
 
@@ -58,6 +58,21 @@ def test_exported_module_trace_equals_portagents_run(emu, desk, tmp_path, target
     assert equivalent(ours.events, theirs), equivalent(ours.events, theirs).report()
     strict = equivalent(ours.events, theirs, across_providers=False)
     assert strict, strict.report()
+
+
+@pytest.mark.parametrize("target", ["openai", "adk"])
+def test_exported_agent_tool_and_sub_agent_match(emu, tmp_path, target):
+    """The ADK import (an AgentTool and a sub-agent): the exported program delegates like portagent does."""
+    out = tmp_path / "adk_desk"
+    code, _, stderr = import_cli("native_adk:desk", "adk", out)
+    assert code == 0, stderr
+    module = export(out / "agent.yaml", target, tmp_path / f"adk_desk_{target}.py")
+    for text in ("How fast do you ship? Ask the expert.", "My parcel ORD-8 never arrived."):
+        ours = run_spec(out / "agent.yaml", target, text, emu, tmp_path, tag=text[:3])
+        assert ours.result.status == "completed", ours.result.error
+        theirs = run_exported(module, target, text, emu, tmp_path / text[:3].replace(" ", "_"))
+        assert of(theirs, "handoff"), text
+        assert equivalent(ours.events, theirs), equivalent(ours.events, theirs).report()
 
 
 def test_the_policy_still_applies_in_an_exported_module(emu, desk, tmp_path):

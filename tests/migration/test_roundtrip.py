@@ -22,7 +22,15 @@ import json
 from dataclasses import replace
 
 import pytest
-from _migration_helpers import SCRIPT, agent_as_tool_only, edit_yaml, import_cli, of, run_spec, without_agent_reasons
+from _migration_helpers import (
+    SCRIPT,
+    agent_as_tool_only,
+    edit_yaml,
+    import_cli,
+    of,
+    run_spec,
+    without_agent_reasons,
+)
 
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UnsupportedFeatureError

@@ -300,7 +300,8 @@ def test_approval_flow_replays_with_the_recorded_decision(approved, tmp_path):
     assert out.result.status == "completed", out.result.error
     assert len(handlers.SENT_EMAILS) == before + 1  # the tool really ran again, after the scripted approval
     resolved = [e for e in out.events if e.type == "approval.resolved"]
-    assert [(e.status, e.reviewer) for e in resolved] == [("approved", "scripted")]
+    # The recorded decision replays as recorded, reviewer and note included (the note reaches the model).
+    assert [(e.status, e.reviewer) for e in resolved] == [("approved", "auto-approve")]
     again = asyncio.run(replay_folder(AGENT, approved, out_dir=tmp_path / "b"))
     assert again.result.status == "completed", again.result.error
     for name in ("trace.jsonl", "run.json"):

@@ -9,8 +9,8 @@ from typing import Any
 from google.adk.agents import LlmAgent
 from google.adk.tools import FunctionTool, google_search
 from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.base_tool import BaseTool
 from google.genai import types
-
 from shop_data import FAQ, ORDERS, REFUNDS
 
 
@@ -51,6 +51,25 @@ def log_tool(tool: Any, args: dict[str, Any], tool_context: Any) -> None:
     return None
 
 
+def shout(text):  # type: ignore[no-untyped-def]
+    """Shout a text (nobody typed it: no schema can be produced)."""
+    return {"text": str(text).upper()}
+
+
+class StockTool(BaseTool):
+    """A hand-written ADK tool: its own declaration, and run_async instead of a function."""
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(name=self.name, description=self.description, parameters_json_schema={
+            "type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]})
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        return {"sku": args["sku"], "in_stock": 3}
+
+
+stock = StockTool(name="check_stock", description="How many units of a product are in stock.")
+
+
 faq_expert = LlmAgent(
     name="faq_expert",
     model="gemini-2.5-flash",
@@ -72,7 +91,7 @@ desk = LlmAgent(
     model="gemini-2.5-flash",
     instruction="You are the shop's front desk. Read orders with get_order before you answer about one; ask "
                 "faq_expert about the FAQ; transfer refund disputes to refunds_specialist.",
-    tools=[get_order, AgentTool(faq_expert), google_search],
+    tools=[get_order, AgentTool(faq_expert), google_search, shout, stock],
     sub_agents=[refunds_specialist],
     before_tool_callback=log_tool,
     generate_content_config=types.GenerateContentConfig(top_k=3),

@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher, create_sdk_mcp_server, tool
-
 from shop_data import FAQ, ORDERS
 
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import Agent, GuardrailFunctionOutput, ModelSettings, WebSearchTool, function_tool, input_guardrail
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    ModelSettings,
+    WebSearchTool,
+    function_tool,
+    input_guardrail,
+)
 from pydantic import BaseModel
-
 from shop_data import FAQ, ORDERS, REFUNDS
 
 
