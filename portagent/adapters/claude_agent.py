@@ -74,7 +74,7 @@ from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, U
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
 from portagent.recording.claude_session import ClaudeCassette, open_cassette
 from portagent.recording.vcr_cassette import find_mismatch
-from portagent.runtime.session import ApprovalPause, BudgetStop, RunSession, RunSignal, unwrap_signal
+from portagent.runtime.session import ApprovalPause, RunSession, RunSignal, unwrap_signal
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
 from portagent.tools.observations import Observation
@@ -222,9 +222,9 @@ class _Run:
         spec = self.bundle.spec
         specs = self.tool_specs()
         for name, granted in self.builtins.items():
-            gateway_tools = s.gateway(name).tools
+            gateway = s.gateway(name)
             for b in granted:
-                gateway_tools.setdefault(b, builtin_spec(b))  # see docs/adapters/claude.md: governed built-ins
+                gateway.register_governed(builtin_spec(b))  # decided by the gateway, executed by the CLI
         builtins = sorted({b for granted in self.builtins.values() for b in granted})
         # Claude Code retries a failed model call 10 times by default (minutes against an unreachable
         # endpoint); 2, like the vendor's Python SDKs, unless extra["max_retries"] says otherwise.
@@ -312,9 +312,8 @@ class _Run:
             done = gateway.prepared(vendor_id) if vendor_id else None
             message = _text(done.result) if done is not None and done.result is not None else str(sig)
             return PermissionResultDeny(message=message, interrupt=True)
-        if not prepared.allowed:
-            stopping = self.stop_if_budget_exhausted(prepared.rejection)
-            return PermissionResultDeny(message=_text(prepared.rejection), interrupt=stopping)
+        if not prepared.allowed:  # (a run-level budget rejection already raised BudgetStop above)
+            return PermissionResultDeny(message=_text(prepared.rejection))
         args = prepared.effective_args
         if builtin and prepared.card is not None:
             checked = recheck(gateway.inner, prepared, prepared.tool)  # no later execute() for a built-in
@@ -352,20 +351,7 @@ class _Run:
         except RunSignal as sig:  # the run is ending; the CLI is stopped before the model reads this
             code = "approval_required" if isinstance(sig, ApprovalPause) else "budget_exhausted"
             return Observation.failure(code, f"the run is stopping: {sig}")
-        self.stop_if_budget_exhausted(obs)
         return obs
-
-    def stop_if_budget_exhausted(self, obs: Observation | None) -> bool:
-        """A run-level budget (tool calls, cost) refused a call: the run ends ``budget_exhausted`` once the
-        refusal is traced — the rule ``SessionGateway.call`` applies, repeated here because the Claude
-        adapter uses ``prepare``/``execute`` from two different callbacks."""
-        if obs is None or obs.error != "budget_exhausted":
-            return False
-        event = next((e for e in reversed(self.session.recorder.events) if e.type == "budget.exceeded"), None)
-        if event is None or event.limit not in ("max_tool_calls", "max_cost_usd"):
-            return False
-        self.session.signal(BudgetStop(event.limit, event.limit_value, event.observed))
-        return True
 
     async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         if data.get("tool_name") in DELEGATION_TOOLS:
@@ -395,19 +381,10 @@ class _Run:
         return None
 
     def observe(self, gateway: Any, prepared: Any, obs: Observation, tool_use_id: str | None = None) -> None:
-        """Record the result of a call the gateway decided but did not run (a built-in).
-
-        Workaround: ``ToolGateway`` has no public "observe an external result" step yet, so this mirrors
-        its ``tool.result`` event (docs/adapters/claude.md, "Governed built-ins").
-        """
-        if prepared.result is not None:
-            return
-        prepared.result = obs
+        """Record the result of a call the gateway decided but the CLI ran (a governed built-in)."""
         started = self.started.pop(tool_use_id, None) if tool_use_id else None
         latency = round((self.session.clock.monotonic() - started) * 1000, 3) if started is not None else None
-        gateway.inner.emit("tool.result", call_id=prepared.call_id, tool=prepared.tool_name, ok=obs.ok,
-                           error=obs.error, output=obs.to_model(), latency_ms=latency, effect_id=None,
-                           duplicate=False)
+        gateway.observe(prepared, obs, latency)
 
     # --- running ---------------------------------------------------------------------------------
 
