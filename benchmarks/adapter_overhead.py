@@ -44,9 +44,8 @@ def _tool_specs() -> dict[str, Any]:
 
 async def bare_openai(base_url: str) -> str:
     import openai
-    from agents import Agent, FunctionTool, OpenAIResponsesModel, Runner, set_trace_processors
-
     import support_desk_handlers as h
+    from agents import Agent, FunctionTool, OpenAIResponsesModel, Runner, set_trace_processors
 
     set_trace_processors([])
     specs = _tool_specs()
@@ -68,14 +67,13 @@ async def bare_openai(base_url: str) -> str:
 
 
 async def bare_adk(base_url: str) -> str:
+    import support_desk_handlers as h
     from google.adk.agents import LlmAgent
     from google.adk.models import Gemini
     from google.adk.runners import Runner
     from google.adk.sessions import InMemorySessionService
     from google.adk.tools import BaseTool
     from google.genai import types
-
-    import support_desk_handlers as h
 
     specs = _tool_specs()
 

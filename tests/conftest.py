@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import EXAMPLES, IN_CI, REPO, SAMPLES, require_path, run_cli  # noqa: E402,F401
+from _support import EXAMPLES, IN_CI, REPO, SAMPLES, require_path, run_cli  # noqa: F401
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ Every error a user can cause or meet is one of these; the CLI prints ``render()`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

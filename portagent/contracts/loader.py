@@ -145,10 +145,7 @@ def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     cur = data
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
-        if isinstance(cur, dict) and part in cur:
-            out.append(part)
-            cur = cur[part]
-        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+        if (isinstance(cur, dict) and part in cur) or (isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)):
             out.append(part)
             cur = cur[part]
         elif last and isinstance(cur, dict) and isinstance(part, str):

@@ -28,7 +28,14 @@ from portagent.contracts.errors import ApprovalError, PortagentError, ProviderEr
 from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
 from portagent.contracts.trace import parse_event
 from portagent.runtime.clock import Clock, IdFactory, SystemClock, iso
-from portagent.runtime.session import ApprovalPause, BudgetStop, Endpoint, RunOptions, RunSession, unwrap_signal
+from portagent.runtime.session import (
+    ApprovalPause,
+    BudgetStop,
+    Endpoint,
+    RunOptions,
+    RunSession,
+    unwrap_signal,
+)
 from portagent.tracing.recorder import TraceRecorder
 
 

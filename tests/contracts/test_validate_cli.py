@@ -89,8 +89,8 @@ def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
     base = EXAMPLES / "support_desk"
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
-    a.write_text(f"kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
-                 f"delegation: [{{agent: b.yaml, kind: handoff}}]\n")
+    a.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
+                 "delegation: [{agent: b.yaml, kind: handoff}]\n")
     b.write_text("kind: agent\nschema_version: 1\nname: b\ninstructions: hi\n"
                  "delegation: [{agent: a.yaml, kind: handoff}]\n")
     code, out, _ = run_cli("validate", str(a))

@@ -71,7 +71,7 @@ def test_replay_offline_no_network_and_byte_identical(recorded, tmp_path):
     _WATCH["on"] = True
     try:
         a = asyncio.run(replay_folder(AGENT, recorded, out_dir=tmp_path / "a"))
-        b = asyncio.run(replay_folder(AGENT, recorded, out_dir=tmp_path / "b"))
+        asyncio.run(replay_folder(AGENT, recorded, out_dir=tmp_path / "b"))
     finally:
         _WATCH["on"] = False
     assert _NET == []

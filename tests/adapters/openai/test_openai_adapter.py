@@ -168,7 +168,7 @@ def test_defer_waits_then_resumes_with_exactly_one_effect(emu, tmp_path):
     third = go(emu, TICKET, approver="defer", key="user-42:create-ticket:access-2026-06-10")
     assert third.result.status == "duplicate" and third.result.run_id == r.run_id
     ledger = EffectLedger()
-    assert len(ledger.entries(f"run:user-42:create-ticket:access-2026-06-10")) == 1
+    assert len(ledger.entries("run:user-42:create-ticket:access-2026-06-10")) == 1
     # Same run, same trace: both attempts are in one file.
     lines = (tmp_path / "run" / "trace.jsonl").read_text().splitlines()
     starts = [json.loads(x) for x in lines if '"run.started"' in x]
