@@ -120,6 +120,7 @@ async def bare_claude(base_url: str) -> str:
     """A bare ``ClaudeSDKClient`` with the same two in-process tools, the same isolation switches."""
     import tempfile
 
+    import support_desk_handlers as h
     from claude_agent_sdk import (
         ClaudeAgentOptions,
         ClaudeSDKClient,
@@ -128,8 +129,6 @@ async def bare_claude(base_url: str) -> str:
         create_sdk_mcp_server,
         tool,
     )
-
-    import support_desk_handlers as h
 
     specs = _tool_specs()
 
