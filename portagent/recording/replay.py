@@ -154,24 +154,34 @@ async def replay_folder(agent: Any, folder: str | Path, *, out_dir: Path | None 
     """Replay one recorded run offline. Returns the RunOutput; its run.completed details hold the
     cassette report (played / unplayed / drift) and any SDK version change."""
     from portagent.runtime.runner import arun_full
-    from portagent.tools.ledger import EffectLedger
 
     folder = Path(folder)
     recorded = load_recorded(folder)
     config, req = replay_config(folder, recorded, out_dir=out_dir, approver=approver)
-    EffectLedger().clear_scope(config.scope)  # a replay starts clean and stays deterministic
-    _clear_approvals(config.scope)
+    clear_scope_state(config.scope)  # a replay starts clean and stays deterministic
     return await arun_full(agent, request or req, config)
 
 
-def _clear_approvals(scope: str) -> None:
-    """Forget the approval cards of an earlier replay of the same run: their seeded ids would be taken,
-    the next replay would draw others, and an id that reaches the model (Claude compares every
-    permission answer) would differ."""
-    from portagent.tools.approvals import ApprovalStore
+def clear_scope_state(scope: str) -> None:
+    """Forget the effects and approval cards an earlier run of the same scope left behind.
 
-    store = ApprovalStore()
-    try:
-        store.clear_scope(scope)
-    finally:
-        store.close()
+    Effects: a replay must execute its writes again. Cards: their seeded ids would be taken, the next
+    replay would draw others, and an id that reaches the model (Claude compares every permission
+    answer) would differ. A state file that does not exist yet holds nothing to forget (and opening
+    SQLite costs about a millisecond per file, per run)."""
+    from portagent.runtime.home import APPROVALS_DB, LEDGER_DB, state_file
+    from portagent.tools.approvals import ApprovalStore
+    from portagent.tools.ledger import EffectLedger
+
+    if state_file(LEDGER_DB, create=False).exists():
+        ledger = EffectLedger()
+        try:
+            ledger.clear_scope(scope)
+        finally:
+            ledger.close()
+    if state_file(APPROVALS_DB, create=False).exists():
+        store = ApprovalStore()
+        try:
+            store.clear_scope(scope)
+        finally:
+            store.close()

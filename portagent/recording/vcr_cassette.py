@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,8 +49,20 @@ def _method(r1: Any, r2: Any) -> None:
     assert r1.method.upper() == r2.method.upper(), f"{r1.method} != {r2.method}"
 
 
+@functools.lru_cache(maxsize=512)
+def _normalized_text(raw: bytes | str) -> str:
+    """Canonical text of a normalized body; cached because vcrpy compares each request with every
+    recorded one (bodies are hashable bytes/str)."""
+    return json.dumps(normalized_body(raw), sort_keys=True, ensure_ascii=False)
+
+
 def _body(r1: Any, r2: Any) -> None:
-    assert normalized_body(r1.body) == normalized_body(r2.body), "request body differs"
+    b1, b2 = r1.body, r2.body
+    if b1 == b2:
+        return
+    if b1 is None or b2 is None:
+        raise AssertionError("request body differs")
+    assert _normalized_text(b1) == _normalized_text(b2), "request body differs"
 
 
 def _before_record_request(request: Any) -> Any:
