@@ -198,6 +198,10 @@ class _Run:
         out = [TOOL_PREFIX + t for t in node.tools] + self.builtins[name]
         if any(e.kind == "agent_as_tool" for e in node.edges):
             out.append("Agent")
+        if node.spec.output_schema is not None:
+            # With --output-format json-schema the CLI answers through its StructuredOutput tool; an agent
+            # definition that does not list it gets "No such tool available: StructuredOutput".
+            out.append("StructuredOutput")
         return out
 
     def agents(self) -> dict[str, AgentDefinition] | None:

@@ -51,10 +51,12 @@ PROFILES: dict[str, ProviderCapabilities] = {
         builtin_tools=True, approvals_resume=False,
     ),
     "adk": ProviderCapabilities(
-        # ADK sub_agents must form a tree: a cycle cannot be expressed.
+        # ADK sub_agents must form a tree: a cycle cannot be expressed. ADK 2.13 can pause and resume
+        # for a confirmation natively (ResumabilityConfig + ToolContext.request_confirmation);
+        # portagent still resumes by re-running on every provider (ADR 0007).
         handoffs=True, agents_as_tools=True, handoff_cycles=False, structured_output=True,
         sessions=True, streaming=True, mcp=True, native_tracing=True, vendor_cost=False,
-        builtin_tools=False, approvals_resume=False,
+        builtin_tools=False, approvals_resume=True,
     ),
 }
 """Profiles of the three adapters."""

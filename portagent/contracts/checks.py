@@ -72,12 +72,15 @@ def _rule_hits(rule: Any, tools: list[ToolSpec]) -> list[ToolSpec]:
             and (not rule.effect or t.effect in rule.effect)]
 
 
-def policy_problems(policy: PermissionPolicy, tools: list[ToolSpec], label: str) -> list[SpecProblem]:
-    """Rules that can match no tool of the agent; allow rules that reach a privileged tool implicitly."""
+def policy_problems(policy: PermissionPolicy, tools: list[ToolSpec], label: str,
+                    builtins: list[str] | tuple[str, ...] = ()) -> list[SpecProblem]:
+    """Rules that can match no tool of the agent; allow rules that reach a privileged tool implicitly.
+    Granted vendor built-ins (``builtin_tools``) count as tools a rule may name."""
     out = []
     for i, rule in enumerate(policy.rules):
         hits = _rule_hits(rule, tools)
-        if (rule.tool or rule.effect) and not hits:
+        names_builtin = rule.tool is not None and any(fnmatch.fnmatchcase(b, rule.tool) for b in builtins)
+        if (rule.tool or rule.effect) and not hits and not names_builtin:
             out.append(SpecProblem(label, f"rules.{i}", f"rule {rule.id!r} matches no tool of the agent "
                                    f"(tools: {', '.join(t.name for t in tools) or 'none'})"))
         if rule.decision == "allow":
@@ -100,13 +103,14 @@ def bundle_problems(bundle: AgentBundle, provider: str | None) -> tuple[list[Spe
                 problems += tool_problems(t, label, f"tools.{i}.")
         problems += schema_problems(node.spec.output_schema, label, "output_schema")
     # A policy shared by several agents (sub-agents inherit it) is checked against all their tools.
-    groups: dict[int, tuple[Any, str, dict[str, ToolSpec]]] = {}
+    groups: dict[int, tuple[Any, str, dict[str, ToolSpec], set[str]]] = {}
     for node in bundle.agents.values():
         label = str(node.policy_path or node.path or node.name)
-        entry = groups.setdefault(id(node.policy), (node.policy, label, {}))
+        entry = groups.setdefault(id(node.policy), (node.policy, label, {}, set()))
         entry[2].update(node.tools)
-    for policy, plabel, tools in groups.values():
-        problems += policy_problems(policy, list(tools.values()), plabel)
+        entry[3].update(node.spec.builtin_tools)
+    for policy, plabel, tools, builtins in groups.values():
+        problems += policy_problems(policy, list(tools.values()), plabel, sorted(builtins))
     root_label = str(bundle.node.path)
     if provider == "adk":
         # Gemini function declarations express a subset of JSON Schema (adk_events cites the list);

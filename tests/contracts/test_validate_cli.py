@@ -125,3 +125,11 @@ def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path
     assert code == 1 and "input_schema.properties.a.allOf" in err and "Gemini" in err
     code, _, _ = run_cli("validate", "--provider", "openai", str(spec))
     assert code == 0
+
+
+def test_a_rule_naming_a_granted_builtin_matches_something(tmp_path):
+    spec = tmp_path / "a.yaml"
+    spec.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: x\nbuiltin_tools: [Bash]\n"
+                    "policy:\n  rules:\n    - {id: no-rm, decision: deny, tool: Bash, when: [{arg: command, regex: rm}]}\n")
+    code, out, err = run_cli("validate", str(spec))
+    assert code == 0, err

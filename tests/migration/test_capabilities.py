@@ -369,9 +369,6 @@ def test_approvals_resume(emu, tmp_path):
     assert_profile("approvals_resume", observed)
 
 
-@pytest.mark.xfail(strict=True, reason="google-adk 2.13 has a native pause/resume (App(resumability_config="
-                   "ResumabilityConfig(is_resumable=True)) with ToolContext.request_confirmation) that the adk "
-                   "profile (approvals_resume: false, ADR 0007) does not count; no adapter uses it")
 def test_approvals_resume_adk():
     from google.adk.apps import ResumabilityConfig
     from google.adk.tools.tool_context import ToolContext

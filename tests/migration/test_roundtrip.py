@@ -134,9 +134,6 @@ def test_openai_import_output_type_on_all_three(emu, openai_desk, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="claude adapter: a root with an output_schema and subagents runs as its own "
-                   "AgentDefinition (--agent), whose tool list lacks StructuredOutput: the CLI answers 'No such tool "
-                   "available: StructuredOutput' (portagent/adapters/claude_agent.py agent_tools)")
 def test_openai_import_as_agent_tool_with_output_type_on_claude(emu, openai_desk, tmp_path):
     spec = tmp_path / "spec"
     spec.mkdir()
