@@ -49,7 +49,7 @@ from portagent.wire import anthropic as wire_anthropic  # noqa: E402
 from portagent.wire import gemini as wire_gemini  # noqa: E402
 from portagent.wire import openai as wire_openai  # noqa: E402
 
-PROVIDERS: list[str] = ["openai", "adk"]
+PROVIDERS: list[str] = ["openai", "adk", "claude"]
 """Providers compared; the first is the reference. Add ``"claude"`` when its adapter lands."""
 
 DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}

@@ -59,9 +59,7 @@ def forecast(monkeypatch):
     monkeypatch.setenv("MCP_TEST_FORECAST", "sunny")
 
 
-# Claude is not here: its replay needs a transport cassette passed by the caller (docs/adapters/claude.md),
-# which record_run/replay_folder do not wire yet; its MCP-sourced tools are covered live in test_mcp_sources.
-@pytest.mark.parametrize("provider", [p for p in ("openai", "adk") if _available(p)])
+@pytest.mark.parametrize("provider", [p for p in ("openai", "adk", "claude") if _available(p)])
 def test_a_replay_needs_no_mcp_server_and_reproduces_the_recording(tmp_path, monkeypatch, _mcp_log, forecast,
                                                                    provider):
     agent = _agent(tmp_path)
