@@ -36,3 +36,18 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
         except SystemExit as e:
             code = int(e.code or 0)
     return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def portagent_home(path: Path):
+    """A state folder of its own for one run (seeded approval/effect ids of two runs would collide in one
+    store); restores the previous ``PORTAGENT_HOME`` afterwards."""
+    old = os.environ.get("PORTAGENT_HOME")
+    os.environ["PORTAGENT_HOME"] = str(path)
+    try:
+        yield path
+    finally:
+        if old is None:
+            os.environ.pop("PORTAGENT_HOME", None)
+        else:
+            os.environ["PORTAGENT_HOME"] = old

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+from _support import portagent_home
 
 DATA = Path(__file__).resolve().parent / "data"
 SERVER = DATA / "tools_server.py"
@@ -47,18 +46,7 @@ def write_agent(folder: Path, servers: list[dict[str, Any]], *, name: str = "wea
     return path
 
 
-@contextlib.contextmanager
-def home(path: Path):
-    """A state folder of its own (seeded approval/effect ids of two runs would collide in one store)."""
-    old = os.environ.get("PORTAGENT_HOME")
-    os.environ["PORTAGENT_HOME"] = str(path)
-    try:
-        yield path
-    finally:
-        if old is None:
-            os.environ.pop("PORTAGENT_HOME", None)
-        else:
-            os.environ["PORTAGENT_HOME"] = old
+home = portagent_home  # shared helper (tests/_support.py)
 
 
 def run_agent(agent: Any, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-deny",

@@ -4,16 +4,14 @@ modules against the emulator with a fixed clock and seeded ids, and small spec b
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
-from _support import REPO, run_cli
+from _support import REPO, portagent_home, run_cli
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = DATA / "emulator.yaml"
@@ -31,18 +29,7 @@ def import_cli(target: str, sdk: str, out: Path, *extra: str) -> tuple[int, str,
     return run_cli("import", target, "--from", sdk, "--out", str(out), *models, *extra)
 
 
-@contextlib.contextmanager
-def home(path: Path):
-    """A state folder of its own per run (seeded approval/effect ids of two runs would collide)."""
-    old = os.environ.get("PORTAGENT_HOME")
-    os.environ["PORTAGENT_HOME"] = str(path)
-    try:
-        yield path
-    finally:
-        if old is None:
-            os.environ.pop("PORTAGENT_HOME", None)
-        else:
-            os.environ["PORTAGENT_HOME"] = old
+home = portagent_home  # shared helper (tests/_support.py)
 
 
 def workdir(tmp: Path) -> Path:

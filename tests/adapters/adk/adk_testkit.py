@@ -149,15 +149,6 @@ def result_value(item: Any) -> Any:
 
 def run_cli_in_process(*argv: str) -> tuple[int, str, str]:
     """Run the portagent CLI in this process, capturing output (exit code, stdout, stderr)."""
-    import contextlib
-    import io
+    from _support import run_cli
 
-    from portagent.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(*argv)
