@@ -227,8 +227,11 @@ class _Run:
         specs = self.tool_specs()
         for name, granted in self.builtins.items():
             gateway = s.gateway(name)
+            # The approval card shows where a built-in runs. The default working folder is the run's own
+            # temporary one: named, not spelled out, so replays give byte-identical traces.
+            where = str(s.options.extra["cwd"]) if s.options.extra.get("cwd") else "<isolated run folder>/work"
             for b in granted:
-                gateway.register_governed(builtin_spec(b))  # decided by the gateway, executed by the CLI
+                gateway.register_governed(builtin_spec(b), {"cwd": where})  # decided here, run by the CLI
         builtins = sorted({b for granted in self.builtins.values() for b in granted})
         # Claude Code retries a failed model call 10 times by default (minutes against an unreachable
         # endpoint); 2, like the vendor's Python SDKs, unless extra["max_retries"] says otherwise.

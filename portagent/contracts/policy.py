@@ -244,3 +244,6 @@ class ApprovalCard(Contract):
     """Reviewer's note."""
     scope: str = ""
     """The run scope (ledger namespace) the card belongs to."""
+    context: dict[str, Any] = {}
+    """Where the action would run, beside its arguments (e.g. ``cwd`` of a Claude Code built-in); shown to
+    the reviewer, not part of ``args`` or ``args_hash``."""

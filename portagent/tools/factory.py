@@ -35,9 +35,9 @@ class SessionGateway:
     def prepared(self, call_id: str) -> PreparedCall | None:
         return self.inner.prepared(call_id)
 
-    def register_governed(self, spec: Any) -> None:
+    def register_governed(self, spec: Any, card_context: dict[str, Any] | None = None) -> None:
         """A tool the vendor runtime executes (Claude Code built-ins): decided here, never run here."""
-        self.inner.register_governed(spec)
+        self.inner.register_governed(spec, card_context)
 
     def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
         """Record the result of a governed call the vendor runtime executed."""

@@ -114,6 +114,7 @@ class ToolGateway:
         self._calls = 0
         self.pending_approvals: list[str] = []
         self._governed: set[str] = set()
+        self._card_context: dict[str, dict[str, Any]] = {}
         """Approval ids left pending by a deferred decision: the run ends ``waiting_approval``."""
 
     # -- lazily opened state (only approval-needing / idempotent tools touch SQLite) ----------------
@@ -191,11 +192,14 @@ class ToolGateway:
 
     # -- governed tools (run by the vendor runtime, decided here) --------------------------------------
 
-    def register_governed(self, spec: ToolSpec) -> None:
+    def register_governed(self, spec: ToolSpec, card_context: dict[str, Any] | None = None) -> None:
         """Declare a tool the vendor runtime executes itself (Claude Code's built-ins): the gateway
-        validates and decides its calls like any other, but never runs a handler for it."""
+        validates and decides its calls like any other, but never runs a handler for it.
+        ``card_context`` is shown on its approval cards (e.g. the working directory it runs in)."""
         self.tools.setdefault(spec.name, spec)
         self._governed.add(spec.name)
+        if card_context:
+            self._card_context[spec.name] = dict(card_context)
 
     def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
         """Record the result of a governed call that the vendor runtime executed (once per call)."""
@@ -282,6 +286,7 @@ class ToolGateway:
             evidence=evidence_of(self.context.context), effect=tool.effect, reversible=tool.is_reversible,
             cost_usd=tool.cost_usd, risk_score=decision.risk_score, created_at=iso(now),
             expires_at=iso(now + timedelta(seconds=expiry)), scope=self.context.scope,
+            context=self._card_context.get(tool.name, {}),
         )
 
     # -- execute ---------------------------------------------------------------------------------------

@@ -186,9 +186,30 @@ def parse_request(entry: dict[str, Any]) -> Any:
     raise AssertionError(f"unexpected API {api}")
 
 
+CLAUDE_TOOL_PREFIX = "mcp__portagent__"
+"""Claude Code's name for a ToolSpec served by the adapter's in-process MCP server ``portagent``."""
+
+CLAUDE_AGENT_TOOLS = ("Agent", "Task")
+"""Claude Code's built-in subagent tool (``Task`` was renamed ``Agent``): Claude's agent-as-tool."""
+
+VENDOR_TOOLS = {
+    "anthropic.messages": {"StructuredOutput"},  # the CLI's output channel for an output_schema
+    "gemini.generate_content": {"set_model_response"},  # ADK's output channel with tools + output_schema
+}
+"""Tools a vendor declares by itself as a mechanism (not a portable tool); every other declared tool must be
+a ToolSpec, an agent tool or a handoff (transfer) tool of the spec."""
+
+_AGENT_LISTING = re.compile(r"Available agent types for the Agent tool:\n(?P<lines>(?:- .*\n?)+)")
+_AGENT_LINE = re.compile(r"^- (?P<name>[^:\n]+): (?P<description>.*) \(Tools: (?P<tools>[^()\n]*)\)$")
+_HAND_BACK = re.compile(r"\A\s*(?:<tools-used-before-summary>.*?</tools-used-before-summary>\s*)?"
+                        r"\[Subagent hand-back\][^\n]*\n(?P<report>.*?)\nagentId: \S+\n<usage>.*?</usage>\s*\Z",
+                        re.DOTALL)
+
+
 def portable_name(name: str | None) -> str:
-    """Undo vendor name mangling (Claude's in-process MCP tools are ``mcp__<server>__<tool>``)."""
-    return re.sub(r"^mcp__[^_]+(?:_[^_]+)*?__", "", name or "")
+    """Undo vendor name mangling: Claude sees a ToolSpec as ``mcp__portagent__<tool>`` (the adapter's
+    in-process MCP server is named ``portagent``; any other server name stays as it is, and fails)."""
+    return (name or "").removeprefix(CLAUDE_TOOL_PREFIX)
 
 
 def is_transfer(name: str) -> bool:
@@ -196,15 +217,58 @@ def is_transfer(name: str) -> bool:
     return name.startswith("transfer_to_")
 
 
-def value_of(item: Any) -> Any:
+def claude_agent_listing(body: dict[str, Any]) -> dict[str, str]:
+    """Claude Code does not describe subagents in the Agent tool's declaration: it lists them (name,
+    description, tools) in a ``<system-reminder>`` of the first user message ("Available agent types for
+    the Agent tool"). Returns ``{agent: description}`` from that list."""
+    out: dict[str, str] = {}
+    for msg in body.get("messages") or []:
+        content = msg.get("content") if msg.get("role") == "user" else None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            found = _AGENT_LISTING.search(block.get("text") or "") if block.get("type") == "text" else None
+            for line in found.group("lines").splitlines() if found else []:
+                m = _AGENT_LINE.match(line)
+                assert m, f"unreadable line in Claude Code's agent list: {line!r}"
+                out[m.group("name")] = m.group("description")
+        if out:
+            break
+    return out
+
+
+def claude_agent_shape(schema: Any) -> Any:
+    """The Agent tool's input as an agent tool's: its ``prompt`` is the agent tool's ``input`` (the
+    target is chosen by ``subagent_type``, which must be there)."""
+    props = (schema or {}).get("properties") or {}
+    assert "subagent_type" in props, f"the Agent tool has no subagent_type: {sorted(props)}"
+    return {"properties": {"input": (props.get("prompt") or {}).get("type")},
+            "required": ["input"] if "prompt" in (schema.get("required") or []) else []}
+
+
+def claude_hand_back(text: Any) -> Any:
+    """The subagent's report out of the frame the CLI wraps it in before the parent model reads it
+    (``[Subagent hand-back] … The report follows:``, the report indented by two spaces, then ``agentId``
+    and ``<usage>``; docs/adapters/claude.md). Anything else is returned unchanged (and will differ)."""
+    m = _HAND_BACK.match(text) if isinstance(text, str) else None
+    if not m:
+        return text
+    return "\n".join(line.removeprefix("  ") for line in m.group("report").splitlines()).strip()
+
+
+def value_of(item: Any, api: str) -> Any:
     import json
 
-    raw = item.output
-    if isinstance(raw, dict):
-        if len(raw) == 1 and "result" in raw:  # ADK wraps a non-dict return value
-            raw = raw["result"]
-        if not isinstance(raw, str):
-            return raw
+    if api == "anthropic.messages":
+        # tool_result content is a string or text blocks; the parser joined them and removed the CLI's
+        # <system-reminder> additions (token budget), keeping exactly what the tool returned.
+        raw = item.text
+    else:
+        raw = item.output
+        if isinstance(raw, dict):
+            if len(raw) == 1 and "result" in raw:  # ADK wraps a non-dict return value
+                raw = raw["result"]
+            if not isinstance(raw, str):
+                return raw
     text = raw if isinstance(raw, str) else item.text
     try:
         return json.loads(text)
@@ -222,17 +286,20 @@ def shape(schema: Any) -> Any:
 
 def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, Any]:
     """Per agent (recognised by its instructions in the system text): first user text, portable tools
-    declared (ToolSpec tools with their exact schema, agent tools by shape), and the user texts and
-    tool results the model was last sent."""
+    declared (ToolSpec tools with their exact schema, agent tools by description and shape), and the user
+    texts and tool results the model was last sent. Any other declared tool must be a handoff tool or
+    one of the vendor's own mechanisms (``VENDOR_TOOLS``, Claude's Agent tool)."""
     agents = {n: node for n, node in b.agents.items()}
     agent_tools = {e.target for node in agents.values() for e in node.edges if e.kind == "agent_as_tool"}
     out: dict[str, Any] = {}
     for entry in requests:
+        api = entry["api"]
         view = parse_request(entry)
         owners = [n for n, node in agents.items() if node.spec.instructions.strip() in view.system]
         assert len(owners) == 1, f"cannot tell which agent sent: {view.system[:200]!r}"
         name = owners[0]
         node = agents[name]
+        delegates = {e.target for e in node.edges if e.kind == "agent_as_tool"}
         declared: dict[str, Any] = {}
         for tool in view.tools:
             tname = portable_name(tool.name)
@@ -241,12 +308,35 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
                 declared[tname] = (tool.description, tool.parameters)
             elif tname in agent_tools:
                 declared[tname] = (tool.description, shape(tool.parameters))
-        names_by_call = {i.call_id: portable_name(i.name) for i in view.items if i.kind == "tool_call" and i.call_id}
+            elif api == "anthropic.messages" and tname in CLAUDE_AGENT_TOOLS:
+                # Claude's agent-as-tool: one built-in tool for every subagent, listed elsewhere. The list
+                # also names the calling agent itself (the main thread runs as the root's definition,
+                # ``--agent``) and Claude Code's own agent types; calls to those are denied in PreToolUse.
+                listed = claude_agent_listing(entry["body"])
+                for target, description in listed.items():
+                    if target in agents and target != name:
+                        declared[target] = (description, claude_agent_shape(tool.parameters))
+            else:
+                assert is_transfer(tname) or tname in VENDOR_TOOLS.get(api, ()), \
+                    f"{name}: {tool.name!r} declared on the wire, but the spec has no such tool"
+        assert api != "anthropic.messages" or not delegates or any(
+            t.name in CLAUDE_AGENT_TOOLS for t in view.tools), f"{name}: no Agent tool, but it delegates"
+        names_by_call: dict[str, str] = {}
+        for i in view.items:
+            if i.kind == "tool_call" and i.call_id:
+                cname = portable_name(i.name)
+                if api == "anthropic.messages" and cname in CLAUDE_AGENT_TOOLS and isinstance(i.arguments, dict):
+                    cname = str(i.arguments.get("subagent_type"))  # the agent tool that was called
+                names_by_call[i.call_id] = cname
         results = []
         for item in view.tool_results():
             rname = portable_name(item.name) if item.name else names_by_call.get(item.call_id, "?")
-            if not is_transfer(rname):
-                results.append((rname, value_of(item)))
+            if is_transfer(rname):
+                continue
+            value = value_of(item, api)
+            if api == "anthropic.messages" and rname in agent_tools:
+                value = claude_hand_back(value)
+            results.append((rname, value))
         slot = out.setdefault(name, {"first_user": view.first_user_text(), "declared": {}})
         slot["declared"].update(declared)
         # the latest request holds the whole conversation so far

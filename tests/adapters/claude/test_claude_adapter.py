@@ -328,6 +328,7 @@ def test_granted_builtins_are_decided_by_the_policy_and_observed(tmp_path):
     card = of(out, "approval.requested")[0].card
     assert card["args"] == {"file_path": str(work / "summary.txt"), "content": "draft"} and card["effect"] == \
         "reversible_write"
+    assert card["context"] == {"cwd": str(work)}  # where the built-in runs, beside (not in) its arguments
     # Only the granted built-ins were declared, and the denial reached the model as an observation.
     assert {t["name"] for t in reqs[0]["body"]["tools"]} == {"Bash", "Read", "Write"}
     assert json.loads(result_text(tool_results_sent(reqs[1])[0]))["error"] == "permission_denied"
