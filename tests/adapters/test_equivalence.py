@@ -9,16 +9,31 @@ must hold for each scenario:
    the same tool names and schemas declared, each agent's instructions sent, the same user texts,
    and the same tool results sent back to the model.
 
-The check is not circular: the last tests change the spec (policy, budget, a tool description) for
-one side only and show that both checks then fail, naming the difference.
+The check is not circular: the last tests change the spec (policy, budget, a tool description, an agent
+tool's description) for one side only, against every other provider, and show that both checks then
+fail, naming the difference.
 
 Adding a provider: append it to ``PROVIDERS``. Scenarios list the capability flags they need; a
 provider whose profile lacks one is skipped for that scenario, and handoff edges are removed from the
 spec (for every provider) in scenarios that do not need them, so ``claude`` (no handoffs) runs the rest.
-Vendor tool-name mangling (Claude's ``mcp__<server>__<tool>``) is undone in ``portable_name``.
-Checked by hand with the Claude adapter as it stood: two_tools and denied_tool traces are equivalent;
-the wire check then needs Claude's agent-as-tool (the built-in Task/Agent tool, not a tool named after
-the agent) mapped in ``wire_summary``, and the script's ``faq_expert`` call rendered as that tool.
+
+Reading Claude Code's requests (``wire_summary``; what the CLI adds is not portagent's, what portagent
+controls is compared as strictly as for the others):
+
+- ToolSpecs are declared as ``mcp__portagent__<tool>`` (``portable_name``), with the same schema byte for
+  byte; the instructions are one block of a longer system prompt (found inside it, as for every provider);
+- tool results are ``tool_result`` blocks (text blocks, or a string when ``is_error``) to which the CLI
+  appends ``<system-reminder>`` budget notes; the parser removes those, the JSON observation must be equal;
+- the agent-as-tool is the built-in ``Agent``/``Task`` tool, not a tool named after the agent: its calls
+  count under their ``subagent_type``, the agent's description is read from the CLI's "Available agent
+  types" list, the Agent tool's ``prompt`` is the agent tool's ``input``, and the report comes back inside
+  the CLI's "[Subagent hand-back]" frame, which is removed before comparing;
+- besides the spec's tools, only vendor mechanisms may be declared (``VENDOR_TOOLS``: ``StructuredOutput``,
+  ADK's ``set_model_response``; handoff tools; the Agent tool only for an agent that delegates).
+
+The emulator script has Claude turns where Claude must act differently (docs/emulator.md ``providers``):
+the ``faq_expert`` delegation is a handoff-style turn (rendered as the Agent tool) and a structured answer
+is a ``StructuredOutput`` call. Documented differences undone in the trace comparison: ``comparable``.
 """
 
 from __future__ import annotations
@@ -50,7 +65,7 @@ from portagent.wire import gemini as wire_gemini  # noqa: E402
 from portagent.wire import openai as wire_openai  # noqa: E402
 
 PROVIDERS: list[str] = ["openai", "adk", "claude"]
-"""Providers compared; the first is the reference. Add ``"claude"`` when its adapter lands."""
+"""Providers compared; the first is the reference."""
 
 DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
 EDIT = {"type": "scripted", "decisions": [{"tool": "issue_refund", "decision": "edit",
@@ -169,6 +184,25 @@ def execute(emu: Any, tmp: Path, provider: str, scenario: Scenario, *, streaming
 
 def supported(provider: str, scenario: Scenario) -> bool:
     return all(getattr(PROFILES[provider], flag) for flag in scenario.needs)
+
+
+def comparable(provider: str, events: list[Any]) -> list[Any]:
+    """A provider's trace with its documented differences (docs/adapters/<provider>.md) undone; each one
+    is named here with its reason. Nothing else is touched.
+
+    - claude: an ``agent_as_tool`` handoff's ``reason`` is the Agent tool call's ``description`` (the
+      model's short summary of the task); openai-agents and ADK call the agent as a plain tool, which
+      has no such field, so their ``reason`` is empty.
+    """
+    if provider != "claude":
+        return events
+    out: list[Any] = []
+    for e in events:
+        d = e if isinstance(e, dict) else e.model_dump(mode="json")
+        if d.get("type") == "handoff" and d.get("kind") == "agent_as_tool":
+            e = {**d, "reason": ""}
+        out.append(e)
+    return out
 
 
 # --- reading the wire ---------------------------------------------------------------------------------
@@ -312,6 +346,7 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
                 # Claude's agent-as-tool: one built-in tool for every subagent, listed elsewhere. The list
                 # also names the calling agent itself (the main thread runs as the root's definition,
                 # ``--agent``) and Claude Code's own agent types; calls to those are denied in PreToolUse.
+                assert delegates, f"{name}: {tool.name!r} declared, but {name} delegates to nobody"
                 listed = claude_agent_listing(entry["body"])
                 for target, description in listed.items():
                     if target in agents and target != name:
@@ -363,7 +398,7 @@ def test_traces_are_equivalent(emu, tmp_path, scenario, streaming):
             continue
         other = execute(emu, tmp_path, provider, scenario, streaming=streaming)
         assert (other.result.status, other.result.stop_reason) == scenario.expect, (provider, other.result.error)
-        eq = equivalent(ref.events, other.events)
+        eq = equivalent(ref.events, comparable(provider, other.events))
         assert eq, f"{reference} vs {provider}:\n{eq.report()}"
         compared += 1
     if not compared:
@@ -396,34 +431,55 @@ def _deny_search(b: AgentBundle) -> AgentBundle:
     return AgentBundle(b.root, {**b.agents, b.root: replace(node, policy=PermissionPolicy.model_validate(policy))})
 
 
-def test_a_different_policy_makes_the_traces_differ(emu, tmp_path):
+@pytest.mark.parametrize("other", PROVIDERS[1:])
+def test_a_different_policy_makes_the_traces_differ(emu, tmp_path, other):
     scenario = SCENARIOS[0]
-    reference, other = PROVIDERS[0], PROVIDERS[1]
+    reference = PROVIDERS[0]
     ref = execute(emu, tmp_path, reference, scenario)
     changed = execute(emu, tmp_path, other, scenario, agent=_deny_search(load(scenario)))
-    eq = equivalent(ref.events, changed.events)
+    eq = equivalent(ref.events, comparable(other, changed.events))
     assert not eq
     assert any("permission.decision" in d and "deny" in d for d in eq.differences), eq.report()
     # the difference lives in the spec, not in the provider: the same change on both sides agrees again
     both = execute(emu, tmp_path, reference, scenario, agent=_deny_search(load(scenario)))
-    assert equivalent(both.events, changed.events), equivalent(both.events, changed.events).report()
+    again = equivalent(both.events, comparable(other, changed.events))
+    assert again, again.report()
 
 
-def test_a_different_budget_makes_the_traces_differ(emu, tmp_path):
+@pytest.mark.parametrize("other", PROVIDERS[1:])
+def test_a_different_budget_makes_the_traces_differ(emu, tmp_path, other):
     scenario = next(s for s in SCENARIOS if s.id == "budget_max_tool_calls")
     ref = execute(emu, tmp_path, PROVIDERS[0], scenario)
-    looser = execute(emu, tmp_path, PROVIDERS[1], scenario, agent=with_budget(load(scenario), max_tool_calls=5))
-    eq = equivalent(ref.events, looser.events)
+    looser = execute(emu, tmp_path, other, scenario, agent=with_budget(load(scenario), max_tool_calls=5))
+    eq = equivalent(ref.events, comparable(other, looser.events))
     assert not eq and any("budget.exceeded" in d or "tool.call" in d for d in eq.differences), eq.report()
 
 
-def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path):
+@pytest.mark.parametrize("other", PROVIDERS[1:])
+def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path, other):
     scenario = SCENARIOS[0]
     b = load(scenario)
     node = b.agents[b.root]
     tool = node.tools["get_order"].model_copy(update={"description": "Read an order, differently."})
     changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, tools={**node.tools, "get_order": tool})})
     ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
-    other = wire_summary(b, execute(emu, tmp_path, PROVIDERS[1], scenario, agent=changed).requests)
-    assert ref["shop_desk"]["declared"]["get_order"] != other["shop_desk"]["declared"]["get_order"]
-    assert ref["shop_desk"]["results"] == other["shop_desk"]["results"]  # only the declaration moved
+    seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)
+    assert ref["shop_desk"]["declared"]["get_order"] != seen["shop_desk"]["declared"]["get_order"]
+    assert ref["shop_desk"]["results"] == seen["shop_desk"]["results"]  # only the declaration moved
+
+
+@pytest.mark.parametrize("other", PROVIDERS[1:])
+def test_a_different_agent_tool_description_shows_on_the_wire(emu, tmp_path, other):
+    """The agent tool's description travels differently per vendor (a tool declaration; Claude Code's
+    agent list beside its Agent tool); a change on one side must still show."""
+    scenario = next(s for s in SCENARIOS if s.id == "agent_as_tool")
+    b = load(scenario)
+    node = b.agents[b.root]
+    edges = [replace(e, description="Knows the FAQ, differently.") if e.target == "faq_expert" else e
+             for e in node.edges]
+    changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, edges=edges)})
+    ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
+    seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)
+    assert seen["shop_desk"]["declared"]["faq_expert"][0] == "Knows the FAQ, differently."
+    assert ref["shop_desk"]["declared"]["faq_expert"] != seen["shop_desk"]["declared"]["faq_expert"]
+    assert ref["shop_desk"]["results"] == seen["shop_desk"]["results"]  # only the declaration moved
