@@ -472,6 +472,8 @@ def test_proxy_replay_drives_the_real_cli_offline(with_http):
 class _SlowSSE(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     seen: list[dict[str, Any]] = []
+    release = threading.Event()
+    """Set by the test once it holds the first event: the second is sent only then (no timing involved)."""
 
     def log_message(self, *a: Any) -> None:
         return None
@@ -487,7 +489,7 @@ class _SlowSSE(BaseHTTPRequestHandler):
         self.end_headers()
         for i, event in enumerate((b"event: a\ndata: {\"n\": 1}\n\n", b"event: b\ndata: {\"n\": 2}\n\n")):
             if i:
-                time.sleep(0.6)
+                _SlowSSE.release.wait(10)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
@@ -511,25 +513,25 @@ def test_proxy_streams_through_without_buffering_and_scrubs_before_writing(tmp_p
     from portagent.recording.claude_proxy import ClaudeProxy
 
     cassette = tmp_path / "http.yaml"
+    _SlowSSE.release.clear()
     with slow_upstream() as upstream:
         proxy = ClaudeProxy(upstream=upstream, cassette=cassette, api_key="sk-ant-api03-THEKEYTHEKEYTHEKEY")
         with proxy as url:
             port = int(url.rsplit(":", 1)[1])
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            t0 = time.monotonic()
             conn.request("POST", "/v1/messages?beta=true&key=AIzaPLANTEDPLANTEDPLANTEDPLANTED12345",
                          body=b'{"stream": true}', headers={
                              "x-api-key": "sk-ant-api03-THEKEYTHEKEYTHEKEY", "Authorization": "Bearer abcdefghijklmnopqrstu",
                              "Cookie": "c=1", "Content-Type": "application/json"})
             resp = conn.getresponse()
+            # The upstream holds the second event until the first reached us: a buffering proxy would
+            # deliver both at once (after the upstream's 10 s wait), so this proves streaming without timing.
             first = resp.read1(65536)
-            t_first = time.monotonic() - t0
+            _SlowSSE.release.set()
             rest = resp.read()
-            t_all = time.monotonic() - t0
             conn.close()
         proxy.save()
-    assert first.startswith(b"event: a") and b"event: b" in rest
-    assert t_first < 0.45 < 0.6 <= t_all  # the first event arrived before the upstream sent the second
+    assert first.startswith(b"event: a") and b"event: b" not in first and b"event: b" in rest
     # What reached the upstream: everything but the encoding the proxy asks for.
     sent = _SlowSSE.seen[-1]
     assert sent["headers"]["Accept-Encoding"] == "identity" and sent["headers"]["x-api-key"]

@@ -529,7 +529,7 @@ def test_timeout_stops_the_cli_at_once_and_cleans_up(emu2, tmp_path):
     elapsed = time.monotonic() - t0
     r = out.result
     assert r.status == "budget_exhausted" and r.stop_reason == "timeout_s"
-    assert elapsed < 4.5  # timeout_s is 1.5; the CLI is terminated, not awaited for 5 s more
+    assert elapsed < 6  # timeout_s is 1.5; the CLI is terminated, not awaited for 5 s more (>= 6.5 s)
     assert list(runs.iterdir()) == []
 
 
