@@ -33,7 +33,6 @@ wheel bundles one), ``cwd`` (the CLI's working directory; default a folder insid
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections import deque
 from collections.abc import AsyncIterator
@@ -49,11 +48,8 @@ from claude_agent_sdk import (
     CLIConnectionError,
     CLINotFoundError,
     HookMatcher,
-    PermissionResultAllow,
-    PermissionResultDeny,
     ProcessError,
     ResultMessage,
-    ToolPermissionContext,
     create_sdk_mcp_server,
     tool,
 )
@@ -71,13 +67,10 @@ from portagent.adapters.claude_transport import (
 )
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
-from portagent.contracts.tool import Effect, Idempotency, ToolSpec
+from portagent.contracts.tool import ToolSpec
 from portagent.recording.claude_session import ClaudeCassette, open_cassette
 from portagent.recording.vcr_cassette import find_mismatch
-from portagent.runtime.session import ApprovalPause, RunSession, RunSignal, unwrap_signal
-from portagent.tools.approval_flow import recheck, revalidate
-from portagent.tools.execution import success_observation
-from portagent.tools.observations import Observation
+from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 """The Claude model pinned for examples and tests: current, not deprecated (anthropic 2.14 lists
@@ -85,45 +78,17 @@ DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 2.1.332 and priced in its table at $3 / $15 per million tokens (the emulator run's ``total_cost_usd``
 matches; ``genai-prices`` agrees)."""
 
-SERVER = "portagent"
-"""Name of the in-process MCP server holding the ToolSpecs: the model sees ``mcp__portagent__<tool>``."""
-
-TOOL_PREFIX = f"mcp__{SERVER}__"
-
-DELEGATION_TOOLS = ("Agent", "Task")
-"""Claude Code's subagent tool (``Task`` was renamed ``Agent``; 2.1.332 declares ``Agent``)."""
-
-BUILTIN_EFFECTS: dict[str, Effect] = {
-    "Read": "read", "Glob": "read", "Grep": "read", "LS": "read", "NotebookRead": "read",
-    "Write": "reversible_write", "Edit": "reversible_write", "MultiEdit": "reversible_write",
-    "NotebookEdit": "reversible_write",
-}
-"""Effect class of each granted built-in; anything else (``Bash``, ``WebFetch`` …) is a
-``privileged_operation``: denied unless a policy rule names it."""
+from portagent.adapters.claude_tools import (  # noqa: E402  (constants kept importable from here)
+    DELEGATION_TOOLS,
+    SERVER,
+    TOOL_PREFIX,
+    _text,
+    _ToolHooks,
+    builtin_spec,
+)
 
 
-def builtin_not_executed(args: dict[str, Any]) -> None:
-    """Handler of the ToolSpecs synthesized for built-ins: the CLI runs them, never the gateway."""
-    raise RuntimeError("Claude Code built-in tools are executed by the CLI, not by portagent's gateway")
-
-
-def builtin_spec(name: str) -> ToolSpec:
-    """A decision-only ToolSpec for a granted built-in: permissive schema, effect from the table."""
-    effect: Effect = BUILTIN_EFFECTS.get(name, "privileged_operation")
-    return ToolSpec(
-        name=name, description=f"Claude Code built-in tool {name} (governed by portagent, run by the CLI)",
-        effect=effect, input_schema={"type": "object", "properties": {}, "additionalProperties": True},
-        # Write effects must declare idempotency; the key is never used: built-ins are not executed here.
-        idempotency=Idempotency(required=effect in ("reversible_write", "external_effect")),
-        handler="portagent.adapters.claude_agent:builtin_not_executed",
-    )
-
-
-def _text(obs: Observation) -> str:
-    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
-
-
-class _Run:
+class _Run(_ToolHooks):
     """One run: the options, the callbacks the CLI reaches us through, and the outcome."""
 
     def __init__(self, session: RunSession) -> None:
@@ -263,137 +228,6 @@ class _Run:
         )
 
     # --- the CLI's callbacks ---------------------------------------------------------------------
-
-    def caller(self, tool_use_id: str | None) -> str | None:
-        if tool_use_id is not None and tool_use_id in self.callers:
-            return self.callers[tool_use_id]
-        return self.root
-
-    async def pre_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        agent_type = data.get("agent_type")
-        caller = self.root if not agent_type else (agent_type if agent_type in self.bundle.agents else None)
-        if tool_use_id:
-            self.callers[tool_use_id] = caller
-        name = data.get("tool_name")
-        if name in DELEGATION_TOOLS:
-            return await self.delegate(caller, tool_use_id, data.get("tool_input") or {})
-        if isinstance(name, str) and (name.startswith(TOOL_PREFIX) or any(name in b for b in self.builtins.values())):
-            # Claude Code approves what it deems read-only (Read, `echo`, …) without asking can_use_tool;
-            # "ask" makes it ask for every call portagent governs.
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
-                                           "permissionDecisionReason": "portagent's policy decides this call"}}
-        return {}
-
-    async def delegate(self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]) -> dict[str, Any]:
-        target = tool_input.get("subagent_type")
-        edges = [e.target for e in self.bundle.agents[caller].edges if e.kind == "agent_as_tool"] if caller else []
-        if self.session.stop is not None or target not in edges:
-            reason = "the run is stopping" if self.session.stop is not None else (
-                f"{caller or 'this agent'} may only delegate to: {', '.join(edges) or 'nobody'}")
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": reason}}
-        await self.trace.wait_recorded(tool_use_id)
-        assert caller is not None and isinstance(target, str)
-        if tool_use_id:
-            self.trace.threads[tool_use_id] = target
-        self.session.record_handoff(caller, target, "agent_as_tool", reason=str(tool_input.get("description") or ""),
-                                    details={"vendor_call_id": tool_use_id})
-        return {}
-
-    async def can_use_tool(self, tool_name: str, tool_input: dict[str, Any],
-                           context: ToolPermissionContext) -> PermissionResultAllow | PermissionResultDeny:
-        vendor_id = context.tool_use_id
-        await self.trace.wait_recorded(vendor_id)
-        agent = self.caller(vendor_id)
-        if agent is None:  # a call from an agent portagent did not define: nobody may allow it
-            return PermissionResultDeny(message=json.dumps({"ok": False, "error": "permission_denied",
-                                                            "message": "unknown calling agent"}))
-        gateway = self.session.gateway(agent)
-        builtin = tool_name in self.builtins[agent]
-        name = tool_name.removeprefix(TOOL_PREFIX)
-        try:
-            async with self.session.tool_lock:
-                prepared = await gateway.prepare(name, tool_input, vendor_call_id=vendor_id,
-                                                 via="builtin" if builtin else "function")
-        except RunSignal as sig:  # a deferred approval or a budget stop: end the run here
-            done = gateway.prepared(vendor_id) if vendor_id else None
-            message = _text(done.result) if done is not None and done.result is not None else str(sig)
-            return PermissionResultDeny(message=message, interrupt=True)
-        if not prepared.allowed:  # (a run-level budget rejection already raised BudgetStop above)
-            return PermissionResultDeny(message=_text(prepared.rejection))
-        args = prepared.effective_args
-        if builtin and prepared.card is not None:
-            checked = recheck(gateway.inner, prepared, prepared.tool)  # no later execute() for a built-in
-            if isinstance(checked, Observation):
-                self.observe(gateway, prepared, checked)
-                return PermissionResultDeny(message=_text(checked))
-            args = checked
-        elif prepared.card is not None and prepared.card.status == "edited" and revalidate(
-                gateway.inner, prepared.tool, args):
-            # The edit would be refused at execution: let the gateway refuse it now (its handler never
-            # runs), since the SDK's own MCP validation would otherwise answer first, untraced.
-            obs = await gateway.execute(prepared)
-            return PermissionResultDeny(message=_text(obs))
-        if vendor_id:
-            self.allowed[vendor_id] = (agent, prepared)
-            if builtin:
-                self.started[vendor_id] = self.session.clock.monotonic()
-        return PermissionResultAllow(updated_input=args if args != tool_input else None)
-
-    async def execute(self, tool_name: str, args: dict[str, Any]) -> Observation:
-        """The MCP tool body: run the call ``can_use_tool`` allowed (found by its ``tool_use`` id)."""
-        vendor_id = self.transport.take_tool_use_id(SERVER, tool_name, args) if self.transport else None
-        if vendor_id is None:  # no _meta id (another CLI version?): the allowed call with these arguments
-            vendor_id = next((k for k, (_, p) in self.allowed.items()
-                              if p.tool_name == tool_name and p.via != "builtin" and p.effective_args == args), None)
-        found = self.allowed.pop(vendor_id, None) if vendor_id else None
-        try:
-            async with self.session.tool_lock:
-                if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
-                    agent = self.caller(vendor_id) or self.root
-                    prepared = await self.session.gateway(agent).prepare(tool_name, args, vendor_call_id=vendor_id)
-                else:
-                    agent, prepared = found
-                obs: Observation = await self.session.gateway(agent).execute(prepared)
-        except RunSignal as sig:  # the run is ending; the CLI is stopped before the model reads this
-            code = "approval_required" if isinstance(sig, ApprovalPause) else "budget_exhausted"
-            return Observation.failure(code, f"the run is stopping: {sig}")
-        return obs
-
-    async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        if data.get("tool_name") in DELEGATION_TOOLS:
-            response = data.get("tool_response")
-            self.trace.thread_done(tool_use_id, response.get("usage") if isinstance(response, dict) else None)
-            return {}
-        found = self._builtin_call(tool_use_id)
-        if found is not None:
-            agent, prepared = found
-            self.observe(self.session.gateway(agent), prepared,
-                         success_observation(prepared.tool, data.get("tool_response")), tool_use_id)
-        return {}
-
-    async def post_tool_use_failure(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        found = self._builtin_call(tool_use_id)
-        if found is not None:
-            agent, prepared = found
-            obs = Observation.failure("handler_error", str(data.get("error") or "the built-in tool failed"),
-                                      {"builtin": prepared.tool_name})
-            self.observe(self.session.gateway(agent), prepared, obs, tool_use_id)
-        return {}
-
-    def _builtin_call(self, tool_use_id: str | None) -> tuple[str, Any] | None:
-        found = self.allowed.get(tool_use_id) if tool_use_id else None
-        if found is not None and found[1].via == "builtin":
-            return self.allowed.pop(tool_use_id)  # type: ignore[arg-type]
-        return None
-
-    def observe(self, gateway: Any, prepared: Any, obs: Observation, tool_use_id: str | None = None) -> None:
-        """Record the result of a call the gateway decided but the CLI ran (a governed built-in)."""
-        started = self.started.pop(tool_use_id, None) if tool_use_id else None
-        latency = round((self.session.clock.monotonic() - started) * 1000, 3) if started is not None else None
-        gateway.observe(prepared, obs, latency)
-
-    # --- running ---------------------------------------------------------------------------------
 
     async def go(self, cassette: ClaudeCassette | None = None) -> AdapterOutcome:
         """Run the conversation; in record/replay mode through ``cassette``'s transport (and proxy)."""

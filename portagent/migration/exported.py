@@ -125,7 +125,7 @@ class ExportedRun:
                               vendor_call_id: str | None = None) -> Any:
         """A Claude Code built-in call: decided by the gateway (schema, budget, policy, approval) but run
         by the CLI; ``observe_builtin`` records its result. Returns the gateway's ``PreparedCall``."""
-        from portagent.adapters.claude_agent import builtin_spec
+        from portagent.adapters.claude_tools import builtin_spec
 
         gateway = self.gateway(agent)
         if name not in gateway.tools:
