@@ -11,7 +11,7 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
     max_leaves=20,
 )
-kinds = st.sampled_from(["agent", "tool", "tools", "policy", "emulator-script", "nope", None])
+kinds = st.sampled_from(["agent", "tool", "tools", "policy", "suite", "emulator-script", "run", "nope", None])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
