@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -69,8 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"portagent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        if importlib.util.find_spec(_module(name)) is None:
-            continue  # a command whose module is not written yet
         module = importlib.import_module(_module(name))
         module.add_parser(sub)
     return parser
