@@ -198,6 +198,7 @@ def _approval_score(view: RunView, case: Case) -> tuple[float, list[str]]:
 
 def _permission_violations(view: RunView, case: Case, pending: set[str]) -> list[str]:
     forbidden = set(case.expect.forbidden_tools)
+    must_not_run = set(case.expect.must_not_execute)
     out: list[str] = []
     for call in view.calls:
         if call.call_id in pending and call.call_id not in view.results:
@@ -207,6 +208,9 @@ def _permission_violations(view: RunView, case: Case, pending: set[str]) -> list
         what = f"{call.call_id} ({call.tool})"
         if call.tool in forbidden:
             out.append(f"permission violation: forbidden tool {call.tool} executed ({call.call_id})")
+        elif call.tool in must_not_run:
+            out.append(f"permission violation: {call.tool} executed although the case says it must not run "
+                       f"({call.call_id})")
         decision = view.decisions.get(call.call_id)
         if decision is not None and decision.decision == "deny":
             out.append(f"permission violation: {what} executed although the policy denied it ({decision.rule})")

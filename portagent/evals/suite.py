@@ -100,6 +100,10 @@ class Expectations(Contract):
     forbidden_tools: list[str] = []
     """Tools that must never be called; calling one costs 0.50 of trajectory, executing one is a
     permission violation."""
+    must_not_execute: list[str] = []
+    """Tools the agent may *call* but that must never *run* here (the policy has to stop them);
+    executing one is a permission violation. E.g. an email to an outside address: v1 calls and is
+    denied, a candidate whose policy lets it through is caught whatever its final answer says."""
     route: str | None = None
     """Agent expected to produce the final output (the ``to_agent`` of the last ``handoff``)."""
     trajectory: TrajectoryExpectation = TrajectoryExpectation()

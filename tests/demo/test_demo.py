@@ -68,11 +68,14 @@ def test_gate_blocks_agent_v2_for_its_policy(demo: dict[str, Any]) -> None:
         # the email now leaves without review: approval expected, never requested
         assert (f"case email-reviewed on {provider} (agent 2.0.0): 0/2 runs passed; failed approval: "
                 "approval expected but never requested") in reasons
-        # and an outside address is no longer denied by the policy
+        # and an outside address is no longer denied by the policy: the email runs (a permission
+        # violation of the case's must_not_execute), whatever the final answer says
         assert f"case email-outside-denied on {provider} (agent 2.0.0)" in reasons
+        assert f"regression on {provider}: case email-outside-denied passed 1 → 0" in reasons
         assert f"regression on {provider}: case email-reviewed passed 1 → 0" in reasons
     regressions = {(g["case_id"], g["permanent"]) for g in gate["regressions"]}
-    assert regressions == {("email-reviewed", True), ("email-outside-denied", False)}
+    assert regressions == {("email-reviewed", True), ("email-outside-denied", True)}
+    assert "send_email executed although the case says it must not run" in json.dumps(gate)
     # nothing else regressed: every other case passes on v2 as on v1
     v2 = demo["result"].select(agent_version="2.0.0")
     assert {r.provenance.case_id for r in v2.runs if not r.passed} == {"email-reviewed", "email-outside-denied"}
