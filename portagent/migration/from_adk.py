@@ -31,15 +31,13 @@ from google.adk.tools.function_tool import FunctionTool
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
-    Names,
-    agent_names,
+    ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
     py_identifier,
     schema_gap,
     takes_param,
-    tool_names,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
@@ -60,16 +58,10 @@ def read_adk(ref: str, obj: Any) -> ImportDraft:
                        shim_imports=list(reader.shim_imports.values()))
 
 
-class _Reader:
+class _Reader(ReaderState):
     def __init__(self, report: ImportReport, source: str = "") -> None:
-        self.report = report
+        super().__init__(report)
         self.source = source
-        self.agents: dict[int, DraftAgent] = {}
-        self.tools: dict[int, DraftTool | None] = {}
-        self.agent_names: Names = agent_names()
-        self.tool_names: Names = tool_names()
-        self.rules: list[PolicyRuleDraft] = []
-        self.shim_imports: dict[str, str] = {}
 
     def agent(self, a: LlmAgent) -> DraftAgent:
         found = self.agents.get(id(a))
@@ -126,9 +118,9 @@ class _Reader:
             return ins
         if callable(ins):
             self.report.add("not_portable", f"instruction provider {_label(ins)} on agent {name}",
-                            "not imported: instructions computed at run time; a TODO placeholder was written")
+                            "not imported: instructions computed at run time; a placeholder marked [instructions to write] was written")
             return placeholder_instructions(name, f"the ADK agent computed its instruction with {_label(ins)}")
-        self.report.add("changed", f"agent {name} has no instruction", "a TODO placeholder was written")
+        self.report.add("changed", f"agent {name} has no instruction", "a placeholder marked [instructions to write] was written")
         return placeholder_instructions(name, "the ADK agent had no instruction")
 
     def model(self, a: LlmAgent, draft: DraftAgent) -> None:

@@ -35,13 +35,11 @@ from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, SdkMcpTool
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
-    Names,
-    agent_names,
+    ReaderState,
     placeholder_instructions,
     py_identifier,
     schema_gap,
     source_module,
-    tool_names,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
@@ -71,14 +69,10 @@ def read_claude(ref: str, obj: Any) -> ImportDraft:
                        shim_imports=list(reader.shim_imports.values()))
 
 
-class _Reader:
+class _Reader(ReaderState):
     def __init__(self, ref: str, report: ImportReport) -> None:
+        super().__init__(report)
         self.ref = ref
-        self.report = report
-        self.agent_names: Names = agent_names()
-        self.tool_names: Names = tool_names()
-        self.rules: list[PolicyRuleDraft] = []
-        self.shim_imports: dict[str, str] = {}
         self.mcp_tools: dict[str, DraftTool] = {}
         """``mcp__<server>__<tool>`` → the imported ToolSpec draft."""
         self.servers: dict[str, list[str]] = {}
@@ -124,11 +118,11 @@ class _Reader:
             append = prompt.get("append")
             self.report.add("not_portable", f"system_prompt preset {prompt.get('preset')!r}",
                             "not imported: Claude Code's own system prompt exists on Claude only; "
-                            + ("its 'append' text became the instructions" if append else "a TODO placeholder was written"))
+                            + ("its 'append' text became the instructions" if append else "a placeholder marked [instructions to write] was written"))
             if isinstance(append, str) and append.strip():
                 return append
             return placeholder_instructions(name, "the Claude agent used Claude Code's preset system prompt")
-        self.report.add("changed", f"{name} has no system prompt", "a TODO placeholder was written")
+        self.report.add("changed", f"{name} has no system prompt", "a placeholder marked [instructions to write] was written")
         return placeholder_instructions(name, "the Claude agent had no system prompt")
 
     def server(self, server_name: str, config: Any, root: DraftAgent) -> None:

@@ -33,8 +33,7 @@ from agents.function_schema import function_schema
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
-    Names,
-    agent_names,
+    ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
@@ -42,7 +41,6 @@ from portagent.migration.importing import (
     schema_gap,
     source_module,
     takes_param,
-    tool_names,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
@@ -61,16 +59,10 @@ def read_openai(ref: str, obj: Any) -> ImportDraft:
                        shim_imports=list(reader.shim_imports.values()))
 
 
-class _Reader:
+class _Reader(ReaderState):
     def __init__(self, ref: str, report: ImportReport) -> None:
+        super().__init__(report)
         self.ref = ref
-        self.report = report
-        self.agents: dict[int, DraftAgent] = {}
-        self.tools: dict[int, DraftTool | None] = {}
-        self.agent_names: Names = agent_names()
-        self.tool_names: Names = tool_names()
-        self.rules: list[PolicyRuleDraft] = []
-        self.shim_imports: dict[str, str] = {}
 
     # --- agents ----------------------------------------------------------------------------------
 
@@ -113,11 +105,11 @@ class _Reader:
             return a.instructions
         if callable(a.instructions):
             self.report.add("not_portable", f"dynamic instructions {_label(a.instructions)} on agent {name}",
-                            "not imported: instructions computed by a function at run time; a TODO placeholder "
+                            "not imported: instructions computed by a function at run time; a placeholder "
                             "was written")
             return placeholder_instructions(name, f"the openai-agents agent computed its instructions with "
                                                   f"{_label(a.instructions)}")
-        self.report.add("changed", f"agent {name} has no instructions", "a TODO placeholder was written")
+        self.report.add("changed", f"agent {name} has no instructions", "a placeholder marked [instructions to write] was written")
         return placeholder_instructions(name, "the openai-agents agent had no instructions")
 
     def model(self, a: Agent[Any], draft: DraftAgent) -> None:

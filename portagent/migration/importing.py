@@ -235,5 +235,20 @@ def _untyped(schema: dict[str, Any], path: str) -> str | None:
 
 
 def placeholder_instructions(agent: str, why: str) -> str:
-    return f"TODO ({agent}): {why}. Write this agent's instructions here."
+    """Instructions written into an imported spec when the native agent had none usable: a visible
+    marker for the user to replace (listed in import-report.md), never a silent empty prompt."""
+    return f"[instructions to write] ({agent}): {why}. Write this agent's instructions here."
+
+
+class ReaderState:
+    """What every native-agent reader keeps while it walks an agent graph (one per import)."""
+
+    def __init__(self, report: Any) -> None:
+        self.report = report
+        self.agents: dict[int, Any] = {}
+        self.tools: dict[int, Any] = {}
+        self.agent_names: Names = agent_names()
+        self.tool_names: Names = tool_names()
+        self.rules: list[Any] = []
+        self.shim_imports: dict[str, str] = {}
 
