@@ -178,10 +178,10 @@ def peak_rss_mb() -> tuple[float, float]:
 async def through_portagent(provider: str, base_url: str, key: str) -> str:
     """The agent spec is loaded once (as an application would); each run builds its native agent."""
     global _BUNDLE
+    from portagent.adapters.port import Endpoint
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.run import RunRequest
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint
 
     _BUNDLE = _BUNDLE or load_agent(BENCH_AGENT)
     out = await arun_full(_BUNDLE, RunRequest(input=QUESTION, provider=provider),  # type: ignore[arg-type]

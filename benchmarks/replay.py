@@ -45,12 +45,12 @@ def _baselines() -> Any:
 
 def record_all(root: Path, providers: list[str]) -> dict[str, tuple[Path, str]]:
     """One recorded run folder per provider, and the emulator URL it was recorded against."""
+    from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.run import RunRequest
     from portagent.emulator import load_script, serve
-    from portagent.recording.record import record_run
+    from portagent.runtime.record import record_run
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint, RunOptions
 
     bundle = load_agent(BENCH_AGENT)
     out: dict[str, tuple[Path, str]] = {}
@@ -84,7 +84,7 @@ def timed(fns: list[Any], n: int) -> list[tuple[float, float]]:
 
 
 def through_portagent(bundle: Any, folder: Path) -> None:
-    from portagent.recording.replay import replay_folder
+    from portagent.runtime.replay import replay_folder
 
     out = asyncio.run(replay_folder(bundle, folder))
     if out.result.status != "completed":
@@ -100,10 +100,10 @@ def bare_under_vcrpy(bare: Any, folder: Path, base_url: str) -> None:
 
 
 def claude_cli_through_proxy(bundle: Any, folder: Path) -> None:
+    from portagent.adapters.claude.proxy import ClaudeProxy
+    from portagent.adapters.port import Endpoint
     from portagent.contracts.run import RunRequest
-    from portagent.recording.claude_proxy import ClaudeProxy
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint
 
     with ClaudeProxy(cassette=folder / "http.yaml", mode="replay") as url:
         out = asyncio.run(arun_full(bundle, RunRequest(input=QUESTION, provider="claude"),

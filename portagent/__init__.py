@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from portagent.core.versions import PORTAGENT_VERSION as __version__
 
 _EXPORTS = {
     "load_agent": "portagent.contracts.bundle",
@@ -28,8 +28,8 @@ _EXPORTS = {
     "run": "portagent.runtime.runner",
     "arun": "portagent.runtime.runner",
     "stream": "portagent.runtime.runner",
-    "Endpoint": "portagent.runtime.session",
-    "RunOptions": "portagent.runtime.session",
+    "Endpoint": "portagent.adapters.port",
+    "RunOptions": "portagent.adapters.port",
     "PortagentError": "portagent.contracts.errors",
     "equivalent": "portagent.tracing.compare",
 }

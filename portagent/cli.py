@@ -59,7 +59,7 @@ def _module(name: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from portagent import __version__
+    from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     parser = _Parser(
         prog="portagent",

@@ -78,7 +78,7 @@ class CaseRuns:
     """The repeats of one case on one provider and agent version, replayed (or recorded) together."""
 
     tasks: list[Any]
-    """RunTasks (portagent.evals.runner), one per repeat."""
+    """RunTasks (portagent.runtime.eval_run), one per repeat."""
     record: bool = False
     """Record instead of replaying."""
     loaded: Any = None
@@ -106,7 +106,7 @@ class CaseRuns:
             return e.render()
 
     def _run(self) -> str | None:
-        from portagent.evals.runner import check_cassettes, record_tasks, run_tasks
+        from portagent.runtime.eval_run import check_cassettes, record_tasks, run_tasks
 
         if self.record:
             outs = record_tasks(self.tasks, source="emulator", verify=False)
@@ -130,8 +130,8 @@ class CaseRuns:
 def plan_case_runs(suite: str | Path, *, record: bool = False, cassettes: str = "cassettes",
                    providers: list[str] | None = None, role: str = "all") -> Iterator[CaseRuns]:
     """Group a suite's planned runs by agent version × case × provider."""
-    from portagent.evals.runner import plan_runs, resolve_agents
-    from portagent.evals.suite import load_suite
+    from portagent.contracts.suite import load_suite
+    from portagent.runtime.eval_run import plan_runs, resolve_agents
 
     loaded = load_suite(suite)
     agents = [a for a in resolve_agents(loaded) if role == "all" or a.role == role]

@@ -52,7 +52,7 @@ def _decider_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from portagent.runtime.home import APPROVALS_DB, portagent_home
+    from portagent.core.home import APPROVALS_DB, portagent_home
     from portagent.tools.approvals import ApprovalStore
 
     home = portagent_home(args.home)

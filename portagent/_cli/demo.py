@@ -47,8 +47,8 @@ def find_checkout() -> Path | None:
 
 def recorded_providers(loaded: Any, cassettes: Path) -> tuple[list[str], dict[str, str]]:
     """Providers whose cassettes are all there; the others with the reason they are left out."""
-    from portagent.evals.runner import plan_runs, resolve_agents
     from portagent.recording.layout import is_recorded
+    from portagent.runtime.eval_run import plan_runs, resolve_agents
 
     agents = resolve_agents(loaded)
     ok, skipped = [], {}
@@ -67,8 +67,8 @@ def recorded_providers(loaded: Any, cassettes: Path) -> tuple[list[str], dict[st
 def run(args: argparse.Namespace) -> int:
     from portagent._cli.eval import default_workers, run_suite, split_csv
     from portagent.contracts.errors import UsageError
+    from portagent.contracts.suite import load_suite
     from portagent.evals.report_terminal import console
-    from portagent.evals.suite import load_suite
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")

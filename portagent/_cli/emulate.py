@@ -25,9 +25,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from portagent.contracts.emulator_script import load_script
     from portagent.contracts.errors import UsageError
     from portagent.emulator.api import RunningEmulator, run_forever
-    from portagent.emulator.script import load_script
 
     if not Path(args.script).is_file():
         raise UsageError(f"script file not found: {args.script}")

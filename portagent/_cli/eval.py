@@ -76,10 +76,10 @@ def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None
     from datetime import UTC, datetime
     from pathlib import Path
 
+    from portagent.contracts.suite import load_suite
     from portagent.evals.report import prepare_out_dir, write_eval
     from portagent.evals.report_terminal import console, print_summary
-    from portagent.evals.runner import plan_eval, run_eval
-    from portagent.evals.suite import load_suite
+    from portagent.runtime.eval_run import plan_eval, run_eval
 
     started = datetime.now(UTC)
     loaded = load_suite(suite)

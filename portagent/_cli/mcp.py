@@ -78,8 +78,8 @@ def _tools(args: argparse.Namespace) -> int:
 
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
-    from portagent.mcp.bridge import is_mcp_tool
-    from portagent.mcp.sources import open_sources
+    from portagent.tools.mcp.bridge import is_mcp_tool
+    from portagent.tools.mcp.sources import open_sources
 
     if not Path(args.agent).is_file():
         raise UsageError(f"{args.agent}: agent spec not found")

@@ -56,7 +56,7 @@ def _kind(path: Path) -> str | None:
 def _agent_suite(args: argparse.Namespace, target: Path, providers: list[str] | None, script: Path | None) -> Any:
     """A one-case suite around an agent spec, so suites and single runs share one code path."""
     from portagent.contracts.errors import UsageError
-    from portagent.evals.suite import Case, LoadedSuite, RunContext, Suite
+    from portagent.contracts.suite import Case, LoadedSuite, RunContext, Suite
 
     if not args.cases or len(args.cases) != 1 or not args.input:
         raise UsageError("recording an agent spec needs --case ID (once) and --input TEXT")
@@ -78,15 +78,15 @@ def run(args: argparse.Namespace) -> int:
 
     from portagent._cli.eval import split_csv
     from portagent.contracts.errors import UsageError
+    from portagent.contracts.suite import load_suite
     from portagent.evals.report_terminal import console
-    from portagent.evals.runner import (
+    from portagent.runtime.eval_run import (
         check_live_keys,
         check_providers_installed,
         plan_runs,
         record_tasks,
         select_providers,
     )
-    from portagent.evals.suite import load_suite
 
     target = Path(args.target)
     if not target.is_file():

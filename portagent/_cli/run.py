@@ -37,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from portagent.adapters.base import REGISTRY, get_adapter
+    from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
     from portagent.contracts.run import RunRequest
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint, RunOptions
 
     if args.replay:
         return _replay(args)
@@ -103,7 +103,7 @@ def _replay(args: argparse.Namespace) -> int:
     from portagent.adapters.base import get_adapter
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
-    from portagent.recording.replay import load_recorded, replay_folder, version_changes
+    from portagent.runtime.replay import load_recorded, replay_folder, version_changes
 
     if args.input or args.input_file:
         raise UsageError("--replay replays the recorded input; drop --input/--input-file")

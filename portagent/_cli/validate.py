@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from portagent.contracts.checks import check_paths
+    from portagent.runtime.validate import check_paths
 
     results = check_paths(args.paths, args.provider)
     bad = 0

@@ -5,22 +5,24 @@ vendor's own runtime and model client, reports what happens through the ``RunSes
 (model calls, handoffs, tool calls through the gateway), and maps SDK errors to portagent errors.
 It holds no policy, retry, budget or evaluation logic: those live in the session and the gateway.
 
-Registry: ``get_adapter("openai")`` imports ``portagent.adapters.openai_agents`` only when asked;
+Registry: ``get_adapter("openai")`` imports ``portagent.adapters.openai.agent`` only when asked;
 a missing SDK gives ``MissingExtraError`` (``pip install 'portagent[openai]'``).
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from portagent.contracts.capabilities import PROFILES, ProviderCapabilities
 from portagent.contracts.errors import MissingExtraError, UsageError
+from portagent.core.versions import package_version
 
 if TYPE_CHECKING:
-    from portagent.runtime.session import RunSession
+    from portagent.adapters.port import RunSession
+
+__all__ = ["REGISTRY", "Adapter", "AdapterInfo", "AdapterOutcome", "get_adapter", "package_version"]
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,11 @@ class AdapterInfo:
 
 
 REGISTRY: dict[str, AdapterInfo] = {
-    "openai": AdapterInfo("portagent.adapters.openai_agents", "agents", "openai-agents", "openai",
+    "openai": AdapterInfo("portagent.adapters.openai.agent", "agents", "openai-agents", "openai",
                           "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "claude": AdapterInfo("portagent.adapters.claude_agent", "claude_agent_sdk", "claude-agent-sdk", "claude",
+    "claude": AdapterInfo("portagent.adapters.claude.agent", "claude_agent_sdk", "claude-agent-sdk", "claude",
                           "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "adk": AdapterInfo("portagent.adapters.google_adk", "google.adk", "google-adk", "adk",
+    "adk": AdapterInfo("portagent.adapters.adk.agent", "google.adk", "google-adk", "adk",
                        "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
 }
 
@@ -80,14 +82,6 @@ class Adapter(Protocol):
         ...
 
 
-@functools.lru_cache(maxsize=32)
-def package_version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def get_adapter(name: str) -> Adapter:

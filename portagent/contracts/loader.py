@@ -24,8 +24,8 @@ KINDS: dict[str, str] = {
     "tool": "portagent.contracts.tool:ToolSpec",
     "tools": "portagent.contracts.tool:ToolSet",
     "policy": "portagent.contracts.policy:PermissionPolicy",
-    "suite": "portagent.evals.suite:Suite",
-    "emulator-script": "portagent.emulator.script:EmulatorScript",
+    "suite": "portagent.contracts.suite:Suite",
+    "emulator-script": "portagent.contracts.emulator_script:EmulatorScript",
     "run": "portagent.contracts.run:RunRecord",
 }
 """File kind → contract class (imported only when a file of that kind is loaded)."""

@@ -14,8 +14,8 @@ vendor model's quality, and are labelled ``source: emulator``.
 
 from __future__ import annotations
 
+from portagent.contracts.emulator_script import EmulatorScript, load_script
 from portagent.emulator.api import RunningEmulator, serve
 from portagent.emulator.engine import CONVERSATION_HEADER
-from portagent.emulator.script import EmulatorScript, load_script
 
 __all__ = ["CONVERSATION_HEADER", "EmulatorScript", "RunningEmulator", "load_script", "serve"]

@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log", default=None)
     args = parser.parse_args(argv)
+    from portagent.contracts.emulator_script import load_script
     from portagent.emulator.api import RunningEmulator, run_forever
-    from portagent.emulator.script import load_script
 
     def ready(handle: RunningEmulator) -> None:
         sys.stdout.write(json.dumps({"port": handle.port, "base_url": handle.base_url}) + "\n")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
 
-from portagent.emulator.script import StallFault, TruncateFault
+from portagent.contracts.emulator_script import StallFault, TruncateFault
 
 BodyFault = StallFault | TruncateFault | None
 

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from portagent.contracts.emulator_script import EmulatorScript, load_script
 from portagent.contracts.errors import EmulatorError
 from portagent.emulator.engine import Engine
 from portagent.emulator.requestlog import RequestLog, read_jsonl
-from portagent.emulator.script import EmulatorScript, load_script
 from portagent.emulator.server import EmulatorHTTPServer
 
 ScriptSource = EmulatorScript | Mapping[str, Any] | str | os.PathLike[str]

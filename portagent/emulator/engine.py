@@ -16,16 +16,7 @@ import re
 import threading
 from collections.abc import Mapping
 
-from portagent.emulator.plan import (
-    ErrorKind,
-    ErrorReply,
-    Plan,
-    PlannedCall,
-    ResolvedUsage,
-    estimate_tokens,
-)
-from portagent.emulator.resolve import resolve_handoff, resolve_tool_name
-from portagent.emulator.script import (
+from portagent.contracts.emulator_script import (
     ContentFault,
     Conversation,
     EmulatorScript,
@@ -36,6 +27,15 @@ from portagent.emulator.script import (
     Turn,
     Usage,
 )
+from portagent.emulator.plan import (
+    ErrorKind,
+    ErrorReply,
+    Plan,
+    PlannedCall,
+    ResolvedUsage,
+    estimate_tokens,
+)
+from portagent.emulator.resolve import resolve_handoff, resolve_tool_name
 from portagent.emulator.templating import TemplateContext
 from portagent.wire.items import RequestView
 

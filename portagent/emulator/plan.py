@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from portagent.emulator.script import StallFault, StopReason, TruncateFault
+from portagent.contracts.emulator_script import StallFault, StopReason, TruncateFault
 
 EPOCH = 1767225600
 """Fixed ``created`` timestamp (2026-01-01T00:00:00Z) so recorded responses are byte-stable."""

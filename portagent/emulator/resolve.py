@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from portagent.emulator.script import Handoff
+from portagent.contracts.emulator_script import Handoff
 from portagent.wire.items import RequestView
 
 

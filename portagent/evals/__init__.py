@@ -9,6 +9,7 @@ imported eagerly so the package attribute is always the function.
 
 from __future__ import annotations
 
+from portagent.contracts.suite import Case, Expectations, LoadedSuite, Suite, Thresholds, load_suite
 from portagent.evals.aggregate import GroupStats, SuiteResult
 from portagent.evals.compare import Comparison, Regression, Tolerances, compare
 from portagent.evals.gate import GateDecision, gate
@@ -21,7 +22,6 @@ from portagent.evals.stats import (
     percentile,
     wilson_interval,
 )
-from portagent.evals.suite import Case, Expectations, LoadedSuite, Suite, Thresholds, load_suite
 from portagent.evals.trajectory import TrajectoryResult, score_trajectory
 from portagent.evals.view import RunView
 

@@ -18,6 +18,7 @@ from typing import Literal
 
 from portagent.contracts._base import Contract
 from portagent.contracts.run import Usage
+from portagent.contracts.suite import Case
 from portagent.evals.scoring import RunScore
 from portagent.evals.stats import (
     cost_per_accepted_task,
@@ -27,7 +28,6 @@ from portagent.evals.stats import (
     percentile,
     wilson_interval,
 )
-from portagent.evals.suite import Case
 
 SUITE_RESULT_SCHEMA_VERSION = 1
 

@@ -270,7 +270,7 @@ def load_events(path: Path) -> list[Any]:
 def write_eval(run: Any, out: Path, *, started_at: str, duration_s: float) -> tuple[Results, GateDecision,
                                                                                     Comparison | None]:
     """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report."""
-    from portagent import __version__
+    from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     plan = run.plan
     suite = plan.loaded.suite

@@ -36,8 +36,8 @@ from pydantic import Field
 
 from portagent.contracts._base import Contract, canonical_json
 from portagent.contracts.run import Usage
+from portagent.contracts.suite import ArgsExpectation, Case, Thresholds
 from portagent.contracts.trace import Source, ToolCall
-from portagent.evals.suite import ArgsExpectation, Case, Thresholds
 from portagent.evals.trajectory import score_trajectory
 from portagent.evals.view import RunView
 

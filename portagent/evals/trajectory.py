@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from portagent.evals.suite import TrajectoryMode
+from portagent.contracts.suite import TrajectoryMode
 
 EXTRA_PENALTY = 0.10
 EXTRA_PENALTY_CAP = 0.30

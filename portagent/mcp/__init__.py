@@ -1,12 +1,6 @@
-"""MCP on both sides of the gateway (docs/mcp.md).
+"""``portagent mcp serve``: governed ToolSpecs offered to any MCP client (docs/mcp.md).
 
-- ``server``: ``portagent mcp serve`` — governed ToolSpecs offered to any MCP client; every call goes
-  through a ``ToolGateway`` (schema, policy, approvals, budget, idempotency, trace with ``via: mcp``).
-- ``sources``: MCP servers named in an AgentSpec's ``mcp_servers`` become ToolSpecs for one run
-  (listed once, wrapped, executed through the gateway on every provider), recorded and replayed.
-- ``annotations``: the one mapping between effect classes and MCP tool annotations, both ways.
-
-Importing this package imports no MCP SDK; ``server``, ``client`` and ``sources`` do.
+Every call goes through a ``ToolGateway`` (schema, policy, approvals, budget, idempotency, trace with
+``via: mcp``). The other side — MCP servers as tool sources of an agent — lives in ``tools/mcp``.
+Importing this package imports no MCP SDK; ``server`` does.
 """
-
-from __future__ import annotations

@@ -32,8 +32,8 @@ from typing import Any
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.tool import ToolSpec
-from portagent.mcp.annotations import hints_for
-from portagent.runtime.clock import Clock, IdFactory, SystemClock
+from portagent.core.clock import Clock, IdFactory, SystemClock
+from portagent.tools.mcp.annotations import hints_for
 from portagent.tools.observations import Observation
 
 EFFECT_META = "portagent/effect"
@@ -143,8 +143,8 @@ class GovernedServer:
     def __init__(self, target: ServeTarget, *, trace_path: Path | None = None, namespace: str | None = None,
                  actor: str = "mcp-client", scopes: list[str] | None = None, env: str = "dev",
                  clock: Clock | None = None, ids: IdFactory | None = None) -> None:
-        from portagent.runtime.budgets import RunBudget
-        from portagent.runtime.home import portagent_home
+        from portagent.core.budgets import RunBudget
+        from portagent.core.home import portagent_home
         from portagent.tools.context import GatewayContext
         from portagent.tools.gateway import ToolGateway
         from portagent.tracing.recorder import TraceRecorder
@@ -211,7 +211,7 @@ class GovernedServer:
         import mcp_types as types
         from mcp.server.lowlevel import Server
 
-        from portagent import __version__
+        from portagent.core.versions import PORTAGENT_VERSION as __version__
 
         async def list_tools(ctx: Any, params: Any) -> Any:
             return types.ListToolsResult(tools=[mcp_tool(t) for t in self.target.tools.values()])
@@ -247,7 +247,7 @@ async def serve(target: ServeTarget, *, transport: str = "stdio", host: str = "1
     async with AsyncExitStack() as stack:
         details: dict[str, Any] = {}
         if target.bundle is not None and target.bundle.node.spec.mcp_servers:
-            from portagent.mcp.sources import open_sources
+            from portagent.tools.mcp.sources import open_sources
 
             sources = await stack.enter_async_context(open_sources(target.bundle))
             governed.set_tools(sources.bundle.node.tools)

@@ -1,6 +1,6 @@
 """The google-adk export template (``portagent export AGENT --to adk``).
 
-The generated module mirrors what ``portagent.adapters.google_adk`` builds — one ``make_<agent>()``
+The generated module mirrors what ``portagent.adapters.adk.agent`` builds — one ``make_<agent>()``
 function per agent returning a fresh ``LlmAgent`` (ADK agents have one parent, so an agent used as a
 tool is built again as the root of its own tree), a ``BaseTool`` per ToolSpec declaring its JSON Schema,
 ``sub_agents`` for handoffs, an ``AgentTool`` for agents as tools, callbacks for model calls and
@@ -50,7 +50,7 @@ from google.genai import types
 
 # Pure helpers (no SDK inside): Gemini usage in OTel semantics, finish reasons, the final text, and
 # showing the output schema to the model in ADK's set_model_response tool (see their docstrings).
-from portagent.adapters.adk_events import declare_output_schema, final_text, finish_reason, usage_fields
+from portagent.adapters.adk.events import declare_output_schema, final_text, finish_reason, usage_fields
 from portagent.migration.exported import ExportedRun
 
 SPEC = {spec_expr}

@@ -6,7 +6,7 @@ The generated module builds ``ClaudeAgentOptions`` directly: ToolSpecs as in-pro
 ``can_use_tool`` and observed in ``PostToolUse``, an isolated ``HOME`` for the CLI, and the message
 stream read for model calls and the vendor's cost.
 
-It is simpler than ``portagent.adapters.claude_agent`` where that costs nothing in the trace: an MCP
+It is simpler than ``portagent.adapters.claude.agent`` where that costs nothing in the trace: an MCP
 tool's call is decided *and* run inside its body (the adapter decides in ``can_use_tool`` and runs in
 the body); the portable tools are therefore in ``allowed_tools`` and the CLI does not ask for them. No
 transport cassette, no replay.

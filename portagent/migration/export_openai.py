@@ -1,6 +1,6 @@
 """The openai-agents export template (``portagent export AGENT --to openai``).
 
-The generated module mirrors what ``portagent.adapters.openai_agents`` builds — ``Agent`` objects with
+The generated module mirrors what ``portagent.adapters.openai.agent`` builds — ``Agent`` objects with
 ``OpenAIResponsesModel`` (or ``OpenAIChatCompletionsModel``) on an ``AsyncOpenAI`` client, ``FunctionTool``
 per ToolSpec, ``handoff()`` / ``as_tool()`` for delegation, an ``AgentOutputSchemaBase`` for the output
 schema, ``RunHooks`` for model calls and handoffs — written out as plain code.
@@ -8,7 +8,7 @@ schema, ``RunHooks`` for model calls and handoffs — written out as plain code.
 
 from __future__ import annotations
 
-from portagent.adapters.openai_agents import strict_compatible
+from portagent.adapters.openai.agent import strict_compatible
 from portagent.contracts.bundle import AgentBundle
 from portagent.migration.export import creation_order, literal, models_for, string_literal
 

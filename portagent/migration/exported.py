@@ -30,9 +30,9 @@ from typing import Any
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UsageError
 from portagent.contracts.tool import ToolSpec
-from portagent.runtime.budgets import RunBudget
-from portagent.runtime.clock import Clock, IdFactory, SystemClock
-from portagent.runtime.pricing import model_cost
+from portagent.core.budgets import RunBudget
+from portagent.core.clock import Clock, IdFactory, SystemClock
+from portagent.core.pricing import model_cost
 from portagent.tools.approvers import Defer, make_approver
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import ToolGateway
@@ -125,7 +125,7 @@ class ExportedRun:
                               vendor_call_id: str | None = None) -> Any:
         """A Claude Code built-in call: decided by the gateway (schema, budget, policy, approval) but run
         by the CLI; ``observe_builtin`` records its result. Returns the gateway's ``PreparedCall``."""
-        from portagent.adapters.claude_tools import builtin_spec
+        from portagent.adapters.claude.tools import builtin_spec
 
         gateway = self.gateway(agent)
         if name not in gateway.tools:

@@ -259,7 +259,7 @@ class _Reader(ReaderState):
         """``allowed_tools`` naming a built-in. A read built-in is allowed by the effect default anyway. For
         the others the allow rule is written into the report, not the policy: ``portagent validate``
         checks rules against ToolSpecs only and would call a rule naming a built-in one that matches nothing."""
-        from portagent.adapters.claude_tools import BUILTIN_EFFECTS
+        from portagent.adapters.claude.tools import BUILTIN_EFFECTS
 
         tool = _bare(entry)
         if BUILTIN_EFFECTS.get(tool) == "read" and when is None:

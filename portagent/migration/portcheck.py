@@ -148,7 +148,7 @@ def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
         _claude(bundle, out)
     if target == "openai":
         try:  # the adapter module imports openai-agents; without it this note is skipped
-            from portagent.adapters.openai_agents import strict_compatible
+            from portagent.adapters.openai.agent import strict_compatible
         except ImportError:
             return
         for name, tool in bundle.all_tools().items():
@@ -158,7 +158,7 @@ def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
 
 
 def _adk(bundle: AgentBundle, out: PortCheck) -> None:
-    from portagent.adapters.adk_events import output_schema_problems, tool_schema_problems
+    from portagent.adapters.adk.events import output_schema_problems, tool_schema_problems
 
     for node in bundle.agents.values():
         for name, tool in node.tools.items():

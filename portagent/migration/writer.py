@@ -259,7 +259,7 @@ def _summarise(draft: ImportDraft, valid: dict[str, Any], rules: list[Any], name
 def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False) -> Path:
     """Render, check and write the draft into ``out``. Returns the root agent file."""
     from portagent.contracts.bundle import load_agent
-    from portagent.contracts.checks import bundle_problems
+    from portagent.runtime.validate import bundle_problems
 
     target = Path(out)
     if target.exists() and not target.is_dir():

@@ -20,15 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from portagent import __version__
 from portagent.adapters.base import REGISTRY, AdapterOutcome, get_adapter
-from portagent.contracts.bundle import AgentBundle, load_agent
-from portagent.contracts.capabilities import PROFILES
-from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError, UnsupportedFeatureError
-from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
-from portagent.contracts.trace import parse_event
-from portagent.runtime.clock import Clock, IdFactory, SystemClock, iso
-from portagent.runtime.session import (
+from portagent.adapters.port import (
     ApprovalPause,
     BudgetStop,
     Endpoint,
@@ -36,6 +29,13 @@ from portagent.runtime.session import (
     RunSession,
     unwrap_signal,
 )
+from portagent.contracts.bundle import AgentBundle, load_agent
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError, UnsupportedFeatureError
+from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
+from portagent.contracts.trace import parse_event
+from portagent.core.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.tracing.recorder import TraceRecorder
 
 
@@ -72,7 +72,7 @@ class RunOutput:
 
 
 def _make_gateway(session: RunSession, node: Any) -> Any:
-    from portagent.tools.factory import build_gateway
+    from portagent.adapters.session_gateway import build_gateway
 
     return build_gateway(session, node)
 
@@ -147,7 +147,7 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
     bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
     if not any(node.spec.mcp_servers for node in bundle.agents.values()):
         return await _arun_full(bundle, request, config, on_event)
-    from portagent.mcp.sources import open_sources
+    from portagent.tools.mcp.sources import open_sources
 
     # MCP tool sources (docs/mcp.md): listed once, before run.started; their tools join node.tools as
     # ToolSpecs the gateway executes; connections closed (and recordings written) after the run.
@@ -173,7 +173,7 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
     attempt = 1
     out_dir = config.out_dir
     if out_dir is None and config.persist:
-        from portagent.runtime.home import portagent_home
+        from portagent.core.home import portagent_home
 
         out_dir = portagent_home(create=True) / "runs" / run_id
     trace_path = out_dir / "trace.jsonl" if out_dir else None
@@ -207,7 +207,7 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
         recorder.subscribe(on_event)
     if config.recorded is not None:
         recorder.transform = config.recorded.restore_timing
-    from portagent.runtime.budgets import RunBudget
+    from portagent.core.budgets import RunBudget
 
     _ensure_handler_path(bundle)
     session = RunSession(bundle=bundle, request=request, endpoint=config.endpoint, recorder=recorder,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from portagent.runtime.home import state_file
+from portagent.core.home import state_file
 
 RUNS_DB = "runs.db"
 

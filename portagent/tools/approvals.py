@@ -28,8 +28,8 @@ from typing import Any
 
 from portagent.contracts.errors import ApprovalError
 from portagent.contracts.policy import ApprovalCard, ApprovalStatus
-from portagent.runtime.clock import Clock, SystemClock, iso
-from portagent.runtime.home import APPROVALS_DB, state_file
+from portagent.core.clock import Clock, SystemClock, iso
+from portagent.core.home import APPROVALS_DB, state_file
 from portagent.tools.sqlite_state import open_state_db
 from portagent.tools.validation import BadSchemaError, schema_errors, validator_for
 

@@ -12,8 +12,8 @@ from typing import Any, get_args
 
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import Environment
-from portagent.runtime.budgets import RunBudget
-from portagent.runtime.clock import Clock, IdFactory, SystemClock
+from portagent.core.budgets import RunBudget
+from portagent.core.clock import Clock, IdFactory, SystemClock
 from portagent.tracing.recorder import TraceRecorder
 
 ENVIRONMENTS: tuple[str, ...] = get_args(Environment)

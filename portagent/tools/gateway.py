@@ -30,7 +30,7 @@ from portagent.contracts.errors import PortagentError
 from portagent.contracts.policy import ApprovalCard, PermissionDecision, PermissionPolicy
 from portagent.contracts.tool import ToolSpec
 from portagent.contracts.trace import ToolVia
-from portagent.runtime.clock import iso
+from portagent.core.clock import iso
 from portagent.tools import approval_flow
 from portagent.tools.approvals import ApprovalStore
 from portagent.tools.approvers import Approver, make_approver

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from portagent.runtime.clock import Clock, SystemClock, iso
-from portagent.runtime.home import LEDGER_DB, state_file
+from portagent.core.clock import Clock, SystemClock, iso
+from portagent.core.home import LEDGER_DB, state_file
 from portagent.tools.sqlite_state import open_state_db
 
 State = Literal["new", "done", "pending"]

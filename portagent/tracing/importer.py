@@ -34,8 +34,8 @@ from typing import Any
 
 from portagent.contracts._base import args_hash
 from portagent.contracts.errors import RecordingError
-from portagent.runtime.clock import Clock, FixedClock, IdFactory
-from portagent.runtime.pricing import model_cost
+from portagent.core.clock import Clock, FixedClock, IdFactory
+from portagent.core.pricing import model_cost
 from portagent.tracing.importer_cassette import Interaction, read_cassette
 from portagent.tracing.importer_vendors import (
     PROVIDER,

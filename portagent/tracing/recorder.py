@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.trace import parse_event
-from portagent.runtime.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 
 
 class TraceRecorder:

@@ -52,13 +52,13 @@ import pytest
 DATA = Path(__file__).resolve().parent / "adk" / "data"  # the shared scenario agents and script
 sys.path.insert(0, str(DATA))
 
+from portagent.adapters.port import Endpoint, RunOptions  # noqa: E402
 from portagent.contracts.bundle import AgentBundle, load_agent  # noqa: E402
 from portagent.contracts.capabilities import PROFILES  # noqa: E402
 from portagent.contracts.policy import PermissionPolicy  # noqa: E402
 from portagent.contracts.run import RunRequest  # noqa: E402
-from portagent.runtime.clock import FixedClock, IdFactory  # noqa: E402
+from portagent.core.clock import FixedClock, IdFactory  # noqa: E402
 from portagent.runtime.runner import RunConfig, arun_full  # noqa: E402
-from portagent.runtime.session import Endpoint, RunOptions  # noqa: E402
 from portagent.tracing.compare import equivalent  # noqa: E402
 from portagent.wire import anthropic as wire_anthropic  # noqa: E402
 from portagent.wire import gemini as wire_gemini  # noqa: E402

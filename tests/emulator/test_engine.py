@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from _emulator_helpers import WEATHER, with_turns
 
+from portagent.contracts.emulator_script import EmulatorScript
 from portagent.emulator.engine import CONVERSATION_HEADER, Engine
 from portagent.emulator.plan import ErrorReply, Plan
 from portagent.emulator.render_anthropic import messages_json
 from portagent.emulator.render_gemini import generate_json
 from portagent.emulator.render_openai import chat_json, responses_events, responses_json
-from portagent.emulator.script import EmulatorScript
 from portagent.wire.anthropic import parse_messages_request
 from portagent.wire.gemini import parse_generate_content_request
 from portagent.wire.openai import parse_chat_request, parse_responses_request

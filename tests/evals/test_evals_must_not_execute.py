@@ -2,8 +2,8 @@
 
 from _evals_trace import Trace
 
+from portagent.contracts.suite import Case
 from portagent.evals import score_run
-from portagent.evals.suite import Case
 
 
 def _case() -> Case:

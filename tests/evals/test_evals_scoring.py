@@ -9,8 +9,8 @@ from _evals_trace import Trace, simple_run
 from hypothesis import given
 from hypothesis import strategies as st
 
+from portagent.contracts.suite import TrajectoryMode
 from portagent.evals import Case, Thresholds, score_run, score_trajectory
-from portagent.evals.suite import TrajectoryMode
 
 
 def make_case(**expect: Any) -> Case:

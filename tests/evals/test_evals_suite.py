@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from portagent.contracts import suite as suite_module
 from portagent.contracts.errors import SpecError
 from portagent.contracts.loader import load_spec_file
 from portagent.evals import Case, Suite, Thresholds, load_suite
-from portagent.evals import suite as suite_module
 
 CASE = {"case_id": "c1", "input": "hola", "why_it_exists": "because"}
 

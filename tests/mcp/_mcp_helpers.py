@@ -52,10 +52,10 @@ home = portagent_home  # shared helper (tests/_support.py)
 def run_agent(agent: Any, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-deny",
               seed: str = "mcp-tests") -> Any:
     """One run against the emulator with a fixed clock and seeded ids, in a state folder of its own."""
+    from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.run import RunRequest
-    from portagent.runtime.clock import FixedClock, IdFactory
+    from portagent.core.clock import FixedClock, IdFactory
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint, RunOptions
 
     config = RunConfig(endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
                        approver=approver, clock=FixedClock(), ids=IdFactory(seed),

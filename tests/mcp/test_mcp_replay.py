@@ -11,12 +11,12 @@ import pytest
 from _mcp_helpers import DATA, home, of_type, server, server_log, write_agent
 
 from portagent.adapters.base import get_adapter
+from portagent.adapters.port import Endpoint
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRequest
-from portagent.recording.record import record_run
-from portagent.recording.replay import replay_folder, replay_ids
-from portagent.runtime.session import Endpoint
+from portagent.runtime.record import record_run
+from portagent.runtime.replay import replay_folder, replay_ids
 from portagent.tracing.compare import normalized_jsonl
 
 Q = "What is the weather in Paris?"

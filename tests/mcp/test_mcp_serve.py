@@ -19,8 +19,8 @@ from _mcp_helpers import DATA
 from _support import EXAMPLES, REPO, run_cli
 
 from portagent.contracts.tool import ToolSpec
-from portagent.mcp.annotations import effect_from_hints, hints_for
 from portagent.mcp.server import GovernedServer, load_target
+from portagent.tools.mcp.annotations import effect_from_hints, hints_for
 from portagent.tracing.recorder import read_trace
 
 DESK = EXAMPLES / "support_desk"

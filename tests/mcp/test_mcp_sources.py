@@ -163,9 +163,9 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
     from _support import EXAMPLES, REPO
     from test_mcp_serve import _wait_for_url
 
+    from portagent.adapters.port import Endpoint
     from portagent.contracts.run import RunRequest
-    from portagent.recording.record import record_run
-    from portagent.runtime.session import Endpoint
+    from portagent.runtime.record import record_run
     from portagent.tracing.recorder import read_trace
 
     desk = EXAMPLES / "support_desk"
@@ -210,7 +210,7 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
 def _tools_of(agent):
     import asyncio
 
-    from portagent.mcp.sources import open_sources
+    from portagent.tools.mcp.sources import open_sources
 
     async def go():
         async with open_sources(agent) as sources:

@@ -43,10 +43,10 @@ def workdir(tmp: Path) -> Path:
 def run_spec(agent: Any, provider: str, text: str | list[str], emu: Any, tmp: Path, *, approver: Any = "auto-approve",
              streaming: bool = False, tag: str = "") -> Any:
     """portagent's own run of a spec (path or bundle) against the emulator."""
+    from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.run import RunRequest
-    from portagent.runtime.clock import FixedClock, IdFactory
+    from portagent.core.clock import FixedClock, IdFactory
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint, RunOptions
 
     extra = {"cwd": str(workdir(tmp))} if provider == "claude" else {}
     config = RunConfig(endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
@@ -67,7 +67,7 @@ def load_module(path: Path) -> Any:
 
 def run_exported(path: Path, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-approve") -> list[Any]:
     """An exported module's main() against the emulator (same clock and id seed as ``run_spec``); its trace."""
-    from portagent.runtime.clock import FixedClock, IdFactory
+    from portagent.core.clock import FixedClock, IdFactory
     from portagent.tracing.recorder import read_trace
 
     module = load_module(path)

@@ -297,7 +297,7 @@ else:  # openai-agents has tracing of its own: a processor added beside portagen
     agents.add_trace_processor(Collect())
 from portagent.contracts.run import RunRequest
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.runtime.session import Endpoint
+from portagent.adapters.port import Endpoint
 out = asyncio.run(arun_full(spec, RunRequest(input="Summarise order ORD-7.", provider=provider_name),
                             RunConfig(endpoint=Endpoint(base_url=base_url, api_key="k"))))
 if provider_name == "adk":

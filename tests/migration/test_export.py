@@ -136,5 +136,5 @@ def test_exported_modules_use_no_adapter(desk, tmp_path):
         source = export(desk, target, tmp_path / f"m_{target}.py").read_text(encoding="utf-8")
         adapters = [line for line in source.splitlines() if "portagent.adapters" in line and "import" in line]
         assert adapters == ([] if target == "openai" else [
-            "from portagent.adapters.adk_events import declare_output_schema, final_text, finish_reason, usage_fields"])
+            "from portagent.adapters.adk.events import declare_output_schema, final_text, finish_reason, usage_fields"])
         compile(source, str(tmp_path / f"m_{target}.py"), "exec")

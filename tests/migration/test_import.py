@@ -16,7 +16,7 @@ from _migration_helpers import import_cli
 from _support import run_cli
 
 from portagent.contracts.bundle import load_agent
-from portagent.contracts.checks import check_paths
+from portagent.runtime.validate import check_paths
 from portagent.tools.handlers import resolve
 
 

@@ -12,13 +12,13 @@ import pytest
 import yaml
 from _support import EXAMPLES, REPO, run_cli
 
+from portagent.adapters.port import Endpoint
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRequest
 from portagent.emulator import load_script, serve
-from portagent.recording.record import record_run
-from portagent.recording.replay import replay_folder
-from portagent.runtime.session import Endpoint
+from portagent.runtime.record import record_run
+from portagent.runtime.replay import replay_folder
 
 SUPPORT = EXAMPLES / "support_desk"
 AGENT = SUPPORT / "agent.yaml"

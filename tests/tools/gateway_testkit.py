@@ -8,8 +8,8 @@ from typing import Any
 
 from portagent.contracts.agent import Budget
 from portagent.contracts.tool import ToolSpec
-from portagent.runtime.budgets import RunBudget
-from portagent.runtime.clock import IdFactory
+from portagent.core.budgets import RunBudget
+from portagent.core.clock import IdFactory
 from portagent.tools import GatewayContext
 from portagent.tracing.recorder import TraceRecorder
 

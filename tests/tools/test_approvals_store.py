@@ -10,7 +10,7 @@ from gateway_testkit import ManualClock
 
 from portagent.contracts.errors import ApprovalError
 from portagent.contracts.policy import ApprovalCard
-from portagent.runtime.clock import iso
+from portagent.core.clock import iso
 from portagent.tools import ApprovalStore, EditRefusedError
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string", "pattern": "^/workspace/"}},

@@ -6,7 +6,7 @@ import pytest
 from gateway_testkit import ctx, results, run, tool, types
 
 from portagent.contracts.agent import Budget
-from portagent.runtime.budgets import RunBudget
+from portagent.core.budgets import RunBudget
 from portagent.tools import ToolGateway
 
 BUSCAR = tool("buscar_fuente", properties={"query": {"type": "string"}}, required=["query"], cost_usd=0.05)

@@ -20,7 +20,7 @@ def test_home_resolution(tmp_path, monkeypatch):
     import pytest
 
     from portagent.contracts.errors import UsageError
-    from portagent.runtime.home import portagent_home, state_file
+    from portagent.core.home import portagent_home, state_file
 
     monkeypatch.delenv("PORTAGENT_HOME")
     assert str(portagent_home()) == ".portagent"

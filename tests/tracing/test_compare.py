@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from portagent.contracts.trace import parse_event
-from portagent.runtime.clock import FixedClock, IdFactory
+from portagent.core.clock import FixedClock, IdFactory
 from portagent.tracing.compare import VOLATILE_FIELDS, equivalent, normalize, normalized_jsonl
 from portagent.tracing.recorder import TraceRecorder
 

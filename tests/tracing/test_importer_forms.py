@@ -15,7 +15,7 @@ from _tracing_helpers import DATA
 
 from portagent.contracts._base import args_hash
 from portagent.contracts.errors import RecordingError, UsageError
-from portagent.runtime.clock import FixedClock, IdFactory
+from portagent.core.clock import FixedClock, IdFactory
 from portagent.tracing.importer import import_cassette
 
 

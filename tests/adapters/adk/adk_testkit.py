@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.run import RunRequest
-from portagent.runtime.clock import FixedClock, IdFactory
+from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, RunOutput, arun_full
-from portagent.runtime.session import Endpoint, RunOptions
 from portagent.wire import anthropic as wire_anthropic
 from portagent.wire import gemini as wire_gemini
 from portagent.wire import openai as wire_openai

@@ -24,7 +24,7 @@ from adk_testkit import (
     with_spec,
 )
 
-from portagent.adapters.google_adk import AGENT_TOOL_SCHEMA
+from portagent.adapters.adk.agent import AGENT_TOOL_SCHEMA
 from portagent.tools.approvals import ApprovalStore
 from portagent.tracing.compare import equivalent, normalized_jsonl
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from portagent.adapters.adk_events import (
+from portagent.adapters.adk.events import (
     GEMINI_OPENAPI_SCHEMA_FIELDS,
     final_text,
     finish_reason,

@@ -94,7 +94,7 @@ def test_one_tls_context_per_ca_setting(monkeypatch):
     google-genai: SSL_CERT_FILE / SSL_CERT_DIR, else certifi."""
     import certifi
 
-    from portagent.adapters.google_adk import tls_context
+    from portagent.adapters.adk.agent import tls_context
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)

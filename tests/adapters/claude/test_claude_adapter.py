@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from _support import EXAMPLES, REPO
 
+from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.errors import UsageError
 from portagent.contracts.run import RunRequest
+from portagent.core.clock import FixedClock, IdFactory
 from portagent.emulator import load_script, serve
-from portagent.runtime.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.runtime.session import Endpoint, RunOptions
 from portagent.tracing.compare import normalized_jsonl
 
 DATA = REPO / "tests" / "adapters" / "claude" / "data"
@@ -104,7 +104,7 @@ def of(out: Any, kind: str) -> list[Any]:
 # --- happy path and what the CLI declared --------------------------------------------------------
 
 def test_two_tools_happy_path_and_what_the_cli_sent(emu):
-    from portagent.adapters.claude_agent import DEFAULT_CLAUDE_MODEL
+    from portagent.adapters.claude.agent import DEFAULT_CLAUDE_MODEL
     from portagent.contracts.bundle import load_agent
 
     out = go(emu, TWO_TOOLS)
@@ -359,7 +359,7 @@ def test_isolated_home_is_removed_and_the_users_config_never_leaks_in(emu, tmp_p
 
 
 def _spy_factory(seen: list[Path]) -> Any:
-    from portagent.adapters.claude_transport import subprocess_transport
+    from portagent.adapters.claude.transport import subprocess_transport
 
     def factory(prompt: Any, cli_options: Any) -> Any:
         seen.append(Path(cli_options.env["HOME"]))
@@ -372,7 +372,7 @@ def _spy_factory(seen: list[Path]) -> Any:
 def test_transport_seam_gets_the_stdio_permission_flag_and_sees_every_line(emu):
     from claude_agent_sdk import Transport
 
-    from portagent.adapters.claude_transport import subprocess_transport
+    from portagent.adapters.claude.transport import subprocess_transport
 
     lines: list[dict[str, Any]] = []
     options_seen: list[Any] = []

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from _support import EXAMPLES, REPO, run_cli
 
+from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.run import RunRequest
+from portagent.core.clock import FixedClock, IdFactory
 from portagent.emulator import load_script, serve
-from portagent.runtime.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.runtime.session import Endpoint, RunOptions
 from portagent.tracing.compare import equivalent, normalized_jsonl
 
 DATA = REPO / "tests" / "adapters" / "data"
@@ -394,7 +394,7 @@ def test_missing_extra_gives_install_hint(monkeypatch):
     from portagent.adapters import base
 
     monkeypatch.setitem(base.REGISTRY, "openai", base.AdapterInfo(
-        "portagent.adapters.openai_agents", "agents_not_installed_here", "openai-agents", "openai",
+        "portagent.adapters.openai.agent", "agents_not_installed_here", "openai-agents", "openai",
         "OPENAI_API_KEY", "OPENAI_BASE_URL"))
     code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", "hi",
                            "--emulator", str(SUPPORT / "emulator.yaml"))

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
-from portagent.contracts.errors import RecordingError
-from portagent.recording.claude_cassette import (
+from portagent.adapters.claude.cassette import (
     TRANSPORT_FILE,
     TransportCassette,
     TransportDrift,
@@ -24,14 +23,15 @@ from portagent.recording.claude_cassette import (
     new_header,
     option_summary,
 )
-from portagent.recording.claude_record import RecordingTransport
+from portagent.adapters.claude.record import RecordingTransport
+from portagent.contracts.errors import RecordingError
 from portagent.recording.vcr_cassette import RECORD_MODES
 
 if TYPE_CHECKING:
-    from portagent.adapters.claude_transport import TransportFactory
-    from portagent.recording.claude_proxy import ClaudeProxy
-    from portagent.recording.claude_replay import ReplayTransport
-    from portagent.runtime.session import RunSession
+    from portagent.adapters.claude.proxy import ClaudeProxy
+    from portagent.adapters.claude.replay import ReplayTransport
+    from portagent.adapters.claude.transport import TransportFactory
+    from portagent.adapters.port import RunSession
 
 HTTP_CASSETTE_KEY = "claude_http_cassette"
 """``RunOptions.extra`` key: also record the CLI's HTTP traffic through the recording proxy (``http.yaml``).
@@ -83,7 +83,7 @@ class ClaudeCassette:
         instead of the endpoint's (the recording proxy's), or None."""
         if not self.records_http:
             return None
-        from portagent.recording.claude_proxy import HTTP_CASSETTE, ClaudeProxy
+        from portagent.adapters.claude.proxy import HTTP_CASSETTE, ClaudeProxy
 
         endpoint = self.session.endpoint
         self.proxy = ClaudeProxy(upstream=endpoint.base_url, cassette=self.folder / HTTP_CASSETTE,
@@ -96,7 +96,7 @@ class ClaudeCassette:
         def make(prompt: str | AsyncIterable[dict[str, Any]], cli_options: ClaudeAgentOptions) -> Transport:
             options = option_summary(cli_options)
             if self.recorded is not None:
-                from portagent.recording.claude_replay import ReplayTransport
+                from portagent.adapters.claude.replay import ReplayTransport
 
                 stall = float(self.session.options.extra.get(STALL_KEY, STALL_S))
                 self.replay = ReplayTransport(self.recorded, options, stall_s=stall)

@@ -1,5 +1,5 @@
 """Executing planned runs: one run in a worker (``execute``), and the process pool whose workers are
-each bound to one provider (``run_tasks``). See ``portagent.evals.runner`` for the whole flow."""
+each bound to one provider (``run_tasks``). See ``portagent.runtime.eval_run`` for the whole flow."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.errors import PortagentError, UsageError
-from portagent.evals.plan import (
+from portagent.evals.scoring import Provenance, score_run
+from portagent.runtime.eval_plan import (
     DUMMY_KEYS,
     RunOutcome,
     RunTask,
@@ -24,7 +25,6 @@ from portagent.evals.plan import (
     request_for,
     script_hash,
 )
-from portagent.evals.scoring import Provenance, score_run
 
 # -- making one run (in any process) -----------------------------------------------------------------
 
@@ -107,15 +107,15 @@ def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
 
 async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
     """(RunOutput, recorded latency or None, source, warnings such as an SDK version change)."""
+    from portagent.adapters.port import Endpoint
     from portagent.runtime.runner import RunConfig, arun_full
-    from portagent.runtime.session import Endpoint
 
     bundle = _bundle(task.agent.path)
     request = request_for(task.case, task.provider, task.repeat)
     approver = approver_for(task.case, task.approver)
     clear_run_state(task.scope)
     if task.mode == "replay":
-        from portagent.recording.replay import load_recorded, replay_config, version_changes
+        from portagent.runtime.replay import load_recorded, replay_config, version_changes
 
         assert task.cassette is not None
         recorded = load_recorded(task.cassette)

@@ -14,7 +14,7 @@ from typing import Any
 
 from claude_agent_sdk import Transport
 
-from portagent.recording.claude_cassette import CLI, SDK, Entry, TransportCassette
+from portagent.adapters.claude.cassette import CLI, SDK, Entry, TransportCassette
 
 
 class RecordingTransport(Transport):

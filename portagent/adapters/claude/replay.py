@@ -11,7 +11,7 @@ order:
   (replayed unchanged, so parallel answers may come in any order), a request or a user message by its
   rank — and compared after ``claude_cassette.normalize``. A difference, a line the recording does not
   have, or an expected line that does not come within the stall timeout is drift: the stream ends
-  with :class:`~portagent.recording.claude_cassette.TransportDrift`, which the runner reports as
+  with :class:`~portagent.adapters.claude.cassette.TransportDrift`, which the runner reports as
   ``cassette_drift`` with a diff.
 
 Because the CLI's control requests (``mcp_message`` ``tools/call``, ``can_use_tool``, ``hook_callback``)
@@ -38,7 +38,7 @@ from typing import Any
 
 from claude_agent_sdk import CLIConnectionError, ProcessError, Transport
 
-from portagent.recording.claude_cassette import (
+from portagent.adapters.claude.cassette import (
     SDK,
     Entry,
     TransportCassette,

@@ -55,7 +55,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from portagent.adapters.adk_events import (
+from portagent.adapters.adk.events import (
     declare_output_schema,
     final_text,
     finish_reason,
@@ -64,10 +64,10 @@ from portagent.adapters.adk_events import (
     usage_fields,
 )
 from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.tool import ToolSpec
-from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
 
 APP_NAME = "portagent"
 ADK_CONTROL_TOOLS = frozenset({"transfer_to_agent", "set_model_response"})

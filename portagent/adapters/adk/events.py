@@ -2,7 +2,7 @@
 declaration, and what Gemini can declare.
 
 Pure functions with no SDK import, so ``validate`` (or anyone) can check a spec for ADK without
-loading google-adk. ``portagent.adapters.google_adk`` uses them.
+loading google-adk. ``portagent.adapters.adk.agent`` uses them.
 
 Usage (google-genai ``GenerateContentResponseUsageMetadata``; Gemini API reference "UsageMetadata"):
 

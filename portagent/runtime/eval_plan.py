@@ -1,6 +1,6 @@
 """Planning an eval: which runs (agent version × case × provider × repeat × mode), and the checks
 that refuse a plan before anything runs (providers installed, keys, cassettes, recorded repeats).
-See ``portagent.evals.runner`` for the whole flow."""
+See ``portagent.runtime.eval_run`` for the whole flow."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from portagent.contracts.errors import RecordingError, UsageError
+from portagent.contracts.suite import Case, LoadedSuite, Thresholds
 from portagent.evals.scoring import RunScore
-from portagent.evals.suite import Case, LoadedSuite, Thresholds
 
 Mode = Literal["replay", "emulator", "live"]
 """Where a run's model answers come from."""

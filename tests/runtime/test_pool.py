@@ -10,9 +10,9 @@ import pytest
 from _support import EXAMPLES, REPO, require_path
 
 from portagent.contracts.errors import UsageError
+from portagent.core.home import LEDGER_DB
 from portagent.evals import load_suite
-from portagent.evals.runner import plan_runs, run_scope, run_tasks
-from portagent.runtime.home import LEDGER_DB
+from portagent.runtime.eval_run import plan_runs, run_scope, run_tasks
 
 SUITE = EXAMPLES / "support_desk" / "suite.yaml"
 READ_ONLY = ["refund-rule", "case-status", "record-then-rules", "follow-up"]

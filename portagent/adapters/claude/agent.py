@@ -56,21 +56,21 @@ from claude_agent_sdk import (
 from claude_agent_sdk._cli_version import __cli_version__
 from claude_agent_sdk._errors import CLIJSONDecodeError, ResultError
 
-from portagent import __version__
 from portagent.adapters.base import AdapterOutcome, package_version
-from portagent.adapters.claude_trace import ClaudeTrace
-from portagent.adapters.claude_transport import (
+from portagent.adapters.claude.session import ClaudeCassette, open_cassette
+from portagent.adapters.claude.trace import ClaudeTrace
+from portagent.adapters.claude.transport import (
     TRANSPORT_FACTORY_KEY,
     PortagentTransport,
     RunHome,
     subprocess_transport,
 )
+from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.tool import ToolSpec
-from portagent.recording.claude_session import ClaudeCassette, open_cassette
+from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.recording.vcr_cassette import find_mismatch
-from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 """The Claude model pinned for examples and tests: current, not deprecated (anthropic 2.14 lists
@@ -78,7 +78,7 @@ DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 2.1.332 and priced in its table at $3 / $15 per million tokens (the emulator run's ``total_cost_usd``
 matches; ``genai-prices`` agrees)."""
 
-from portagent.adapters.claude_tools import (  # noqa: E402  (constants kept importable from here)
+from portagent.adapters.claude.tools import (  # noqa: E402  (constants kept importable from here)
     DELEGATION_TOOLS,
     SERVER,
     TOOL_PREFIX,

@@ -21,8 +21,8 @@ from typing import Any
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import UsageError
 from portagent.contracts.run import RunRequest
-from portagent.runtime.clock import Clock, IdFactory
-from portagent.runtime.pricing import model_cost
+from portagent.core.clock import Clock, IdFactory
+from portagent.core.pricing import model_cost
 from portagent.tracing.recorder import TraceRecorder
 
 

@@ -24,14 +24,14 @@ from unittest import mock
 import pytest
 from _support import EXAMPLES, REPO, run_cli
 
+from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRecord, RunRequest
 from portagent.emulator import load_script, serve
-from portagent.recording.record import record_run
-from portagent.recording.replay import replay_config, replay_folder, replay_ids, version_changes
+from portagent.runtime.record import record_run
+from portagent.runtime.replay import replay_config, replay_folder, replay_ids, version_changes
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.runtime.session import Endpoint, RunOptions
 from portagent.tracing.compare import normalized_jsonl
 from portagent.tracing.recorder import read_trace
 
@@ -245,8 +245,8 @@ def test_unplayed_lines_are_reported(recorded, tmp_path):
 
 
 def test_an_answer_that_never_comes_is_drift_after_the_stall_timeout(recorded, tmp_path):
-    from portagent.recording.claude_session import STALL_KEY
-    from portagent.recording.replay import load_recorded
+    from portagent.adapters.claude.session import STALL_KEY
+    from portagent.runtime.replay import load_recorded
 
     folder = tmp_path / "stall"
     shutil.copytree(recorded, folder)
@@ -457,7 +457,7 @@ def test_http_cassette_through_the_proxy_loads_in_vcrpy(with_http):
 @pytest.mark.slow
 def test_proxy_replay_drives_the_real_cli_offline(with_http):
     """What checking a new CLI version looks like: the installed CLI against the recorded HTTP traffic."""
-    from portagent.recording.claude_proxy import ClaudeProxy
+    from portagent.adapters.claude.proxy import ClaudeProxy
 
     proxy = ClaudeProxy(cassette=with_http / "http.yaml", mode="replay")
     with proxy as url:
@@ -510,7 +510,7 @@ def slow_upstream() -> Any:
 def test_proxy_streams_through_without_buffering_and_scrubs_before_writing(tmp_path):
     import vcr
 
-    from portagent.recording.claude_proxy import ClaudeProxy
+    from portagent.adapters.claude.proxy import ClaudeProxy
 
     cassette = tmp_path / "http.yaml"
     _SlowSSE.release.clear()
@@ -545,7 +545,7 @@ def test_proxy_streams_through_without_buffering_and_scrubs_before_writing(tmp_p
 
 
 def test_proxy_refuses_a_recording_holding_a_secret(tmp_path):
-    from portagent.recording.claude_proxy import ClaudeProxy
+    from portagent.adapters.claude.proxy import ClaudeProxy
 
     cassette = tmp_path / "http.yaml"
     with slow_upstream() as upstream:

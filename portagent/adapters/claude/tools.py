@@ -17,8 +17,8 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
+from portagent.adapters.port import ApprovalPause, RunSignal
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
-from portagent.runtime.session import ApprovalPause, RunSignal
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
 from portagent.tools.observations import Observation
@@ -53,7 +53,7 @@ def builtin_spec(name: str) -> ToolSpec:
         effect=effect, input_schema={"type": "object", "properties": {}, "additionalProperties": True},
         # Write effects must declare idempotency; the key is never used: built-ins are not executed here.
         idempotency=Idempotency(required=effect in ("reversible_write", "external_effect")),
-        handler="portagent.adapters.claude_tools:builtin_not_executed",
+        handler="portagent.adapters.claude.tools:builtin_not_executed",
     )
 
 

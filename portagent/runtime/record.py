@@ -7,9 +7,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from portagent.adapters.port import Endpoint
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRequest
-from portagent.runtime.session import Endpoint
 
 
 async def record_run(agent: Any, request: RunRequest, folder: Path, endpoint: Endpoint, *, approver: Any = "auto-deny",

@@ -20,7 +20,7 @@ from portagent.adapters.base import REGISTRY, package_version
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRecord, RunRequest
 from portagent.contracts.trace import parse_event
-from portagent.runtime.clock import FixedClock, IdFactory
+from portagent.core.clock import FixedClock, IdFactory
 
 DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
 
@@ -128,8 +128,8 @@ def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = No
     """RunConfig and RunRequest for replaying ``folder`` (deterministic clock/ids, recorded timing)."""
     from datetime import datetime
 
+    from portagent.adapters.port import Endpoint
     from portagent.runtime.runner import RunConfig
-    from portagent.runtime.session import Endpoint
 
     m = recorded.record.manifest
     start = recorded.started
@@ -169,7 +169,7 @@ def clear_scope_state(scope: str) -> None:
     replay would draw others, and an id that reaches the model (Claude compares every permission
     answer) would differ. A state file that does not exist yet holds nothing to forget (and opening
     SQLite costs about a millisecond per file, per run)."""
-    from portagent.runtime.home import APPROVALS_DB, LEDGER_DB, state_file
+    from portagent.core.home import APPROVALS_DB, LEDGER_DB, state_file
     from portagent.tools.approvals import ApprovalStore
     from portagent.tools.ledger import EffectLedger
 

@@ -43,7 +43,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
-from portagent.runtime.session import RunSession
+from portagent.adapters.port import RunSession
 
 FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
           "model_context_window_exceeded": "length", "refusal": "other", "pause_turn": "other"}

@@ -43,10 +43,10 @@ from agents import __version__ as _agents_version
 from agents.exceptions import AgentsException
 
 from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.tool import ToolSpec
-from portagent.runtime.session import RunSession, RunSignal, unwrap_signal
 
 
 class _NoUpload(TracingProcessor):

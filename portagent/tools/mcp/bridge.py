@@ -2,7 +2,7 @@
 
 A ToolSpec's ``handler`` is a static string (it is hashed into the spec), while an MCP tool call needs
 the run's live connection (or its recording). So each wrapped tool gets the handler
-``portagent.mcp.bridge:TOOLS.<ident>`` — ``ident`` is the ToolSpec name made an identifier — and the
+``portagent.tools.mcp.bridge:TOOLS.<ident>`` — ``ident`` is the ToolSpec name made an identifier — and the
 callable it resolves to finds the run's ``RunSources`` at call time: from the context variable the
 runner sets around the run (inherited by every task an SDK starts inside it), else by ``run_id``.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-HANDLER_PREFIX = "portagent.mcp.bridge:TOOLS."
+HANDLER_PREFIX = "portagent.tools.mcp.bridge:TOOLS."
 """Every MCP-sourced ToolSpec's handler starts with this."""
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.agent import McpServerRef
-from portagent.mcp.errors import McpConfigError, McpServerError
+from portagent.tools.mcp.errors import McpConfigError, McpServerError
 
 CONNECTION_CLOSED = -32000
 """JSON-RPC code the MCP SDK uses for a connection that closed under a request."""
@@ -133,7 +133,7 @@ class McpConnection:
     async def _own(self, transport: Any) -> None:
         from mcp import Client, Implementation
 
-        from portagent import __version__
+        from portagent.core.versions import PORTAGENT_VERSION as __version__
 
         info = Implementation(name="portagent", version=__version__)
         async with contextlib.AsyncExitStack() as stack:

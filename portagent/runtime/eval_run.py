@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from portagent.contracts.errors import PortagentError, UsageError
+from portagent.contracts.suite import LoadedSuite
 
 # The runner is the module other code imports; planning and the pool live beside it.
-from portagent.evals.plan import (  # noqa: F401  (re-exported)
+from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
     DUMMY_KEYS,
     AgentRef,
     Mode,
@@ -55,7 +56,7 @@ from portagent.evals.plan import (  # noqa: F401  (re-exported)
     script_hash,
     select_providers,
 )
-from portagent.evals.pool import (
+from portagent.runtime.eval_pool import (
     PoolReport,
     _bundle,
     _emulator,
@@ -63,7 +64,6 @@ from portagent.evals.pool import (
     close_emulators,
     run_tasks,
 )
-from portagent.evals.suite import LoadedSuite
 
 
 @dataclass
@@ -224,9 +224,9 @@ def _record_one(task: RunTask, source: str, record_mode: str, script_override: P
 
 
 async def _record(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> Any:
-    from portagent.recording.record import record_run
-    from portagent.recording.replay import replay_ids
-    from portagent.runtime.session import Endpoint
+    from portagent.adapters.port import Endpoint
+    from portagent.runtime.record import record_run
+    from portagent.runtime.replay import replay_ids
 
     assert task.cassette is not None
     bundle = _bundle(task.agent.path)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from portagent.mcp.bridge import is_mcp_tool
 from portagent.tools.approvers import make_approver
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import PreparedCall, ToolGateway
+from portagent.tools.mcp.bridge import is_mcp_tool
 from portagent.tools.observations import Observation
 
 
@@ -44,7 +44,7 @@ class SessionGateway:
         return self.inner.observe(prepared, obs, latency_ms)
 
     def _pause_if_deferred(self, call_id: str) -> None:
-        from portagent.runtime.session import ApprovalPause
+        from portagent.adapters.port import ApprovalPause
 
         pending = self.inner.pending_approvals
         if len(pending) > self._seen:
@@ -77,7 +77,7 @@ class SessionGateway:
     def _stop_if_budget_exhausted(self, obs: Observation) -> None:
         """A run-level budget (tool calls, cost) rejected a call: the run ends ``budget_exhausted``
         after the rejection is traced (the gateway already emitted ``budget.exceeded``)."""
-        from portagent.runtime.session import BudgetStop
+        from portagent.adapters.port import BudgetStop
 
         if obs.error != "budget_exhausted":
             return

@@ -6,7 +6,7 @@
                     │ wrap: ToolSpec per allowed tool, name = prefix + tool name
                     └► RunSources.bundle: the bundle with those ToolSpecs added to each AgentNode.tools
               adapters declare node.tools as usual ──► gateway (schema, policy, budget, idempotency)
-                    ──► handler portagent.mcp.bridge:TOOLS.<ident> ──► RunSources.call ──► tools/call
+                    ──► handler portagent.tools.mcp.bridge:TOOLS.<ident> ──► RunSources.call ──► tools/call
                                                                          (or the recorded answer)
 
 Because MCP tools are ordinary ToolSpecs in ``node.tools`` with a handler the gateway can call, every
@@ -45,11 +45,11 @@ from portagent.contracts._base import short_hash
 from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, TOOL_NAME_RE, Idempotency, ToolBudgets, ToolSpec
-from portagent.mcp import bridge
-from portagent.mcp.annotations import effect_from_hints
-from portagent.mcp.cassette import McpCassette, answer_diff, same_answer
-from portagent.mcp.client import McpConnection, describe
-from portagent.mcp.errors import McpConfigError, McpServerError
+from portagent.tools.mcp import bridge
+from portagent.tools.mcp.annotations import effect_from_hints
+from portagent.tools.mcp.cassette import McpCassette, answer_diff, same_answer
+from portagent.tools.mcp.client import McpConnection, describe
+from portagent.tools.mcp.errors import McpConfigError, McpServerError
 
 log = logging.getLogger("portagent.mcp")
 
@@ -255,7 +255,7 @@ def _identity(server: _Server) -> str:
 
 def _compare_with_last_listing(servers: dict[str, _Server]) -> None:
     """Remember each server's tool names; note the ones gone since the last live listing."""
-    from portagent.runtime.home import state_file
+    from portagent.core.home import state_file
 
     try:
         path = state_file(LISTINGS_FILE)
