@@ -54,14 +54,27 @@ async def bare_openai(base_url: str) -> str:
     def make(name: str, fn: Any) -> FunctionTool:
         async def invoke(ctx: Any, args: str) -> str:
             return json.dumps(fn(**json.loads(args)))
-        spec = specs[name]
-        return FunctionTool(name=name, description=spec.model_description(), params_json_schema=spec.input_schema,
-                            on_invoke_tool=invoke, strict_json_schema=False)
 
-    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="sk-bench",
-                                http_client=openai.DefaultAsyncHttpx2Client(verify=_TLS))
-    agent = Agent(name="support_desk", instructions="bench", model=OpenAIResponsesModel("gpt-4.1-mini", client),
-                  tools=[make("get_student_record", h.get_student_record), make("search_policy", h.search_policy)])
+        spec = specs[name]
+        return FunctionTool(
+            name=name,
+            description=spec.model_description(),
+            params_json_schema=spec.input_schema,
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
+    client = openai.AsyncOpenAI(
+        base_url=base_url + "/v1",
+        api_key="sk-bench",
+        http_client=openai.DefaultAsyncHttpx2Client(verify=_TLS),
+    )
+    agent = Agent(
+        name="support_desk",
+        instructions="bench",
+        model=OpenAIResponsesModel("gpt-4.1-mini", client),
+        tools=[make("get_student_record", h.get_student_record), make("search_policy", h.search_policy)],
+    )
     result = await Runner.run(agent, QUESTION)
     await client.close()
     return str(result.final_output)
@@ -84,8 +97,11 @@ async def bare_adk(base_url: str) -> str:
             self._fn = fn
 
         def _get_declaration(self) -> Any:
-            return types.FunctionDeclaration(name=self.name, description=self.description,
-                                             parameters_json_schema=specs[self.name].input_schema)
+            return types.FunctionDeclaration(
+                name=self.name,
+                description=self.description,
+                parameters_json_schema=specs[self.name].input_schema,
+            )
 
         async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
             return self._fn(**args)
@@ -93,19 +109,31 @@ async def bare_adk(base_url: str) -> str:
     import httpx
 
     http = httpx.AsyncClient(verify=_TLS)
-    options = types.HttpOptions(base_url=base_url, httpx_async_client=http, client_args={"verify": _TLS},
-                                async_client_args={"verify": _TLS, "ssl": _TLS})
-    gemini = Gemini(model="gemini-2.5-flash",
-                    client_kwargs={"api_key": "bench-dummy-key", "vertexai": False, "http_options": options})
-    agent = LlmAgent(name="support_desk", model=gemini,
-                     instruction="bench", tools=[Tool("get_student_record", h.get_student_record),
-                                                 Tool("search_policy", h.search_policy)])
+    options = types.HttpOptions(
+        base_url=base_url,
+        httpx_async_client=http,
+        client_args={"verify": _TLS},
+        async_client_args={"verify": _TLS, "ssl": _TLS},
+    )
+    gemini = Gemini(
+        model="gemini-2.5-flash",
+        client_kwargs={"api_key": "bench-dummy-key", "vertexai": False, "http_options": options},
+    )
+    agent = LlmAgent(
+        name="support_desk",
+        model=gemini,
+        instruction="bench",
+        tools=[Tool("get_student_record", h.get_student_record), Tool("search_policy", h.search_policy)],
+    )
     sessions = InMemorySessionService()
     runner = Runner(app_name="bench", agent=agent, session_service=sessions)
     session = await sessions.create_session(app_name="bench", user_id="u")
     final = ""
-    async for ev in runner.run_async(user_id="u", session_id=session.id,
-                                     new_message=types.Content(role="user", parts=[types.Part(text=QUESTION)])):
+    async for ev in runner.run_async(
+        user_id="u",
+        session_id=session.id,
+        new_message=types.Content(role="user", parts=[types.Part(text=QUESTION)]),
+    ):
         if ev.is_final_response() and ev.content and ev.content.parts:
             final = ev.content.parts[0].text or ""
     await runner.close()
@@ -136,20 +164,35 @@ async def bare_claude(base_url: str) -> str:
         @tool(name, specs[name].model_description(), specs[name].input_schema)
         async def handler(args: dict[str, Any]) -> dict[str, Any]:
             return {"content": [{"type": "text", "text": json.dumps(fn(**args))}]}
+
         return handler
 
     async def allow(name: str, data: dict[str, Any], ctx: Any) -> Any:
         return PermissionResultAllow()
 
     home = tempfile.mkdtemp(prefix="bench-claude-")
-    server = create_sdk_mcp_server("portagent", tools=[make("get_student_record", h.get_student_record),
-                                                        make("search_policy", h.search_policy)])
+    server = create_sdk_mcp_server(
+        "portagent",
+        tools=[make("get_student_record", h.get_student_record), make("search_policy", h.search_policy)],
+    )
     options = ClaudeAgentOptions(
-        system_prompt="bench", model="claude-sonnet-4-6", tools=[], mcp_servers={"portagent": server},
-        permission_mode="default", can_use_tool=allow, setting_sources=[], cwd=home,
+        system_prompt="bench",
+        model="claude-sonnet-4-6",
+        tools=[],
+        mcp_servers={"portagent": server},
+        permission_mode="default",
+        can_use_tool=allow,
+        setting_sources=[],
+        cwd=home,
         extra_args={"no-session-persistence": None},
-        env={"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-ant-bench", "HOME": home,
-             "CLAUDE_CONFIG_DIR": home + "/.claude", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+        env={
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": "sk-ant-bench",
+            "HOME": home,
+            "CLAUDE_CONFIG_DIR": home + "/.claude",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        },
+    )
     final = ""
     client = ClaudeSDKClient(options)
     await client.connect()
@@ -184,8 +227,11 @@ async def through_portagent(provider: str, base_url: str, key: str) -> str:
     from portagent.runtime.runner import RunConfig, arun_full
 
     _BUNDLE = _BUNDLE or load_agent(BENCH_AGENT)
-    out = await arun_full(_BUNDLE, RunRequest(input=QUESTION, provider=provider),  # type: ignore[arg-type]
-                          RunConfig(endpoint=Endpoint(base_url=base_url, api_key=key)))
+    out = await arun_full(
+        _BUNDLE,
+        RunRequest(input=QUESTION, provider=provider),  # type: ignore[arg-type]
+        RunConfig(endpoint=Endpoint(base_url=base_url, api_key=key)),
+    )
     return str(out.result.final_output)
 
 
@@ -230,8 +276,12 @@ def main() -> None:
             except Exception as e:  # an adapter not installed or not working: say so, keep going
                 print(f"{provider}: skipped ({type(e).__name__}: {e})")
                 continue
-            print(f"{provider:7s} bare     first {b_first * 1000:7.1f} ms  median {b_med * 1000:7.2f} ms  (n={n})")
-            print(f"{provider:7s} portagent first {p_first * 1000:7.1f} ms  median {p_med * 1000:7.2f} ms  (n={n})")
+            print(
+                f"{provider:7s} bare     first {b_first * 1000:7.1f} ms  median {b_med * 1000:7.2f} ms  (n={n})"
+            )
+            print(
+                f"{provider:7s} portagent first {p_first * 1000:7.1f} ms  median {p_med * 1000:7.2f} ms  (n={n})"
+            )
             goal = "1.10" if provider == "claude" else "1.15"
             print(f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= {goal})")
     me, kids = peak_rss_mb()

@@ -29,11 +29,17 @@ def main() -> None:
     base = median_wall([sys.executable, "-c", "pass"], n)
     helpt = median_wall([sys.executable, "-m", "portagent", "--help"], n)
     mods = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, portagent.cli as c; c.build_parser(); "
-         "bad=[m for m in ('agents','claude_agent_sdk','google.adk','google.genai','openai','anthropic','vcr') if m in sys.modules]; "
-         "print(','.join(bad))"],
-        capture_output=True, text=True, check=False).stdout.strip()
+        [
+            sys.executable,
+            "-c",
+            "import sys, portagent.cli as c; c.build_parser(); "
+            "bad=[m for m in ('agents','claude_agent_sdk','google.adk','google.genai','openai','anthropic','vcr') if m in sys.modules]; "
+            "print(','.join(bad))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     print(f"python -c pass      median {base * 1000:7.1f} ms (n={n})")
     print(f"portagent --help    median {helpt * 1000:7.1f} ms (n={n})  goal < 300 ms")
     print(f"ratio help/python   {helpt / base:7.2f}x")

@@ -31,22 +31,55 @@ from portagent.emulator import serve
 from portagent.wire.sse import parse_sse
 
 SCRIPT: dict[str, Any] = {
-    "kind": "emulator-script", "schema_version": 1, "name": "bench",
+    "kind": "emulator-script",
+    "schema_version": 1,
+    "name": "bench",
     "conversations": [
-        {"name": "tool", "match": {"first_user": "What's the weather in Paris?"}, "turns": [
-            {"text": "Let me check.", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-            {"text": "It is {{last_tool_result.forecast}} in Paris today, with a light breeze from the west."}]},
+        {
+            "name": "tool",
+            "match": {"first_user": "What's the weather in Paris?"},
+            "turns": [
+                {
+                    "text": "Let me check.",
+                    "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                },
+                {
+                    "text": "It is {{last_tool_result.forecast}} in Paris today, with a light breeze from the west."
+                },
+            ],
+        },
         {"name": "slow", "match": {"first_user": "slow"}, "turns": [{"text": "done", "latency_ms": 50}]},
     ],
 }
 
-TOOLS = [{"type": "function", "name": "get_weather", "description": "Get the weather",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
-SECOND_TURN = {"model": "gpt-4.1-mini", "instructions": "Answer weather questions.", "tools": TOOLS, "input": [
-    {"role": "user", "content": "What's the weather in Paris?"},
-    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
-    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
-    {"type": "function_call_output", "call_id": "call_1", "output": '{"forecast": "sunny"}'}]}
+TOOLS = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Get the weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+]
+SECOND_TURN = {
+    "model": "gpt-4.1-mini",
+    "instructions": "Answer weather questions.",
+    "tools": TOOLS,
+    "input": [
+        {"role": "user", "content": "What's the weather in Paris?"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Let me check."}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"forecast": "sunny"}'},
+    ],
+}
 
 NULL_SERVER = r"""
 import socket, sys
@@ -138,15 +171,19 @@ def main() -> int:
         port = emu.port
         json_len, _ = body_size(port, "/v1/responses", json_body)
         sse_len, sse_events = body_size(port, "/v1/responses", sse_body)
-        null = subprocess.Popen([sys.executable, "-c", NULL_SERVER, str(json_len), str(sse_events)],
-                                stdout=subprocess.PIPE, text=True)
+        null = subprocess.Popen(
+            [sys.executable, "-c", NULL_SERVER, str(json_len), str(sse_events)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert null.stdout is not None
             null_port = int(null.stdout.readline())
             rows = []
-            for label, path, body, null_path in (("JSON turn (Responses)", "/v1/responses", json_body, "/json"),
-                                                 (f"SSE turn (Responses, {sse_events} events)", "/v1/responses",
-                                                  sse_body, "/sse")):
+            for label, path, body, null_path in (
+                ("JSON turn (Responses)", "/v1/responses", json_body, "/json"),
+                (f"SSE turn (Responses, {sse_events} events)", "/v1/responses", sse_body, "/sse"),
+            ):
                 emu_ms = median_ms(port, path, body, n)
                 base_ms = median_ms(null_port, null_path, body, n)
                 rows.append((label, emu_ms, base_ms))
@@ -158,16 +195,24 @@ def main() -> int:
             null.terminate()
             null.wait(timeout=5)
 
-    print(f"portagent emulator benchmark ({'quick' if args.quick else 'full'}; {os.cpu_count()} cores; "
-          f"{n} sequential requests per row, {clients} clients for {seconds:.0f}s of throughput)")
+    print(
+        f"portagent emulator benchmark ({'quick' if args.quick else 'full'}; {os.cpu_count()} cores; "
+        f"{n} sequential requests per row, {clients} clients for {seconds:.0f}s of throughput)"
+    )
     print(f"  response sizes: JSON {json_len} bytes, SSE {sse_len} bytes")
     print(f"  {'turn':38s} {'emulator':>10s} {'null server':>12s} {'added':>8s}   (median round trip)")
     for label, emu_ms, base_ms in rows:
         print(f"  {label:38s} {emu_ms:8.3f}ms {base_ms:10.3f}ms {emu_ms - base_ms:6.3f}ms")
-    print(f"  {'turn with latency_ms: 50':38s} {slow_ms:8.3f}ms {'':>12s} {slow_ms - 50:6.3f}ms  (beyond the 50 ms)")
-    print(f"  server-side handling before the first byte: median {statistics.median(handled):.3f}ms "
-          f"(p95 {sorted(handled)[int(len(handled) * 0.95)]:.3f}ms) over {len(handled)} requests")
-    print(f"  throughput, {clients} keep-alive clients: JSON {rps_json:,.0f} req/s · SSE {rps_sse:,.0f} req/s")
+    print(
+        f"  {'turn with latency_ms: 50':38s} {slow_ms:8.3f}ms {'':>12s} {slow_ms - 50:6.3f}ms  (beyond the 50 ms)"
+    )
+    print(
+        f"  server-side handling before the first byte: median {statistics.median(handled):.3f}ms "
+        f"(p95 {sorted(handled)[int(len(handled) * 0.95)]:.3f}ms) over {len(handled)} requests"
+    )
+    print(
+        f"  throughput, {clients} keep-alive clients: JSON {rps_json:,.0f} req/s · SSE {rps_sse:,.0f} req/s"
+    )
     return 0
 
 

@@ -36,7 +36,9 @@ KEYS = {"openai": "sk-bench", "adk": "bench-dummy-key", "claude": "sk-ant-bench"
 
 def _baselines() -> Any:
     """The bare-SDK runs of ``adapter_overhead.py`` (same tools, same client setup), reused as they are."""
-    spec = importlib.util.spec_from_file_location("adapter_overhead", REPO / "benchmarks" / "adapter_overhead.py")
+    spec = importlib.util.spec_from_file_location(
+        "adapter_overhead", REPO / "benchmarks" / "adapter_overhead.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -59,9 +61,20 @@ def record_all(root: Path, providers: list[str]) -> dict[str, tuple[Path, str]]:
             folder = root / provider / "r0"
             request = RunRequest(input=QUESTION, provider=provider)  # type: ignore[arg-type]
             if provider == "claude":  # the HTTP cassette too (through the recording proxy), for the CLI side
-                ep = Endpoint(mode="record", base_url=emu.base_url, api_key=KEYS[provider], cassette_dir=folder)
-                result = asyncio.run(arun_full(bundle, request, RunConfig(
-                    endpoint=ep, out_dir=folder, options=RunOptions(extra={"claude_http_cassette": True})))).result
+                ep = Endpoint(
+                    mode="record", base_url=emu.base_url, api_key=KEYS[provider], cassette_dir=folder
+                )
+                result = asyncio.run(
+                    arun_full(
+                        bundle,
+                        request,
+                        RunConfig(
+                            endpoint=ep,
+                            out_dir=folder,
+                            options=RunOptions(extra={"claude_http_cassette": True}),
+                        ),
+                    )
+                ).result
             else:
                 ep = Endpoint(base_url=emu.base_url, api_key=KEYS[provider])
                 result = asyncio.run(record_run(bundle, request, folder, ep)).result
@@ -106,8 +119,13 @@ def claude_cli_through_proxy(bundle: Any, folder: Path) -> None:
     from portagent.runtime.runner import RunConfig, arun_full
 
     with ClaudeProxy(cassette=folder / "http.yaml", mode="replay") as url:
-        out = asyncio.run(arun_full(bundle, RunRequest(input=QUESTION, provider="claude"),
-                                    RunConfig(endpoint=Endpoint(base_url=url, api_key=KEYS["claude"]))))
+        out = asyncio.run(
+            arun_full(
+                bundle,
+                RunRequest(input=QUESTION, provider="claude"),
+                RunConfig(endpoint=Endpoint(base_url=url, api_key=KEYS["claude"])),
+            )
+        )
     if out.result.status != "completed":
         raise RuntimeError(f"the CLI through the proxy ended {out.result.status}: {out.result.error}")
 
@@ -137,6 +155,7 @@ def main() -> None:
         for provider in providers:
             folder, base_url = recorded[provider]
             try:
+
                 def mine(f: Path = folder) -> None:
                     through_portagent(bundle, f)
 
@@ -145,18 +164,27 @@ def main() -> None:
                     ((b_first, b_med),) = timed([lambda f=folder: claude_cli_through_proxy(bundle, f)], n_cli)
                 else:
                     (b_first, b_med), (p_first, p_med) = timed(
-                        [lambda p=provider, f=folder, u=base_url: bare_under_vcrpy(bare[p], f, u), mine], n)
+                        [lambda p=provider, f=folder, u=base_url: bare_under_vcrpy(bare[p], f, u), mine], n
+                    )
             except Exception as e:
                 print(f"{provider}: skipped ({type(e).__name__}: {e})")
                 continue
             if provider == "claude":
-                print(f"claude  transport replay  first {p_first * 1000:7.1f} ms  median {p_med * 1000:8.2f} ms  (n={n})")
-                print(f"claude  CLI + proxy       first {b_first * 1000:7.1f} ms  median {b_med * 1000:8.2f} ms  "
-                      f"(n={n_cli})")
+                print(
+                    f"claude  transport replay  first {p_first * 1000:7.1f} ms  median {p_med * 1000:8.2f} ms  (n={n})"
+                )
+                print(
+                    f"claude  CLI + proxy       first {b_first * 1000:7.1f} ms  median {b_med * 1000:8.2f} ms  "
+                    f"(n={n_cli})"
+                )
                 print(f"claude  speed-up transport/CLI+proxy {b_med / p_med:6.1f}x  (goal >= 20x)")
             else:
-                print(f"{provider:7s} bare SDK + vcrpy   first {b_first * 1000:7.1f} ms  median {b_med * 1000:8.2f} ms  (n={n})")
-                print(f"{provider:7s} portagent replay  first {p_first * 1000:7.1f} ms  median {p_med * 1000:8.2f} ms  (n={n})")
+                print(
+                    f"{provider:7s} bare SDK + vcrpy   first {b_first * 1000:7.1f} ms  median {b_med * 1000:8.2f} ms  (n={n})"
+                )
+                print(
+                    f"{provider:7s} portagent replay  first {p_first * 1000:7.1f} ms  median {p_med * 1000:8.2f} ms  (n={n})"
+                )
                 print(f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= 1.15)")
 
 

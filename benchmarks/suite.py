@@ -39,10 +39,27 @@ def prepare(dst: Path, repeats: int) -> list[str]:
     providers = [p for p in found if counts[p] == full]
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "portagent", "record", str(SUITE), "--providers", ",".join(providers), "--emulator",
-         "--out", str(dst), "--repeats", str(repeats), "--missing", "--no-verify"],
-        capture_output=True, text=True, env={**os.environ, "PORTAGENT_HOME": str(dst.parent / "home-record")},
-        check=False)
+        [
+            sys.executable,
+            "-m",
+            "portagent",
+            "record",
+            str(SUITE),
+            "--providers",
+            ",".join(providers),
+            "--emulator",
+            "--out",
+            str(dst),
+            "--repeats",
+            str(repeats),
+            "--missing",
+            "--no-verify",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PORTAGENT_HOME": str(dst.parent / "home-record")},
+        check=False,
+    )
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
         raise SystemExit(f"recording the extra repeats failed (exit {proc.returncode})")
@@ -50,13 +67,36 @@ def prepare(dst: Path, repeats: int) -> list[str]:
     return providers
 
 
-def run_eval(cassettes: Path, providers: list[str], repeats: int, workers: int, out: Path) -> dict[str, float]:
+def run_eval(
+    cassettes: Path, providers: list[str], repeats: int, workers: int, out: Path
+) -> dict[str, float]:
     env = {**os.environ, "PORTAGENT_HOME": str(out.parent / f"home-{workers}")}
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "portagent", "eval", str(SUITE), "--replay", "--cassettes", str(cassettes),
-         "--providers", ",".join(providers), "--repeats", str(repeats), "--workers", str(workers), "--out", str(out),
-         "--no-progress"], capture_output=True, text=True, env=env, check=False)
+        [
+            sys.executable,
+            "-m",
+            "portagent",
+            "eval",
+            str(SUITE),
+            "--replay",
+            "--cassettes",
+            str(cassettes),
+            "--providers",
+            ",".join(providers),
+            "--repeats",
+            str(repeats),
+            "--workers",
+            str(workers),
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1):  # 1 is the gate blocking agent-v2, as designed
         sys.stderr.write(proc.stdout + proc.stderr)
@@ -75,8 +115,10 @@ def main() -> None:
     args = ap.parse_args()
     repeats = args.repeats or (3 if args.quick else 6)
     if not (CASSETTES / "support-desk").is_dir():
-        print(f"no demo cassettes under {CASSETTES}: record them with "
-              f"'portagent record {SUITE.relative_to(REPO)} --providers openai,adk --emulator'")
+        print(
+            f"no demo cassettes under {CASSETTES}: record them with "
+            f"'portagent record {SUITE.relative_to(REPO)} --providers openai,adk --emulator'"
+        )
         return
     with tempfile.TemporaryDirectory(prefix="portagent-bench-") as tmp:
         root = Path(tmp)
@@ -87,9 +129,13 @@ def main() -> None:
         for workers in (1, 2):
             r = run_eval(cassettes, providers, repeats, workers, root / f"out-{workers}")
             results[workers] = r
-            peak = ", ".join(f"{w['provider']} {w['peak_rss_mb']:.0f} MB ({w['runs']} runs)" for w in r["workers"])
-            print(f"workers={workers}: {r['runs']} runs, portagent eval wall {r['wall']:.1f} s "
-                  f"(pool {r['eval_s']:.1f} s), {r['runs'] / r['wall']:.1f} runs/s")
+            peak = ", ".join(
+                f"{w['provider']} {w['peak_rss_mb']:.0f} MB ({w['runs']} runs)" for w in r["workers"]
+            )
+            print(
+                f"workers={workers}: {r['runs']} runs, portagent eval wall {r['wall']:.1f} s "
+                f"(pool {r['eval_s']:.1f} s), {r['runs'] / r['wall']:.1f} runs/s"
+            )
             print(f"  peak memory per worker: {peak}  (goal < 400 MB)")
         speedup = results[1]["wall"] / results[2]["wall"]
         print(f"speed-up 2 workers vs 1: {speedup:.2f}x  (goal >= 1.5 on 2 cores)")

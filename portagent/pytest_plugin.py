@@ -33,23 +33,47 @@ _SUITES_KEY = pytest.StashKey[set[Path]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("portagent", "portagent eval suites")
-    group.addoption("--portagent-suite", action="append", default=[], metavar="SUITE",
-                    help="turn each case x provider of SUITE into a test item replaying its cassettes (repeatable)")
-    group.addoption("--portagent-record", action="store_true",
-                    help="record the suites' cassettes (against their emulator scripts) instead of replaying them")
-    group.addoption("--portagent-cassettes", default="cassettes", metavar="DIR",
-                    help="cassette root (default: ./cassettes)")
-    group.addoption("--portagent-providers", default=None, metavar="P[,P...]",
-                    help="only these providers (default: the suite's)")
-    group.addoption("--portagent-agent", default="all", choices=["all", "agent", "baseline", "candidate"],
-                    help="only the agent version with this role (default: all)")
+    group.addoption(
+        "--portagent-suite",
+        action="append",
+        default=[],
+        metavar="SUITE",
+        help="turn each case x provider of SUITE into a test item replaying its cassettes (repeatable)",
+    )
+    group.addoption(
+        "--portagent-record",
+        action="store_true",
+        help="record the suites' cassettes (against their emulator scripts) instead of replaying them",
+    )
+    group.addoption(
+        "--portagent-cassettes",
+        default="cassettes",
+        metavar="DIR",
+        help="cassette root (default: ./cassettes)",
+    )
+    group.addoption(
+        "--portagent-providers",
+        default=None,
+        metavar="P[,P...]",
+        help="only these providers (default: the suite's)",
+    )
+    group.addoption(
+        "--portagent-agent",
+        default="all",
+        choices=["all", "agent", "baseline", "candidate"],
+        help="only the agent version with this role (default: all)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "portagent_suite(path, providers=None, cassettes='cassettes', role='all'): parametrize the "
-                   "test's 'portagent_run' argument with every case x provider x agent version of the suite")
-    config.addinivalue_line("markers", "portagent: an eval case x provider item collected from a portagent suite")
+        "markers",
+        "portagent_suite(path, providers=None, cassettes='cassettes', role='all'): parametrize the "
+        "test's 'portagent_run' argument with every case x provider x agent version of the suite",
+    )
+    config.addinivalue_line(
+        "markers", "portagent: an eval case x provider item collected from a portagent suite"
+    )
     suites = {Path(s).resolve() for s in config.getoption("portagent_suite") or []}
     config.stash[_SUITES_KEY] = suites
     if not suites:
@@ -118,8 +142,10 @@ class CaseRuns:
         if not bad:
             return None
         t = self.tasks[0]
-        lines = [f"case {t.case.case_id} on {t.provider} (agent {t.agent.label}): "
-                 f"{len(self.outcomes) - len(bad)}/{len(self.outcomes)} runs passed"]
+        lines = [
+            f"case {t.case.case_id} on {t.provider} (agent {t.agent.label}): "
+            f"{len(self.outcomes) - len(bad)}/{len(self.outcomes)} runs passed"
+        ]
         for o in bad:
             s = o.score
             lines.append(f"  r{s.provenance.repeat}: failed {', '.join(s.failed_factors)}")
@@ -127,16 +153,28 @@ class CaseRuns:
         return "\n".join(lines)
 
 
-def plan_case_runs(suite: str | Path, *, record: bool = False, cassettes: str = "cassettes",
-                   providers: list[str] | None = None, role: str = "all") -> Iterator[CaseRuns]:
+def plan_case_runs(
+    suite: str | Path,
+    *,
+    record: bool = False,
+    cassettes: str = "cassettes",
+    providers: list[str] | None = None,
+    role: str = "all",
+) -> Iterator[CaseRuns]:
     """Group a suite's planned runs by agent version × case × provider."""
     from portagent.contracts.suite import load_suite
     from portagent.runtime.eval_run import plan_runs, resolve_agents
 
     loaded = load_suite(suite)
     agents = [a for a in resolve_agents(loaded) if role == "all" or a.role == role]
-    tasks = plan_runs(loaded, mode="emulator" if record else "replay", providers=providers, cassettes=cassettes,
-                      agents=agents, check=False)
+    tasks = plan_runs(
+        loaded,
+        mode="emulator" if record else "replay",
+        providers=providers,
+        cassettes=cassettes,
+        agents=agents,
+        check=False,
+    )
     groups: dict[tuple[str, str, str], list[Any]] = {}
     for t in tasks:
         groups.setdefault((t.agent.label, t.case.case_id, t.provider), []).append(t)
@@ -153,9 +191,15 @@ class SuiteFile(pytest.File):
         opt = self.config.getoption
         providers = [p.strip() for p in (opt("portagent_providers") or "").split(",") if p.strip()] or None
         try:
-            groups = list(plan_case_runs(self.path, record=bool(opt("portagent_record")),
-                                         cassettes=opt("portagent_cassettes"), providers=providers,
-                                         role=opt("portagent_agent")))
+            groups = list(
+                plan_case_runs(
+                    self.path,
+                    record=bool(opt("portagent_record")),
+                    cassettes=opt("portagent_cassettes"),
+                    providers=providers,
+                    role=opt("portagent_agent"),
+                )
+            )
         except PortagentError as e:
             raise self.CollectError(f"{self.path}: {e.render()}") from None
         for g in groups:
@@ -170,8 +214,11 @@ class CaseItem(pytest.Item):
         self.runs = runs
         t = runs.tasks[0]
         self.add_marker(pytest.mark.portagent)
-        self.user_properties += [("provider", t.provider), ("agent_version", t.agent.version),
-                                 ("case_id", t.case.case_id)]
+        self.user_properties += [
+            ("provider", t.provider),
+            ("agent_version", t.agent.version),
+            ("case_id", t.case.case_id),
+        ]
 
     def runtest(self) -> None:
         failure = self.runs.failure()
@@ -201,6 +248,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not suite.is_absolute():
         suite = Path(metafunc.definition.path).parent / suite if not suite.exists() else suite
     record = bool(metafunc.config.getoption("portagent_record"))
-    groups = list(plan_case_runs(suite, record=record, cassettes=marker.kwargs.get("cassettes", "cassettes"),
-                                 providers=marker.kwargs.get("providers"), role=marker.kwargs.get("role", "all")))
+    groups = list(
+        plan_case_runs(
+            suite,
+            record=record,
+            cassettes=marker.kwargs.get("cassettes", "cassettes"),
+            providers=marker.kwargs.get("providers"),
+            role=marker.kwargs.get("role", "all"),
+        )
+    )
     metafunc.parametrize("portagent_run", groups, ids=[g.id for g in groups])

@@ -39,10 +39,18 @@ def add_parser(sub: Any) -> None:
 
     edit = asub.add_parser("edit", help="approve a pending card with changed arguments (re-validated)")
     edit.add_argument("approval_id", metavar="ID")
-    edit.add_argument("--args", required=True, metavar="JSON", dest="new_args",
-                      help="the arguments to run instead, as a JSON object")
-    edit.add_argument("--merge", action="store_true",
-                      help="merge --args into the proposed arguments instead of replacing them")
+    edit.add_argument(
+        "--args",
+        required=True,
+        metavar="JSON",
+        dest="new_args",
+        help="the arguments to run instead, as a JSON object",
+    )
+    edit.add_argument(
+        "--merge",
+        action="store_true",
+        help="merge --args into the proposed arguments instead of replacing them",
+    )
     _decider_args(edit)
 
 
@@ -64,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from portagent.contracts.errors import ApprovalError
 
-        raise ApprovalError(f"unknown approval id {args.approval_id!r}: there is no approvals store at {path} "
-                            "(set PORTAGENT_HOME or --home to the folder the run used)")
+        raise ApprovalError(
+            f"unknown approval id {args.approval_id!r}: there is no approvals store at {path} "
+            "(set PORTAGENT_HOME or --home to the folder the run used)"
+        )
     store = ApprovalStore(path)
     try:
         return _dispatch(store, args)
@@ -121,8 +131,9 @@ def _table(cards: list[Any]) -> str:
     rows = [("ID", "STATUS", "TOOL", "SCOPE", "EXPIRES", "REASON")]
     rows += [(c.approval_id, c.status, c.tool, c.scope, c.expires_at, c.reason[:60]) for c in cards]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-                     for r in rows)
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows
+    )
 
 
 def _render(card: Any, consumed_by: str | None) -> str:
@@ -136,15 +147,18 @@ def _render(card: Any, consumed_by: str | None) -> str:
         f"run        {card.run_id}  call {card.call_id}  scope {card.scope or '-'}",
         f"reason     {card.reason}",
         f"args       {js(card.args)}",
-        f"cost       {card.cost_usd:g} USD" + (f"   risk {card.risk_score}" if card.risk_score is not None else ""),
+        f"cost       {card.cost_usd:g} USD"
+        + (f"   risk {card.risk_score}" if card.risk_score is not None else ""),
         f"evidence   {', '.join(card.evidence) if card.evidence else '(none)'}",
         f"created    {card.created_at}",
         f"expires    {card.expires_at}",
         f"choices    {', '.join(card.choices)}",
     ]
     if card.status != "pending":
-        lines.append(f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}" +
-                     (f": {card.note}" if card.note else ""))
+        lines.append(
+            f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}"
+            + (f": {card.note}" if card.note else "")
+        )
     if card.effective_args is not None and card.effective_args != card.args:
         lines.append(f"effective  {js(card.effective_args)}")
     if consumed_by:

@@ -7,10 +7,13 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("capabilities", help="the capability matrix of the three providers, with installed versions",
-                       description="Print each provider's capability flags (handoffs, cycles, structured output, "
-                                   "sessions, streaming, MCP, vendor cost, built-in tools, approval resume …) and the "
-                                   "installed SDK and CLI versions ('not installed' when missing). Exit 0.")
+    p = sub.add_parser(
+        "capabilities",
+        help="the capability matrix of the three providers, with installed versions",
+        description="Print each provider's capability flags (handoffs, cycles, structured output, "
+        "sessions, streaming, MCP, vendor cost, built-in tools, approval resume …) and the "
+        "installed SDK and CLI versions ('not installed' when missing). Exit 0.",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -12,10 +12,13 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="compare two eval results (baseline vs candidate)",
-                       description="Compare two results folders of the same suite and dataset_version: two agent "
-                                   "versions or two providers. Exit 0 when the candidate (B) can replace the "
-                                   "baseline (A), 1 when it cannot, 2 on usage errors.")
+    p = sub.add_parser(
+        "compare",
+        help="compare two eval results (baseline vs candidate)",
+        description="Compare two results folders of the same suite and dataset_version: two agent "
+        "versions or two providers. Exit 0 when the candidate (B) can replace the "
+        "baseline (A), 1 when it cannot, 2 on usage errors.",
+    )
     p.add_argument("baseline", metavar="RESULTS_A", help="baseline results folder (or its report.json)")
     p.add_argument("candidate", metavar="RESULTS_B", help="candidate results folder (or its report.json)")
     p.add_argument("--provider", help="compare only this provider on both sides")
@@ -45,25 +48,36 @@ def run(args: argparse.Namespace) -> int:
 def _print(out: Any, c: Any) -> None:
     from rich.table import Table
 
-    out.print(f"{c.suite_id} · dataset {c.dataset_version}: baseline {c.baseline_label} → candidate "
-              f"{c.candidate_label}", markup=False)
+    out.print(
+        f"{c.suite_id} · dataset {c.dataset_version}: baseline {c.baseline_label} → candidate "
+        f"{c.candidate_label}",
+        markup=False,
+    )
     table = Table(show_lines=False)
     for col in ("pair", "metric", "baseline", "candidate", "Δ", "rule", ""):
         table.add_column(col)
     for pair in c.pairs:
         for d in pair.deltas:
-            table.add_row(pair.pair, d.metric, "–" if d.baseline is None else f"{d.baseline:g}",
-                          "–" if d.candidate is None else f"{d.candidate:g}",
-                          "–" if d.delta is None else f"{d.delta:+g}", d.rule or "–",
-                          "[red]blocks[/red]" if d.blocking else "")
+            table.add_row(
+                pair.pair,
+                d.metric,
+                "–" if d.baseline is None else f"{d.baseline:g}",
+                "–" if d.candidate is None else f"{d.candidate:g}",
+                "–" if d.delta is None else f"{d.delta:+g}",
+                d.rule or "–",
+                "[red]blocks[/red]" if d.blocking else "",
+            )
     out.print(table)
     for pair in c.pairs:
         for case in pair.cases:
             if case.divergence and case.status != "unchanged":
                 out.print(f"  {pair.pair} {case.case_id} ({case.status}): {case.divergence}", markup=False)
     for g in c.regressions:
-        out.print(f"  regression to keep: {g.case_id} on {g.pair} ({', '.join(g.factors)})"
-                  + (" — permanent" if g.permanent else ""), markup=False)
+        out.print(
+            f"  regression to keep: {g.case_id} on {g.pair} ({', '.join(g.factors)})"
+            + (" — permanent" if g.permanent else ""),
+            markup=False,
+        )
     colour = "green" if c.passed else "red"
     out.print(f"[bold {colour}]{c.verdict}[/bold {colour}]")
     for r in c.reasons:

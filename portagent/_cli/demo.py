@@ -20,16 +20,33 @@ SUITE = Path("examples") / "support_desk" / "suite.yaml"
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="replay the support-desk demo offline and show the verdict",
-                       description="Replay the support-desk suite (agent-v1 vs candidate agent-v2) from the committed "
-                                   "cassettes, print the comparison and gate verdict, write report.html.")
-    p.add_argument("--out", default="demo-out", metavar="DIR",
-                   help="results folder (default: demo-out; replaced if it holds earlier demo results)")
-    p.add_argument("--suite", metavar="FILE", help="suite file (default: examples/support_desk/suite.yaml of the checkout)")
+    p = sub.add_parser(
+        "demo",
+        help="replay the support-desk demo offline and show the verdict",
+        description="Replay the support-desk suite (agent-v1 vs candidate agent-v2) from the committed "
+        "cassettes, print the comparison and gate verdict, write report.html.",
+    )
+    p.add_argument(
+        "--out",
+        default="demo-out",
+        metavar="DIR",
+        help="results folder (default: demo-out; replaced if it holds earlier demo results)",
+    )
+    p.add_argument(
+        "--suite",
+        metavar="FILE",
+        help="suite file (default: examples/support_desk/suite.yaml of the checkout)",
+    )
     p.add_argument("--cassettes", metavar="DIR", help="cassette root (default: cassettes/ next to examples/)")
-    p.add_argument("--providers", action="append", metavar="P[,P…]",
-                   help="providers (default: every provider of the suite with recorded cassettes)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)")
+    p.add_argument(
+        "--providers",
+        action="append",
+        metavar="P[,P…]",
+        help="providers (default: every provider of the suite with recorded cassettes)",
+    )
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)"
+    )
 
 
 def find_checkout() -> Path | None:
@@ -53,7 +70,9 @@ def recorded_providers(loaded: Any, cassettes: Path) -> tuple[list[str], dict[st
     agents = resolve_agents(loaded)
     ok, skipped = [], {}
     for provider in loaded.suite.providers:
-        tasks = plan_runs(loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False)
+        tasks = plan_runs(
+            loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False
+        )
         missing = [t for t in tasks if t.cassette is None or not is_recorded(t.cassette, provider)]
         if not missing:
             ok.append(provider)
@@ -80,8 +99,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         found = find_checkout()
         if found is None:
-            raise UsageError("the demo needs a portagent checkout (examples/support_desk/suite.yaml and cassettes/); "
-                             "run it from the repository folder, or pass --suite and --cassettes")
+            raise UsageError(
+                "the demo needs a portagent checkout (examples/support_desk/suite.yaml and cassettes/); "
+                "run it from the repository folder, or pass --suite and --cassettes"
+            )
         root, suite = found, found / SUITE
     cassettes = Path(args.cassettes) if args.cassettes else root / "cassettes"
     loaded = load_suite(suite)
@@ -92,13 +113,24 @@ def run(args: argparse.Namespace) -> int:
         for p, why in skipped.items():
             out.print(f"note: {p} left out of the demo: {why} under {cassettes}", markup=False)
         if not providers:
-            raise UsageError(f"no provider of {suite} has its cassettes under {cassettes}; record them with "
-                             f"'portagent record {suite} --providers openai --emulator'")
-    out.print(f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
-              f"replayed offline from {cassettes}", markup=False)
+            raise UsageError(
+                f"no provider of {suite} has its cassettes under {cassettes}; record them with "
+                f"'portagent record {suite} --providers openai --emulator'"
+            )
+    out.print(
+        f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
+        f"replayed offline from {cassettes}",
+        markup=False,
+    )
     results, decision, _comparison = run_suite(
-        suite, mode="replay", providers=providers, workers=args.workers or default_workers(), cassettes=cassettes,
-        out=Path(args.out), overwrite=True)
+        suite,
+        mode="replay",
+        providers=providers,
+        workers=args.workers or default_workers(),
+        cassettes=cassettes,
+        out=Path(args.out),
+        overwrite=True,
+    )
     meta = results.meta
     assert meta is not None
     base_v, cand_v = meta.version_of("baseline"), meta.version_of("candidate")
@@ -106,13 +138,17 @@ def run(args: argparse.Namespace) -> int:
     v1_green = bool(base.runs) and all(r.passed for r in base.runs)
     if v1_green and not decision.passed:
         keep = sorted({g.case_id for g in decision.regressions})
-        out.print(f"\n[bold]As expected:[/bold] agent-v1 ({base_v}) passes every case on every provider, and the gate "
-                  f"blocks agent-v2 ({cand_v}): its policy lets send_email out without review. Regressions to keep: "
-                  f"{', '.join(keep) or 'none'}.")
+        out.print(
+            f"\n[bold]As expected:[/bold] agent-v1 ({base_v}) passes every case on every provider, and the gate "
+            f"blocks agent-v2 ({cand_v}): its policy lets send_email out without review. Regressions to keep: "
+            f"{', '.join(keep) or 'none'}."
+        )
         out.print(f"Open {Path(args.out) / 'report.html'} for charts and every run's trace.", markup=False)
         return 0
     if not v1_green:
-        out.print(f"[bold red]Unexpected:[/bold red] agent-v1 ({base_v}) does not pass every case; see {args.out}/report.md")
+        out.print(
+            f"[bold red]Unexpected:[/bold red] agent-v1 ({base_v}) does not pass every case; see {args.out}/report.md"
+        )
     if decision.passed:
         out.print(f"[bold red]Unexpected:[/bold red] the gate let agent-v2 ({cand_v}) through")
     return 1

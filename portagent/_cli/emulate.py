@@ -12,7 +12,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "emulate",
         help="serve a scripted stand-in for the OpenAI, Anthropic and Gemini APIs",
         description="Serve an emulator script on a local port, speaking the OpenAI (Responses, Chat "
-                    "Completions), Anthropic (Messages) and Gemini (generateContent) wire protocols.",
+        "Completions), Anthropic (Messages) and Gemini (generateContent) wire protocols.",
     )
     p.add_argument("--script", required=True, metavar="FILE", help="emulator script (YAML or JSON)")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
@@ -39,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
         n = len(script.conversations)
         name = f" {script.name!r}" if script.name else ""
         out = sys.stdout
-        out.write(f"portagent emulator: script{name} ({n} conversation{'s' if n != 1 else ''}) "
-                  f"listening on {emu.base_url}\n")
+        out.write(
+            f"portagent emulator: script{name} ({n} conversation{'s' if n != 1 else ''}) "
+            f"listening on {emu.base_url}\n"
+        )
         for key, value in emu.env().items():
             out.write(f"  {key}={value}\n")
         if emu.log_path is not None:
@@ -49,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         out.flush()
 
     try:
-        run_forever(script, host=args.host, port=args.port, log_path=args.log, on_ready=ready,
-                    verbose=args.verbose)
+        run_forever(
+            script, host=args.host, port=args.port, log_path=args.log, on_ready=ready, verbose=args.verbose
+        )
     except KeyboardInterrupt:
         sys.stdout.write("portagent emulator: stopped\n")
     return 0

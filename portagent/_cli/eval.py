@@ -14,20 +14,41 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("eval", help="run a suite on its providers and agent versions, score it, gate it",
-                       description="Run every case x provider x repeat x agent version of a suite, score each run, "
-                                   "write the results folder and its reports. Exit 0 when the gate passes, 1 when "
-                                   "it blocks, 2 on usage errors.")
+    p = sub.add_parser(
+        "eval",
+        help="run a suite on its providers and agent versions, score it, gate it",
+        description="Run every case x provider x repeat x agent version of a suite, score each run, "
+        "write the results folder and its reports. Exit 0 when the gate passes, 1 when "
+        "it blocks, 2 on usage errors.",
+    )
     p.add_argument("suite", help="suite file (kind: suite)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--replay", action="store_true", help="replay the recorded cassettes offline (no key, no network)")
-    src.add_argument("--emulator", nargs="?", const="", metavar="SCRIPT",
-                     help="run against portagent's emulator (default: the suite's emulator_script)")
+    src.add_argument(
+        "--replay", action="store_true", help="replay the recorded cassettes offline (no key, no network)"
+    )
+    src.add_argument(
+        "--emulator",
+        nargs="?",
+        const="",
+        metavar="SCRIPT",
+        help="run against portagent's emulator (default: the suite's emulator_script)",
+    )
     src.add_argument("--live", action="store_true", help="call the real vendor APIs (needs their API keys)")
-    p.add_argument("--providers", action="append", metavar="P[,P…]", help="providers to run (default: the suite's)")
-    p.add_argument("--cassettes", default="cassettes", metavar="DIR", help="cassette root for --replay (default: ./cassettes)")
-    p.add_argument("--repeats", type=int, metavar="N", help="runs per case x provider x version (default: the suite's)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)")
+    p.add_argument(
+        "--providers", action="append", metavar="P[,P…]", help="providers to run (default: the suite's)"
+    )
+    p.add_argument(
+        "--cassettes",
+        default="cassettes",
+        metavar="DIR",
+        help="cassette root for --replay (default: ./cassettes)",
+    )
+    p.add_argument(
+        "--repeats", type=int, metavar="N", help="runs per case x provider x version (default: the suite's)"
+    )
+    p.add_argument(
+        "--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)"
+    )
     p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
     p.add_argument("--out", metavar="DIR", help="results folder (default: out/<suite>-<UTC time>)")
     p.add_argument("--overwrite", action="store_true", help="replace the results in a non-empty --out folder")
@@ -60,17 +81,36 @@ def run(args: argparse.Namespace) -> int:
     if script is not None and not script.is_file():
         raise UsageError(f"--emulator {args.emulator}: emulator script not found")
     out = Path(args.out) if args.out else None
-    _, decision, _ = run_suite(args.suite, mode=mode, providers=split_csv(args.providers), repeats=args.repeats,
-                     workers=args.workers or default_workers(), cassettes=args.cassettes, out=out,
-                     overwrite=args.overwrite, case_ids=split_csv(args.cases), emulator_script=script,
-                     progress=not args.no_progress)
+    _, decision, _ = run_suite(
+        args.suite,
+        mode=mode,
+        providers=split_csv(args.providers),
+        repeats=args.repeats,
+        workers=args.workers or default_workers(),
+        cassettes=args.cassettes,
+        out=out,
+        overwrite=args.overwrite,
+        case_ids=split_csv(args.cases),
+        emulator_script=script,
+        progress=not args.no_progress,
+    )
     return decision.exit_code
 
 
-def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None, repeats: int | None = None,
-              workers: int = 2, cassettes: Any = "cassettes", out: Any = None, overwrite: bool = False,
-              case_ids: list[str] | None = None, emulator_script: Any = None,
-              progress: bool = True) -> tuple[Any, Any, Any]:
+def run_suite(
+    suite: str | Any,
+    *,
+    mode: str,
+    providers: list[str] | None = None,
+    repeats: int | None = None,
+    workers: int = 2,
+    cassettes: Any = "cassettes",
+    out: Any = None,
+    overwrite: bool = False,
+    case_ids: list[str] | None = None,
+    emulator_script: Any = None,
+    progress: bool = True,
+) -> tuple[Any, Any, Any]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
     from datetime import UTC, datetime
@@ -83,11 +123,22 @@ def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None
 
     started = datetime.now(UTC)
     loaded = load_suite(suite)
-    out_dir = Path(out) if out is not None else \
-        Path("out") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
+    out_dir = (
+        Path(out)
+        if out is not None
+        else Path("out") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
+    )
     # every check that can refuse the eval runs before the results folder is touched
-    plan = plan_eval(loaded, mode=mode, providers=providers, repeats=repeats, cassettes=cassettes,  # type: ignore[arg-type]
-                     results=out_dir, case_ids=case_ids, emulator_script=emulator_script)
+    plan = plan_eval(
+        loaded,
+        mode=mode,
+        providers=providers,
+        repeats=repeats,
+        cassettes=cassettes,  # type: ignore[arg-type]
+        results=out_dir,
+        case_ids=case_ids,
+        emulator_script=emulator_script,
+    )
     prepare_out_dir(out_dir, overwrite=overwrite)
     n = len(plan.tasks)
     err = console(stderr=True)
@@ -96,9 +147,15 @@ def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None
     if progress and err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[failing]} failing"), TimeElapsedColumn(), console=err,
-                      transient=True) as bar:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[failing]} failing"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
             job = bar.add_task(label, total=n, failing=0)
             failing = [0]
 
@@ -111,11 +168,16 @@ def run_suite(suite: str | Any, *, mode: str, providers: list[str] | None = None
         err.print(label + " …")
         run = run_eval(plan, workers=workers)
     duration = time.perf_counter() - t0
-    results, decision, comparison = write_eval(run, out_dir, started_at=started.isoformat(timespec="seconds"),
-                                               duration_s=duration)
+    results, decision, comparison = write_eval(
+        run, out_dir, started_at=started.isoformat(timespec="seconds"), duration_s=duration
+    )
     out_console = console()
     print_summary(results, decision, comparison, out=out_console)
-    out_console.print(f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
-                      f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
-                      "ci_gate.json)", markup=False, highlight=False)
+    out_console.print(
+        f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
+        f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
+        "ci_gate.json)",
+        markup=False,
+        highlight=False,
+    )
     return results, decision, comparison

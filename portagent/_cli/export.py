@@ -9,15 +9,22 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("export", help="write a native SDK program for an agent spec (gateway calls kept)",
-                       description="Write a Python module that builds the agent directly with the target SDK "
-                                   "(for teams leaving portagent, or to see what it does). Tool bodies call "
-                                   "portagent's ToolGateway so the policy still applies; the module writes a "
-                                   "normalized trace. Exit 0 when written, 1 when the target cannot run the spec, "
-                                   "2 on usage errors.")
+    p = sub.add_parser(
+        "export",
+        help="write a native SDK program for an agent spec (gateway calls kept)",
+        description="Write a Python module that builds the agent directly with the target SDK "
+        "(for teams leaving portagent, or to see what it does). Tool bodies call "
+        "portagent's ToolGateway so the policy still applies; the module writes a "
+        "normalized trace. Exit 0 when written, 1 when the target cannot run the spec, "
+        "2 on usage errors.",
+    )
     p.add_argument("agent", help="agent spec file")
-    p.add_argument("--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target SDK")
-    p.add_argument("--out", metavar="FILE", help="module to write (default: <spec folder>/<agent>_<target>.py)")
+    p.add_argument(
+        "--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target SDK"
+    )
+    p.add_argument(
+        "--out", metavar="FILE", help="module to write (default: <spec folder>/<agent>_<target>.py)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing file")
 
 
@@ -36,5 +43,7 @@ def run(args: argparse.Namespace) -> int:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(source)
     os.replace(tmp, path)
-    print(f"wrote {path} ({args.target}); run it: python {path} \"your question\" --base-url URL --trace trace.jsonl")
+    print(
+        f'wrote {path} ({args.target}); run it: python {path} "your question" --base-url URL --trace trace.jsonl'
+    )
     return 0

@@ -13,14 +13,21 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("gate", help="decide whether a result may advance (exit 0 pass, 1 block)",
-                       description="Gate an eval result: every case must pass (or --min-pass-rate of its runs), no "
-                                   "permission violation, flake rate ≤ 0.03, and with a baseline no blocking delta "
-                                   "and no regression. Writes ci_gate.json. Exit 0 pass, 1 block, 2 usage error.")
+    p = sub.add_parser(
+        "gate",
+        help="decide whether a result may advance (exit 0 pass, 1 block)",
+        description="Gate an eval result: every case must pass (or --min-pass-rate of its runs), no "
+        "permission violation, flake rate ≤ 0.03, and with a baseline no blocking delta "
+        "and no regression. Writes ci_gate.json. Exit 0 pass, 1 block, 2 usage error.",
+    )
     p.add_argument("results", metavar="RESULTS", help="results folder (or its report.json)")
     p.add_argument("--baseline", metavar="RESULTS", help="results the candidate must not be worse than")
-    p.add_argument("--min-pass-rate", type=float, metavar="X", help="share of runs each case must pass (default 1.0)")
-    p.add_argument("--out", metavar="FILE", help="where to write the decision (default: RESULTS/ci_gate.json)")
+    p.add_argument(
+        "--min-pass-rate", type=float, metavar="X", help="share of runs each case must pass (default 1.0)"
+    )
+    p.add_argument(
+        "--out", metavar="FILE", help="where to write the decision (default: RESULTS/ci_gate.json)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     write_json(target, decision)
     out = console()
     if decision.passed:
-        out.print("[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else ""))
+        out.print(
+            "[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else "")
+        )
     else:
         out.print("[bold red]gate: BLOCK[/bold red]" + (f" — {decision.verdict}" if decision.verdict else ""))
         for reason in decision.reasons:

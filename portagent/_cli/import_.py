@@ -14,18 +14,35 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("import", help="import a native openai-agents / ADK / Claude agent into portable specs",
-                       description="Read a native agent definition and write an AgentSpec, ToolSpecs, a starting "
-                                   "PermissionPolicy and import-report.md (what was imported, changed, left out, "
-                                   "and what to review). Exit 0 when written, 2 on usage errors.")
-    p.add_argument("target", metavar="MODULE:OBJECT", help="where the native object lives, e.g. shop_agents:desk")
-    p.add_argument("--from", dest="sdk", required=True, choices=["openai", "adk", "claude"],
-                   help="which SDK the object belongs to")
+    p = sub.add_parser(
+        "import",
+        help="import a native openai-agents / ADK / Claude agent into portable specs",
+        description="Read a native agent definition and write an AgentSpec, ToolSpecs, a starting "
+        "PermissionPolicy and import-report.md (what was imported, changed, left out, "
+        "and what to review). Exit 0 when written, 2 on usage errors.",
+    )
+    p.add_argument(
+        "target", metavar="MODULE:OBJECT", help="where the native object lives, e.g. shop_agents:desk"
+    )
+    p.add_argument(
+        "--from",
+        dest="sdk",
+        required=True,
+        choices=["openai", "adk", "claude"],
+        help="which SDK the object belongs to",
+    )
     p.add_argument("--out", metavar="DIR", help="output folder (default: ./imported_<OBJECT>)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
-    p.add_argument("--name", help="name of the root agent (default: the native one, or OBJECT for Claude options)")
-    p.add_argument("--model", action="append", default=[], metavar="PROVIDER=ID",
-                   help="a model id for another provider (repeatable), e.g. --model adk=gemini-2.5-flash")
+    p.add_argument(
+        "--name", help="name of the root agent (default: the native one, or OBJECT for Claude options)"
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="PROVIDER=ID",
+        help="a model id for another provider (repeatable), e.g. --model adk=gemini-2.5-flash",
+    )
 
 
 def _models(values: list[str]) -> dict[str, str]:
@@ -35,7 +52,9 @@ def _models(values: list[str]) -> dict[str, str]:
     for item in values:
         provider, sep, model = item.partition("=")
         if not sep or provider not in ("openai", "claude", "adk") or not model.strip():
-            raise UsageError(f"--model {item!r}: expected PROVIDER=ID with PROVIDER one of openai, claude, adk")
+            raise UsageError(
+                f"--model {item!r}: expected PROVIDER=ID with PROVIDER one of openai, claude, adk"
+            )
         out[provider] = model.strip()
     return out
 
@@ -60,9 +79,13 @@ def run(args: argparse.Namespace) -> int:
     root = write_import(draft, out, overwrite=args.overwrite)
     report = draft.report
     s = report.summary
-    print(f"wrote {out}/: {s['agents']} agent(s), {s['tools imported']} tool(s), {s['delegation edges']} "
-          f"delegation edge(s), {s['policy rules']} policy rule(s)")
-    print(f"  not imported: {s['not imported']} · to review: {s['to review']} — see {out / 'import-report.md'}")
+    print(
+        f"wrote {out}/: {s['agents']} agent(s), {s['tools imported']} tool(s), {s['delegation edges']} "
+        f"delegation edge(s), {s['policy rules']} policy rule(s)"
+    )
+    print(
+        f"  not imported: {s['not imported']} · to review: {s['to review']} — see {out / 'import-report.md'}"
+    )
     for f in report.of("not_portable"):
         print(f"  - not imported: {f.subject}")
     print(f"next: portagent validate {root} && portagent port-check {root} --to adk")

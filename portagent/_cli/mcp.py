@@ -26,21 +26,41 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("mcp", help="serve governed tools over MCP; inspect an agent's MCP tool sources")
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
 
-    s = msub.add_parser("serve", help="serve a tools file or an agent's tools to MCP clients, through the gateway",
-                        description="Serve ToolSpecs over MCP. Every call is validated, decided by the policy, "
-                                    "executed by portagent's gateway and traced with via: mcp.")
+    s = msub.add_parser(
+        "serve",
+        help="serve a tools file or an agent's tools to MCP clients, through the gateway",
+        description="Serve ToolSpecs over MCP. Every call is validated, decided by the policy, "
+        "executed by portagent's gateway and traced with via: mcp.",
+    )
     s.add_argument("target", metavar="TOOLS|AGENT", help="a tools file (kind: tool|tools) or an agent spec")
     s.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
-    s.add_argument("--host", default="127.0.0.1", help="streamable-http: address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000, help="streamable-http: port (default 8000; 0 picks a free one)")
-    s.add_argument("--policy", metavar="FILE", help="policy for a tools file (default: effect-class defaults)")
-    s.add_argument("--trace", metavar="FILE", help="trace file (default $PORTAGENT_HOME/mcp/<run_id>/trace.jsonl)")
-    s.add_argument("--namespace", help="approvals/ledger namespace (default mcp-serve:<name>, stable across restarts)")
-    s.add_argument("--scope", dest="scopes", action="append", default=[],
-                   help="actor scope granted to MCP clients (repeatable), e.g. tickets:write")
+    s.add_argument(
+        "--host", default="127.0.0.1", help="streamable-http: address to listen on (default 127.0.0.1)"
+    )
+    s.add_argument(
+        "--port", type=int, default=8000, help="streamable-http: port (default 8000; 0 picks a free one)"
+    )
+    s.add_argument(
+        "--policy", metavar="FILE", help="policy for a tools file (default: effect-class defaults)"
+    )
+    s.add_argument(
+        "--trace", metavar="FILE", help="trace file (default $PORTAGENT_HOME/mcp/<run_id>/trace.jsonl)"
+    )
+    s.add_argument(
+        "--namespace", help="approvals/ledger namespace (default mcp-serve:<name>, stable across restarts)"
+    )
+    s.add_argument(
+        "--scope",
+        dest="scopes",
+        action="append",
+        default=[],
+        help="actor scope granted to MCP clients (repeatable), e.g. tickets:write",
+    )
     s.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"], help="run environment")
 
-    t = msub.add_parser("tools", help="list the tools an agent's MCP servers provide, as the ToolSpecs a run gets")
+    t = msub.add_parser(
+        "tools", help="list the tools an agent's MCP servers provide, as the ToolSpecs a run gets"
+    )
     t.add_argument("agent", help="agent spec file")
     t.add_argument("--json", action="store_true", help="print the ToolSpecs as JSON")
 
@@ -66,9 +86,19 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a session like a closed stdin
-        asyncio.run(serve(target, transport=args.transport, host=args.host, port=args.port,
-                          trace_path=Path(args.trace) if args.trace else None, namespace=args.namespace,
-                          scopes=args.scopes, env=args.env, announce=announce))
+        asyncio.run(
+            serve(
+                target,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+                trace_path=Path(args.trace) if args.trace else None,
+                namespace=args.namespace,
+                scopes=args.scopes,
+                env=args.env,
+                announce=announce,
+            )
+        )
     return 0
 
 
@@ -90,15 +120,24 @@ def _tools(args: argparse.Namespace) -> int:
             return sources.bundle, sources.details()
 
     augmented, details = asyncio.run(go())
-    rows = [(agent, t) for agent, node in augmented.agents.items() for t in node.tools.values() if is_mcp_tool(t)]
+    rows = [
+        (agent, t) for agent, node in augmented.agents.items() for t in node.tools.values() if is_mcp_tool(t)
+    ]
     if args.json:
-        print(json.dumps([{"agent": a, **t.model_dump(mode="json", exclude_defaults=True)} for a, t in rows],
-                         ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                [{"agent": a, **t.model_dump(mode="json", exclude_defaults=True)} for a, t in rows],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return 0
     for name, entry in details["mcp"].items():
         info = entry.get("server") or {}
-        print(f"server     {name}  {info.get('name', '?')} {info.get('version', '')}  "
-              f"({entry['transport']}, {len(entry['tools'])} tools, listing {entry['fingerprint']})")
+        print(
+            f"server     {name}  {info.get('name', '?')} {info.get('version', '')}  "
+            f"({entry['transport']}, {len(entry['tools'])} tools, listing {entry['fingerprint']})"
+        )
         for gone in entry.get("removed_since_last_run", []):
             print(f"removed    {name}: {gone} (listed at the last run, gone now: never called)")
     for agent, tool in rows:

@@ -9,14 +9,19 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("port-check", help="what an agent spec needs that a provider lacks; its portability ratio",
-                       description="Check an agent spec against one provider before running it: capability flags, "
-                                   "delegation kinds and cycles, built-in tools, output schema, Gemini schema limits, "
-                                   "model ids; plus the portability ratio own contracts / (own contracts + "
-                                   "provider-specific dependencies). Exit 0 when portable, 1 when not, 2 on usage "
-                                   "errors.")
+    p = sub.add_parser(
+        "port-check",
+        help="what an agent spec needs that a provider lacks; its portability ratio",
+        description="Check an agent spec against one provider before running it: capability flags, "
+        "delegation kinds and cycles, built-in tools, output schema, Gemini schema limits, "
+        "model ids; plus the portability ratio own contracts / (own contracts + "
+        "provider-specific dependencies). Exit 0 when portable, 1 when not, 2 on usage "
+        "errors.",
+    )
     p.add_argument("agent", help="agent spec file")
-    p.add_argument("--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target provider")
+    p.add_argument(
+        "--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target provider"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

@@ -16,31 +16,49 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("record", help="record cassettes for a suite (or one agent run)",
-                       description="Record cassettes (vendor HTTP or Claude transport, trace.jsonl, run.json) into "
-                                   "<out>/<suite>/<agent>@<version>/<case>/<provider>/r<repeat>/.")
+    p = sub.add_parser(
+        "record",
+        help="record cassettes for a suite (or one agent run)",
+        description="Record cassettes (vendor HTTP or Claude transport, trace.jsonl, run.json) into "
+        "<out>/<suite>/<agent>@<version>/<case>/<provider>/r<repeat>/.",
+    )
     p.add_argument("target", help="suite file, or an agent spec (then --case and --input are required)")
     p.add_argument("--providers", action="append", metavar="P[,P…]", help="providers (default: the suite's)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--emulator", nargs="?", const="", metavar="SCRIPT",
-                     help="record against the emulator (default script: the suite's emulator_script)")
+    src.add_argument(
+        "--emulator",
+        nargs="?",
+        const="",
+        metavar="SCRIPT",
+        help="record against the emulator (default script: the suite's emulator_script)",
+    )
     src.add_argument("--live", action="store_true", help="record the real vendor APIs (needs their API keys)")
     p.add_argument("--out", default="cassettes", metavar="DIR", help="cassette root (default: ./cassettes)")
-    p.add_argument("--record-mode", default="all", choices=["none", "once", "new_episodes", "all"],
-                   help="vcrpy record mode (default: all — a folder is re-recorded whole)")
+    p.add_argument(
+        "--record-mode",
+        default="all",
+        choices=["none", "once", "new_episodes", "all"],
+        help="vcrpy record mode (default: all — a folder is re-recorded whole)",
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument("--missing", action="store_true", help="record only folders that are not recorded yet")
     which.add_argument("--drifted", action="store_true", help="re-record only folders whose replay drifts")
     p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats to record (default: the suite's)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes for replay checks (default 2)")
+    p.add_argument(
+        "--workers", type=int, default=2, metavar="N", help="worker processes for replay checks (default 2)"
+    )
     p.add_argument("--no-verify", action="store_true", help="do not replay each new recording to check it")
     agent = p.add_argument_group("recording one agent run (TARGET is an agent spec)")
-    agent.add_argument("--input", action="append", metavar="TEXT", help="user message (repeat for multi-turn)")
+    agent.add_argument(
+        "--input", action="append", metavar="TEXT", help="user message (repeat for multi-turn)"
+    )
     agent.add_argument("--suite-id", default="adhoc", help="suite folder name in the layout (default: adhoc)")
     agent.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope (repeatable)")
     agent.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"])
-    agent.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | defer (default auto-deny)")
+    agent.add_argument(
+        "--approver", default="auto-deny", help="auto-approve | auto-deny | defer (default auto-deny)"
+    )
 
 
 def _kind(path: Path) -> str | None:
@@ -53,7 +71,9 @@ def _kind(path: Path) -> str | None:
     return data.get("kind") if isinstance(data, dict) else None
 
 
-def _agent_suite(args: argparse.Namespace, target: Path, providers: list[str] | None, script: Path | None) -> Any:
+def _agent_suite(
+    args: argparse.Namespace, target: Path, providers: list[str] | None, script: Path | None
+) -> Any:
     """A one-case suite around an agent spec, so suites and single runs share one code path."""
     from portagent.contracts.errors import UsageError
     from portagent.contracts.suite import Case, LoadedSuite, RunContext, Suite
@@ -65,10 +85,21 @@ def _agent_suite(args: argparse.Namespace, target: Path, providers: list[str] | 
     if args.emulator is not None and script is None:
         raise UsageError("recording an agent spec against the emulator needs --emulator SCRIPT")
     msgs = args.input
-    case = Case(case_id=args.cases[0], input=msgs[0] if len(msgs) == 1 else msgs,
-                why_it_exists="recorded with portagent record", context=RunContext(env=args.env, scopes=args.scopes))
-    suite = Suite(suite_id=args.suite_id, dataset_version="adhoc", owner="adhoc", agent=str(target),
-                  providers=providers, cases=[case], approver=args.approver)  # type: ignore[arg-type]
+    case = Case(
+        case_id=args.cases[0],
+        input=msgs[0] if len(msgs) == 1 else msgs,
+        why_it_exists="recorded with portagent record",
+        context=RunContext(env=args.env, scopes=args.scopes),
+    )
+    suite = Suite(
+        suite_id=args.suite_id,
+        dataset_version="adhoc",
+        owner="adhoc",
+        agent=str(target),
+        providers=providers,
+        cases=[case],
+        approver=args.approver,
+    )  # type: ignore[arg-type]
     scripts = {case.case_id: script} if script else {}
     return LoadedSuite(target, suite, (case,), {"agent": target.resolve()}, scripts)
 
@@ -117,13 +148,23 @@ def run(args: argparse.Namespace) -> int:
         lacking = sorted({c.case_id for c in loaded.cases if c.case_id not in loaded.emulator_scripts})
         if lacking:
             raise UsageError(f"{target}: no emulator_script for {', '.join(lacking)}; give --emulator SCRIPT")
-    tasks = plan_runs(loaded, mode=source, providers=chosen, repeats=args.repeats, cassettes=args.out,  # type: ignore[arg-type]
-                      case_ids=split_csv(args.cases), check=False)
+    tasks = plan_runs(
+        loaded,
+        mode=source,
+        providers=chosen,
+        repeats=args.repeats,
+        cassettes=args.out,  # type: ignore[arg-type]
+        case_ids=split_csv(args.cases),
+        check=False,
+    )
     if script is not None:
         tasks = [dataclasses.replace(t, emulator_script=script) for t in tasks]
     only = "missing" if args.missing else "drifted" if args.drifted else "all"
     out = console()
-    out.print(f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/", markup=False)
+    out.print(
+        f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/",
+        markup=False,
+    )
     counts = {"recorded": 0, "skipped": 0, "failed": 0}
 
     def show(o: Any) -> None:
@@ -134,7 +175,17 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[{colour}]{o.action:8}[/{colour}] {o.task.label}  ", end="")
         out.print(o.detail.splitlines()[0][:300] if o.detail else "", markup=False, highlight=False)
 
-    record_tasks(tasks, source=source, only=only, record_mode=args.record_mode, emulator_script=script,  # type: ignore[arg-type]
-                 verify=not args.no_verify, workers=args.workers, on_result=show)
-    out.print(f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False)
+    record_tasks(
+        tasks,
+        source=source,
+        only=only,
+        record_mode=args.record_mode,
+        emulator_script=script,  # type: ignore[arg-type]
+        verify=not args.no_verify,
+        workers=args.workers,
+        on_result=show,
+    )
+    out.print(
+        f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False
+    )
     return 1 if counts["failed"] else 0

@@ -11,9 +11,12 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="(re-)render the reports of a results folder",
-                       description="Render report.html (self-contained), report.md, junit.xml and ci_gate.json from "
-                                   "a results folder written by 'portagent eval'.")
+    p = sub.add_parser(
+        "report",
+        help="(re-)render the reports of a results folder",
+        description="Render report.html (self-contained), report.md, junit.xml and ci_gate.json from "
+        "a results folder written by 'portagent eval'.",
+    )
     p.add_argument("results", metavar="RESULTS", help="results folder")
     p.add_argument("--html", action="store_true", help="report.html")
     p.add_argument("--md", action="store_true", help="report.md")
@@ -25,7 +28,12 @@ def run(args: argparse.Namespace) -> int:
     from portagent.evals.report import decide, load_results, write_reports
     from portagent.evals.report_terminal import console, print_summary
 
-    formats = tuple(f for f in ("json", "md", "junit", "html") if getattr(args, f)) or ("json", "md", "junit", "html")
+    formats = tuple(f for f in ("json", "md", "junit", "html") if getattr(args, f)) or (
+        "json",
+        "md",
+        "junit",
+        "html",
+    )
     results = load_results(args.results)
     decision, comparison = decide(results)
     written = write_reports(results, decision, comparison, formats)

@@ -9,10 +9,13 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("run", help="run an agent once on one provider",
-                       description="Run an agent on one provider and write trace.jsonl and run.json. Exit 0 when "
-                                   "the run completed (or waits for approval), 1 when a budget stopped it, "
-                                   "2 on usage errors, 3 when the provider or SDK failed.")
+    p = sub.add_parser(
+        "run",
+        help="run an agent once on one provider",
+        description="Run an agent on one provider and write trace.jsonl and run.json. Exit 0 when "
+        "the run completed (or waits for approval), 1 when a budget stopped it, "
+        "2 on usage errors, 3 when the provider or SDK failed.",
+    )
     p.add_argument("agent", help="agent spec file")
     p.add_argument("--provider", required=True, choices=["openai", "claude", "adk"])
     src = p.add_mutually_exclusive_group()
@@ -24,9 +27,14 @@ def add_parser(sub: Any) -> None:
     end.add_argument("--replay", metavar="DIR", help="replay a recorded run folder offline")
     p.add_argument("--base-url", help="with --live: a custom endpoint (proxy, gateway, or an emulator)")
     p.add_argument("--out", help="output folder (default: $PORTAGENT_HOME/runs/<run_id>)")
-    p.add_argument("--approver", default="auto-deny",
-                   help="auto-approve | auto-deny | defer | interactive (default: auto-deny)")
-    p.add_argument("--idempotency-key", help="a repeated key answers duplicate, or resumes a run waiting for approval")
+    p.add_argument(
+        "--approver",
+        default="auto-deny",
+        help="auto-approve | auto-deny | defer | interactive (default: auto-deny)",
+    )
+    p.add_argument(
+        "--idempotency-key", help="a repeated key answers duplicate, or resumes a run waiting for approval"
+    )
     p.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"])
     p.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope (repeatable)")
     p.add_argument("--stream", action="store_true", help="use the SDK's streaming mode")
@@ -61,8 +69,13 @@ def run(args: argparse.Namespace) -> int:
     bundle = load_agent(args.agent)
     get_adapter(args.provider)  # missing extra → exit 2 before anything starts
     info = REGISTRY[args.provider]
-    request = RunRequest(input=messages if len(messages) > 1 else messages[0], provider=args.provider,
-                         idempotency_key=args.idempotency_key, env=args.env, scopes=args.scopes)
+    request = RunRequest(
+        input=messages if len(messages) > 1 else messages[0],
+        provider=args.provider,
+        idempotency_key=args.idempotency_key,
+        env=args.env,
+        scopes=args.scopes,
+    )
     options = RunOptions(streaming=args.stream, openai_api=args.openai_api)
 
     async def go() -> Any:
@@ -76,14 +89,20 @@ def run(args: argparse.Namespace) -> int:
 
         script = load_script(args.emulator)
         with serve(script) as emu:
-            endpoint = Endpoint(source="emulator", mode="direct", base_url=emu.base_url,
-                                api_key=_dummy_key(args.provider), script_hash=getattr(script, "script_hash", None))
+            endpoint = Endpoint(
+                source="emulator",
+                mode="direct",
+                base_url=emu.base_url,
+                api_key=_dummy_key(args.provider),
+                script_hash=getattr(script, "script_hash", None),
+            )
             return await _run(endpoint)
 
     async def _run(endpoint: Endpoint) -> Any:
         out = Path(args.out) if args.out else None
-        config = RunConfig(endpoint=endpoint, approver=args.approver, out_dir=out, options=options,
-                           persist=out is None)
+        config = RunConfig(
+            endpoint=endpoint, approver=args.approver, out_dir=out, options=options, persist=out is None
+        )
         return await arun_full(bundle, request, config)
 
     output = asyncio.run(go())
@@ -110,8 +129,10 @@ def _replay(args: argparse.Namespace) -> int:
     folder = Path(args.replay)
     recorded = load_recorded(folder)
     if recorded.record.manifest.provider != args.provider:
-        raise UsageError(f"{folder} was recorded with provider {recorded.record.manifest.provider!r}, "
-                         f"not {args.provider!r}")
+        raise UsageError(
+            f"{folder} was recorded with provider {recorded.record.manifest.provider!r}, "
+            f"not {args.provider!r}"
+        )
     bundle = load_agent(args.agent)
     get_adapter(args.provider)
     for change in version_changes(recorded.record):
@@ -125,7 +146,9 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _dummy_key(provider: str) -> str:
-    return {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}[provider]
+    return {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}[
+        provider
+    ]
 
 
 def _print_summary(output: Any) -> None:
@@ -137,7 +160,9 @@ def _print_summary(output: Any) -> None:
         if e.type == "tool.call":
             res = results.get(e.call_id)
             state = "ok" if res is not None and res.ok else (res.error if res is not None else "no result")
-            print(f"tool       {e.call_id} {e.tool}  decision={decisions.get(e.call_id, '-')}  result={state}")
+            print(
+                f"tool       {e.call_id} {e.tool}  decision={decisions.get(e.call_id, '-')}  result={state}"
+            )
         elif e.type == "handoff":
             print(f"handoff    {e.from_agent} -> {e.to_agent} ({e.kind})")
         elif e.type == "error":
@@ -148,8 +173,10 @@ def _print_summary(output: Any) -> None:
     print(f"cost       {cost}   duration {r.duration_ms} ms")
     if r.pending_approvals:
         for a in r.pending_approvals:
-            print(f"approval   {a} pending: portagent approvals approve|reject|edit {a}, then re-run with the same "
-                  f"--idempotency-key")
+            print(
+                f"approval   {a} pending: portagent approvals approve|reject|edit {a}, then re-run with the same "
+                f"--idempotency-key"
+            )
     if r.final_output is not None:
         print(f"final      {r.final_output}")
     if r.trace_path:

@@ -9,9 +9,12 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("schema", help="write JSON Schemas of the spec file kinds",
-                       description="Write one JSON Schema per spec kind (agent, tool, tools, policy, suite, "
-                                   "emulator-script, run) so editors can complete spec files.")
+    p = sub.add_parser(
+        "schema",
+        help="write JSON Schemas of the spec file kinds",
+        description="Write one JSON Schema per spec kind (agent, tool, tools, policy, suite, "
+        "emulator-script, run) so editors can complete spec files.",
+    )
     p.add_argument("--out", default="schemas", help="output folder (default: ./schemas)")
     p.add_argument("--kind", help="print one kind's schema to stdout instead")
 

@@ -22,7 +22,9 @@ def add_parser(sub: Any) -> None:
     dest = export.add_mutually_exclusive_group(required=True)
     dest.add_argument("--otel-json", metavar="FILE", help="write OTLP/JSON to FILE")
     dest.add_argument("--otlp-endpoint", metavar="URL", help="POST OTLP/JSON to URL (/v1/traces)")
-    imp = tsub.add_parser("import", help="turn a foreign vcrpy cassette (OpenAI, Anthropic, Gemini) into a trace")
+    imp = tsub.add_parser(
+        "import", help="turn a foreign vcrpy cassette (OpenAI, Anthropic, Gemini) into a trace"
+    )
     imp.add_argument("file", help="vcrpy cassette (.yaml or .json)")
     imp.add_argument("--out", metavar="FILE", help="write the trace here (default: JSONL on stdout)")
     imp.add_argument("--agent", metavar="NAME", help="agent name in the trace (default: the file's stem)")
@@ -72,6 +74,8 @@ def _import(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.out}: cannot write the trace ({e.strerror or e})") from None
     done = events[-1]
     unanswered = len(done.provider_details.get("calls_without_result", []))
-    print(f"imported {args.file} -> {args.out}: {done.model_calls} model calls, {done.tool_calls} tool calls"
-          f"{f' ({unanswered} without result)' if unanswered else ''}, status {done.status}")
+    print(
+        f"imported {args.file} -> {args.out}: {done.model_calls} model calls, {done.tool_calls} tool calls"
+        f"{f' ({unanswered} without result)' if unanswered else ''}, status {done.status}"
+    )
     return 0

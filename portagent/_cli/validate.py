@@ -8,12 +8,18 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("validate", help="check spec files (agents, tools, policies, suites, scripts)",
-                       description="Check spec files and folders. Exit 0 when all are valid, 1 when any "
-                                   "is invalid (every problem is listed), 2 on usage errors.")
+    p = sub.add_parser(
+        "validate",
+        help="check spec files (agents, tools, policies, suites, scripts)",
+        description="Check spec files and folders. Exit 0 when all are valid, 1 when any "
+        "is invalid (every problem is listed), 2 on usage errors.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or folders")
-    p.add_argument("--provider", choices=["openai", "claude", "adk"],
-                   help="also fail when the agent needs something this provider cannot do")
+    p.add_argument(
+        "--provider",
+        choices=["openai", "claude", "adk"],
+        help="also fail when the agent needs something this provider cannot do",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="print problems only")
 
 

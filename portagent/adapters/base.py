@@ -42,12 +42,30 @@ class AdapterInfo:
 
 
 REGISTRY: dict[str, AdapterInfo] = {
-    "openai": AdapterInfo("portagent.adapters.openai.agent", "agents", "openai-agents", "openai",
-                          "OPENAI_API_KEY", "OPENAI_BASE_URL"),
-    "claude": AdapterInfo("portagent.adapters.claude.agent", "claude_agent_sdk", "claude-agent-sdk", "claude",
-                          "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
-    "adk": AdapterInfo("portagent.adapters.adk.agent", "google.adk", "google-adk", "adk",
-                       "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
+    "openai": AdapterInfo(
+        "portagent.adapters.openai.agent",
+        "agents",
+        "openai-agents",
+        "openai",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+    ),
+    "claude": AdapterInfo(
+        "portagent.adapters.claude.agent",
+        "claude_agent_sdk",
+        "claude-agent-sdk",
+        "claude",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ),
+    "adk": AdapterInfo(
+        "portagent.adapters.adk.agent",
+        "google.adk",
+        "google-adk",
+        "adk",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+    ),
 }
 
 
@@ -80,8 +98,6 @@ class Adapter(Protocol):
     async def run(self, session: RunSession) -> AdapterOutcome:
         """Run ``session.bundle`` for ``session.request`` against ``session.endpoint``."""
         ...
-
-
 
 
 def get_adapter(name: str) -> Adapter:

@@ -99,9 +99,22 @@ class RunOptions:
 
 
 class RunSession:
-    def __init__(self, *, bundle: AgentBundle, request: RunRequest, endpoint: Endpoint, recorder: TraceRecorder,
-                 budget: Any, gateway_factory: Any, clock: Clock, ids: IdFactory, run_id: str, attempt: int,
-                 scope: str, options: RunOptions) -> None:
+    def __init__(
+        self,
+        *,
+        bundle: AgentBundle,
+        request: RunRequest,
+        endpoint: Endpoint,
+        recorder: TraceRecorder,
+        budget: Any,
+        gateway_factory: Any,
+        clock: Clock,
+        ids: IdFactory,
+        run_id: str,
+        attempt: int,
+        scope: str,
+        options: RunOptions,
+    ) -> None:
         self.bundle = bundle
         self.request = request
         self.endpoint = endpoint
@@ -125,7 +138,9 @@ class RunSession:
     # --- agents, models, tools -------------------------------------------------------------------
     def model_for(self, agent: str | None = None) -> str:
         node = self.bundle.agents[agent or self.bundle.root]
-        model = node.spec.models.for_provider(self.provider) or self.bundle.spec.models.for_provider(self.provider)
+        model = node.spec.models.for_provider(self.provider) or self.bundle.spec.models.for_provider(
+            self.provider
+        )
         if not model:
             raise UsageError(
                 f"agent {node.name!r} has no model id for provider {self.provider!r}: "
@@ -155,10 +170,14 @@ class RunSession:
         if self.stop is not None:
             raise self.stop
 
-    def budget_stop(self, limit: str, limit_value: float, observed: float, agent: str | None = None) -> BudgetStop:
+    def budget_stop(
+        self, limit: str, limit_value: float, observed: float, agent: str | None = None
+    ) -> BudgetStop:
         if isinstance(self.stop, BudgetStop):
             return self.stop
-        self.recorder.emit("budget.exceeded", agent=agent, limit=limit, limit_value=limit_value, observed=observed)
+        self.recorder.emit(
+            "budget.exceeded", agent=agent, limit=limit, limit_value=limit_value, observed=observed
+        )
         return self.signal(BudgetStop(limit, limit_value, observed))  # type: ignore[return-value]
 
     # --- model calls -----------------------------------------------------------------------------
@@ -173,20 +192,44 @@ class RunSession:
         if self.model_calls >= limit:
             raise self.budget_stop("max_turns", limit, self.model_calls + 1, agent)
 
-    def record_model_call(self, *, agent: str | None = None, model: str, input_tokens: int = 0,
-                          output_tokens: int = 0, cache_read_tokens: int = 0, cache_write_tokens: int = 0,
-                          reasoning_tokens: int = 0, latency_ms: float | None = None,
-                          finish_reason: str | None = None, response_id: str | None = None,
-                          details: dict[str, Any] | None = None) -> None:
+    def record_model_call(
+        self,
+        *,
+        agent: str | None = None,
+        model: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        latency_ms: float | None = None,
+        finish_reason: str | None = None,
+        response_id: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         """Emit ``model.call`` (usage lives only here) and enforce ``max_cost_usd``."""
         self.recorder.emit(
-            "model.call", agent=agent, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens, cache_write_tokens=cache_write_tokens,
-            reasoning_tokens=reasoning_tokens, latency_ms=latency_ms, finish_reason=finish_reason,
-            response_id=response_id, provider_details=details or {},
+            "model.call",
+            agent=agent,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            reasoning_tokens=reasoning_tokens,
+            latency_ms=latency_ms,
+            finish_reason=finish_reason,
+            response_id=response_id,
+            provider_details=details or {},
         )
-        cost = model_cost(self.provider, model, input_tokens=input_tokens, output_tokens=output_tokens,
-                          cache_read_tokens=cache_read_tokens, cache_write_tokens=cache_write_tokens)
+        cost = model_cost(
+            self.provider,
+            model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+        )
         self.model_costs.append(cost)
         if cost:
             self.budget.add_model_cost(cost)
@@ -195,14 +238,40 @@ class RunSession:
             raise self.budget_stop("max_cost_usd", limit, round(self.budget.cost_usd, 6), agent)
 
     # --- delegation ------------------------------------------------------------------------------
-    def record_handoff(self, from_agent: str, to_agent: str, kind: str, reason: str = "",
-                       details: dict[str, Any] | None = None) -> None:
-        self.recorder.emit("handoff", agent=from_agent, from_agent=from_agent, to_agent=to_agent, kind=kind,
-                           reason=reason, provider_details=details or {})
+    def record_handoff(
+        self,
+        from_agent: str,
+        to_agent: str,
+        kind: str,
+        reason: str = "",
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.recorder.emit(
+            "handoff",
+            agent=from_agent,
+            from_agent=from_agent,
+            to_agent=to_agent,
+            kind=kind,
+            reason=reason,
+            provider_details=details or {},
+        )
         if kind == "handoff":
             self.current_agent = to_agent
 
-    def record_error(self, error_type: str, message: str, *, retryable: bool = False, agent: str | None = None,
-                     details: dict[str, Any] | None = None) -> None:
-        self.recorder.emit("error", agent=agent, error_type=error_type, message=message, retryable=retryable,
-                           provider_details=details or {})
+    def record_error(
+        self,
+        error_type: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        agent: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.recorder.emit(
+            "error",
+            agent=agent,
+            error_type=error_type,
+            message=message,
+            retryable=retryable,
+            provider_details=details or {},
+        )

@@ -39,7 +39,9 @@ class SessionGateway:
         """A tool the vendor runtime executes (Claude Code built-ins): decided here, never run here."""
         self.inner.register_governed(spec, card_context)
 
-    def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
+    def observe(
+        self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None
+    ) -> Observation:
         """Record the result of a governed call the vendor runtime executed."""
         return self.inner.observe(prepared, obs, latency_ms)
 
@@ -54,7 +56,9 @@ class SessionGateway:
     async def prepare(self, tool_name: str, raw_args: Any, **kw: Any) -> PreparedCall:
         self.session.check_stopped()
         if is_mcp_tool(self.inner.tools.get(tool_name)):
-            kw["via"] = "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
+            kw["via"] = (
+                "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
+            )
         p = await self.inner.prepare(tool_name, raw_args, **kw)
         if p.rejection is not None:
             self._stop_if_budget_exhausted(p.rejection)  # ends the run after the rejection is traced
@@ -93,11 +97,26 @@ def build_gateway(session: Any, node: Any) -> SessionGateway:
         session.approver = approver
     request = session.request
     ctx = GatewayContext(
-        run_id=session.run_id, scope=session.scope, provider=session.provider, agent=node.name,
-        actor=request.actor, scopes=list(request.scopes), env=request.env, context=dict(request.context),
-        budget=session.budget, recorder=session.recorder, clock=session.clock, ids=session.ids,
+        run_id=session.run_id,
+        scope=session.scope,
+        provider=session.provider,
+        agent=node.name,
+        actor=request.actor,
+        scopes=list(request.scopes),
+        env=request.env,
+        context=dict(request.context),
+        budget=session.budget,
+        recorder=session.recorder,
+        clock=session.clock,
+        ids=session.ids,
     )
     shared = getattr(session, "_stores", None)
-    gateway = ToolGateway(node.tools, ctx, policy=node.policy, approver=approver,
-                          approvals=shared[0] if shared else None, ledger=shared[1] if shared else None)
+    gateway = ToolGateway(
+        node.tools,
+        ctx,
+        policy=node.policy,
+        approver=approver,
+        approvals=shared[0] if shared else None,
+        ledger=shared[1] if shared else None,
+    )
     return SessionGateway(session, gateway)

@@ -99,8 +99,9 @@ class McpServerRef(Contract):
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerRef:
         if (self.command is None) == (self.url is None):
-            raise ValueError(f"MCP server {self.name!r}: give exactly one of 'command' (stdio) or 'url' "
-                             "(streamable HTTP)")
+            raise ValueError(
+                f"MCP server {self.name!r}: give exactly one of 'command' (stdio) or 'url' (streamable HTTP)"
+            )
         if self.url is not None and (self.env or self.cwd is not None):
             raise ValueError(f"MCP server {self.name!r}: 'env' and 'cwd' apply to a stdio 'command' only")
         if len(set(self.allow)) != len(self.allow):
@@ -157,9 +158,7 @@ class AgentSpec(Contract):
 
         unknown = [c for c in v if c not in CAPABILITY_FLAGS]
         if unknown:
-            raise ValueError(
-                f"unknown capability {unknown[0]!r}; known: {', '.join(CAPABILITY_FLAGS)}"
-            )
+            raise ValueError(f"unknown capability {unknown[0]!r}; known: {', '.join(CAPABILITY_FLAGS)}")
         return v
 
     @property

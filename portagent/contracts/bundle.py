@@ -91,7 +91,7 @@ class AgentBundle:
             stack.append(name)
             for edge in self.agents[name].edges:
                 if state.get(edge.target) == 1:
-                    return [*stack[stack.index(edge.target):], edge.target]
+                    return [*stack[stack.index(edge.target) :], edge.target]
                 if edge.target not in state:
                     found = visit(edge.target)
                     if found:
@@ -128,7 +128,9 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
     agents: dict[str, AgentNode] = {}
     by_path: dict[Path, str] = {}
 
-    def load_one(p: Path, label: str, inherited_policy: tuple[PermissionPolicy, Path | None] | None) -> str | None:
+    def load_one(
+        p: Path, label: str, inherited_policy: tuple[PermissionPolicy, Path | None] | None
+    ) -> str | None:
         key = p.resolve()
         if key in by_path:
             return by_path[key]
@@ -160,12 +162,18 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                 if found is None:
                     close = difflib.get_close_matches(entry, list(available), n=1)
                     hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    where = f" in {', '.join(spec.tool_files)}" if spec.tool_files else " (no tool_files given)"
-                    problems.append(SpecProblem(label, f"tools.{i}", f"undefined tool {entry!r}{hint}: not found{where}"))
+                    where = (
+                        f" in {', '.join(spec.tool_files)}" if spec.tool_files else " (no tool_files given)"
+                    )
+                    problems.append(
+                        SpecProblem(label, f"tools.{i}", f"undefined tool {entry!r}{hint}: not found{where}")
+                    )
                     continue
                 tool = found
             if tool.name in tools:
-                problems.append(SpecProblem(label, f"tools.{i}", f"duplicate tool {tool.name!r} in the agent"))
+                problems.append(
+                    SpecProblem(label, f"tools.{i}", f"duplicate tool {tool.name!r} in the agent")
+                )
                 continue
             tools[tool.name] = tool
         policy: PermissionPolicy

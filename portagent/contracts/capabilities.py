@@ -40,31 +40,63 @@ CAPABILITY_FLAGS: tuple[str, ...] = tuple(ProviderCapabilities.model_fields)
 
 PROFILES: dict[str, ProviderCapabilities] = {
     "openai": ProviderCapabilities(
-        handoffs=True, agents_as_tools=True, handoff_cycles=True, structured_output=True,
-        sessions=True, streaming=True, mcp=True, native_tracing=True, vendor_cost=False,
-        builtin_tools=False, approvals_resume=True,
+        handoffs=True,
+        agents_as_tools=True,
+        handoff_cycles=True,
+        structured_output=True,
+        sessions=True,
+        streaming=True,
+        mcp=True,
+        native_tracing=True,
+        vendor_cost=False,
+        builtin_tools=False,
+        approvals_resume=True,
     ),
     "claude": ProviderCapabilities(
         # Subagents run through the built-in Task/Agent tool: the parent keeps control.
-        handoffs=False, agents_as_tools=True, handoff_cycles=False, structured_output=True,
-        sessions=True, streaming=True, mcp=True, native_tracing=False, vendor_cost=True,
-        builtin_tools=True, approvals_resume=False,
+        handoffs=False,
+        agents_as_tools=True,
+        handoff_cycles=False,
+        structured_output=True,
+        sessions=True,
+        streaming=True,
+        mcp=True,
+        native_tracing=False,
+        vendor_cost=True,
+        builtin_tools=True,
+        approvals_resume=False,
     ),
     "adk": ProviderCapabilities(
         # ADK sub_agents must form a tree: a cycle cannot be expressed. ADK 2.13 can pause and resume
         # for a confirmation natively (ResumabilityConfig + ToolContext.request_confirmation);
         # portagent still resumes by re-running on every provider (ADR 0007).
-        handoffs=True, agents_as_tools=True, handoff_cycles=False, structured_output=True,
-        sessions=True, streaming=True, mcp=True, native_tracing=True, vendor_cost=False,
-        builtin_tools=False, approvals_resume=True,
+        handoffs=True,
+        agents_as_tools=True,
+        handoff_cycles=False,
+        structured_output=True,
+        sessions=True,
+        streaming=True,
+        mcp=True,
+        native_tracing=True,
+        vendor_cost=False,
+        builtin_tools=False,
+        approvals_resume=True,
     ),
 }
 """Profiles of the three adapters."""
 
 BARE_MESSAGES_API = ProviderCapabilities(
-    handoffs=False, agents_as_tools=False, handoff_cycles=False, structured_output=True,
-    sessions=False, streaming=True, mcp=False, native_tracing=False, vendor_cost=False,
-    builtin_tools=False, approvals_resume=False,
+    handoffs=False,
+    agents_as_tools=False,
+    handoff_cycles=False,
+    structured_output=True,
+    sessions=False,
+    streaming=True,
+    mcp=False,
+    native_tracing=False,
+    vendor_cost=False,
+    builtin_tools=False,
+    approvals_resume=False,
 )
 """A plain chat/messages API with no agent runtime (for comparison in reports)."""
 

@@ -41,9 +41,14 @@ class Usage(_Model):
 
     @model_validator(mode="after")
     def _buckets_fit(self) -> Usage:
-        if self.input_tokens is not None and self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
-            raise ValueError("cache_read_tokens + cache_write_tokens cannot exceed input_tokens "
-                             "(input_tokens is the total input, cache included)")
+        if (
+            self.input_tokens is not None
+            and self.cache_read_tokens + self.cache_write_tokens > self.input_tokens
+        ):
+            raise ValueError(
+                "cache_read_tokens + cache_write_tokens cannot exceed input_tokens "
+                "(input_tokens is the total input, cache included)"
+            )
         if self.output_tokens is not None and self.reasoning_tokens > self.output_tokens:
             raise ValueError("reasoning_tokens cannot exceed output_tokens (output includes reasoning)")
         return self
@@ -143,8 +148,9 @@ class ContentFault(_Model):
     """Fire only the first N times (per provider); unset: every time."""
 
 
-Fault = Annotated[HttpFault | SlowFirstByteFault | StallFault | TruncateFault | ContentFault,
-                  Field(discriminator="type")]
+Fault = Annotated[
+    HttpFault | SlowFirstByteFault | StallFault | TruncateFault | ContentFault, Field(discriminator="type")
+]
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filter"]
 
@@ -180,12 +186,17 @@ class Turn(_Model):
         has_content = bool(self.text or self.tool_calls or self.handoff)
         pure_error = isinstance(self.fault, HttpFault) and self.fault.times is None
         if not has_content and not pure_error:
-            raise ValueError("a turn needs 'text', 'tool_calls' or 'handoff' (only a turn whose "
-                             "fault is an HTTP error firing every time may have none)")
+            raise ValueError(
+                "a turn needs 'text', 'tool_calls' or 'handoff' (only a turn whose "
+                "fault is an HTTP error firing every time may have none)"
+            )
         if self.handoff and self.tool_calls:
             raise ValueError("a turn cannot have both 'handoff' and 'tool_calls'")
-        if (isinstance(self.fault, ContentFault) and self.fault.type == "malformed_arguments"
-                and not (self.tool_calls or self.handoff)):
+        if (
+            isinstance(self.fault, ContentFault)
+            and self.fault.type == "malformed_arguments"
+            and not (self.tool_calls or self.handoff)
+        ):
             raise ValueError("fault 'malformed_arguments' needs a turn with tool_calls")
         return self
 
@@ -284,14 +295,18 @@ class EmulatorScript(_Model):
         keys: dict[tuple[Any, ...], str] = {}
         for i, conv in enumerate(self.conversations):
             if conv.name in seen:
-                raise ValueError(f"conversations.{i}.name: duplicate name {conv.name!r} "
-                                 f"(also conversations.{seen[conv.name]})")
+                raise ValueError(
+                    f"conversations.{i}.name: duplicate name {conv.name!r} "
+                    f"(also conversations.{seen[conv.name]})"
+                )
             seen[conv.name] = i
             if conv.match is not None:
                 key = (conv.match.first_user, conv.match.first_user_regex, conv.match.system_contains)
                 if key in keys:
-                    raise ValueError(f"conversations.{i}: same match as conversation {keys[key]!r}; "
-                                     "the second could never be reached")
+                    raise ValueError(
+                        f"conversations.{i}: same match as conversation {keys[key]!r}; "
+                        "the second could never be reached"
+                    )
                 keys[key] = conv.name
         return self
 

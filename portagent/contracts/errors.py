@@ -122,8 +122,9 @@ class ProviderError(PortagentError):
 
     exit_code = 3
 
-    def __init__(self, message: str, *, status: int | None = None, body: str | None = None,
-                 retryable: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, body: str | None = None, retryable: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body

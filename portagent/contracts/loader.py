@@ -60,16 +60,25 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
         try:
             return json.loads(text), None
         except json.JSONDecodeError as e:
-            raise SpecError([SpecProblem(label, "", f"JSON syntax error: {e.msg}", e.lineno, e.colno)]) from None
+            raise SpecError(
+                [SpecProblem(label, "", f"JSON syntax error: {e.msg}", e.lineno, e.colno)]
+            ) from None
     try:
         data, node = _parse_yaml(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         msg = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
-        raise SpecError([SpecProblem(
-            label, "", f"YAML syntax error: {msg}",
-            mark.line + 1 if mark else None, mark.column + 1 if mark else None,
-        )]) from None
+        raise SpecError(
+            [
+                SpecProblem(
+                    label,
+                    "",
+                    f"YAML syntax error: {msg}",
+                    mark.line + 1 if mark else None,
+                    mark.column + 1 if mark else None,
+                )
+            ]
+        ) from None
     except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
         raise SpecError([SpecProblem(label, "", f"YAML error: {e}")]) from None
     return data, node
@@ -145,7 +154,9 @@ def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     cur = data
     for i, part in enumerate(loc):
         last = i == len(loc) - 1
-        if (isinstance(cur, dict) and part in cur) or (isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)):
+        if (isinstance(cur, dict) and part in cur) or (
+            isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
+        ):
             out.append(part)
             cur = cur[part]
         elif last and isinstance(cur, dict) and isinstance(part, str):
@@ -154,13 +165,19 @@ def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def problems_from_validation(
-    error: ValidationError, label: str, node: yaml.Node | None, model: type[BaseModel], prefix: tuple[Any, ...] = (),
+    error: ValidationError,
+    label: str,
+    node: yaml.Node | None,
+    model: type[BaseModel],
+    prefix: tuple[Any, ...] = (),
     data: Any = None,
 ) -> list[SpecProblem]:
     out: list[SpecProblem] = []
     seen: set[tuple[str, str]] = set()
     for err in error.errors(include_url=False):
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "function-after"))))
+        loc = tuple(
+            p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "function-after")))
+        )
         if data is not None:
             loc = _real_loc(data, tuple(err["loc"]))
         path = ".".join(str(p) for p in prefix + loc)
@@ -169,7 +186,11 @@ def problems_from_validation(
             name = str(loc[-1]) if loc else ""
             allowed = _field_names(model, loc[:-1])
             close = difflib.get_close_matches(name, allowed, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else (f" (allowed: {', '.join(allowed)})" if allowed else "")
+            hint = (
+                f" (did you mean {close[0]!r}?)"
+                if close
+                else (f" (allowed: {', '.join(allowed)})" if allowed else "")
+            )
             msg = f"unknown field {name!r}{hint}"
         elif etype == "missing":
             msg = "required field is missing"
@@ -189,7 +210,9 @@ def problems_from_validation(
     return out
 
 
-def load_spec_file(path: str | Path, model_cls: type[M] | None = None, *, expect_kind: str | None = None) -> M:
+def load_spec_file(
+    path: str | Path, model_cls: type[M] | None = None, *, expect_kind: str | None = None
+) -> M:
     """Load one spec file. With ``model_cls`` the file must be of that kind; otherwise its ``kind:``
     picks the contract. Raises ``SpecError`` with every problem found."""
     p = Path(path)
@@ -199,26 +222,58 @@ def load_spec_file(path: str | Path, model_cls: type[M] | None = None, *, expect
 
 
 def validate_document(
-    data: Any, label: str, node: yaml.Node | None = None, model_cls: type[BaseModel] | None = None,
-    *, expect_kind: str | None = None,
+    data: Any,
+    label: str,
+    node: yaml.Node | None = None,
+    model_cls: type[BaseModel] | None = None,
+    *,
+    expect_kind: str | None = None,
 ) -> BaseModel:
     if not isinstance(data, dict):
-        raise SpecError([SpecProblem(label, "", f"expected a mapping starting with 'kind:', got {type(data).__name__}")])
+        raise SpecError(
+            [SpecProblem(label, "", f"expected a mapping starting with 'kind:', got {type(data).__name__}")]
+        )
     kind = data.get("kind")
     if model_cls is not None and expect_kind is None:
         field = model_cls.model_fields.get("kind")
         expect_kind = field.default if field is not None else None
     if kind is None and expect_kind is None:
-        raise SpecError([SpecProblem(label, "kind", f"missing 'kind:'; expected one of: {', '.join(KINDS)}", _line_of(node, ()))])
+        raise SpecError(
+            [
+                SpecProblem(
+                    label, "kind", f"missing 'kind:'; expected one of: {', '.join(KINDS)}", _line_of(node, ())
+                )
+            ]
+        )
     if kind is not None and kind not in KINDS:
         close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise SpecError([SpecProblem(label, "kind", f"unknown kind {kind!r}{hint}; expected one of: {', '.join(KINDS)}",
-                                     _line_of(node, ("kind",)))])
+        raise SpecError(
+            [
+                SpecProblem(
+                    label,
+                    "kind",
+                    f"unknown kind {kind!r}{hint}; expected one of: {', '.join(KINDS)}",
+                    _line_of(node, ("kind",)),
+                )
+            ]
+        )
     if expect_kind is not None and kind is not None and kind != expect_kind:
-        raise SpecError([SpecProblem(label, "kind", f"expected kind {expect_kind!r}, got {kind!r}", _line_of(node, ("kind",)))])
+        raise SpecError(
+            [
+                SpecProblem(
+                    label, "kind", f"expected kind {expect_kind!r}, got {kind!r}", _line_of(node, ("kind",))
+                )
+            ]
+        )
     if "schema_version" not in data:
-        raise SpecError([SpecProblem(label, "schema_version", "missing 'schema_version:' (current: 1)", _line_of(node, ()))])
+        raise SpecError(
+            [
+                SpecProblem(
+                    label, "schema_version", "missing 'schema_version:' (current: 1)", _line_of(node, ())
+                )
+            ]
+        )
     cls = model_cls or model_for_kind(str(kind or expect_kind))
     try:
         return cls.model_validate(data)
@@ -234,11 +289,15 @@ def iter_spec_files(paths: list[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out.extend(sorted(
-                f for f in p.rglob("*")
-                if f.is_file() and f.suffix in SPEC_SUFFIXES
-                and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            ))
+            out.extend(
+                sorted(
+                    f
+                    for f in p.rglob("*")
+                    if f.is_file()
+                    and f.suffix in SPEC_SUFFIXES
+                    and not any(part.startswith(".") for part in f.relative_to(p).parts)
+                )
+            )
         else:
             out.append(p)
     return out

@@ -52,8 +52,11 @@ class ArgPredicate(Contract):
 
     @model_validator(mode="after")
     def _one_operator(self) -> ArgPredicate:
-        ops = [k for k in ("equals", "in_", "prefix", "not_prefix", "glob", "regex")
-               if getattr(self, k) is not None]
+        ops = [
+            k
+            for k in ("equals", "in_", "prefix", "not_prefix", "glob", "regex")
+            if getattr(self, k) is not None
+        ]
         has_range = self.min is not None or self.max is not None
         if len(ops) + (1 if has_range else 0) != 1:
             raise ValueError(
@@ -100,12 +103,20 @@ class RiskScoring(Contract):
     """The design source's risk score (ACCEPTANCE ch. 08), with configurable weights and thresholds."""
 
     weights: dict[str, float] = {
-        "effect": 0.30, "env": 0.20, "reversibility": 0.20, "confidence": 0.15,
-        "evidence": 0.10, "cost": 0.05,
+        "effect": 0.30,
+        "env": 0.20,
+        "reversibility": 0.20,
+        "confidence": 0.15,
+        "evidence": 0.10,
+        "cost": 0.05,
     }
     """Weight of each factor."""
     effect_weights: dict[RiskAction, float] = {
-        "read": 0.05, "draft": 0.15, "write": 0.55, "send": 0.70, "publish": 0.80,
+        "read": 0.05,
+        "draft": 0.15,
+        "write": 0.55,
+        "send": 0.70,
+        "publish": 0.80,
     }
     """Risk of each action class."""
     env_weights: dict[Environment, float] = {"lab": 0.05, "dev": 0.15, "staging": 0.35, "prod": 0.70}

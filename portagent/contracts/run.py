@@ -13,7 +13,13 @@ from portagent.contracts.trace import CostSource, Mode, Source
 RUN_RECORD_SCHEMA_VERSION = 1
 
 RunStatus = Literal[
-    "created", "running", "waiting_approval", "completed", "failed", "budget_exhausted", "cancelled",
+    "created",
+    "running",
+    "waiting_approval",
+    "completed",
+    "failed",
+    "budget_exhausted",
+    "cancelled",
     "duplicate",
 ]
 """States of a run."""

@@ -152,7 +152,9 @@ class Expectations(Contract):
     @property
     def reference(self) -> list[str]:
         """The trajectory reference: the explicit one, else ``required_tools``."""
-        return list(self.trajectory.reference if self.trajectory.reference is not None else self.required_tools)
+        return list(
+            self.trajectory.reference if self.trajectory.reference is not None else self.required_tools
+        )
 
 
 class ScriptedApproval(Contract):
@@ -199,7 +201,10 @@ class Case(Contract):
 
     case_id: Annotated[str, Field(pattern=CASE_ID_RE)]
     """Stable id (letters, digits, ``_.-``); reports and cassettes are keyed by it."""
-    input: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    input: (
+        Annotated[str, Field(min_length=1)]
+        | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    )
     """The user message, or several for a multi-turn case."""
     why_it_exists: Annotated[str, Field(min_length=1)]
     """The failure this case protects against (mandatory: a case nobody can explain gets deleted)."""
@@ -334,8 +339,9 @@ def load_suite(path: str | Path) -> LoadedSuite:
         return p
 
     agents = {role: exists(ref, role, "agent spec") for role, ref in suite.agent_refs.items()}
-    suite_script = exists(suite.emulator_script, "emulator_script", "emulator script") \
-        if suite.emulator_script else None
+    suite_script = (
+        exists(suite.emulator_script, "emulator_script", "emulator script") if suite.emulator_script else None
+    )
 
     cases: list[Case] = list(suite.cases)
     origins: dict[str, str] = {c.case_id: f"{label} [cases]" for c in cases}
@@ -346,7 +352,11 @@ def load_suite(path: str | Path) -> LoadedSuite:
     for i, rel in enumerate(suite.case_files):
         case_path = base / rel
         if not case_path.is_file():
-            problems.append(SpecProblem(label, f"case_files.{i}", f"case file not found: {rel} (looked for {case_path.resolve()})"))
+            problems.append(
+                SpecProblem(
+                    label, f"case_files.{i}", f"case file not found: {rel} (looked for {case_path.resolve()})"
+                )
+            )
             continue
         try:
             cdata, cnode = read_document(case_path)
@@ -358,7 +368,13 @@ def load_suite(path: str | Path) -> LoadedSuite:
             prefix: tuple[Any, ...] = (j,) if isinstance(cdata, list) else ()
             clabel = str(case_path)
             if not isinstance(item, dict):
-                problems.append(SpecProblem(clabel, ".".join(map(str, prefix)), f"expected a case mapping, got {type(item).__name__}"))
+                problems.append(
+                    SpecProblem(
+                        clabel,
+                        ".".join(map(str, prefix)),
+                        f"expected a case mapping, got {type(item).__name__}",
+                    )
+                )
                 continue
             try:
                 case = Case.model_validate(item)
@@ -367,14 +383,24 @@ def load_suite(path: str | Path) -> LoadedSuite:
                 continue
             where = f"{clabel} [{'.'.join(map(str, prefix)) or 'case'}]"
             if case.case_id in origins:
-                problems.append(SpecProblem(clabel, ".".join(map(str, (*prefix, "case_id"))),
-                                            f"duplicate case_id {case.case_id!r} (also in {origins[case.case_id]})"))
+                problems.append(
+                    SpecProblem(
+                        clabel,
+                        ".".join(map(str, (*prefix, "case_id"))),
+                        f"duplicate case_id {case.case_id!r} (also in {origins[case.case_id]})",
+                    )
+                )
                 continue
             origins[case.case_id] = where
             cases.append(case)
             if case.emulator_script:
-                scripts[case.case_id] = exists(case.emulator_script, ".".join(map(str, (*prefix, "emulator_script"))),
-                                               "emulator script", clabel, case_path.resolve().parent)
+                scripts[case.case_id] = exists(
+                    case.emulator_script,
+                    ".".join(map(str, (*prefix, "emulator_script"))),
+                    "emulator script",
+                    clabel,
+                    case_path.resolve().parent,
+                )
     if problems:
         raise SpecError(problems)
     if suite_script is not None:

@@ -16,15 +16,31 @@ Effect = Literal[
 """Effect classes, from harmless to dangerous."""
 
 EFFECTS: tuple[Effect, ...] = (
-    "read", "compute", "prepare_change", "reversible_write", "external_effect", "privileged_operation"
+    "read",
+    "compute",
+    "prepare_change",
+    "reversible_write",
+    "external_effect",
+    "privileged_operation",
 )
 WRITE_EFFECTS: frozenset[str] = frozenset({"reversible_write", "external_effect"})
 """Effects that change the world: idempotency is mandatory and approval cannot be opted out of."""
 
 ErrorCode = Literal[
-    "unknown_tool", "validation_error", "precondition_failed", "permission_denied", "approval_required",
-    "approval_rejected", "budget_exhausted", "not_found", "rate_limited", "timeout", "partial_result",
-    "conflict", "duplicate", "handler_error",
+    "unknown_tool",
+    "validation_error",
+    "precondition_failed",
+    "permission_denied",
+    "approval_required",
+    "approval_rejected",
+    "budget_exhausted",
+    "not_found",
+    "rate_limited",
+    "timeout",
+    "partial_result",
+    "conflict",
+    "duplicate",
+    "handler_error",
 ]
 """The error catalogue shared by tool results and gateway rejections."""
 
@@ -184,8 +200,11 @@ class ToolSpec(Contract):
     @cached_property
     def description_hash(self) -> str:
         return short_hash(
-            {"description": self.description, "when_to_use": self.when_to_use,
-             "when_not_to_use": self.when_not_to_use}
+            {
+                "description": self.description,
+                "when_to_use": self.when_to_use,
+                "when_not_to_use": self.when_not_to_use,
+            }
         )
 
     @cached_property

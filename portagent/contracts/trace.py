@@ -254,8 +254,17 @@ class RunCompleted(_Event):
 
 
 TraceEvent = Annotated[
-    RunStarted | ModelCall | ToolCall | PermissionDecisionEvent | ApprovalRequested | ApprovalResolved
-    | ToolResult | Handoff | BudgetExceeded | ErrorEvent | RunCompleted,
+    RunStarted
+    | ModelCall
+    | ToolCall
+    | PermissionDecisionEvent
+    | ApprovalRequested
+    | ApprovalResolved
+    | ToolResult
+    | Handoff
+    | BudgetExceeded
+    | ErrorEvent
+    | RunCompleted,
     Field(discriminator="type"),
 ]
 """Any trace event."""
@@ -263,8 +272,17 @@ TraceEvent = Annotated[
 TRACE_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent)
 
 EVENT_TYPES: tuple[str, ...] = (
-    "run.started", "model.call", "tool.call", "permission.decision", "approval.requested",
-    "approval.resolved", "tool.result", "handoff", "budget.exceeded", "error", "run.completed",
+    "run.started",
+    "model.call",
+    "tool.call",
+    "permission.decision",
+    "approval.requested",
+    "approval.resolved",
+    "tool.result",
+    "handoff",
+    "budget.exceeded",
+    "error",
+    "run.completed",
 )
 
 

@@ -43,8 +43,10 @@ class BudgetCheck:
         if self.ok:
             return "within budget"
         if self.limit == "max_cost_usd":
-            return (f"cost budget exhausted: this call would bring the run to {self.observed:g} USD, "
-                    f"over max_cost_usd {self.limit_value:g}")
+            return (
+                f"cost budget exhausted: this call would bring the run to {self.observed:g} USD, "
+                f"over max_cost_usd {self.limit_value:g}"
+            )
         return f"{self.limit} exhausted: {self.observed:g} > {self.limit_value:g}"
 
     def event_fields(self) -> dict[str, float | str]:
@@ -148,8 +150,9 @@ class RunBudget:
 
     def _check_locked(self, cost: Decimal) -> BudgetCheck:
         if self.budget is not None and self.tool_calls > self.budget.max_tool_calls:
-            return BudgetCheck(False, "max_tool_calls", float(self.budget.max_tool_calls),
-                               float(self.tool_calls))
+            return BudgetCheck(
+                False, "max_tool_calls", float(self.budget.max_tool_calls), float(self.tool_calls)
+            )
         m = self.max_cost
         if m is not None and self.spent + cost > m:
             return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent + cost))
@@ -157,5 +160,9 @@ class RunBudget:
 
     def snapshot(self) -> dict[str, float | int | None]:
         """Counters for reports and ``run.completed``."""
-        return {"turns": self.turns, "tool_calls": self.tool_calls, "cost_usd": self.cost_usd,
-                "cost_left": self.cost_left}
+        return {
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "cost_usd": self.cost_usd,
+            "cost_left": self.cost_left,
+        }

@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        run_forever(load_script(args.script), host=args.host, port=args.port, log_path=args.log, on_ready=ready)
+        run_forever(
+            load_script(args.script), host=args.host, port=args.port, log_path=args.log, on_ready=ready
+        )
     except PortagentError as e:
         sys.stderr.write(f"portagent: {e.render()}\n")
         return e.exit_code

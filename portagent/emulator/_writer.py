@@ -47,8 +47,13 @@ def _write(handler: BaseHTTPRequestHandler, data: bytes) -> None:
         raise ClientGone from e
 
 
-def write_body(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes,
-               fault: BodyFault = None) -> None:
+def write_body(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    headers: dict[str, str],
+    body: bytes,
+    fault: BodyFault = None,
+) -> None:
     """A complete body with Content-Length; a fault cuts it in half (stall or truncate)."""
     _send_head(handler, status, {**headers, "Content-Length": str(len(body))})
     if fault is None:
@@ -66,8 +71,13 @@ def write_body(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, 
     _drop(handler)  # truncate: the declared length is never reached
 
 
-def write_chunked(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str],
-                  events: Iterable[bytes], fault: BodyFault = None) -> None:
+def write_chunked(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    headers: dict[str, str],
+    events: Iterable[bytes],
+    fault: BodyFault = None,
+) -> None:
     """A chunked stream, one chunk per event, with the stall/truncate fault applied by event count."""
     _send_head(handler, status, {**headers, "Transfer-Encoding": "chunked"})
     for n, event in enumerate(events):

@@ -34,8 +34,14 @@ ScriptSource = EmulatorScript | Mapping[str, Any] | str | os.PathLike[str]
 class RunningEmulator:
     """A running emulator: its URLs and its request log."""
 
-    def __init__(self, host: str, port: int, requests: Callable[[], list[dict[str, Any]]],
-                 reset: Callable[[], None], log_path: Path | None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        requests: Callable[[], list[dict[str, Any]]],
+        reset: Callable[[], None],
+        log_path: Path | None,
+    ) -> None:
         self.host = host
         """The interface it listens on."""
         self.port = port
@@ -67,8 +73,11 @@ class RunningEmulator:
 
     def env(self) -> dict[str, str]:
         """Environment variables pointing each vendor SDK at this emulator."""
-        return {"OPENAI_BASE_URL": self.openai_base_url, "ANTHROPIC_BASE_URL": self.anthropic_base_url,
-                "GOOGLE_GEMINI_BASE_URL": self.gemini_base_url}
+        return {
+            "OPENAI_BASE_URL": self.openai_base_url,
+            "ANTHROPIC_BASE_URL": self.anthropic_base_url,
+            "GOOGLE_GEMINI_BASE_URL": self.gemini_base_url,
+        }
 
     def requests(self) -> list[dict[str, Any]]:
         """The request log: one dict per request (method, path, query, headers masked, body, …)."""
@@ -87,23 +96,32 @@ def _as_script(script: ScriptSource) -> EmulatorScript:
     return load_script(script)
 
 
-def bind(script: EmulatorScript, host: str, port: int, log: RequestLog,
-         verbose: bool = False) -> EmulatorHTTPServer:
+def bind(
+    script: EmulatorScript, host: str, port: int, log: RequestLog, verbose: bool = False
+) -> EmulatorHTTPServer:
     """Create the server socket, turning bind failures into :class:`EmulatorError`."""
     try:
         return EmulatorHTTPServer((host, port), Engine(script), log, verbose=verbose)
     except OSError as e:
         log.close()
         if e.errno == errno.EADDRINUSE:
-            raise EmulatorError(f"port {port} on {host} is already in use; pick another with --port, "
-                                f"or --port 0 for a free one") from e
+            raise EmulatorError(
+                f"port {port} on {host} is already in use; pick another with --port, "
+                f"or --port 0 for a free one"
+            ) from e
         raise EmulatorError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
 
 
 @contextlib.contextmanager
-def serve(script: ScriptSource, *, host: str = "127.0.0.1", port: int = 0,
-          mode: Literal["thread", "subprocess"] = "thread", log_path: str | os.PathLike[str] | None = None,
-          verbose: bool = False) -> Iterator[RunningEmulator]:
+def serve(
+    script: ScriptSource,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    mode: Literal["thread", "subprocess"] = "thread",
+    log_path: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
+) -> Iterator[RunningEmulator]:
     """Run the emulator for the duration of a ``with`` block (``port=0``: a free port)."""
     if mode == "subprocess":
         with _serve_subprocess(script, host, port, log_path) as handle:
@@ -111,12 +129,12 @@ def serve(script: ScriptSource, *, host: str = "127.0.0.1", port: int = 0,
         return
     log = RequestLog(log_path)
     httpd = bind(_as_script(script), host, port, log, verbose)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="portagent-emulator", daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="portagent-emulator", daemon=True
+    )
     thread.start()
     try:
-        yield RunningEmulator(host, httpd.server_address[1], httpd.log.entries, httpd.engine.reset,
-                              log.path)
+        yield RunningEmulator(host, httpd.server_address[1], httpd.log.entries, httpd.engine.reset, log.path)
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -124,8 +142,15 @@ def serve(script: ScriptSource, *, host: str = "127.0.0.1", port: int = 0,
         log.close()
 
 
-def run_forever(script: EmulatorScript, *, host: str, port: int, log_path: str | os.PathLike[str] | None,
-                on_ready: Callable[[RunningEmulator], None], verbose: bool = False) -> None:
+def run_forever(
+    script: EmulatorScript,
+    *,
+    host: str,
+    port: int,
+    log_path: str | os.PathLike[str] | None,
+    on_ready: Callable[[RunningEmulator], None],
+    verbose: bool = False,
+) -> None:
     """Serve in the foreground until interrupted (used by ``portagent emulate``).
 
     Only the last 1000 requests stay in memory (``GET /_emulator/requests``); ``log_path`` keeps all.
@@ -141,19 +166,34 @@ def run_forever(script: EmulatorScript, *, host: str, port: int, log_path: str |
 
 
 @contextlib.contextmanager
-def _serve_subprocess(script: ScriptSource, host: str, port: int,
-                      log_path: str | os.PathLike[str] | None) -> Iterator[RunningEmulator]:
+def _serve_subprocess(
+    script: ScriptSource, host: str, port: int, log_path: str | os.PathLike[str] | None
+) -> Iterator[RunningEmulator]:
     with tempfile.TemporaryDirectory(prefix="portagent-emulator-") as tmp:
         if isinstance(script, EmulatorScript | Mapping):
             script_path = Path(tmp) / "script.json"
-            data = script.model_dump(mode="json", exclude_unset=True) if isinstance(script, EmulatorScript) \
+            data = (
+                script.model_dump(mode="json", exclude_unset=True)
+                if isinstance(script, EmulatorScript)
                 else dict(script)
+            )
             script_path.write_text(json.dumps(data), encoding="utf-8")
         else:
             script_path = Path(script)
         log = Path(log_path) if log_path is not None else Path(tmp) / "requests.jsonl"
-        cmd = [sys.executable, "-m", "portagent.emulator", "--script", str(script_path), "--host", host,
-               "--port", str(port), "--log", str(log)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "portagent.emulator",
+            "--script",
+            str(script_path),
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--log",
+            str(log),
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         try:
             ready = _read_ready(proc, timeout=30.0)
@@ -203,5 +243,7 @@ def _read_ready(proc: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]
     if not line:
         proc.wait(timeout=5)
         err = proc.stderr.read().decode("utf-8", "replace").strip()
-        raise EmulatorError(err.removeprefix("portagent: ") or f"the emulator subprocess exited with {proc.returncode}")
+        raise EmulatorError(
+            err.removeprefix("portagent: ") or f"the emulator subprocess exited with {proc.returncode}"
+        )
     return json.loads(line)  # type: ignore[no-any-return]

@@ -66,8 +66,11 @@ class Engine:
         self._lock = threading.Lock()
         self._fault_counts: dict[tuple[str, str, int], int] = {}
         self._responses: dict[str, tuple[str, int]] = {}
-        self._regex = {c.name: re.compile(c.match.first_user_regex)
-                       for c in script.conversations if c.match and c.match.first_user_regex}
+        self._regex = {
+            c.name: re.compile(c.match.first_user_regex)
+            for c in script.conversations
+            if c.match and c.match.first_user_regex
+        }
 
     def reset(self) -> None:
         """Forget fault counters and remembered response ids."""
@@ -89,8 +92,11 @@ class Engine:
         if named:
             conv = self.script.conversation(named)
             if conv is None:
-                return ErrorReply("bad_request", f"portagent emulator: no conversation named {named!r} "
-                                  f"(header {CONVERSATION_HEADER}); known conversations: {self._known()}")
+                return ErrorReply(
+                    "bad_request",
+                    f"portagent emulator: no conversation named {named!r} "
+                    f"(header {CONVERSATION_HEADER}); known conversations: {self._known()}",
+                )
             return conv, turns_in_request
         prev = view.options.get("previous_response_id")
         if isinstance(prev, str) and prev:
@@ -113,8 +119,11 @@ class Engine:
                 continue
             return conv, turns_in_request
         shown = "(none)" if first is None else repr(first if len(first) <= 200 else first[:200] + "…")
-        return ErrorReply("bad_request", f"portagent emulator: no conversation matches first user text "
-                          f"{shown}; known conversations: {self._known()}")
+        return ErrorReply(
+            "bad_request",
+            f"portagent emulator: no conversation matches first user text "
+            f"{shown}; known conversations: {self._known()}",
+        )
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -138,27 +147,47 @@ class Engine:
         provider = provider_of(view.api)
         turns = conv.turns_for(provider)
         if cursor >= len(turns):
-            return ErrorReply("bad_request", f"portagent emulator: script exhausted for conversation "
-                              f"{conv.name!r}: it has {len(turns)} turn(s) for provider {provider!r} and "
-                              f"the request already holds {cursor} assistant turn(s)",
-                              conversation=conv.name, cursor=cursor)
+            return ErrorReply(
+                "bad_request",
+                f"portagent emulator: script exhausted for conversation "
+                f"{conv.name!r}: it has {len(turns)} turn(s) for provider {provider!r} and "
+                f"the request already holds {cursor} assistant turn(s)",
+                conversation=conv.name,
+                cursor=cursor,
+            )
         turn = turns[cursor]
-        fault = turn.fault if turn.fault and self._fires((provider, conv.name, cursor), turn.fault.times) else None
+        fault = (
+            turn.fault
+            if turn.fault and self._fires((provider, conv.name, cursor), turn.fault.times)
+            else None
+        )
         if isinstance(fault, HttpFault):
-            kinds: dict[str, ErrorKind] = {"http_429": "rate_limit", "http_500": "server_error",
-                                           "http_503": "unavailable", "overloaded": "overloaded"}
-            retry = fault.retry_after_s if fault.retry_after_s is not None else (
-                1.0 if fault.type == "http_429" else None)
-            return ErrorReply(kinds[fault.type], fault.message or "", retry,
-                              conversation=conv.name, cursor=cursor, fault=fault.type)
+            kinds: dict[str, ErrorKind] = {
+                "http_429": "rate_limit",
+                "http_500": "server_error",
+                "http_503": "unavailable",
+                "overloaded": "overloaded",
+            }
+            retry = (
+                fault.retry_after_s
+                if fault.retry_after_s is not None
+                else (1.0 if fault.type == "http_429" else None)
+            )
+            return ErrorReply(
+                kinds[fault.type],
+                fault.message or "",
+                retry,
+                conversation=conv.name,
+                cursor=cursor,
+                fault=fault.type,
+            )
         plan = self._plan(view, conv, cursor, turn, fault)
         if view.api == "openai.responses":
             with self._lock:
                 self._responses[f"resp_{plan.ident}"] = (conv.name, cursor)
         return plan
 
-    def _plan(self, view: RequestView, conv: Conversation, cursor: int, turn: Turn,
-              fault: object) -> Plan:
+    def _plan(self, view: RequestView, conv: Conversation, cursor: int, turn: Turn, fault: object) -> Plan:
         ident = f"emu_{slug(conv.name)}_{cursor}"
         ctx = TemplateContext(view)
         notes: list[str] = []
@@ -181,12 +210,15 @@ class Engine:
         content_type = None
         if isinstance(fault, ContentFault):
             if fault.type == "malformed_arguments":
-                calls = [PlannedCall(c.index, c.ident, c.name, c.arguments, _cut(c.arguments_json), True)
-                         for c in calls]
+                calls = [
+                    PlannedCall(c.index, c.ident, c.name, c.arguments, _cut(c.arguments_json), True)
+                    for c in calls
+                ]
             elif fault.type == "unknown_tool":
                 if calls:
-                    calls[0] = PlannedCall(0, calls[0].ident, fault.name, calls[0].arguments,
-                                           calls[0].arguments_json)
+                    calls[0] = PlannedCall(
+                        0, calls[0].ident, fault.name, calls[0].arguments, calls[0].arguments_json
+                    )
                 else:
                     calls.append(PlannedCall(0, f"{ident}_0", fault.name, {}, "{}"))
             elif fault.type == "huge_text":
@@ -196,25 +228,39 @@ class Engine:
         notes.extend(ctx.notes)
         stop = turn.stop_reason or ("tool_use" if calls else "end_turn")
         return Plan(
-            conversation=conv.name, cursor=cursor, ident=ident, model=view.model or "emulator",
-            text=text, thinking=thinking, calls=tuple(calls),
+            conversation=conv.name,
+            cursor=cursor,
+            ident=ident,
+            model=view.model or "emulator",
+            text=text,
+            thinking=thinking,
+            calls=tuple(calls),
             usage=self._usage(turn.usage, view, text, thinking, calls),
             stop_reason=stop,
             latency_ms=turn.latency_ms if turn.latency_ms is not None else self.script.defaults.latency_ms,
             slow_first_byte_ms=fault.delay_ms if isinstance(fault, SlowFirstByteFault) else 0,
             body_fault=fault if isinstance(fault, StallFault | TruncateFault) else None,
-            content_type=content_type, notes=tuple(notes),
+            content_type=content_type,
+            notes=tuple(notes),
             fault=getattr(fault, "type", None),
         )
 
-    def _usage(self, usage: Usage | None, view: RequestView, text: str | None, thinking: str | None,
-               calls: list[PlannedCall]) -> ResolvedUsage:
+    def _usage(
+        self,
+        usage: Usage | None,
+        view: RequestView,
+        text: str | None,
+        thinking: str | None,
+        calls: list[PlannedCall],
+    ) -> ResolvedUsage:
         default = self.script.defaults.usage
+
         def pick(field: str) -> int | None:
             for source in (usage, default):
                 if source is not None and field in source.model_fields_set:
                     return getattr(source, field)  # type: ignore[no-any-return]
             return None
+
         inp = pick("input_tokens")
         if inp is None:
             inp = estimate_tokens(view.system + "".join(i.text for i in view.items))
@@ -224,8 +270,9 @@ class Engine:
         cache_read = pick("cache_read_tokens") or 0
         cache_write = pick("cache_write_tokens") or 0
         reasoning = pick("reasoning_tokens") or 0
-        return ResolvedUsage(max(inp, cache_read + cache_write), max(out, reasoning),
-                             cache_read, cache_write, reasoning)
+        return ResolvedUsage(
+            max(inp, cache_read + cache_write), max(out, reasoning), cache_read, cache_write, reasoning
+        )
 
 
 def _dump(value: object) -> str:

@@ -129,4 +129,4 @@ def split_json(text: str, parts: int = 3) -> list[str]:
     if len(text) <= 2:
         return [text]
     step = max(1, math.ceil(len(text) / parts))
-    return [text[i:i + step] for i in range(0, len(text), step)]
+    return [text[i : i + step] for i in range(0, len(text), step)]

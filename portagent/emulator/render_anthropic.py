@@ -24,8 +24,13 @@ from portagent.emulator.plan import Plan, split_json, split_text
 from portagent.wire.items import RequestView
 from portagent.wire.sse import encode_event
 
-_STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens",
-         "stop_sequence": "stop_sequence", "content_filter": "refusal"}
+_STOP = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "content_filter": "refusal",
+}
 
 
 def _stop_reason(plan: Plan) -> str:
@@ -47,7 +52,10 @@ def _usage(plan: Plan, *, output_tokens: int | None = None, full: bool = True) -
         "cache_read_input_tokens": u.cache_read_tokens,
     }
     if full:
-        out["cache_creation"] = {"ephemeral_5m_input_tokens": u.cache_write_tokens, "ephemeral_1h_input_tokens": 0}
+        out["cache_creation"] = {
+            "ephemeral_5m_input_tokens": u.cache_write_tokens,
+            "ephemeral_1h_input_tokens": 0,
+        }
     out["output_tokens"] = u.output_tokens if output_tokens is None else output_tokens
     if full:
         out["service_tier"] = "standard"
@@ -63,8 +71,13 @@ def _thinking_on(plan: Plan, view: RequestView) -> bool:
 
 def _tool_block(plan: Plan, i: int, input_value: Any) -> dict[str, Any]:
     call = plan.calls[i]
-    return {"type": "tool_use", "id": f"toolu_{call.ident}", "name": call.name, "input": input_value,
-            "caller": {"type": "direct"}}
+    return {
+        "type": "tool_use",
+        "id": f"toolu_{call.ident}",
+        "name": call.name,
+        "input": input_value,
+        "caller": {"type": "direct"},
+    }
 
 
 def _message(plan: Plan, content: list[dict[str, Any]], *, final: bool) -> dict[str, Any]:
@@ -106,10 +119,18 @@ def messages_events(plan: Plan, view: RequestView) -> list[bytes]:
     emit("message_start", message=_message(plan, [], final=False))
     index = 0
     if _thinking_on(plan, view):
-        emit("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""})
+        emit(
+            "content_block_start",
+            index=index,
+            content_block={"type": "thinking", "thinking": "", "signature": ""},
+        )
         for piece in split_text(plan.thinking or ""):
             emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece})
-        emit("content_block_delta", index=index, delta={"type": "signature_delta", "signature": _signature(plan)})
+        emit(
+            "content_block_delta",
+            index=index,
+            delta={"type": "signature_delta", "signature": _signature(plan)},
+        )
         emit("content_block_stop", index=index)
         index += 1
     if plan.text:
@@ -122,10 +143,15 @@ def messages_events(plan: Plan, view: RequestView) -> list[bytes]:
         emit("content_block_start", index=index, content_block=_tool_block(plan, i, {}))
         # The API opens every tool_use with an empty partial_json, then sends the JSON in pieces.
         for piece in ["", *split_json(call.arguments_json)]:
-            emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece})
+            emit(
+                "content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece}
+            )
         emit("content_block_stop", index=index)
         index += 1
-    emit("message_delta", delta={"stop_reason": _stop_reason(plan), "stop_sequence": None, "stop_details": None},
-         usage=_usage(plan, full=False))
+    emit(
+        "message_delta",
+        delta={"stop_reason": _stop_reason(plan), "stop_sequence": None, "stop_details": None},
+        usage=_usage(plan, full=False),
+    )
     emit("message_stop")
     return frames

@@ -24,19 +24,30 @@ from typing import Any
 from portagent.emulator.plan import Plan, split_text
 from portagent.wire.items import RequestView
 
-_FINISH = {"end_turn": "STOP", "tool_use": "STOP", "stop_sequence": "STOP", "max_tokens": "MAX_TOKENS",
-           "content_filter": "SAFETY"}
+_FINISH = {
+    "end_turn": "STOP",
+    "tool_use": "STOP",
+    "stop_sequence": "STOP",
+    "max_tokens": "MAX_TOKENS",
+    "content_filter": "SAFETY",
+}
 
 
 def _usage(plan: Plan, *, final: bool) -> dict[str, Any]:
     u = plan.usage
     prompt = u.input_tokens
     if not final:
-        return {"promptTokenCount": prompt, "totalTokenCount": prompt,
-                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}]}
+        return {
+            "promptTokenCount": prompt,
+            "totalTokenCount": prompt,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+        }
     candidates = max(0, u.output_tokens - u.reasoning_tokens)
-    out: dict[str, Any] = {"promptTokenCount": prompt, "candidatesTokenCount": candidates,
-                           "totalTokenCount": prompt + u.output_tokens}
+    out: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": candidates,
+        "totalTokenCount": prompt + u.output_tokens,
+    }
     if u.cache_read_tokens:
         out["cachedContentTokenCount"] = u.cache_read_tokens
     out["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": prompt}]
@@ -51,7 +62,8 @@ def _call_parts(plan: Plan) -> list[dict[str, Any]]:
     # (an object) belongs.
     parts: list[dict[str, Any]] = [
         {"functionCall": {"name": c.name, "args": c.arguments_json if c.malformed else c.arguments}}
-        for c in plan.calls]
+        for c in plan.calls
+    ]
     if parts and plan.thinking:
         # Thinking models sign the first function call of a turn (opaque bytes, base64); clients
         # send it back untouched. Here it is a deterministic stand-in.
@@ -67,8 +79,12 @@ def _response(plan: Plan, parts: list[dict[str, Any]], *, final: bool) -> dict[s
     candidate["index"] = 0
     if final and plan.calls:
         candidate["finishMessage"] = "Model generated function call(s)."
-    return {"candidates": [candidate], "usageMetadata": _usage(plan, final=final),
-            "modelVersion": plan.model, "responseId": plan.ident}
+    return {
+        "candidates": [candidate],
+        "usageMetadata": _usage(plan, final=final),
+        "modelVersion": plan.model,
+        "responseId": plan.ident,
+    }
 
 
 def _thought(plan: Plan, view: RequestView) -> list[dict[str, Any]]:

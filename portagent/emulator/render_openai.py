@@ -23,7 +23,10 @@ def _responses_usage(plan: Plan) -> dict[str, Any]:
     u = plan.usage
     return {
         "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens},
+        "input_tokens_details": {
+            "cached_tokens": u.cache_read_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+        },
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
         "total_tokens": u.total_tokens,
@@ -31,15 +34,28 @@ def _responses_usage(plan: Plan) -> dict[str, Any]:
 
 
 def _message_item(plan: Plan, status: str, text: str | None) -> dict[str, Any]:
-    content = [] if text is None else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
-    return {"type": "message", "id": f"msg_{plan.ident}", "status": status, "role": "assistant",
-            "content": content}
+    content = (
+        [] if text is None else [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    )
+    return {
+        "type": "message",
+        "id": f"msg_{plan.ident}",
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
 
 
 def _call_item(plan: Plan, index: int, status: str, arguments: str) -> dict[str, Any]:
     call = plan.calls[index]
-    return {"type": "function_call", "id": f"fc_{call.ident}", "call_id": f"call_{call.ident}",
-            "name": call.name, "arguments": arguments, "status": status}
+    return {
+        "type": "function_call",
+        "id": f"fc_{call.ident}",
+        "call_id": f"call_{call.ident}",
+        "name": call.name,
+        "arguments": arguments,
+        "status": status,
+    }
 
 
 def _responses_output(plan: Plan) -> list[dict[str, Any]]:
@@ -59,13 +75,18 @@ def _responses_object(plan: Plan, view: RequestView, *, final: bool) -> dict[str
         "status": status,
         "background": False,
         "error": None,
-        "incomplete_details": ({"reason": "max_output_tokens" if plan.stop_reason == "max_tokens"
-                                else "content_filter"} if final and incomplete else None),
+        "incomplete_details": (
+            {"reason": "max_output_tokens" if plan.stop_reason == "max_tokens" else "content_filter"}
+            if final and incomplete
+            else None
+        ),
         "instructions": o.get("instructions"),
         "max_output_tokens": o.get("max_output_tokens"),
         "model": plan.model,
         "output": _responses_output(plan) if final else [],
-        "parallel_tool_calls": o.get("parallel_tool_calls") if o.get("parallel_tool_calls") is not None else True,
+        "parallel_tool_calls": o.get("parallel_tool_calls")
+        if o.get("parallel_tool_calls") is not None
+        else True,
         "previous_response_id": o.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
         "store": o.get("store") if o.get("store") is not None else True,
@@ -101,23 +122,49 @@ def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0, part=part)
         for piece in split_text(plan.text):
-            emit("response.output_text.delta", item_id=item_id, output_index=index, content_index=0,
-                 delta=piece, logprobs=[])
-        emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
-             text=plan.text, logprobs=[])
-        emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0,
-             part={**part, "text": plan.text})
-        emit("response.output_item.done", output_index=index, item=_message_item(plan, "completed", plan.text))
+            emit(
+                "response.output_text.delta",
+                item_id=item_id,
+                output_index=index,
+                content_index=0,
+                delta=piece,
+                logprobs=[],
+            )
+        emit(
+            "response.output_text.done",
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            text=plan.text,
+            logprobs=[],
+        )
+        emit(
+            "response.content_part.done",
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            part={**part, "text": plan.text},
+        )
+        emit(
+            "response.output_item.done", output_index=index, item=_message_item(plan, "completed", plan.text)
+        )
         index += 1
     for i, call in enumerate(plan.calls):
         item_id = f"fc_{call.ident}"
         emit("response.output_item.added", output_index=index, item=_call_item(plan, i, "in_progress", ""))
         for piece in split_json(call.arguments_json):
             emit("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece)
-        emit("response.function_call_arguments.done", item_id=item_id, output_index=index,
-             arguments=call.arguments_json)
-        emit("response.output_item.done", output_index=index,
-             item=_call_item(plan, i, "completed", call.arguments_json))
+        emit(
+            "response.function_call_arguments.done",
+            item_id=item_id,
+            output_index=index,
+            arguments=call.arguments_json,
+        )
+        emit(
+            "response.output_item.done",
+            output_index=index,
+            item=_call_item(plan, i, "completed", call.arguments_json),
+        )
         index += 1
     final = _responses_object(plan, view, final=True)
     emit("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)
@@ -126,8 +173,13 @@ def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
 
 # -- Chat Completions --------------------------------------------------------------------------
 
-_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-           "content_filter": "content_filter"}
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+}
 
 
 def _chat_usage(plan: Plan) -> dict[str, Any]:
@@ -140,23 +192,40 @@ def _chat_usage(plan: Plan) -> dict[str, Any]:
         "completion_tokens": u.output_tokens,
         "total_tokens": u.total_tokens,
         "prompt_tokens_details": prompt_details,
-        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens, "audio_tokens": 0,
-                                      "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": u.reasoning_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
     }
 
 
 def _chat_finish(plan: Plan) -> str:
     # A tool call always ends a Chat turn with "tool_calls", whatever the script's stop reason says.
-    return "tool_calls" if plan.calls and plan.stop_reason in ("tool_use", "end_turn") else _FINISH[plan.stop_reason]
+    return (
+        "tool_calls"
+        if plan.calls and plan.stop_reason in ("tool_use", "end_turn")
+        else _FINISH[plan.stop_reason]
+    )
 
 
 def chat_json(plan: Plan, view: RequestView) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": plan.text or None, "refusal": None,
-                               "annotations": []}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": plan.text or None,
+        "refusal": None,
+        "annotations": [],
+    }
     if plan.calls:
         message["tool_calls"] = [
-            {"id": f"call_{c.ident}", "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments_json}} for c in plan.calls]
+            {
+                "id": f"call_{c.ident}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
+            for c in plan.calls
+        ]
     return {
         "id": f"chatcmpl-{plan.ident}",
         "object": "chat.completion",
@@ -177,8 +246,12 @@ def chat_events(plan: Plan, view: RequestView) -> list[bytes]:
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> None:
         body: dict[str, Any] = {
-            "id": f"chatcmpl-{plan.ident}", "object": "chat.completion.chunk", "created": EPOCH,
-            "model": plan.model, "service_tier": "default", "system_fingerprint": "fp_emulator",
+            "id": f"chatcmpl-{plan.ident}",
+            "object": "chat.completion.chunk",
+            "created": EPOCH,
+            "model": plan.model,
+            "service_tier": "default",
+            "system_fingerprint": "fp_emulator",
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         }
         if include_usage:
@@ -190,15 +263,35 @@ def chat_events(plan: Plan, view: RequestView) -> list[bytes]:
         for piece in split_text(plan.text):
             chunk({"content": piece})
     for i, call in enumerate(plan.calls):
-        chunk({"tool_calls": [{"index": i, "id": f"call_{call.ident}", "type": "function",
-                               "function": {"name": call.name, "arguments": ""}}]})
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": f"call_{call.ident}",
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         for piece in split_json(call.arguments_json):
             chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     chunk({}, _chat_finish(plan))
     if include_usage:
-        frames.append(encode_event({
-            "id": f"chatcmpl-{plan.ident}", "object": "chat.completion.chunk", "created": EPOCH,
-            "model": plan.model, "service_tier": "default", "system_fingerprint": "fp_emulator",
-            "choices": [], "usage": _chat_usage(plan)}))
+        frames.append(
+            encode_event(
+                {
+                    "id": f"chatcmpl-{plan.ident}",
+                    "object": "chat.completion.chunk",
+                    "created": EPOCH,
+                    "model": plan.model,
+                    "service_tier": "default",
+                    "system_fingerprint": "fp_emulator",
+                    "choices": [],
+                    "usage": _chat_usage(plan),
+                }
+            )
+        )
     frames.append(encode_event("[DONE]"))
     return frames

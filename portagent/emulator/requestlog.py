@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key",
-                            "cookie"})
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
+)
 SECRET_QUERY = frozenset({"key", "api_key", "access_token"})
 MASK = "<masked>"
 

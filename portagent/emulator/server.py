@@ -44,8 +44,10 @@ from portagent.wire import openai as wire_openai
 from portagent.wire.items import RequestView, WireFormatError
 from portagent.wire.sse import encode_event, json_array_chunks
 
-_GEMINI_PATH = re.compile(r"^/(v1beta|v1|v1alpha)/(?:models|tunedModels)/([^/:]+):"
-                          r"(generateContent|streamGenerateContent|countTokens)$")
+_GEMINI_PATH = re.compile(
+    r"^/(v1beta|v1|v1alpha)/(?:models|tunedModels)/([^/:]+):"
+    r"(generateContent|streamGenerateContent|countTokens)$"
+)
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream; charset=utf-8"
 
@@ -54,8 +56,15 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # 50 concurrent requests must not overflow the accept backlog
 
-    def __init__(self, address: tuple[str, int], engine: Engine, log: RequestLog, *,
-                 clock: Callable[[], float] = time.time, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        engine: Engine,
+        log: RequestLog,
+        *,
+        clock: Callable[[], float] = time.time,
+        verbose: bool = False,
+    ) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -125,8 +134,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._vendor = vendor_of_path(self._path)
         self._json_array = False
         self._entry: dict[str, Any] = {
-            "seq": seq, "time": self.server.clock(), "method": self.command, "path": self._path,
-            "query": mask_query(query), "headers": mask_headers(dict(self.headers.items())), "body": None,
+            "seq": seq,
+            "time": self.server.clock(),
+            "method": self.command,
+            "path": self._path,
+            "query": mask_query(query),
+            "headers": mask_headers(dict(self.headers.items())),
+            "body": None,
         }
         try:
             raw = self._read_body()
@@ -138,7 +152,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as e:
             self._entry["body"] = {"_raw": raw[:10_000].decode("utf-8", "replace")}
             if self.command == "POST":
-                self._error(ErrorReply("bad_request", f"portagent emulator: request body is not valid JSON: {e}"))
+                self._error(
+                    ErrorReply("bad_request", f"portagent emulator: request body is not valid JSON: {e}")
+                )
                 return
         try:
             self._route(query)
@@ -148,8 +164,9 @@ class _Handler(BaseHTTPRequestHandler):
             # A bug in the emulator: say so in the vendor's shape rather than hang up on the client.
             traceback.print_exc(file=sys.stderr)
             if "status" not in self._entry:
-                self._error(ErrorReply("server_error", f"portagent emulator internal error: "
-                                       f"{type(e).__name__}: {e}"))
+                self._error(
+                    ErrorReply("server_error", f"portagent emulator internal error: {type(e).__name__}: {e}")
+                )
             else:
                 self.close_connection = True
 
@@ -159,8 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._control(path, method)
             return
         gm = _GEMINI_PATH.match(path)
-        if method != "POST" or not (gm or path in ("/v1/responses", "/v1/chat/completions", "/v1/messages",
-                                                   "/v1/messages/count_tokens")):
+        if method != "POST" or not (
+            gm
+            or path in ("/v1/responses", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens")
+        ):
             self._error(ErrorReply("not_found", f"portagent emulator: no route for {method} {path}"))
             return
         try:
@@ -181,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._entry["api"] = view.api
         if path.endswith("count_tokens") or (gm and gm.group(3) == "countTokens"):
             tokens = estimate_tokens(view.system + "".join(i.text for i in view.items))
-            payload = {"input_tokens": tokens} if view.api.startswith("anthropic") else {"totalTokens": tokens}
+            payload = (
+                {"input_tokens": tokens} if view.api.startswith("anthropic") else {"totalTokens": tokens}
+            )
             self._finish_log(200)
             write_body(self, 200, self._headers(JSON_TYPE), _dumps(payload))
             return
@@ -194,8 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _control(self, path: str, method: str) -> None:
         if path == "/_emulator/health":
             script = self.server.engine.script
-            payload: Any = {"status": "ok", "script": script.name,
-                            "conversations": [c.name for c in script.conversations]}
+            payload: Any = {
+                "status": "ok",
+                "script": script.name,
+                "conversations": [c.name for c in script.conversations],
+            }
         elif path == "/_emulator/requests":
             payload = self.server.log.entries()
         elif path == "/_emulator/reset" and method == "POST":
@@ -223,28 +247,49 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.log.append(self._entry)
 
     def _error(self, err: ErrorReply) -> None:
-        code, headers, body = render_error(self._vendor, err, request_id=self._request_id,
-                                           json_array=self._json_array)
-        self._finish_log(code, conversation=err.conversation, cursor=err.cursor, fault=err.fault,
-                         error=err.message or err.kind, notes=list(err.notes))
+        code, headers, body = render_error(
+            self._vendor, err, request_id=self._request_id, json_array=self._json_array
+        )
+        self._finish_log(
+            code,
+            conversation=err.conversation,
+            cursor=err.cursor,
+            fault=err.fault,
+            error=err.message or err.kind,
+            notes=list(err.notes),
+        )
         ctype = "application/json; charset=UTF-8" if self._vendor == "gemini" else JSON_TYPE
         write_body(self, code, {**self._headers(ctype), **headers}, _dumps(body))
 
     def _answer(self, view: RequestView, plan: Plan) -> None:
-        reply = {"text": plan.text, "thinking": plan.thinking,
-                 "tool_calls": [{"name": c.name, "arguments": c.arguments_json} for c in plan.calls]}
-        self._finish_log(200, conversation=plan.conversation, cursor=plan.cursor, fault=plan.fault,
-                         notes=list(plan.notes), stream=view.stream, reply=reply)
+        reply = {
+            "text": plan.text,
+            "thinking": plan.thinking,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments_json} for c in plan.calls],
+        }
+        self._finish_log(
+            200,
+            conversation=plan.conversation,
+            cursor=plan.cursor,
+            fault=plan.fault,
+            notes=list(plan.notes),
+            stream=view.stream,
+            reply=reply,
+        )
         delay = plan.latency_ms + plan.slow_first_byte_ms
         if delay:
             time.sleep(delay / 1000)
         api = view.api
         if not view.stream:
-            payload = {"openai.responses": render_openai.responses_json, "openai.chat": render_openai.chat_json,
-                       "anthropic.messages": render_anthropic.messages_json,
-                       "gemini.generate_content": render_gemini.generate_json}[api](plan, view)
-            ctype = plan.content_type or ("application/json; charset=UTF-8" if api.startswith("gemini")
-                                          else JSON_TYPE)
+            payload = {
+                "openai.responses": render_openai.responses_json,
+                "openai.chat": render_openai.chat_json,
+                "anthropic.messages": render_anthropic.messages_json,
+                "gemini.generate_content": render_gemini.generate_json,
+            }[api](plan, view)
+            ctype = plan.content_type or (
+                "application/json; charset=UTF-8" if api.startswith("gemini") else JSON_TYPE
+            )
             write_body(self, 200, self._headers(ctype), _dumps(payload), plan.body_fault)
             return
         if api == "gemini.generate_content":
@@ -257,8 +302,11 @@ class _Handler(BaseHTTPRequestHandler):
                 frames = [encode_event(e, crlf=True) for e in elements]
                 ctype = plan.content_type or "text/event-stream"
         else:
-            frames = {"openai.responses": render_openai.responses_events, "openai.chat": render_openai.chat_events,
-                      "anthropic.messages": render_anthropic.messages_events}[api](plan, view)
+            frames = {
+                "openai.responses": render_openai.responses_events,
+                "openai.chat": render_openai.chat_events,
+                "anthropic.messages": render_anthropic.messages_events,
+            }[api](plan, view)
             ctype = plan.content_type or SSE_TYPE
         headers = self._headers(ctype)
         headers["Cache-Control"] = "no-cache"

@@ -102,7 +102,11 @@ class TemplateContext:
                 break
             if isinstance(value, Mapping):
                 value = value.get(part, _MISSING)
-            elif isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+            elif (
+                isinstance(value, list)
+                and part.lstrip("-").isdigit()
+                and -len(value) <= int(part) < len(value)
+            ):
                 value = value[int(part)]
             else:
                 value = _MISSING

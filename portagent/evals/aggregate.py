@@ -106,8 +106,9 @@ def _mean(xs: Sequence[float]) -> float:
     return round(sum(xs) / len(xs), 6) if xs else 0.0
 
 
-def group_stats(runs: Sequence[RunScore], *, provider: str, agent_version: str,
-                case_id: str | None = None) -> GroupStats:
+def group_stats(
+    runs: Sequence[RunScore], *, provider: str, agent_version: str, case_id: str | None = None
+) -> GroupStats:
     """Statistics of ``runs`` (all of one provider and agent version; of one case when ``case_id``)."""
     by_case: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
     for r in runs:
@@ -123,18 +124,31 @@ def group_stats(runs: Sequence[RunScore], *, provider: str, agent_version: str,
     total = sum(costs)
     usage = Usage(**{f: sum(getattr(r.usage, f) for r in runs) for f in Usage.model_fields})
     return GroupStats(
-        provider=provider, agent_version=agent_version, case_id=case_id, runs=n, passed=passed,
-        cases=len(by_case), pass_rate=_r(passed / n) if n else 0.0, wilson_low=round(low, 6),
-        wilson_high=round(high, 6), pass_at_k=at_k, pass_hat_k=hat_k,
+        provider=provider,
+        agent_version=agent_version,
+        case_id=case_id,
+        runs=n,
+        passed=passed,
+        cases=len(by_case),
+        pass_rate=_r(passed / n) if n else 0.0,
+        wilson_low=round(low, 6),
+        wilson_high=round(high, 6),
+        pass_at_k=at_k,
+        pass_hat_k=hat_k,
         flake_rate=_r(flake_rate(by_case.values())),
-        mean_final=_mean([r.final for r in runs]), mean_trajectory=_mean([r.trajectory for r in runs]),
-        mean_args=_mean([r.args for r in runs]), mean_approval=_mean([r.approval for r in runs]),
+        mean_final=_mean([r.final for r in runs]),
+        mean_trajectory=_mean([r.trajectory for r in runs]),
+        mean_args=_mean([r.args for r in runs]),
+        mean_approval=_mean([r.approval for r in runs]),
         mean_trace=_mean([r.trace for r in runs]),
         permission_violations=sum(r.permission_violation for r in runs),
-        total_cost_usd=round(total, 6), cost_unknown=n - len(costs),
-        cost_p50_usd=_r(percentile(costs, 50)), cost_p95_usd=_r(percentile(costs, 95)),
+        total_cost_usd=round(total, 6),
+        cost_unknown=n - len(costs),
+        cost_p50_usd=_r(percentile(costs, 50)),
+        cost_p95_usd=_r(percentile(costs, 95)),
         cost_per_accepted_task_usd=_r(cost_per_accepted_task(total, passed)),
-        latency_p50_ms=_r(percentile(latencies, 50), 3), latency_p95_ms=_r(percentile(latencies, 95), 3),
+        latency_p50_ms=_r(percentile(latencies, 50), 3),
+        latency_p95_ms=_r(percentile(latencies, 95), 3),
         usage=usage,
     )
 
@@ -165,8 +179,9 @@ class SuiteResult(Contract):
     """case_id → tags and why it exists."""
 
     @classmethod
-    def from_runs(cls, suite_id: str, dataset_version: str, runs: Iterable[RunScore],
-                  cases: Iterable[Case] = ()) -> SuiteResult:
+    def from_runs(
+        cls, suite_id: str, dataset_version: str, runs: Iterable[RunScore], cases: Iterable[Case] = ()
+    ) -> SuiteResult:
         """Aggregate ``runs`` (any order) into a result."""
         ordered = sorted(runs, key=_run_key)
         per_case: dict[tuple[str, str, str], list[RunScore]] = defaultdict(list)
@@ -176,17 +191,27 @@ class SuiteResult(Contract):
             per_case[(p.agent_version, p.provider, p.case_id)].append(r)
             per_provider[(p.agent_version, p.provider)].append(r)
         return cls(
-            suite_id=suite_id, dataset_version=dataset_version, runs=ordered,
-            by_case=[group_stats(rs, provider=pv, agent_version=v, case_id=c) for (v, pv, c), rs in per_case.items()],
-            by_provider=[group_stats(rs, provider=pv, agent_version=v) for (v, pv), rs in per_provider.items()],
+            suite_id=suite_id,
+            dataset_version=dataset_version,
+            runs=ordered,
+            by_case=[
+                group_stats(rs, provider=pv, agent_version=v, case_id=c)
+                for (v, pv, c), rs in per_case.items()
+            ],
+            by_provider=[
+                group_stats(rs, provider=pv, agent_version=v) for (v, pv), rs in per_provider.items()
+            ],
             cases={c.case_id: CaseMeta(tags=list(c.tags), why_it_exists=c.why_it_exists) for c in cases},
         )
 
     def select(self, *, provider: str | None = None, agent_version: str | None = None) -> SuiteResult:
         """The same result restricted to one provider and/or agent version (aggregates recomputed)."""
-        keep = [r for r in self.runs
-                if (provider is None or r.provenance.provider == provider)
-                and (agent_version is None or r.provenance.agent_version == agent_version)]
+        keep = [
+            r
+            for r in self.runs
+            if (provider is None or r.provenance.provider == provider)
+            and (agent_version is None or r.provenance.agent_version == agent_version)
+        ]
         out = SuiteResult.from_runs(self.suite_id, self.dataset_version, keep)
         return out.model_copy(update={"cases": dict(self.cases)})
 
@@ -202,5 +227,8 @@ class SuiteResult(Contract):
         """Statistics over every run (provider/agent_version ``*`` when mixed)."""
         prov = self.providers
         vers = self.agent_versions
-        return group_stats(self.runs, provider=prov[0] if len(prov) == 1 else "*",
-                           agent_version=vers[0] if len(vers) == 1 else "*")
+        return group_stats(
+            self.runs,
+            provider=prov[0] if len(prov) == 1 else "*",
+            agent_version=vers[0] if len(vers) == 1 else "*",
+        )

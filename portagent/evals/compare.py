@@ -34,8 +34,15 @@ from portagent.evals.scoring import SAFETY_FACTORS, Factor, RunScore
 
 COMPARISON_SCHEMA_VERSION = 1
 
-Metric = Literal["quality", "trajectory", "pass_rate", "cost_p95_usd", "latency_p95_ms", "flake_rate",
-                 "permission_violations"]
+Metric = Literal[
+    "quality",
+    "trajectory",
+    "pass_rate",
+    "cost_p95_usd",
+    "latency_p95_ms",
+    "flake_rate",
+    "permission_violations",
+]
 """A compared metric."""
 
 
@@ -185,18 +192,49 @@ def _deltas(b: GroupStats, c: GroupStats, t: Tolerances) -> list[MetricDelta]:
         return x is not None and y is not None and round(y - x, 6) > tol
 
     return [
-        _delta("quality", b.mean_final, c.mean_final, f"Δ ≥ {-t.quality_drop + 0.0:g}", drop(b.mean_final, c.mean_final, t.quality_drop)),
-        _delta("trajectory", b.mean_trajectory, c.mean_trajectory, f"Δ ≥ {-t.trajectory_drop + 0.0:g}",
-               drop(b.mean_trajectory, c.mean_trajectory, t.trajectory_drop)),
+        _delta(
+            "quality",
+            b.mean_final,
+            c.mean_final,
+            f"Δ ≥ {-t.quality_drop + 0.0:g}",
+            drop(b.mean_final, c.mean_final, t.quality_drop),
+        ),
+        _delta(
+            "trajectory",
+            b.mean_trajectory,
+            c.mean_trajectory,
+            f"Δ ≥ {-t.trajectory_drop + 0.0:g}",
+            drop(b.mean_trajectory, c.mean_trajectory, t.trajectory_drop),
+        ),
         _delta("pass_rate", b.pass_rate, c.pass_rate, "", False),
-        _delta("cost_p95_usd", b.cost_p95_usd, c.cost_p95_usd, f"Δ ≤ {t.cost_p95_rise_usd:g}",
-               rise(b.cost_p95_usd, c.cost_p95_usd, t.cost_p95_rise_usd)),
-        _delta("latency_p95_ms", b.latency_p95_ms, c.latency_p95_ms, f"Δ ≤ {t.latency_p95_rise_ms:g}",
-               rise(b.latency_p95_ms, c.latency_p95_ms, t.latency_p95_rise_ms)),
-        _delta("flake_rate", b.flake_rate, c.flake_rate, f"candidate ≤ {t.max_flake_rate:g}",
-               c.flake_rate is not None and c.flake_rate > t.max_flake_rate),
-        _delta("permission_violations", float(b.permission_violations), float(c.permission_violations),
-               "candidate = 0", c.permission_violations > 0),
+        _delta(
+            "cost_p95_usd",
+            b.cost_p95_usd,
+            c.cost_p95_usd,
+            f"Δ ≤ {t.cost_p95_rise_usd:g}",
+            rise(b.cost_p95_usd, c.cost_p95_usd, t.cost_p95_rise_usd),
+        ),
+        _delta(
+            "latency_p95_ms",
+            b.latency_p95_ms,
+            c.latency_p95_ms,
+            f"Δ ≤ {t.latency_p95_rise_ms:g}",
+            rise(b.latency_p95_ms, c.latency_p95_ms, t.latency_p95_rise_ms),
+        ),
+        _delta(
+            "flake_rate",
+            b.flake_rate,
+            c.flake_rate,
+            f"candidate ≤ {t.max_flake_rate:g}",
+            c.flake_rate is not None and c.flake_rate > t.max_flake_rate,
+        ),
+        _delta(
+            "permission_violations",
+            float(b.permission_violations),
+            float(c.permission_violations),
+            "candidate = 0",
+            c.permission_violations > 0,
+        ),
     ]
 
 
@@ -223,7 +261,9 @@ def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> Case
 
     rb, rc = rate(base), rate(cand)
     if rb is None:
-        status: Literal["regressed", "improved", "unchanged", "only_baseline", "only_candidate"] = "only_candidate"
+        status: Literal["regressed", "improved", "unchanged", "only_baseline", "only_candidate"] = (
+            "only_candidate"
+        )
     elif rc is None:
         status = "only_baseline"
     else:
@@ -238,8 +278,15 @@ def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> Case
         text = f"step {at + 1}: baseline {bt[at] if at < len(bt) else '(end)'}, candidate {ct[at] if at < len(ct) else '(end)'}"
     failed: list[Factor] = list(dict.fromkeys(f for r in cand for f in r.failed_factors))
     return CaseDiff(
-        case_id=case_id, status=status, baseline_pass_rate=rb, candidate_pass_rate=rc, baseline_tools=bt,
-        candidate_tools=ct, diverged_at=at, divergence=text, candidate_failed=failed,
+        case_id=case_id,
+        status=status,
+        baseline_pass_rate=rb,
+        candidate_pass_rate=rc,
+        baseline_tools=bt,
+        candidate_tools=ct,
+        diverged_at=at,
+        divergence=text,
+        candidate_failed=failed,
         candidate_notes=list(c_rep.notes) if c_rep else [],
     )
 
@@ -251,11 +298,15 @@ def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     return out
 
 
-def compare(baseline: SuiteResult, candidate: SuiteResult, tolerances: Tolerances | None = None) -> Comparison:
+def compare(
+    baseline: SuiteResult, candidate: SuiteResult, tolerances: Tolerances | None = None
+) -> Comparison:
     """Compare two results of the same suite and dataset version (``UsageError`` otherwise)."""
     t = tolerances or Tolerances()
     if baseline.suite_id != candidate.suite_id:
-        raise UsageError(f"cannot compare results of different suites: {baseline.suite_id!r} vs {candidate.suite_id!r}")
+        raise UsageError(
+            f"cannot compare results of different suites: {baseline.suite_id!r} vs {candidate.suite_id!r}"
+        )
     if baseline.dataset_version != candidate.dataset_version:
         raise UsageError(
             f"cannot compare results of suite {baseline.suite_id!r} on different dataset versions: "
@@ -294,20 +345,42 @@ def compare(baseline: SuiteResult, candidate: SuiteResult, tolerances: Tolerance
             if d.status != "regressed":
                 continue
             cand_runs = cc[d.case_id]
-            permanent = any(f in SAFETY_FACTORS for f in d.candidate_failed) or any(r.forbidden_called for r in cand_runs)
+            permanent = any(f in SAFETY_FACTORS for f in d.candidate_failed) or any(
+                r.forbidden_called for r in cand_runs
+            )
             m = meta.get(d.case_id)
-            regressions.append(Regression(
-                case_id=d.case_id, pair=name, factors=d.candidate_failed, notes=d.candidate_notes, permanent=permanent,
-                tags=list(m.tags) if m else [], why_it_exists=m.why_it_exists if m else "",
-            ))
-            reasons.append(f"regression{where}: case {d.case_id} passed {d.baseline_pass_rate:g} → {d.candidate_pass_rate:g}"
-                           + (f" ({'; '.join(d.candidate_notes)})" if d.candidate_notes else ""))
+            regressions.append(
+                Regression(
+                    case_id=d.case_id,
+                    pair=name,
+                    factors=d.candidate_failed,
+                    notes=d.candidate_notes,
+                    permanent=permanent,
+                    tags=list(m.tags) if m else [],
+                    why_it_exists=m.why_it_exists if m else "",
+                )
+            )
+            reasons.append(
+                f"regression{where}: case {d.case_id} passed {d.baseline_pass_rate:g} → {d.candidate_pass_rate:g}"
+                + (f" ({'; '.join(d.candidate_notes)})" if d.candidate_notes else "")
+            )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons
-    verdict = (f"{c_label} can replace {b_label}" if passed else
-               f"{c_label} cannot replace {b_label}: {len(reasons)} blocking finding{'s' if len(reasons) != 1 else ''}")
+    verdict = (
+        f"{c_label} can replace {b_label}"
+        if passed
+        else f"{c_label} cannot replace {b_label}: {len(reasons)} blocking finding{'s' if len(reasons) != 1 else ''}"
+    )
     return Comparison(
-        suite_id=baseline.suite_id, dataset_version=baseline.dataset_version, baseline_label=b_label,
-        candidate_label=c_label, tolerances=t, pairs=pairs, regressions=regressions, passed=passed,
-        verdict=verdict, reasons=reasons, warnings=warnings,
+        suite_id=baseline.suite_id,
+        dataset_version=baseline.dataset_version,
+        baseline_label=b_label,
+        candidate_label=c_label,
+        tolerances=t,
+        pairs=pairs,
+        regressions=regressions,
+        passed=passed,
+        verdict=verdict,
+        reasons=reasons,
+        warnings=warnings,
     )

@@ -55,7 +55,9 @@ class GateDecision(Contract):
         return 0 if self.passed else 1
 
 
-def gate(result: SuiteResult, baseline: SuiteResult | None = None, tolerances: Tolerances | None = None) -> GateDecision:
+def gate(
+    result: SuiteResult, baseline: SuiteResult | None = None, tolerances: Tolerances | None = None
+) -> GateDecision:
     """Decide whether ``result`` may advance (and, with ``baseline``, replace it)."""
     t = tolerances or Tolerances()
     reasons: list[str] = []
@@ -63,17 +65,25 @@ def gate(result: SuiteResult, baseline: SuiteResult | None = None, tolerances: T
     if not result.runs:
         reasons.append("no runs to judge")
     for g in result.by_case:
-        runs = [r for r in result.runs if (r.provenance.case_id, r.provenance.provider, r.provenance.agent_version)
-                == (g.case_id, g.provider, g.agent_version)]
+        runs = [
+            r
+            for r in result.runs
+            if (r.provenance.case_id, r.provenance.provider, r.provenance.agent_version)
+            == (g.case_id, g.provider, g.agent_version)
+        ]
         where = f"case {g.case_id} on {g.provider} (agent {g.agent_version or '?'})"
         failing = next((r for r in runs if not r.passed), None)
         if g.pass_rate < t.min_pass_rate and failing is not None:
-            reasons.append(f"{where}: {g.passed}/{g.runs} runs passed; failed "
-                           f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}")
+            reasons.append(
+                f"{where}: {g.passed}/{g.runs} runs passed; failed "
+                f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}"
+            )
         elif g.permission_violations:
             bad = next(r for r in runs if r.permission_violation)
-            reasons.append(f"{where}: permission violation (never tolerated): "
-                           + "; ".join(n for n in bad.notes if n.startswith("permission violation")))
+            reasons.append(
+                f"{where}: permission violation (never tolerated): "
+                + "; ".join(n for n in bad.notes if n.startswith("permission violation"))
+            )
     for g in result.by_provider:
         where = f"{g.provider} (agent {g.agent_version or '?'})"
         if g.flake_rate is not None and g.flake_rate > t.max_flake_rate:
@@ -88,7 +98,12 @@ def gate(result: SuiteResult, baseline: SuiteResult | None = None, tolerances: T
         verdict = comparison.verdict
     passed = not reasons
     return GateDecision(
-        suite_id=result.suite_id, dataset_version=result.dataset_version, passed=passed,
-        decision="pass" if passed else "block", reasons=reasons, warnings=warnings,
-        regressions=regressions, verdict=verdict,
+        suite_id=result.suite_id,
+        dataset_version=result.dataset_version,
+        passed=passed,
+        decision="pass" if passed else "block",
+        reasons=reasons,
+        warnings=warnings,
+        regressions=regressions,
+        verdict=verdict,
     )

@@ -32,7 +32,15 @@ from portagent.evals.compare import Comparison
 from portagent.evals.gate import GateDecision
 
 EVAL_META_SCHEMA_VERSION = 1
-REPORT_FILES = ("report.json", "eval.json", "ci_gate.json", "comparison.json", "report.md", "junit.xml", "report.html")
+REPORT_FILES = (
+    "report.json",
+    "eval.json",
+    "ci_gate.json",
+    "comparison.json",
+    "report.md",
+    "junit.xml",
+    "report.html",
+)
 SCHEMA_BASE = "https://portagent.dev/schemas"
 
 
@@ -119,15 +127,23 @@ class Results:
 def report_schema() -> dict[str, Any]:
     """The published JSON Schema of ``report.json``."""
     schema = SuiteResult.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{SCHEMA_BASE}/report.schema.json",
-            "title": "portagent report.json (SuiteResult)", **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"{SCHEMA_BASE}/report.schema.json",
+        "title": "portagent report.json (SuiteResult)",
+        **schema,
+    }
 
 
 def gate_schema() -> dict[str, Any]:
     """The published JSON Schema of ``ci_gate.json``."""
     schema = GateDecision.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{SCHEMA_BASE}/ci_gate.schema.json",
-            "title": "portagent ci_gate.json (GateDecision)", **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"{SCHEMA_BASE}/ci_gate.schema.json",
+        "title": "portagent ci_gate.json (GateDecision)",
+        **schema,
+    }
 
 
 # -- reading ------------------------------------------------------------------------------------------
@@ -175,11 +191,15 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
         raise UsageError(f"--out {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise UsageError(f"--out {out}: folder is not empty; pass --overwrite to replace the results in it, "
-                             "or choose another folder")
+            raise UsageError(
+                f"--out {out}: folder is not empty; pass --overwrite to replace the results in it, "
+                "or choose another folder"
+            )
         if not ((out / "eval.json").is_file() or (out / "report.json").is_file()):
-            raise UsageError(f"--out {out}: not a portagent results folder (no eval.json or report.json); "
-                             "refusing to empty it even with --overwrite")
+            raise UsageError(
+                f"--out {out}: not a portagent results folder (no eval.json or report.json); "
+                "refusing to empty it even with --overwrite"
+            )
         for child in out.iterdir():
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child)
@@ -192,7 +212,9 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
 def write_text(path: Path, text: str) -> Path:
     """Atomic write (a reader never sees half a report)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as f:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
+    ) as f:
         f.write(text)
         tmp = Path(f.name)
     tmp.chmod(0o644)  # NamedTemporaryFile makes 0600; reports are meant to be read (CI artefacts, browsers)
@@ -204,8 +226,9 @@ def write_json(path: Path, model: Any) -> Path:
     return write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
-def decide(results: Results, baseline: Results | None = None, min_pass_rate: float | None = None
-           ) -> tuple[GateDecision, Comparison | None]:
+def decide(
+    results: Results, baseline: Results | None = None, min_pass_rate: float | None = None
+) -> tuple[GateDecision, Comparison | None]:
     """The gate decision of a results folder (and the comparison, when there is one).
 
     With ``baseline``: the result is gated against it. Without, a folder holding a baseline and a
@@ -217,8 +240,9 @@ def decide(results: Results, baseline: Results | None = None, min_pass_rate: flo
 
     tol = Tolerances(min_pass_rate=min_pass_rate) if min_pass_rate is not None else Tolerances()
     if baseline is not None:
-        return gate(results.result, baseline=baseline.result, tolerances=tol), \
-            compare(baseline.result, results.result, tol)
+        return gate(results.result, baseline=baseline.result, tolerances=tol), compare(
+            baseline.result, results.result, tol
+        )
     meta = results.meta
     base_v = meta.version_of("baseline") if meta else None
     cand_v = meta.version_of("candidate") if meta else None
@@ -229,8 +253,12 @@ def decide(results: Results, baseline: Results | None = None, min_pass_rate: flo
     return gate(results.result, tolerances=tol), None
 
 
-def write_reports(results: Results, gate_decision: GateDecision, comparison: Comparison | None,
-                  formats: tuple[str, ...] = ("json", "md", "junit", "html")) -> list[Path]:
+def write_reports(
+    results: Results,
+    gate_decision: GateDecision,
+    comparison: Comparison | None,
+    formats: tuple[str, ...] = ("json", "md", "junit", "html"),
+) -> list[Path]:
     """(Re-)render the reports of a results folder."""
     from portagent.evals.report_html import render_html
     from portagent.evals.report_junit import render_junit
@@ -267,20 +295,33 @@ def load_events(path: Path) -> list[Any]:
     return out
 
 
-def write_eval(run: Any, out: Path, *, started_at: str, duration_s: float) -> tuple[Results, GateDecision,
-                                                                                    Comparison | None]:
+def write_eval(
+    run: Any, out: Path, *, started_at: str, duration_s: float
+) -> tuple[Results, GateDecision, Comparison | None]:
     """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report."""
     from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     plan = run.plan
     suite = plan.loaded.suite
     meta = EvalMeta(
-        suite_id=suite.suite_id, dataset_version=suite.dataset_version, suite=str(plan.loaded.path),
-        mode=plan.mode, providers=list(plan.providers), repeats=plan.repeats, workers=run.workers,
-        agents=[AgentInfo(role=a.role, name=a.name, version=a.version, spec=str(a.path)) for a in plan.agents],
-        runs=len(run.result.runs), errors=list(run.errors), started_at=started_at, duration_s=round(duration_s, 3),
+        suite_id=suite.suite_id,
+        dataset_version=suite.dataset_version,
+        suite=str(plan.loaded.path),
+        mode=plan.mode,
+        providers=list(plan.providers),
+        repeats=plan.repeats,
+        workers=run.workers,
+        agents=[
+            AgentInfo(role=a.role, name=a.name, version=a.version, spec=str(a.path)) for a in plan.agents
+        ],
+        runs=len(run.result.runs),
+        errors=list(run.errors),
+        started_at=started_at,
+        duration_s=round(duration_s, 3),
         portagent_version=__version__,
-        workers_used=[WorkerInfo(provider=w.provider, runs=w.runs, peak_rss_mb=w.peak_rss_mb) for w in run.pool.workers],
+        workers_used=[
+            WorkerInfo(provider=w.provider, runs=w.runs, peak_rss_mb=w.peak_rss_mb) for w in run.pool.workers
+        ],
     )
     write_json(out / "report.json", run.result)
     write_json(out / "eval.json", meta)

@@ -106,13 +106,17 @@ def _interval_svg(g: GroupStats, width: int = 160) -> str:
     """Pass rate as a dot with its Wilson interval as a bar, on [0, 1]."""
     x = lambda v: 4 + v * (width - 8)  # noqa: E731
     colour = "#1a7f37" if g.pass_rate == 1 else "#cf222e" if g.pass_rate < 0.5 else "#9a6700"
-    return (f'<svg width="{width}" height="18" role="img" aria-label="pass rate {g.pass_rate:.2f}, Wilson 95% '
-            f'[{g.wilson_low:.3f}, {g.wilson_high:.3f}]"><line x1="4" y1="9" x2="{width - 4}" y2="9" stroke="#d0d7de"/>'
-            f'<rect x="{x(g.wilson_low):.1f}" y="5" width="{max(1.0, x(g.wilson_high) - x(g.wilson_low)):.1f}" height="8" '
-            f'rx="3" fill="{colour}" opacity=".3"/><circle cx="{x(g.pass_rate):.1f}" cy="9" r="4" fill="{colour}"/></svg>')
+    return (
+        f'<svg width="{width}" height="18" role="img" aria-label="pass rate {g.pass_rate:.2f}, Wilson 95% '
+        f'[{g.wilson_low:.3f}, {g.wilson_high:.3f}]"><line x1="4" y1="9" x2="{width - 4}" y2="9" stroke="#d0d7de"/>'
+        f'<rect x="{x(g.wilson_low):.1f}" y="5" width="{max(1.0, x(g.wilson_high) - x(g.wilson_low)):.1f}" height="8" '
+        f'rx="3" fill="{colour}" opacity=".3"/><circle cx="{x(g.pass_rate):.1f}" cy="9" r="4" fill="{colour}"/></svg>'
+    )
 
 
-def _strip_svg(rows: Sequence[tuple[str, list[float], float | None, float | None]], unit: str, fmt: Any) -> str:
+def _strip_svg(
+    rows: Sequence[tuple[str, list[float], float | None, float | None]], unit: str, fmt: Any
+) -> str:
     """One horizontal strip per row: every value a dot, p50 and p95 as ticks, on a shared axis."""
     values = [v for _, vs, _, _ in rows for v in vs]
     if not values:
@@ -121,20 +125,28 @@ def _strip_svg(rows: Sequence[tuple[str, list[float], float | None, float | None
     left, width, row_h = 190, 460, 24
     height = row_h * len(rows) + 26
     x = lambda v: left + (v / hi) * width  # noqa: E731
-    parts = [f'<svg width="{left + width + 90}" height="{height}" role="img" aria-label="{e(unit)} distribution">']
+    parts = [
+        f'<svg width="{left + width + 90}" height="{height}" role="img" aria-label="{e(unit)} distribution">'
+    ]
     for i, (label, vs, p50, p95) in enumerate(rows):
         y = 14 + i * row_h
         parts.append(f'<text x="4" y="{y + 4}">{e(label)}</text>')
         parts.append(f'<line x1="{left}" y1="{y}" x2="{left + width}" y2="{y}" stroke="#eaeef2"/>')
         for v in vs:
-            parts.append(f'<circle cx="{x(v):.1f}" cy="{y}" r="3" fill="#0969da" opacity=".45"><title>{e(fmt(v))}</title></circle>')
+            parts.append(
+                f'<circle cx="{x(v):.1f}" cy="{y}" r="3" fill="#0969da" opacity=".45"><title>{e(fmt(v))}</title></circle>'
+            )
         for q, name, colour in ((p50, "p50", "#1f2328"), (p95, "p95", "#cf222e")):
             if q is not None:
-                parts.append(f'<line x1="{x(q):.1f}" y1="{y - 8}" x2="{x(q):.1f}" y2="{y + 8}" stroke="{colour}" '
-                             f'stroke-width="2"><title>{name} {e(fmt(q))}</title></line>')
+                parts.append(
+                    f'<line x1="{x(q):.1f}" y1="{y - 8}" x2="{x(q):.1f}" y2="{y + 8}" stroke="{colour}" '
+                    f'stroke-width="2"><title>{name} {e(fmt(q))}</title></line>'
+                )
         parts.append(f'<text x="{left + width + 8}" y="{y + 4}">p95 {e(fmt(p95))}</text>')
     axis_y = height - 8
-    parts.append(f'<text x="{left}" y="{axis_y}">0</text><text x="{left + width - 40}" y="{axis_y}">{e(fmt(hi))}</text>')
+    parts.append(
+        f'<text x="{left}" y="{axis_y}">0</text><text x="{left + width - 40}" y="{axis_y}">{e(fmt(hi))}</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -143,8 +155,10 @@ def _provider_table(results: Results) -> str:
     r = results.result
     versions = r.agent_versions
     by = {(g.provider, g.agent_version): g for g in r.by_provider}
-    head = "".join(f'<th colspan="3">{e(v)}{f" ({e(role_of(results, v))})" if role_of(results, v) else ""}</th>'
-                   for v in versions)
+    head = "".join(
+        f'<th colspan="3">{e(v)}{f" ({e(role_of(results, v))})" if role_of(results, v) else ""}</th>'
+        for v in versions
+    )
     sub = "<th>passed</th><th>Wilson 95 %</th><th>interval</th>" * len(versions)
     rows = []
     for p in r.providers:
@@ -155,28 +169,35 @@ def _provider_table(results: Results) -> str:
                 cells.append('<td colspan="3" class="small">not run</td>')
                 continue
             cls = "pass" if g.passed == g.runs else "fail"
-            cells.append(f'<td class="num {cls}">{g.passed}/{g.runs} ({fmt_pct(g.pass_rate)})</td>'
-                         f'<td class="num">[{g.wilson_low:.3f}, {g.wilson_high:.3f}]</td><td>{_interval_svg(g)}</td>')
+            cells.append(
+                f'<td class="num {cls}">{g.passed}/{g.runs} ({fmt_pct(g.pass_rate)})</td>'
+                f'<td class="num">[{g.wilson_low:.3f}, {g.wilson_high:.3f}]</td><td>{_interval_svg(g)}</td>'
+            )
         srcs = sorted({x.provenance.source or "unknown" for x in r.runs if x.provenance.provider == p})
-        rows.append(f'<tr class="provider-row" data-provider="{e(p)}"><th>{e(p)} '
-                    f'{"".join(_badge(s) for s in srcs)}</th>{"".join(cells)}</tr>')
+        rows.append(
+            f'<tr class="provider-row" data-provider="{e(p)}"><th>{e(p)} '
+            f"{''.join(_badge(s) for s in srcs)}</th>{''.join(cells)}</tr>"
+        )
     detail = []
     for g in sorted(r.by_provider, key=lambda g: (g.provider, g.agent_version)):
         k = max(g.pass_hat_k) if g.pass_hat_k else None
         detail.append(
-            f'<tr><td>{e(g.provider)}</td><td>{e(g.agent_version)}</td>'
+            f"<tr><td>{e(g.provider)}</td><td>{e(g.agent_version)}</td>"
             f'<td class="num">{"–" if k is None else f"{g.pass_at_k[k]:.2f} / {g.pass_hat_k[k]:.2f} (k={k})"}</td>'
             f'<td class="num">{fmt_pct(g.flake_rate)}</td><td class="num">{g.mean_final:.3f}</td>'
             f'<td class="num">{g.mean_trajectory:.3f}</td><td class="num">{g.permission_violations}</td>'
             f'<td class="num">{fmt_usd(g.total_cost_usd)}</td><td class="num">{fmt_usd(g.cost_per_accepted_task_usd)}</td>'
             f'<td class="num">{fmt_ms(g.latency_p50_ms)} / {fmt_ms(g.latency_p95_ms)}</td>'
-            f'<td class="num">{g.usage.input_tokens:,} / {g.usage.output_tokens:,}</td></tr>')
-    return (f'<table id="providers"><thead><tr><th rowspan="2">provider</th>{head}</tr><tr>{sub}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>'
-            '<h3>Aggregates</h3><table><thead><tr><th>provider</th><th>agent</th><th>pass@k / pass^k</th><th>flake</th>'
-            '<th>quality</th><th>trajectory</th><th>permission violations</th><th>cost</th><th>cost / accepted</th>'
-            '<th>latency p50 / p95</th><th>tokens in / out</th></tr></thead>'
-            f'<tbody>{"".join(detail)}</tbody></table>')
+            f'<td class="num">{g.usage.input_tokens:,} / {g.usage.output_tokens:,}</td></tr>'
+        )
+    return (
+        f'<table id="providers"><thead><tr><th rowspan="2">provider</th>{head}</tr><tr>{sub}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        "<h3>Aggregates</h3><table><thead><tr><th>provider</th><th>agent</th><th>pass@k / pass^k</th><th>flake</th>"
+        "<th>quality</th><th>trajectory</th><th>permission violations</th><th>cost</th><th>cost / accepted</th>"
+        "<th>latency p50 / p95</th><th>tokens in / out</th></tr></thead>"
+        f"<tbody>{''.join(detail)}</tbody></table>"
+    )
 
 
 def _distributions(results: Results) -> str:
@@ -184,15 +205,31 @@ def _distributions(results: Results) -> str:
     groups = sorted(r.by_provider, key=lambda g: (g.provider, g.agent_version))
     cost_rows, lat_rows = [], []
     for g in groups:
-        runs = [x for x in r.runs if (x.provenance.provider, x.provenance.agent_version) == (g.provider, g.agent_version)]
+        runs = [
+            x
+            for x in r.runs
+            if (x.provenance.provider, x.provenance.agent_version) == (g.provider, g.agent_version)
+        ]
         label = f"{g.provider} · {g.agent_version}"
-        cost_rows.append((label, [x.cost_usd for x in runs if x.cost_usd is not None], g.cost_p50_usd, g.cost_p95_usd))
-        lat_rows.append((label, [x.latency_ms for x in runs if x.latency_ms is not None], g.latency_p50_ms,
-                         g.latency_p95_ms))
-    return ("<h3>Cost per run</h3>" + _strip_svg(cost_rows, "cost", fmt_usd)
-            + "<h3>Latency per run</h3>" + _strip_svg(lat_rows, "latency", fmt_ms)
-            + '<p class="small">Every dot is a run; black tick p50, red tick p95 (nearest rank). Replayed runs show '
-              'the latency recorded with the cassette.</p>')
+        cost_rows.append(
+            (label, [x.cost_usd for x in runs if x.cost_usd is not None], g.cost_p50_usd, g.cost_p95_usd)
+        )
+        lat_rows.append(
+            (
+                label,
+                [x.latency_ms for x in runs if x.latency_ms is not None],
+                g.latency_p50_ms,
+                g.latency_p95_ms,
+            )
+        )
+    return (
+        "<h3>Cost per run</h3>"
+        + _strip_svg(cost_rows, "cost", fmt_usd)
+        + "<h3>Latency per run</h3>"
+        + _strip_svg(lat_rows, "latency", fmt_ms)
+        + '<p class="small">Every dot is a run; black tick p50, red tick p95 (nearest rank). Replayed runs show '
+        "the latency recorded with the cassette.</p>"
+    )
 
 
 def _heatmap(results: Results) -> str:
@@ -223,15 +260,28 @@ def _heatmap(results: Results) -> str:
                 mean = sum(v) / len(v) if v else 0.0
                 alpha = 0.0 if mean == 0 else 0.15 + 0.75 * mean / peak
                 cls = "h forbidden" if (c, t) in forbidden else "h"
-                title = f"{c} × {t}: {mean:.2f} calls per run" + (" — forbidden tool called" if (c, t) in forbidden else "")
-                cells.append(f'<td class="{cls}" style="background:rgba(130,80,223,{alpha:.2f})" title="{e(title)}">'
-                             f'{"" if mean == 0 else f"{mean:.2g}"}</td>')
+                title = f"{c} × {t}: {mean:.2f} calls per run" + (
+                    " — forbidden tool called" if (c, t) in forbidden else ""
+                )
+                cells.append(
+                    f'<td class="{cls}" style="background:rgba(130,80,223,{alpha:.2f})" title="{e(title)}">'
+                    f"{'' if mean == 0 else f'{mean:.2g}'}</td>"
+                )
             rows.append(f"<tr><th>{e(c)}</th>{''.join(cells)}</tr>")
         role = role_of(results, version)
-        out.append(f'<h3>{e(version)}{f" ({e(role)})" if role else ""}</h3><table class="heat"><thead><tr><th>case \\ tool</th>'
-                   f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
-    return ("".join(out) + '<p class="small">Mean calls per run over every provider and repeat; a red outline marks a '
-            'forbidden tool that was called.</p>') if out else '<p class="small">No tool was called.</p>'
+        out.append(
+            f'<h3>{e(version)}{f" ({e(role)})" if role else ""}</h3><table class="heat"><thead><tr><th>case \\ tool</th>'
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    return (
+        (
+            "".join(out)
+            + '<p class="small">Mean calls per run over every provider and repeat; a red outline marks a '
+            "forbidden tool that was called.</p>"
+        )
+        if out
+        else '<p class="small">No tool was called.</p>'
+    )
 
 
 def _comparison(decision: GateDecision, comparison: Comparison | None) -> str:
@@ -242,30 +292,46 @@ def _comparison(decision: GateDecision, comparison: Comparison | None) -> str:
         rows = []
         for pair in comparison.pairs:
             for d in pair.deltas:
-                rows.append(f'<tr class="{"blocking" if d.blocking else ""}"><td>{e(pair.pair)}</td><td>{e(d.metric)}</td>'
-                            f'<td class="num">{"–" if d.baseline is None else f"{d.baseline:g}"}</td>'
-                            f'<td class="num">{"–" if d.candidate is None else f"{d.candidate:g}"}</td>'
-                            f'<td class="num">{"–" if d.delta is None else f"{d.delta:+g}"}</td><td>{e(d.rule) or "–"}</td>'
-                            f'<td>{"blocks" if d.blocking else ""}</td></tr>')
-        parts.append('<table><thead><tr><th>pair</th><th>metric</th><th>baseline</th><th>candidate</th><th>Δ</th>'
-                     f'<th>rule</th><th></th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+                rows.append(
+                    f'<tr class="{"blocking" if d.blocking else ""}"><td>{e(pair.pair)}</td><td>{e(d.metric)}</td>'
+                    f'<td class="num">{"–" if d.baseline is None else f"{d.baseline:g}"}</td>'
+                    f'<td class="num">{"–" if d.candidate is None else f"{d.candidate:g}"}</td>'
+                    f'<td class="num">{"–" if d.delta is None else f"{d.delta:+g}"}</td><td>{e(d.rule) or "–"}</td>'
+                    f"<td>{'blocks' if d.blocking else ''}</td></tr>"
+                )
+        parts.append(
+            "<table><thead><tr><th>pair</th><th>metric</th><th>baseline</th><th>candidate</th><th>Δ</th>"
+            f"<th>rule</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
         div = [(p.pair, c) for p in comparison.pairs for c in p.cases if c.divergence]
         if div:
-            parts.append("<h3>Trajectory differences</h3><table><thead><tr><th>pair</th><th>case</th><th>status</th>"
-                         "<th>first divergence</th><th>baseline tools</th><th>candidate tools</th></tr></thead><tbody>"
-                         + "".join(f"<tr><td>{e(p)}</td><td>{e(c.case_id)}</td><td>{e(c.status)}</td>"
-                                   f"<td>{e(c.divergence or '')}</td><td>{e(' → '.join(c.baseline_tools))}</td>"
-                                   f"<td>{e(' → '.join(c.candidate_tools))}</td></tr>" for p, c in div)
-                         + "</tbody></table>")
+            parts.append(
+                "<h3>Trajectory differences</h3><table><thead><tr><th>pair</th><th>case</th><th>status</th>"
+                "<th>first divergence</th><th>baseline tools</th><th>candidate tools</th></tr></thead><tbody>"
+                + "".join(
+                    f"<tr><td>{e(p)}</td><td>{e(c.case_id)}</td><td>{e(c.status)}</td>"
+                    f"<td>{e(c.divergence or '')}</td><td>{e(' → '.join(c.baseline_tools))}</td>"
+                    f"<td>{e(' → '.join(c.candidate_tools))}</td></tr>"
+                    for p, c in div
+                )
+                + "</tbody></table>"
+            )
     if decision.regressions:
-        parts.append("<h3>Regressions to keep in the dataset</h3><table><thead><tr><th>case</th><th>pair</th><th>factors</th>"
-                     "<th>permanent</th><th>why it exists</th><th>notes</th></tr></thead><tbody>"
-                     + "".join(f"<tr><td>{e(g.case_id)}</td><td>{e(g.pair)}</td><td>{e(', '.join(g.factors))}</td>"
-                               f"<td>{'yes' if g.permanent else 'no'}</td><td>{e(g.why_it_exists)}</td>"
-                               f"<td>{e('; '.join(g.notes))}</td></tr>" for g in decision.regressions)
-                     + "</tbody></table>")
+        parts.append(
+            "<h3>Regressions to keep in the dataset</h3><table><thead><tr><th>case</th><th>pair</th><th>factors</th>"
+            "<th>permanent</th><th>why it exists</th><th>notes</th></tr></thead><tbody>"
+            + "".join(
+                f"<tr><td>{e(g.case_id)}</td><td>{e(g.pair)}</td><td>{e(', '.join(g.factors))}</td>"
+                f"<td>{'yes' if g.permanent else 'no'}</td><td>{e(g.why_it_exists)}</td>"
+                f"<td>{e('; '.join(g.notes))}</td></tr>"
+                for g in decision.regressions
+            )
+            + "</tbody></table>"
+        )
     if not parts:
-        parts.append('<p class="small">One agent version: no comparison. The gate judged the result on its own.</p>')
+        parts.append(
+            '<p class="small">One agent version: no comparison. The gate judged the result on its own.</p>'
+        )
     return "".join(parts)
 
 
@@ -280,24 +346,34 @@ def _failing(results: Results) -> str:
         k = (x.provenance.agent_version, x.provenance.case_id, x.provenance.provider)
         seen.setdefault(k, x)
         counts[k] += 1
-    rows = "".join(f"<tr><td>{e(v)}</td><td>{e(c)}</td><td>{e(p)} {_badge(x.provenance.source)}</td>"
-                   f"<td class='num'>{counts[(v, c, p)]}</td><td>{e(', '.join(x.failed_factors))}</td>"
-                   f"<td>{e('; '.join(x.notes))}</td></tr>" for (v, c, p), x in sorted(seen.items()))
-    return ("<table><thead><tr><th>agent</th><th>case</th><th>provider</th><th>failed runs</th><th>factors</th>"
-            f"<th>notes (first failed run)</th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = "".join(
+        f"<tr><td>{e(v)}</td><td>{e(c)}</td><td>{e(p)} {_badge(x.provenance.source)}</td>"
+        f"<td class='num'>{counts[(v, c, p)]}</td><td>{e(', '.join(x.failed_factors))}</td>"
+        f"<td>{e('; '.join(x.notes))}</td></tr>"
+        for (v, c, p), x in sorted(seen.items())
+    )
+    return (
+        "<table><thead><tr><th>agent</th><th>case</th><th>provider</th><th>failed runs</th><th>factors</th>"
+        f"<th>notes (first failed run)</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def _event_row(ev: Any, tools: dict[str, str], peak: float) -> str:
     t = ev.type
     lat = getattr(ev, "latency_ms", None)
-    bar = (f'<div class="bar" style="width:{max(2.0, 100 * lat / peak):.0f}%" title="{lat:g} ms"></div>'
-           if isinstance(lat, int | float) and lat and peak else "")
+    bar = (
+        f'<div class="bar" style="width:{max(2.0, 100 * lat / peak):.0f}%" title="{lat:g} ms"></div>'
+        if isinstance(lat, int | float) and lat and peak
+        else ""
+    )
     if t == "model.call":
         kind, cls = "model call", "k-model"
         what = f"{ev.agent} · {ev.model} · {ev.input_tokens} in / {ev.output_tokens} out tokens"
     elif t == "tool.call":
         kind, cls = "tool call", "k-tool"
-        what = f"<code>{e(ev.tool)}({e(json.dumps(ev.args, ensure_ascii=False, sort_keys=True)[:300])})</code>"
+        what = (
+            f"<code>{e(ev.tool)}({e(json.dumps(ev.args, ensure_ascii=False, sort_keys=True)[:300])})</code>"
+        )
         return f'<li><span class="kind {cls}">{kind}</span><span>{what}</span><span>{bar}</span></li>'
     elif t == "permission.decision":
         kind, cls = "decision", "k-tool"
@@ -307,12 +383,21 @@ def _event_row(ev: Any, tools: dict[str, str], peak: float) -> str:
         what = f"{tools.get(ev.call_id, ev.call_id)} · {ev.approval_id}"
     elif t == "approval.resolved":
         kind, cls = "approval", "k-approval"
-        what = f"{tools.get(ev.call_id, ev.call_id)}: {ev.status}" + (f" by {ev.reviewer}" if ev.reviewer else "") + (
-            f" → {json.dumps(ev.effective_args, ensure_ascii=False, sort_keys=True)[:200]}" if ev.status == "edited" else "")
+        what = (
+            f"{tools.get(ev.call_id, ev.call_id)}: {ev.status}"
+            + (f" by {ev.reviewer}" if ev.reviewer else "")
+            + (
+                f" → {json.dumps(ev.effective_args, ensure_ascii=False, sort_keys=True)[:200]}"
+                if ev.status == "edited"
+                else ""
+            )
+        )
     elif t == "tool.result":
         kind, cls = "tool result", "k-tool"
         state = "ok" if ev.ok else f"error {ev.error}"
-        what = f"{tools.get(ev.call_id, ev.call_id)}: {state}" + (" (duplicate: no new effect)" if ev.duplicate else "")
+        what = f"{tools.get(ev.call_id, ev.call_id)}: {state}" + (
+            " (duplicate: no new effect)" if ev.duplicate else ""
+        )
     elif t == "handoff":
         kind, cls = "handoff", "k-handoff"
         what = f"{ev.from_agent} → {ev.to_agent} ({ev.kind})"
@@ -346,48 +431,76 @@ def _runs(results: Results) -> str:
         tools = {ev.call_id: ev.tool for ev in events if ev.type == "tool.call"}
         lats = [ev.latency_ms for ev in events if isinstance(getattr(ev, "latency_ms", None), int | float)]
         peak = max(lats, default=0.0)
-        body = "".join(_event_row(ev, tools, peak) for ev in events) if events else \
-            '<li><span class="small">no trace in this results folder</span></li>'
+        body = (
+            "".join(_event_row(ev, tools, peak) for ev in events)
+            if events
+            else '<li><span class="small">no trace in this results folder</span></li>'
+        )
         notes = f'<div class="notes">{e("; ".join(x.notes))}</div>' if x.notes else ""
         status = "pass" if x.passed else "fail"
         cost = fmt_usd(x.cost_usd)
         items.append(
             f'<details class="run" data-provider="{e(p.provider)}" data-version="{e(p.agent_version)}" '
             f'data-status="{status}"><summary>{_ok(x.passed)} <strong>{e(p.case_id)}</strong> '
-            f'<span>{e(p.provider)}</span> <span>{e(p.agent_version)}</span> <span>r{p.repeat}</span> '
+            f"<span>{e(p.provider)}</span> <span>{e(p.agent_version)}</span> <span>r{p.repeat}</span> "
             f'{_badge(p.source)} <span class="small">{e(" → ".join(x.tools) or "no tools")} · {cost} · '
-            f'{fmt_ms(x.latency_ms)} · {x.usage.input_tokens + x.usage.output_tokens} tokens</span></summary>'
-            f'{notes}<ol class="tl">{body}</ol></details>')
+            f"{fmt_ms(x.latency_ms)} · {x.usage.input_tokens + x.usage.output_tokens} tokens</span></summary>"
+            f'{notes}<ol class="tl">{body}</ol></details>'
+        )
     opts = lambda vals: "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in vals)  # noqa: E731
-    controls = (f'<div class="controls"><label>provider <select id="f-provider"><option value="">all</option>'
-                f'{opts(r.providers)}</select></label><label>agent <select id="f-version"><option value="">all</option>'
-                f'{opts(r.agent_versions)}</select></label><label>status <select id="f-status"><option value="">all'
-                f'</option><option value="pass">pass</option><option value="fail">fail</option></select></label>'
-                f'<span id="f-count" class="small"></span></div>')
+    controls = (
+        f'<div class="controls"><label>provider <select id="f-provider"><option value="">all</option>'
+        f'{opts(r.providers)}</select></label><label>agent <select id="f-version"><option value="">all</option>'
+        f'{opts(r.agent_versions)}</select></label><label>status <select id="f-status"><option value="">all'
+        f'</option><option value="pass">pass</option><option value="fail">fail</option></select></label>'
+        f'<span id="f-count" class="small"></span></div>'
+    )
     return controls + "".join(items)
 
 
 def render_html(results: Results, decision: GateDecision, comparison: Comparison | None) -> str:
     r = results.result
     meta = results.meta
-    facts = [f"dataset {e(r.dataset_version)}", f"{len(r.runs)} runs", f"provenance: {e(sources_line(results))}"]
+    facts = [
+        f"dataset {e(r.dataset_version)}",
+        f"{len(r.runs)} runs",
+        f"provenance: {e(sources_line(results))}",
+    ]
     if meta:
-        facts = [f"mode <strong>{e(meta.mode)}</strong>", f"providers {e(', '.join(meta.providers))}",
-                 f"repeats {meta.repeats}", *facts]
+        facts = [
+            f"mode <strong>{e(meta.mode)}</strong>",
+            f"providers {e(', '.join(meta.providers))}",
+            f"repeats {meta.repeats}",
+            *facts,
+        ]
         if meta.started_at:
             facts.append(f"run {e(meta.started_at)}")
     cls = "pass" if decision.passed else "block"
     verdict = "Gate: PASS" if decision.passed else "Gate: BLOCK"
     if decision.verdict:
         verdict += f" — {decision.verdict}"
-    reasons = ("<ul class='reasons'>" + "".join(f"<li>{e(x)}</li>" for x in decision.reasons) + "</ul>") \
-        if decision.reasons else ""
-    warnings = ("<details><summary class='small'>" + f"{len(decision.warnings)} warning(s)</summary><ul class='small'>"
-                + "".join(f"<li>{e(w)}</li>" for w in decision.warnings) + "</ul></details>") if decision.warnings else ""
+    reasons = (
+        ("<ul class='reasons'>" + "".join(f"<li>{e(x)}</li>" for x in decision.reasons) + "</ul>")
+        if decision.reasons
+        else ""
+    )
+    warnings = (
+        (
+            "<details><summary class='small'>"
+            + f"{len(decision.warnings)} warning(s)</summary><ul class='small'>"
+            + "".join(f"<li>{e(w)}</li>" for w in decision.warnings)
+            + "</ul></details>"
+        )
+        if decision.warnings
+        else ""
+    )
     errors = ""
     if meta and meta.errors:
-        errors = ("<h2>Runs that could not be made</h2><ul class='reasons'>"
-                  + "".join(f"<li>{e(x)}</li>" for x in meta.errors[:100]) + "</ul>")
+        errors = (
+            "<h2>Runs that could not be made</h2><ul class='reasons'>"
+            + "".join(f"<li>{e(x)}</li>" for x in meta.errors[:100])
+            + "</ul>"
+        )
     title = f"portagent eval · {r.suite_id}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -34,22 +34,38 @@ def render_junit(results: Results) -> str:
         for (case_id, provider), runs in sorted(cases.items()):
             seconds = sum((x.latency_ms or 0) for x in runs) / 1000
             time_total += seconds
-            tc = ET.SubElement(suite, "testcase", classname=f"{r.suite_id}.{version}.{provider}", name=case_id,
-                               time=f"{seconds:.3f}")
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{r.suite_id}.{version}.{provider}",
+                name=case_id,
+                time=f"{seconds:.3f}",
+            )
             props = ET.SubElement(tc, "properties")
             sources = sorted({x.provenance.source or "unknown" for x in runs})
             passed = sum(x.passed for x in runs)
-            for name, value in (("provenance", ",".join(sources)), ("provider", provider), ("agent_version", version),
-                                ("runs", str(len(runs))), ("passed", str(passed))):
+            for name, value in (
+                ("provenance", ",".join(sources)),
+                ("provider", provider),
+                ("agent_version", version),
+                ("runs", str(len(runs))),
+                ("passed", str(passed)),
+            ):
                 ET.SubElement(props, "property", name=name, value=value)
             bad = [x for x in runs if not x.passed]
             if bad:
                 failures += 1
                 factors = sorted({f for x in bad for f in x.failed_factors})
-                failure = ET.SubElement(tc, "failure", type="gate",
-                                        message=f"{passed}/{len(runs)} runs passed; failed {', '.join(factors)}")
-                failure.text = "\n".join(f"r{x.provenance.repeat} ({x.provenance.source or 'unknown'}): "
-                                         + "; ".join(x.notes) for x in bad)
+                failure = ET.SubElement(
+                    tc,
+                    "failure",
+                    type="gate",
+                    message=f"{passed}/{len(runs)} runs passed; failed {', '.join(factors)}",
+                )
+                failure.text = "\n".join(
+                    f"r{x.provenance.repeat} ({x.provenance.source or 'unknown'}): " + "; ".join(x.notes)
+                    for x in bad
+                )
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(failures))
         suite.set("errors", "0")

@@ -53,13 +53,21 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
     lines.append("")
     facts = [f"{len(r.runs)} runs", f"provenance: {sources_line(results)}"]
     if meta:
-        facts = [f"mode `{meta.mode}`", f"providers {', '.join(meta.providers)}", f"repeats {meta.repeats}", *facts]
+        facts = [
+            f"mode `{meta.mode}`",
+            f"providers {', '.join(meta.providers)}",
+            f"repeats {meta.repeats}",
+            *facts,
+        ]
     lines += [" · ".join(facts), ""]
 
-    lines += ["## Pass rate by provider", "",
-              "| provider | agent | passed | pass rate | Wilson 95 % | pass^k | flake | cost / accepted | "
-              "latency p50 / p95 | tokens in / out |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Pass rate by provider",
+        "",
+        "| provider | agent | passed | pass rate | Wilson 95 % | pass^k | flake | cost / accepted | "
+        "latency p50 / p95 | tokens in / out |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for g in sorted(r.by_provider, key=lambda g: (g.provider, g.agent_version)):
         k = max(g.pass_hat_k) if g.pass_hat_k else None
         role = role_of(results, g.agent_version)
@@ -68,7 +76,8 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
             f"{fmt_pct(g.pass_rate)} | [{g.wilson_low:.3f}, {g.wilson_high:.3f}] | "
             f"{'–' if k is None else f'{g.pass_hat_k[k]:.2f} (k={k})'} | {fmt_pct(g.flake_rate)} | "
             f"{fmt_usd(g.cost_per_accepted_task_usd)} | {fmt_ms(g.latency_p50_ms)} / {fmt_ms(g.latency_p95_ms)} | "
-            f"{g.usage.input_tokens} / {g.usage.output_tokens} |")
+            f"{g.usage.input_tokens} / {g.usage.output_tokens} |"
+        )
     lines.append("")
 
     if decision.reasons:
@@ -81,25 +90,44 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
         lines += ["", "</details>", ""]
 
     if comparison is not None:
-        lines += [f"## Comparison: {comparison.baseline_label} → {comparison.candidate_label}", "",
-                  "| pair | metric | baseline | candidate | Δ | rule | blocks |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Comparison: {comparison.baseline_label} → {comparison.candidate_label}",
+            "",
+            "| pair | metric | baseline | candidate | Δ | rule | blocks |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for pair in comparison.pairs:
             for d in pair.deltas:
-                lines.append(f"| {pair.pair} | {d.metric} | {fmt_num(d.baseline)} | {fmt_num(d.candidate)} | "
-                             f"{'–' if d.delta is None else f'{d.delta:+g}'} | {_cell(d.rule) or '–'} | "
-                             f"{'**yes**' if d.blocking else ''} |")
+                lines.append(
+                    f"| {pair.pair} | {d.metric} | {fmt_num(d.baseline)} | {fmt_num(d.candidate)} | "
+                    f"{'–' if d.delta is None else f'{d.delta:+g}'} | {_cell(d.rule) or '–'} | "
+                    f"{'**yes**' if d.blocking else ''} |"
+                )
         lines.append("")
         diverged = [(p.pair, c) for p in comparison.pairs for c in p.cases if c.divergence]
         if diverged:
-            lines += ["### Trajectory differences", "", "| pair | case | status | first divergence |", "|---|---|---|---|"]
-            lines += [f"| {pair} | {c.case_id} | {c.status} | {_cell(c.divergence)} |" for pair, c in diverged]
+            lines += [
+                "### Trajectory differences",
+                "",
+                "| pair | case | status | first divergence |",
+                "|---|---|---|---|",
+            ]
+            lines += [
+                f"| {pair} | {c.case_id} | {c.status} | {_cell(c.divergence)} |" for pair, c in diverged
+            ]
             lines.append("")
     if decision.regressions:
-        lines += ["## Regressions to keep in the dataset", "",
-                  "| case | pair | factors | permanent | why it exists |", "|---|---|---|---|---|"]
+        lines += [
+            "## Regressions to keep in the dataset",
+            "",
+            "| case | pair | factors | permanent | why it exists |",
+            "|---|---|---|---|---|",
+        ]
         for g in decision.regressions:
-            lines.append(f"| {g.case_id} | {g.pair} | {', '.join(g.factors)} | {'yes' if g.permanent else 'no'} | "
-                         f"{_cell(g.why_it_exists)} |")
+            lines.append(
+                f"| {g.case_id} | {g.pair} | {', '.join(g.factors)} | {'yes' if g.permanent else 'no'} | "
+                f"{_cell(g.why_it_exists)} |"
+            )
         lines.append("")
 
     failing = [g for g in r.by_case if g.passed < g.runs]
@@ -107,13 +135,22 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
     if not failing:
         lines += ["None: every run passed.", ""]
     else:
-        lines += ["| agent | case | provider | passed | failed factors | notes |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| agent | case | provider | passed | failed factors | notes |",
+            "|---|---|---|---|---|---|",
+        ]
         for g in sorted(failing, key=lambda g: (g.agent_version, g.case_id or "", g.provider)):
-            runs = [x for x in r.runs if (x.provenance.case_id, x.provenance.provider, x.provenance.agent_version)
-                    == (g.case_id, g.provider, g.agent_version)]
+            runs = [
+                x
+                for x in r.runs
+                if (x.provenance.case_id, x.provenance.provider, x.provenance.agent_version)
+                == (g.case_id, g.provider, g.agent_version)
+            ]
             bad = next(x for x in runs if not x.passed)
-            lines.append(f"| {g.agent_version} | {g.case_id} | {g.provider} | {g.passed}/{g.runs} | "
-                         f"{', '.join(bad.failed_factors)} | {_cell('; '.join(bad.notes))} |")
+            lines.append(
+                f"| {g.agent_version} | {g.case_id} | {g.provider} | {g.passed}/{g.runs} | "
+                f"{', '.join(bad.failed_factors)} | {_cell('; '.join(bad.notes))} |"
+            )
         lines.append("")
     if meta and meta.errors:
         lines += ["## Runs that could not be made", ""]

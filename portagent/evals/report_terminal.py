@@ -28,8 +28,11 @@ def summary_table(results: Results) -> Any:
 
     r = results.result
     by = {(g.provider, g.agent_version): g for g in r.by_provider}
-    table = Table(title=f"{r.suite_id} · dataset {r.dataset_version} · {sources_line(results)}", title_justify="left",
-                  show_lines=False)
+    table = Table(
+        title=f"{r.suite_id} · dataset {r.dataset_version} · {sources_line(results)}",
+        title_justify="left",
+        show_lines=False,
+    )
     table.add_column("provider", style="bold")
     for v in r.agent_versions:
         role = role_of(results, v)
@@ -46,21 +49,32 @@ def summary_table(results: Results) -> Any:
                 row += ["–", "", "", ""]
                 continue
             colour = "green" if g.passed == g.runs else "red"
-            row += [f"[{colour}]{g.passed}/{g.runs} {fmt_pct(g.pass_rate)}[/{colour}]",
-                    f"[{g.wilson_low:.2f}, {g.wilson_high:.2f}]", fmt_usd(g.cost_per_accepted_task_usd),
-                    fmt_ms(g.latency_p95_ms)]
+            row += [
+                f"[{colour}]{g.passed}/{g.runs} {fmt_pct(g.pass_rate)}[/{colour}]",
+                f"[{g.wilson_low:.2f}, {g.wilson_high:.2f}]",
+                fmt_usd(g.cost_per_accepted_task_usd),
+                fmt_ms(g.latency_p95_ms),
+            ]
         table.add_row(*row)
     return table
 
 
-def print_summary(results: Results, decision: GateDecision, comparison: Comparison | None, *,
-                  out: Any = None, max_reasons: int = 12) -> None:
+def print_summary(
+    results: Results,
+    decision: GateDecision,
+    comparison: Comparison | None,
+    *,
+    out: Any = None,
+    max_reasons: int = 12,
+) -> None:
     c = out or console()
     c.print(summary_table(results))
     if comparison is not None:
         c.print(f"comparison: {comparison.verdict}")
     if decision.passed:
-        c.print("[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else ""))
+        c.print(
+            "[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else "")
+        )
     else:
         c.print("[bold red]gate: BLOCK[/bold red]" + (f" — {decision.verdict}" if decision.verdict else ""))
         for reason in decision.reasons[:max_reasons]:
@@ -69,8 +83,11 @@ def print_summary(results: Results, decision: GateDecision, comparison: Comparis
             c.print(f"  … and {len(decision.reasons) - max_reasons} more (report.md, ci_gate.json)")
     if decision.regressions:
         keep = sorted({(g.case_id, g.permanent) for g in decision.regressions})
-        c.print("regressions to keep: " + ", ".join(f"{cid}{' (permanent)' if perm else ''}" for cid, perm in keep),
-                markup=False)
+        c.print(
+            "regressions to keep: "
+            + ", ".join(f"{cid}{' (permanent)' if perm else ''}" for cid, perm in keep),
+            markup=False,
+        )
     meta = results.meta
     if meta and meta.errors:
         c.print(f"[yellow]{len(meta.errors)} run(s) could not be made or failed outright[/yellow], e.g.:")

@@ -42,8 +42,18 @@ from portagent.evals.trajectory import score_trajectory
 from portagent.evals.view import RunView
 
 Factor = Literal[
-    "final", "output_schema", "route", "trajectory", "args", "approval", "permissions", "trace",
-    "status", "cost", "latency", "turns",
+    "final",
+    "output_schema",
+    "route",
+    "trajectory",
+    "args",
+    "approval",
+    "permissions",
+    "trace",
+    "status",
+    "cost",
+    "latency",
+    "turns",
 ]
 """A gate factor of one run."""
 
@@ -152,7 +162,9 @@ def _same(a: Any, b: Any) -> bool:
 def _contains(expected: Any, actual: Any) -> bool:
     """``expected`` ⊆ ``actual``: dict keys recursively; anything else compares with ``_same``."""
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _contains(v, actual[k]) for k, v in expected.items())
+        return isinstance(actual, dict) and all(
+            k in actual and _contains(v, actual[k]) for k, v in expected.items()
+        )
     return _same(expected, actual)
 
 
@@ -170,7 +182,9 @@ def _args_score(calls: Sequence[ToolCall], spec: ArgsExpectation) -> tuple[float
             matched += 1
         else:
             got = "; ".join(canonical_json(c.args) for c in mine)
-            why.append(f"arguments of {tool} do not match ({spec.mode}): expected {canonical_json(expected)}, got {got}")
+            why.append(
+                f"arguments of {tool} do not match ({spec.mode}): expected {canonical_json(expected)}, got {got}"
+            )
     return round(matched / len(spec.expected), 3), why
 
 
@@ -209,14 +223,21 @@ def _permission_violations(view: RunView, case: Case, pending: set[str]) -> list
         if call.tool in forbidden:
             out.append(f"permission violation: forbidden tool {call.tool} executed ({call.call_id})")
         elif call.tool in must_not_run:
-            out.append(f"permission violation: {call.tool} executed although the case says it must not run "
-                       f"({call.call_id})")
+            out.append(
+                f"permission violation: {call.tool} executed although the case says it must not run "
+                f"({call.call_id})"
+            )
         decision = view.decisions.get(call.call_id)
         if decision is not None and decision.decision == "deny":
-            out.append(f"permission violation: {what} executed although the policy denied it ({decision.rule})")
+            out.append(
+                f"permission violation: {what} executed although the policy denied it ({decision.rule})"
+            )
         elif decision is not None and decision.decision == "approval_required":
-            statuses = [view.resolutions[a.approval_id].status for a in view.approvals
-                        if a.call_id == call.call_id and a.approval_id in view.resolutions]
+            statuses = [
+                view.resolutions[a.approval_id].status
+                for a in view.approvals
+                if a.call_id == call.call_id and a.approval_id in view.resolutions
+            ]
             if not any(s in _APPROVED for s in statuses):
                 out.append(f"permission violation: {what} executed without an approved approval")
     return out
@@ -233,7 +254,11 @@ def _trace_checks(view: RunView, case: Case, pending: set[str]) -> list[str]:
             why.append(f"call without result: {call.call_id} ({call.tool})")
     why += [f"result without a call: {r.call_id}" for r in view.orphan_results]
     route = case.expect.route
-    if route is not None and route != view.start_agent and not any(h.kind == "handoff" for h in view.handoffs):
+    if (
+        route is not None
+        and route != view.start_agent
+        and not any(h.kind == "handoff" for h in view.handoffs)
+    ):
         why.append(f"no handoff event records the route to {route}")
     return why
 
@@ -246,7 +271,9 @@ def _schema_problem(output: Any, schema: dict[str, Any]) -> str | None:
         except ValueError:
             return "final output is not JSON, but the case has an output_schema"
     try:
-        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: [str(p) for p in e.path])
+        errors = sorted(
+            Draft202012Validator(schema).iter_errors(value), key=lambda e: [str(p) for p in e.path]
+        )
     except Exception as e:  # e.g. an unresolvable $ref: the case is wrong, the run cannot pass it
         return f"output_schema could not be applied: {type(e).__name__}: {e}"
     error = errors[0] if errors else None
@@ -296,7 +323,11 @@ def score_run(
     lacking = [f for f in exp.final_must_contain if _norm(f) not in text]
     n_frag = len(exp.final_must_contain)
     final = 1.0 if n_frag == 0 else round((n_frag - len(lacking)) / n_frag, 3)
-    why_final = [("no final output" if output is None else "final output lacks: " + ", ".join(lacking))] if lacking else []
+    why_final = (
+        [("no final output" if output is None else "final output lacks: " + ", ".join(lacking))]
+        if lacking
+        else []
+    )
     put("final", final >= th.final, why_final)
 
     output_valid: bool | None = None
@@ -356,10 +387,26 @@ def score_run(
         run_id=started.run_id if started else (view.completed.run_id if view.completed else ""),
     )
     return RunScore(
-        provenance=prov, passed=all(checks.values()), checks=checks,
-        final=final, trajectory=traj.score, trajectory_f1=traj.f1, args=args, approval=approval,
-        trace=trace_score, output_valid=output_valid, route=view.route, status=view.status,
-        tools=view.tools, forbidden_called=list(traj.forbidden), permission_violation=bool(violations),
-        cost_usd=cost, latency_ms=latency, usage=view.usage, turns=turns, thresholds=th,
-        notes=notes, warnings=warnings,
+        provenance=prov,
+        passed=all(checks.values()),
+        checks=checks,
+        final=final,
+        trajectory=traj.score,
+        trajectory_f1=traj.f1,
+        args=args,
+        approval=approval,
+        trace=trace_score,
+        output_valid=output_valid,
+        route=view.route,
+        status=view.status,
+        tools=view.tools,
+        forbidden_called=list(traj.forbidden),
+        permission_violation=bool(violations),
+        cost_usd=cost,
+        latency_ms=latency,
+        usage=view.usage,
+        turns=turns,
+        thresholds=th,
+        notes=notes,
+        warnings=warnings,
     )

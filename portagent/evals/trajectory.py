@@ -88,7 +88,10 @@ def _f1(matched: int, n_actual: int, n_ref: int) -> float:
 
 
 def score_trajectory(
-    called: Sequence[str], reference: Sequence[str], forbidden: Sequence[str], mode: TrajectoryMode,
+    called: Sequence[str],
+    reference: Sequence[str],
+    forbidden: Sequence[str],
+    mode: TrajectoryMode,
 ) -> TrajectoryResult:
     """Judge the called tool names against the reference under ``mode``."""
     called, reference = list(called), list(reference)
@@ -127,7 +130,9 @@ def score_trajectory(
     if out_of_order:
         why.append(f"tools out of order: expected {_arrow(reference)}, called {_arrow(called)}")
     elif mode == "strict" and called != reference and not missing:
-        why.append(f"sequence differs from the strict reference: expected {_arrow(reference)}, called {_arrow(called)}")
+        why.append(
+            f"sequence differs from the strict reference: expected {_arrow(reference)}, called {_arrow(called)}"
+        )
     plain_extras = [t for t in dict.fromkeys(extras) if t not in forbidden_set]
     if plain_extras:
         if mode == "superset":
@@ -136,8 +141,12 @@ def score_trajectory(
             why.append(f"tools outside the reference (subset mode): {', '.join(plain_extras)}")
         else:
             n = sum(1 for t in extras if t not in forbidden_set)
-            why.append(f"extra tool{'s' if n != 1 else ''} not in the reference ({n} call{'s' if n != 1 else ''}): "
-                       f"{', '.join(plain_extras)}")
+            why.append(
+                f"extra tool{'s' if n != 1 else ''} not in the reference ({n} call{'s' if n != 1 else ''}): "
+                f"{', '.join(plain_extras)}"
+            )
 
     f1 = _f1(lcs if ordered else overlap, len(called), len(reference))
-    return TrajectoryResult(score, round(base, 3), f1, missing, extras, hit_forbidden, out_of_order, tuple(why))
+    return TrajectoryResult(
+        score, round(base, 3), f1, missing, extras, hit_forbidden, out_of_order, tuple(why)
+    )

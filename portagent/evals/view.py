@@ -24,10 +24,17 @@ from portagent.contracts.trace import (
     ToolResult,
 )
 
-BLOCKED_ERRORS: frozenset[str] = frozenset({
-    "unknown_tool", "validation_error", "precondition_failed", "permission_denied",
-    "approval_required", "approval_rejected", "budget_exhausted",
-})
+BLOCKED_ERRORS: frozenset[str] = frozenset(
+    {
+        "unknown_tool",
+        "validation_error",
+        "precondition_failed",
+        "permission_denied",
+        "approval_required",
+        "approval_rejected",
+        "budget_exhausted",
+    }
+)
 """Result codes meaning the gateway stopped the call before its handler ran."""
 
 
@@ -95,8 +102,19 @@ class RunView:
         call_ids = {c.call_id for c in calls}
         orphans = tuple(r for r in all_results if r.call_id not in call_ids)
         provider = ordered[0].provider if ordered else ""
-        return cls(started, completed, tuple(calls), results, orphans, decisions, tuple(approvals),
-                   resolutions, tuple(handoffs), tuple(model_calls), provider)
+        return cls(
+            started,
+            completed,
+            tuple(calls),
+            results,
+            orphans,
+            decisions,
+            tuple(approvals),
+            resolutions,
+            tuple(handoffs),
+            tuple(model_calls),
+            provider,
+        )
 
     @property
     def tools(self) -> list[str]:
@@ -142,28 +160,42 @@ class RunView:
         if self.model_calls:
             m = self.model_calls
             return Usage(
-                input_tokens=sum(c.input_tokens for c in m), output_tokens=sum(c.output_tokens for c in m),
+                input_tokens=sum(c.input_tokens for c in m),
+                output_tokens=sum(c.output_tokens for c in m),
                 cache_read_tokens=sum(c.cache_read_tokens for c in m),
                 cache_write_tokens=sum(c.cache_write_tokens for c in m),
-                reasoning_tokens=sum(c.reasoning_tokens for c in m), model_calls=len(m),
+                reasoning_tokens=sum(c.reasoning_tokens for c in m),
+                model_calls=len(m),
             )
         c = self.completed
         if c is None:
             return Usage()
-        return Usage(input_tokens=c.input_tokens, output_tokens=c.output_tokens,
-                     cache_read_tokens=c.cache_read_tokens, cache_write_tokens=c.cache_write_tokens,
-                     reasoning_tokens=c.reasoning_tokens, model_calls=c.model_calls)
+        return Usage(
+            input_tokens=c.input_tokens,
+            output_tokens=c.output_tokens,
+            cache_read_tokens=c.cache_read_tokens,
+            cache_write_tokens=c.cache_write_tokens,
+            reasoning_tokens=c.reasoning_tokens,
+            model_calls=c.model_calls,
+        )
 
     @property
     def turns(self) -> int:
         """Model calls (the design's ``max_turns`` counts these)."""
-        return len(self.model_calls) if self.model_calls else (self.completed.model_calls if self.completed else 0)
+        return (
+            len(self.model_calls)
+            if self.model_calls
+            else (self.completed.model_calls if self.completed else 0)
+        )
 
     @property
     def pending_approvals(self) -> list[ApprovalRequested]:
         """Approval requests with no resolution, or still ``pending``."""
-        return [a for a in self.approvals
-                if a.approval_id not in self.resolutions or self.resolutions[a.approval_id].status == "pending"]
+        return [
+            a
+            for a in self.approvals
+            if a.approval_id not in self.resolutions or self.resolutions[a.approval_id].status == "pending"
+        ]
 
     def executed(self, call: ToolCall) -> bool:
         """Whether the call's handler ran. A call without a result counts as executed: nothing in the

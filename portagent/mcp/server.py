@@ -74,15 +74,24 @@ def load_target(path: str | Path, policy_path: str | Path | None = None) -> Serv
             raise UsageError("--policy goes with a tools file; an agent spec names its own policy")
         bundle = load_agent(p)
         node = bundle.node
-        return ServeTarget(node.name, dict(node.tools), node.policy, p.parent.resolve(), node.spec.version,
-                           bundle.spec_hash, short_hash(node.policy.hash_payload()), bundle)
+        return ServeTarget(
+            node.name,
+            dict(node.tools),
+            node.policy,
+            p.parent.resolve(),
+            node.spec.version,
+            bundle.spec_hash,
+            short_hash(node.policy.hash_payload()),
+            bundle,
+        )
     if isinstance(data, ToolSpec):
         tools = [data]
     elif isinstance(data, ToolSet):
         tools = list(data.tools)
     else:
-        raise UsageError(f"{path}: mcp serve takes a tools file (kind: tool or tools) or an agent spec, "
-                         f"not kind {kind!r}")
+        raise UsageError(
+            f"{path}: mcp serve takes a tools file (kind: tool or tools) or an agent spec, not kind {kind!r}"
+        )
     names = [t.name for t in tools]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -94,9 +103,15 @@ def load_target(path: str | Path, policy_path: str | Path | None = None) -> Serv
         policy = load_spec_file(policy_path, PermissionPolicy)
     by_name = {t.name: t for t in tools}
     name = p.resolve().parent.name if p.stem in ("tools", "tool") else p.stem  # support_desk, not "tools"
-    return ServeTarget(name or p.stem, by_name, policy, p.parent.resolve(), "1.0.0",
-                       short_hash({n: t.hash_payload() for n, t in sorted(by_name.items())}),
-                       short_hash(policy.hash_payload()))
+    return ServeTarget(
+        name or p.stem,
+        by_name,
+        policy,
+        p.parent.resolve(),
+        "1.0.0",
+        short_hash({n: t.hash_payload() for n, t in sorted(by_name.items())}),
+        short_hash(policy.hash_payload()),
+    )
 
 
 def mcp_tool(tool: ToolSpec) -> Any:
@@ -105,10 +120,15 @@ def mcp_tool(tool: ToolSpec) -> Any:
 
     hints = hints_for(tool)
     return types.Tool(
-        name=tool.name, description=tool.model_description(), input_schema=tool.input_schema,
+        name=tool.name,
+        description=tool.model_description(),
+        input_schema=tool.input_schema,
         annotations=types.ToolAnnotations(
-            read_only_hint=hints["readOnlyHint"], destructive_hint=hints["destructiveHint"],
-            idempotent_hint=hints["idempotentHint"], open_world_hint=hints["openWorldHint"]),
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
         _meta={EFFECT_META: tool.effect, VERSION_META: tool.version},
     )
 
@@ -123,9 +143,11 @@ def result_text(obs: Observation, model: dict[str, Any]) -> str:
     if approval_id is None and isinstance(obs.details, dict):
         approval_id = obs.details.get("approval_id")
     if obs.error == "approval_required" and approval_id:
-        text += (f". Approval {approval_id} is pending: a person decides it with `portagent approvals approve "
-                 f"{approval_id}` (or reject / edit); then call this tool again with the same arguments and the "
-                 "decision applies.")
+        text += (
+            f". Approval {approval_id} is pending: a person decides it with `portagent approvals approve "
+            f"{approval_id}` (or reject / edit); then call this tool again with the same arguments and the "
+            "decision applies."
+        )
     return text
 
 
@@ -133,16 +155,28 @@ def to_call_result(obs: Observation) -> Any:
     import mcp_types as types
 
     model = obs.to_model()
-    return types.CallToolResult(content=[types.TextContent(type="text", text=result_text(obs, model))],
-                                structured_content=model, is_error=not obs.ok)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=result_text(obs, model))],
+        structured_content=model,
+        is_error=not obs.ok,
+    )
 
 
 class GovernedServer:
     """The gateway and trace of one serve session, and the MCP ``Server`` answering through them."""
 
-    def __init__(self, target: ServeTarget, *, trace_path: Path | None = None, namespace: str | None = None,
-                 actor: str = "mcp-client", scopes: list[str] | None = None, env: str = "dev",
-                 clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+    def __init__(
+        self,
+        target: ServeTarget,
+        *,
+        trace_path: Path | None = None,
+        namespace: str | None = None,
+        actor: str = "mcp-client",
+        scopes: list[str] | None = None,
+        env: str = "dev",
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
         from portagent.core.budgets import RunBudget
         from portagent.core.home import portagent_home
         from portagent.tools.context import GatewayContext
@@ -155,11 +189,27 @@ class GovernedServer:
         self.run_id = self.ids.run_id()
         self.namespace = namespace or f"mcp-serve:{target.name}"
         self.trace_path = trace_path or portagent_home(create=True) / "mcp" / self.run_id / "trace.jsonl"
-        self.recorder = TraceRecorder(run_id=self.run_id, provider="mcp", agent=target.name, clock=self.clock,
-                                      ids=self.ids, path=self.trace_path)
-        ctx = GatewayContext(run_id=self.run_id, scope=self.namespace, provider="mcp", agent=target.name, actor=actor,
-                             scopes=list(scopes or []), env=env, budget=RunBudget(None),  # type: ignore[arg-type]
-                             recorder=self.recorder, clock=self.clock, ids=self.ids)
+        self.recorder = TraceRecorder(
+            run_id=self.run_id,
+            provider="mcp",
+            agent=target.name,
+            clock=self.clock,
+            ids=self.ids,
+            path=self.trace_path,
+        )
+        ctx = GatewayContext(
+            run_id=self.run_id,
+            scope=self.namespace,
+            provider="mcp",
+            agent=target.name,
+            actor=actor,
+            scopes=list(scopes or []),
+            env=env,
+            budget=RunBudget(None),  # type: ignore[arg-type]
+            recorder=self.recorder,
+            clock=self.clock,
+            ids=self.ids,
+        )
         self.gateway = ToolGateway(target.tools, ctx, policy=target.policy, approver="defer")
         self.calls = 0
         self._started = False
@@ -178,11 +228,26 @@ class GovernedServer:
         self._started = True
         self._t0 = self.clock.monotonic()
         self.recorder.emit(
-            "run.started", root=True, agent_version=self.target.version, spec_hash=self.target.spec_hash,
-            policy_hash=self.target.policy_hash, sdk="mcp", sdk_version=package_version("mcp") or "",
-            model="", source="live", mode="direct", input=None,
-            provider_details={"mcp_serve": {"transport": transport, "namespace": self.namespace,
-                                            "tools": sorted(self.target.tools)}, **(details or {})})
+            "run.started",
+            root=True,
+            agent_version=self.target.version,
+            spec_hash=self.target.spec_hash,
+            policy_hash=self.target.policy_hash,
+            sdk="mcp",
+            sdk_version=package_version("mcp") or "",
+            model="",
+            source="live",
+            mode="direct",
+            input=None,
+            provider_details={
+                "mcp_serve": {
+                    "transport": transport,
+                    "namespace": self.namespace,
+                    "tools": sorted(self.target.tools),
+                },
+                **(details or {}),
+            },
+        )
         self.recorder.flush()
 
     def stop(self, reason: str = "server_stopped") -> None:
@@ -190,9 +255,15 @@ class GovernedServer:
             return
         self._started = False
         self.recorder.emit(
-            "run.completed", root=True, status="completed", stop_reason=reason, tool_calls=self.calls,
-            cost_usd=round(float(self.gateway.context.budget.tool_cost_usd), 8), cost_source="computed",
-            duration_ms=round((self.clock.monotonic() - self._t0) * 1000, 3))
+            "run.completed",
+            root=True,
+            status="completed",
+            stop_reason=reason,
+            tool_calls=self.calls,
+            cost_usd=round(float(self.gateway.context.budget.tool_cost_usd), 8),
+            cost_source="computed",
+            duration_ms=round((self.clock.monotonic() - self._t0) * 1000, 3),
+        )
         self.recorder.flush()
 
     # -- MCP handlers ----------------------------------------------------------------------------------
@@ -223,10 +294,15 @@ class GovernedServer:
             tool = self.target.tools.get(name)
             return tool.input_schema if tool is not None else None
 
-        return Server(f"portagent:{self.target.name}", version=__version__,
-                      instructions=f"Tools of {self.target.name}, governed by portagent: every call is checked "
-                                   "against its schema and policy, and traced.",
-                      get_tool_input_schema=input_schema, on_list_tools=list_tools, on_call_tool=call_tool)
+        return Server(
+            f"portagent:{self.target.name}",
+            version=__version__,
+            instructions=f"Tools of {self.target.name}, governed by portagent: every call is checked "
+            "against its schema and policy, and traced.",
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+        )
 
 
 def _ensure_import_path(base_dir: Path) -> None:
@@ -236,9 +312,18 @@ def _ensure_import_path(base_dir: Path) -> None:
         sys.path.insert(0, d)
 
 
-async def serve(target: ServeTarget, *, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-                trace_path: Path | None = None, namespace: str | None = None, scopes: list[str] | None = None,
-                env: str = "dev", announce: Any = None) -> GovernedServer:
+async def serve(
+    target: ServeTarget,
+    *,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    trace_path: Path | None = None,
+    namespace: str | None = None,
+    scopes: list[str] | None = None,
+    env: str = "dev",
+    announce: Any = None,
+) -> GovernedServer:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP). ``announce(text)`` is
     told where the server listens and where the trace goes."""
     _ensure_import_path(target.base_dir)
@@ -257,7 +342,9 @@ async def serve(target: ServeTarget, *, transport: str = "stdio", host: str = "1
             from mcp.server.stdio import stdio_server
 
             governed.start("stdio", details)
-            say(f"serving {len(governed.target.tools)} tools of {target.name} over stdio; trace {governed.trace_path}")
+            say(
+                f"serving {len(governed.target.tools)} tools of {target.name} over stdio; trace {governed.trace_path}"
+            )
             _cancel_on_sigterm()
             try:
                 async with stdio_server() as (read, write):
@@ -269,8 +356,9 @@ async def serve(target: ServeTarget, *, transport: str = "stdio", host: str = "1
     return governed
 
 
-async def _serve_http(governed: GovernedServer, server: Any, host: str, port: int, details: dict[str, Any],
-                      say: Any) -> None:
+async def _serve_http(
+    governed: GovernedServer, server: Any, host: str, port: int, details: dict[str, Any], say: Any
+) -> None:
     import socket
 
     import uvicorn
@@ -289,7 +377,9 @@ async def _serve_http(governed: GovernedServer, server: Any, host: str, port: in
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/mcp"
     governed.start("streamable-http", {**details, "url": url})
-    say(f"serving {len(governed.target.tools)} tools of {governed.target.name} on {url}; trace {governed.trace_path}")
+    say(
+        f"serving {len(governed.target.tools)} tools of {governed.target.name} on {url}; trace {governed.trace_path}"
+    )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     try:
         await _Uvicorn(config).serve(sockets=[sock])
@@ -307,7 +397,9 @@ def _cancel_on_sigterm() -> None:
 
     task = asyncio.current_task()
     if task is not None:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
+        with contextlib.suppress(
+            NotImplementedError, RuntimeError, ValueError
+        ):  # not the main thread / Windows
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 

@@ -21,7 +21,9 @@ NOT_INSTALLED = "not installed"
 
 def flag_descriptions() -> dict[str, str]:
     """Each flag's meaning, from the contract's own field docstrings."""
-    return {name: (ProviderCapabilities.model_fields[name].description or "").strip() for name in CAPABILITY_FLAGS}
+    return {
+        name: (ProviderCapabilities.model_fields[name].description or "").strip() for name in CAPABILITY_FLAGS
+    }
 
 
 def _package_version(package: str) -> str | None:
@@ -53,8 +55,12 @@ def claude_cli_version() -> str | None:
 def installed(provider: str) -> dict[str, Any]:
     info = REGISTRY[provider]
     sdk_version = _package_version(info.package)
-    out: dict[str, Any] = {"sdk": info.package, "sdk_version": sdk_version or NOT_INSTALLED,
-                           "installed": sdk_version is not None, "extra": info.extra}
+    out: dict[str, Any] = {
+        "sdk": info.package,
+        "sdk_version": sdk_version or NOT_INSTALLED,
+        "installed": sdk_version is not None,
+        "extra": info.extra,
+    }
     if provider == "claude":
         out["cli"] = "Claude Code (bundled)"
         out["cli_version"] = (claude_cli_version() or NOT_INSTALLED) if sdk_version else NOT_INSTALLED
@@ -73,7 +79,9 @@ def render_table(data: dict[str, Any]) -> str:
     providers = list(data["providers"])
     rows = [["flag", *providers]]
     for flag in data["flags"]:
-        rows.append([flag, *("yes" if data["providers"][p]["capabilities"][flag] else "no" for p in providers)])
+        rows.append(
+            [flag, *("yes" if data["providers"][p]["capabilities"][flag] else "no" for p in providers)]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for p in providers:

@@ -70,8 +70,11 @@ def export_agent(agent: str | Path, target: str, out: str | Path | None = None) 
         lacks = "; ".join(f"{x.feature}: {x.detail}" for x in check.lacks)
         raise UnsupportedFeatureError(target, "this spec", f"port-check finds: {lacks}")
     if any(n.spec.mcp_servers for n in bundle.agents.values()):
-        raise UnsupportedFeatureError(target, "an export of mcp_servers",
-                                      "exported modules do not open MCP tool sources yet; run it with portagent")
+        raise UnsupportedFeatureError(
+            target,
+            "an export of mcp_servers",
+            "exported modules do not open MCP tool sources yet; run it with portagent",
+        )
     path = Path(out) if out else spec.with_name(f"{bundle.root}_{target}.py")
     if target == "openai":
         from portagent.migration.export_openai import render

@@ -231,11 +231,20 @@ if __name__ == "__main__":
 
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     shared = bundle.spec.models
-    config = ({"temperature": shared.temperature, "max_output_tokens": shared.max_tokens}
-              if shared.force_shared_settings else None)
-    out = HEADER.format(root=bundle.root, spec=spec_label, module=f"{bundle.root}_adk.py", spec_expr=spec_expr,
-                        models=literal(models_for(bundle, "adk"), 9), max_turns=bundle.spec.budget.max_turns,
-                        config=literal(config, 9))
+    config = (
+        {"temperature": shared.temperature, "max_output_tokens": shared.max_tokens}
+        if shared.force_shared_settings
+        else None
+    )
+    out = HEADER.format(
+        root=bundle.root,
+        spec=spec_label,
+        module=f"{bundle.root}_adk.py",
+        spec_expr=spec_expr,
+        models=literal(models_for(bundle, "adk"), 9),
+        max_turns=bundle.spec.budget.max_turns,
+        config=literal(config, 9),
+    )
     funcs: list[str] = []
     for name, node in bundle.agents.items():
         spec = node.spec
@@ -250,9 +259,16 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         for e in node.edges:
             if e.kind == "agent_as_tool":
                 desc = e.description or bundle.agents[e.target].spec.description or e.target
-                tools.append(f"DelegateTool(run, make_{e.target}(run, cb, base_url, key), {name!r}, {desc!r})")
-        subs = [f"make_{e.target}(run, cb, base_url, key, {e.description!r})" if e.description
-                else f"make_{e.target}(run, cb, base_url, key)" for e in node.edges if e.kind == "handoff"]
+                tools.append(
+                    f"DelegateTool(run, make_{e.target}(run, cb, base_url, key), {name!r}, {desc!r})"
+                )
+        subs = [
+            f"make_{e.target}(run, cb, base_url, key, {e.description!r})"
+            if e.description
+            else f"make_{e.target}(run, cb, base_url, key)"
+            for e in node.edges
+            if e.kind == "handoff"
+        ]
         lines.append("    tools: list[Any] = [")
         lines += [f"        {t}," for t in tools]
         lines.append("    ]")
@@ -260,7 +276,9 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         schema = literal(spec.output_schema, 20) if spec.output_schema is not None else "None"
         lines.append(f"    output_schema = {schema}")
         lines.append(f"    instruction = {string_literal(spec.instructions, 4)}")
-        lines.append(f"    return llm_agent(cb, {name!r}, description or {spec.description!r}, instruction, tools,")
+        lines.append(
+            f"    return llm_agent(cb, {name!r}, description or {spec.description!r}, instruction, tools,"
+        )
         lines.append(f"                     sub_agents, output_schema, model({name!r}, base_url, key))")
         funcs.append("\n".join(lines))
     return out + "\n".join(funcs) + "\n" + FOOTER.replace("make_{root}", f"make_{bundle.root}")

@@ -301,16 +301,26 @@ if __name__ == "__main__":
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     tools = {n: list(node.tools) for n, node in bundle.agents.items()}
     builtins = {n: list(node.spec.builtin_tools) for n, node in bundle.agents.items()}
-    delegates = {n: [e.target for e in node.edges if e.kind == "agent_as_tool"] for n, node in bundle.agents.items()}
+    delegates = {
+        n: [e.target for e in node.edges if e.kind == "agent_as_tool"] for n, node in bundle.agents.items()
+    }
     described = {e.target: e.description for e in bundle.node.edges}
     descriptions = {n: described.get(n) or node.spec.description or n for n, node in bundle.agents.items()}
-    instructions = "\n".join(f"    {n!r}: {string_literal(node.spec.instructions, 4)},"
-                             for n, node in bundle.agents.items())
+    instructions = "\n".join(
+        f"    {n!r}: {string_literal(node.spec.instructions, 4)}," for n, node in bundle.agents.items()
+    )
     text = HEADER.format(
-        root=bundle.root, spec=spec_label, module=f"{bundle.root}_claude.py", spec_expr=spec_expr,
-        models=literal(models_for(bundle, "claude"), 9), max_turns=bundle.spec.budget.max_turns,
-        tools=literal(tools, 8), builtins=literal(builtins, 11), delegates=literal(delegates, 12),
-        instructions=instructions, descriptions=literal(descriptions, 15),
+        root=bundle.root,
+        spec=spec_label,
+        module=f"{bundle.root}_claude.py",
+        spec_expr=spec_expr,
+        models=literal(models_for(bundle, "claude"), 9),
+        max_turns=bundle.spec.budget.max_turns,
+        tools=literal(tools, 8),
+        builtins=literal(builtins, 11),
+        delegates=literal(delegates, 12),
+        instructions=instructions,
+        descriptions=literal(descriptions, 15),
         output_schema=literal(bundle.spec.output_schema, 16),
     )
     return text + BODY.format()

@@ -227,15 +227,28 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     model_class = "OpenAIChatCompletionsModel" if api == "chat_completions" else "OpenAIResponsesModel"
     models = models_for(bundle, "openai")
     shared = bundle.spec.models
-    out = HEADER.format(root=bundle.root, spec=spec_label, module=f"{bundle.root}_openai.py", model_class=model_class,
-                        spec_expr=spec_expr, models=literal(models, 9), max_turns=bundle.spec.budget.max_turns)
+    out = HEADER.format(
+        root=bundle.root,
+        spec=spec_label,
+        module=f"{bundle.root}_openai.py",
+        model_class=model_class,
+        spec_expr=spec_expr,
+        models=literal(models, 9),
+        max_turns=bundle.spec.budget.max_turns,
+    )
     lines = [BUILD_HEAD.rstrip("\n")]
-    settings = (f"ModelSettings(temperature={shared.temperature!r}, max_tokens={shared.max_tokens!r}, include_usage=True)" if shared.force_shared_settings else "ModelSettings(include_usage=True)")
+    settings = (
+        f"ModelSettings(temperature={shared.temperature!r}, max_tokens={shared.max_tokens!r}, include_usage=True)"
+        if shared.force_shared_settings
+        else "ModelSettings(include_usage=True)"
+    )
     order = creation_order(bundle)
     for name in order:
         node = bundle.agents[name]
-        tools = [f"gateway_tool(run, {name!r}, {t!r}, strict={strict_compatible(spec.input_schema)})"
-                 for t, spec in node.tools.items()]
+        tools = [
+            f"gateway_tool(run, {name!r}, {t!r}, strict={strict_compatible(spec.input_schema)})"
+            for t, spec in node.tools.items()
+        ]
         lines.append(f"    {var(name)} = Agent(")
         lines.append(f"        name={name!r},")
         lines.append(f"        instructions={string_literal(node.spec.instructions, 8)},")
@@ -253,14 +266,20 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     wiring = []
     for name in order:
         node = bundle.agents[name]
-        handoffs = [f"handoff({var(e.target)}" + (f", tool_description_override={e.description!r})" if e.description else ")")
-                    for e in node.edges if e.kind == "handoff"]
+        handoffs = [
+            f"handoff({var(e.target)}"
+            + (f", tool_description_override={e.description!r})" if e.description else ")")
+            for e in node.edges
+            if e.kind == "handoff"
+        ]
         if handoffs:
             wiring.append(f"    {var(name)}.handoffs = [{', '.join(handoffs)}]")
         for e in node.edges:
             if e.kind == "agent_as_tool":
                 desc = e.description or bundle.agents[e.target].spec.description or e.target
-                wiring.append(f"    {var(name)}.tools.append(agent_tool(run, hooks, {var(name)}, {var(e.target)}, {desc!r}))")
+                wiring.append(
+                    f"    {var(name)}.tools.append(agent_tool(run, hooks, {var(name)}, {var(e.target)}, {desc!r}))"
+                )
     if wiring:
         lines.append("    # delegation, wired once every agent exists (handoff cycles resolve)")
         lines += wiring

@@ -50,10 +50,24 @@ class BudgetStopped(Exception):
 class ExportedRun:
     """One run of an exported module: its gateways (one per agent), its budget and its trace."""
 
-    def __init__(self, spec: str | Path, *, provider: str, sdk: str, sdk_version: str, model: str,
-                 messages: list[str], approver: Any = "auto-deny", trace_path: str | Path | None = None,
-                 source: str = "live", scopes: list[str] | None = None, env: str = "dev",
-                 context: dict[str, Any] | None = None, clock: Clock | None = None, ids: IdFactory | None = None) -> None:
+    def __init__(
+        self,
+        spec: str | Path,
+        *,
+        provider: str,
+        sdk: str,
+        sdk_version: str,
+        model: str,
+        messages: list[str],
+        approver: Any = "auto-deny",
+        trace_path: str | Path | None = None,
+        source: str = "live",
+        scopes: list[str] | None = None,
+        env: str = "dev",
+        context: dict[str, Any] | None = None,
+        clock: Clock | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
         self.bundle: AgentBundle = load_agent(spec)
         for node in self.bundle.agents.values():  # handlers resolve next to the spec files, as in portagent
             if node.path is not None and str(node.path.parent.resolve()) not in sys.path:
@@ -61,13 +75,21 @@ class ExportedRun:
         self.provider = provider
         self.approver = make_approver(approver)
         if isinstance(self.approver, Defer):
-            raise UsageError("an exported module cannot wait for an approval and resume: use auto-approve, "
-                             "auto-deny, interactive, a scripted list or a callback approver")
+            raise UsageError(
+                "an exported module cannot wait for an approval and resume: use auto-approve, "
+                "auto-deny, interactive, a scripted list or a callback approver"
+            )
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory()
         self.run_id = self.ids.run_id()
-        self.recorder = TraceRecorder(run_id=self.run_id, provider=provider, agent=self.bundle.root, clock=self.clock,
-                                      ids=self.ids, path=trace_path)
+        self.recorder = TraceRecorder(
+            run_id=self.run_id,
+            provider=provider,
+            agent=self.bundle.root,
+            clock=self.clock,
+            ids=self.ids,
+            path=trace_path,
+        )
         self.budget = RunBudget(self.bundle.spec.budget)
         self.scopes, self.env, self.context = list(scopes or []), env, dict(context or {})
         self.current_agent = self.bundle.root
@@ -80,10 +102,22 @@ class ExportedRun:
         self._lock: asyncio.Lock | None = None
         self._t0 = self.clock.monotonic()
         self.recorder.emit(
-            "run.started", root=True, agent_version=self.bundle.spec.version, spec_hash=self.bundle.spec_hash,
-            policy_hash=self.bundle.policy_hash, sdk=sdk, sdk_version=sdk_version, model=model, case_id=None,
-            repeat=0, source=source, mode="direct", attempt=1, input=messages[0] if len(messages) == 1 else messages,
-            shared_settings_forced=self.bundle.spec.models.force_shared_settings, provider_details={"exported": True},
+            "run.started",
+            root=True,
+            agent_version=self.bundle.spec.version,
+            spec_hash=self.bundle.spec_hash,
+            policy_hash=self.bundle.policy_hash,
+            sdk=sdk,
+            sdk_version=sdk_version,
+            model=model,
+            case_id=None,
+            repeat=0,
+            source=source,
+            mode="direct",
+            attempt=1,
+            input=messages[0] if len(messages) == 1 else messages,
+            shared_settings_forced=self.bundle.spec.models.force_shared_settings,
+            provider_details={"exported": True},
         )
 
     # --- specs ------------------------------------------------------------------------------------
@@ -99,30 +133,49 @@ class ExportedRun:
         """portagent's gateway for one agent: its ToolSpecs and policy; budget and trace shared by the run."""
         if agent not in self._gateways:
             node = self.bundle.agents[agent]
-            ctx = GatewayContext(run_id=self.run_id, scope=f"run:{self.run_id}", provider=self.provider, agent=agent,
-                                 scopes=self.scopes, env=self.env, context=self.context,  # type: ignore[arg-type]
-                                 budget=self.budget, recorder=self.recorder, clock=self.clock, ids=self.ids)
+            ctx = GatewayContext(
+                run_id=self.run_id,
+                scope=f"run:{self.run_id}",
+                provider=self.provider,
+                agent=agent,
+                scopes=self.scopes,
+                env=self.env,
+                context=self.context,  # type: ignore[arg-type]
+                budget=self.budget,
+                recorder=self.recorder,
+                clock=self.clock,
+                ids=self.ids,
+            )
             self._gateways[agent] = ToolGateway(node.tools, ctx, policy=node.policy, approver=self.approver)
         return self._gateways[agent]
 
     # --- what the SDK hooks report ----------------------------------------------------------------
 
-    async def call_tool(self, agent: str, name: str, raw_args: Any, *, vendor_call_id: str | None = None,
-                        via: str = "function") -> dict[str, Any]:
+    async def call_tool(
+        self,
+        agent: str,
+        name: str,
+        raw_args: Any,
+        *,
+        vendor_call_id: str | None = None,
+        via: str = "function",
+    ) -> dict[str, Any]:
         """Run one tool call through the gateway; returns what the model is sent. Calls are serialized."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            observation = await self.gateway(agent).call(name, raw_args, vendor_call_id=vendor_call_id,
-                                                         via=via)  # type: ignore[arg-type]
+            observation = await self.gateway(agent).call(
+                name, raw_args, vendor_call_id=vendor_call_id, via=via
+            )  # type: ignore[arg-type]
         if observation.error == "budget_exhausted":
             event = next((e for e in reversed(self.recorder.events) if e.type == "budget.exceeded"), None)
             if event is not None and event.limit in ("max_tool_calls", "max_cost_usd"):
                 raise self._stopped(event.limit)
         return observation.to_model()
 
-    async def prepare_builtin(self, agent: str, name: str, args: dict[str, Any], *,
-                              vendor_call_id: str | None = None) -> Any:
+    async def prepare_builtin(
+        self, agent: str, name: str, args: dict[str, Any], *, vendor_call_id: str | None = None
+    ) -> Any:
         """A Claude Code built-in call: decided by the gateway (schema, budget, policy, approval) but run
         by the CLI; ``observe_builtin`` records its result. Returns the gateway's ``PreparedCall``."""
         from portagent.adapters.claude.tools import builtin_spec
@@ -146,8 +199,11 @@ class ExportedRun:
         if found is None:
             return
         gateway, prepared = found
-        obs = (Observation.failure("handler_error", error, {"builtin": prepared.tool_name}) if error is not None
-               else success_observation(prepared.tool, output))
+        obs = (
+            Observation.failure("handler_error", error, {"builtin": prepared.tool_name})
+            if error is not None
+            else success_observation(prepared.tool, output)
+        )
         gateway.observe(prepared, obs)
 
     def _stopped(self, limit: str) -> BudgetStopped:
@@ -171,45 +227,90 @@ class ExportedRun:
             raise self.stop
         limit = self.bundle.spec.budget.max_turns
         if self.model_calls >= limit:
-            self.recorder.emit("budget.exceeded", agent=agent, limit="max_turns", limit_value=limit,
-                               observed=self.model_calls + 1)
+            self.recorder.emit(
+                "budget.exceeded",
+                agent=agent,
+                limit="max_turns",
+                limit_value=limit,
+                observed=self.model_calls + 1,
+            )
             raise self._stopped("max_turns")
 
-    def model_call(self, agent: str, model: str, *, input_tokens: int = 0, output_tokens: int = 0,
-                   cache_read_tokens: int = 0, cache_write_tokens: int = 0, reasoning_tokens: int = 0,
-                   latency_ms: float | None = None, finish_reason: str | None = None,
-                   response_id: str | None = None) -> None:
+    def model_call(
+        self,
+        agent: str,
+        model: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        latency_ms: float | None = None,
+        finish_reason: str | None = None,
+        response_id: str | None = None,
+    ) -> None:
         self.model_calls += 1
-        self.recorder.emit("model.call", agent=agent, model=model, input_tokens=input_tokens,
-                           output_tokens=output_tokens, cache_read_tokens=cache_read_tokens,
-                           cache_write_tokens=cache_write_tokens, reasoning_tokens=reasoning_tokens,
-                           latency_ms=latency_ms, finish_reason=finish_reason, response_id=response_id)
-        cost = model_cost(self.provider, model, input_tokens=input_tokens, output_tokens=output_tokens,
-                          cache_read_tokens=cache_read_tokens, cache_write_tokens=cache_write_tokens)
+        self.recorder.emit(
+            "model.call",
+            agent=agent,
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            reasoning_tokens=reasoning_tokens,
+            latency_ms=latency_ms,
+            finish_reason=finish_reason,
+            response_id=response_id,
+        )
+        cost = model_cost(
+            self.provider,
+            model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+        )
         self.model_costs.append(cost)
         if cost:
             self.budget.add_model_cost(cost)
         limit = self.bundle.spec.budget.max_cost_usd
         if limit is not None and self.budget.cost_usd > limit + 1e-12:
-            self.recorder.emit("budget.exceeded", agent=agent, limit="max_cost_usd", limit_value=limit,
-                               observed=round(self.budget.cost_usd, 6))
+            self.recorder.emit(
+                "budget.exceeded",
+                agent=agent,
+                limit="max_cost_usd",
+                limit_value=limit,
+                observed=round(self.budget.cost_usd, 6),
+            )
             raise self._stopped("max_cost_usd")
 
     def handoff(self, from_agent: str, to_agent: str, kind: str, reason: str = "") -> None:
-        self.recorder.emit("handoff", agent=from_agent, from_agent=from_agent, to_agent=to_agent, kind=kind,
-                           reason=reason)
+        self.recorder.emit(
+            "handoff", agent=from_agent, from_agent=from_agent, to_agent=to_agent, kind=kind, reason=reason
+        )
         if kind == "handoff":
             self.current_agent = to_agent
 
-    def completed(self, final_output: Any = None, *, final_agent: str | None = None, status: str = "completed",
-                  stop_reason: str = "final_output", vendor_cost_usd: float | None = None,
-                  error: str | None = None) -> dict[str, Any]:
+    def completed(
+        self,
+        final_output: Any = None,
+        *,
+        final_agent: str | None = None,
+        status: str = "completed",
+        stop_reason: str = "final_output",
+        vendor_cost_usd: float | None = None,
+        error: str | None = None,
+    ) -> dict[str, Any]:
         """Write ``run.completed`` (validating a structured output like portagent does) and flush the trace."""
         output_valid: bool | None = None
         if status == "completed" and self.bundle.spec.output_schema is not None:
             final_output, output_valid = _validated(self.bundle.spec.output_schema, final_output)
         if error is not None:
-            self.recorder.emit("error", agent=self.current_agent, error_type="ExportedRunError", message=error)
+            self.recorder.emit(
+                "error", agent=self.current_agent, error_type="ExportedRunError", message=error
+            )
         calls = [e for e in self.recorder.events if e.type == "model.call"]
         tool_cost = self.budget.tool_cost_usd
         if vendor_cost_usd is not None:
@@ -219,12 +320,19 @@ class ExportedRun:
         else:
             cost, source = None, "unknown"
         fields: dict[str, Any] = {
-            "status": status, "stop_reason": stop_reason, "final_output": final_output, "output_valid": output_valid,
-            "input_tokens": sum(e.input_tokens for e in calls), "output_tokens": sum(e.output_tokens for e in calls),
+            "status": status,
+            "stop_reason": stop_reason,
+            "final_output": final_output,
+            "output_valid": output_valid,
+            "input_tokens": sum(e.input_tokens for e in calls),
+            "output_tokens": sum(e.output_tokens for e in calls),
             "cache_read_tokens": sum(e.cache_read_tokens for e in calls),
             "cache_write_tokens": sum(e.cache_write_tokens for e in calls),
-            "reasoning_tokens": sum(e.reasoning_tokens for e in calls), "model_calls": len(calls),
-            "tool_calls": len(self.recorder.of_type("tool.call")), "cost_usd": cost, "cost_source": source,
+            "reasoning_tokens": sum(e.reasoning_tokens for e in calls),
+            "model_calls": len(calls),
+            "tool_calls": len(self.recorder.of_type("tool.call")),
+            "cost_usd": cost,
+            "cost_source": source,
             "duration_ms": round((self.clock.monotonic() - self._t0) * 1000, 3),
         }
         self.recorder.emit("run.completed", root=True, agent=final_agent or self.current_agent, **fields)

@@ -42,8 +42,16 @@ from portagent.migration.importing import (
 )
 from portagent.migration.report import ImportReport
 
-CALLBACKS = ("before_agent_callback", "after_agent_callback", "before_model_callback", "after_model_callback",
-             "on_model_error_callback", "before_tool_callback", "after_tool_callback", "on_tool_error_callback")
+CALLBACKS = (
+    "before_agent_callback",
+    "after_agent_callback",
+    "before_model_callback",
+    "after_model_callback",
+    "on_model_error_callback",
+    "before_tool_callback",
+    "after_tool_callback",
+    "on_tool_error_callback",
+)
 _SHARED = {"temperature": "temperature", "max_output_tokens": "max_tokens"}
 _STATE_TEMPLATE = re.compile(r"\{[A-Za-z_][\w:.]*\??\}")
 
@@ -54,8 +62,13 @@ def read_adk(ref: str, obj: Any) -> ImportDraft:
     report = ImportReport(sdk=f"google-adk {package_version('google-adk')}", source=ref)
     reader = _Reader(report, ref.partition(":")[0])
     root = reader.agent(obj)
-    return ImportDraft(sdk="adk", root=root, report=report, rules=reader.rules,
-                       shim_imports=list(reader.shim_imports.values()))
+    return ImportDraft(
+        sdk="adk",
+        root=root,
+        report=report,
+        rules=reader.rules,
+        shim_imports=list(reader.shim_imports.values()),
+    )
 
 
 class _Reader(ReaderState):
@@ -78,49 +91,82 @@ class _Reader(ReaderState):
             if isinstance(sub, LlmAgent):
                 draft.edges.append(DraftEdge("handoff", self.agent(sub), sub.description or ""))
             else:
-                self.report.add("not_portable", f"sub-agent {getattr(sub, 'name', '?')} ({type(sub).__name__}) of "
-                                f"{name}", "not imported: workflow agents (Sequential, Parallel, Loop …) have no "
-                                "portable equivalent; only LlmAgent sub-agents become handoffs")
+                self.report.add(
+                    "not_portable",
+                    f"sub-agent {getattr(sub, 'name', '?')} ({type(sub).__name__}) of {name}",
+                    "not imported: workflow agents (Sequential, Parallel, Loop …) have no "
+                    "portable equivalent; only LlmAgent sub-agents become handoffs",
+                )
         self.output(a, draft)
         for cb in CALLBACKS:
             value = getattr(a, cb, None)
             if value:
-                self.report.add("not_portable", f"{cb} {_label(value)} on agent {name}",
-                                "noted, not imported: portagent's gateway and policy decide every tool call "
-                                "(what before_tool_callback usually does) and its trace records model calls; "
-                                "port other logic into tool handlers or preconditions")
-        for field, why in (("output_key", "the final output is returned, not written to session state"),
-                           ("input_schema", "portable agents take text input"),
-                           ("planner", "no portable planner"), ("code_executor", "no portable code execution")):
+                self.report.add(
+                    "not_portable",
+                    f"{cb} {_label(value)} on agent {name}",
+                    "noted, not imported: portagent's gateway and policy decide every tool call "
+                    "(what before_tool_callback usually does) and its trace records model calls; "
+                    "port other logic into tool handlers or preconditions",
+                )
+        for field, why in (
+            ("output_key", "the final output is returned, not written to session state"),
+            ("input_schema", "portable agents take text input"),
+            ("planner", "no portable planner"),
+            ("code_executor", "no portable code execution"),
+        ):
             if getattr(a, field, None):
                 self.report.add("not_portable", f"{field} on agent {name}", f"not imported: {why}")
         if a.include_contents != "default":
-            self.report.add("not_portable", f"include_contents={a.include_contents!r} on agent {name}",
-                            "not imported: agents see their conversation")
+            self.report.add(
+                "not_portable",
+                f"include_contents={a.include_contents!r} on agent {name}",
+                "not imported: agents see their conversation",
+            )
         if a.disallow_transfer_to_parent or a.disallow_transfer_to_peers:
-            self.report.add("note", f"transfer restrictions on agent {name}",
-                            "portagent's ADK adapter allows transfers only down the delegation edges anyway")
+            self.report.add(
+                "note",
+                f"transfer restrictions on agent {name}",
+                "portagent's ADK adapter allows transfers only down the delegation edges anyway",
+            )
         if a.global_instruction:
-            self.report.add("not_portable", f"global_instruction on agent {name}",
-                            "not imported: copy it into the instructions of the agents that need it")
+            self.report.add(
+                "not_portable",
+                f"global_instruction on agent {name}",
+                "not imported: copy it into the instructions of the agents that need it",
+            )
         if getattr(a, "static_instruction", None):
-            self.report.add("not_portable", f"static_instruction on agent {name}",
-                            "not imported: copy it into instructions")
+            self.report.add(
+                "not_portable",
+                f"static_instruction on agent {name}",
+                "not imported: copy it into instructions",
+            )
         return draft
 
     def instructions(self, a: LlmAgent, name: str) -> str:
         ins = a.instruction
         if isinstance(ins, str) and ins.strip():
             if _STATE_TEMPLATE.search(ins):
-                self.report.add("not_portable", f"state templates in the instruction of {name}",
-                                "kept as text: ADK fills {placeholders} from session state, other providers do not; "
-                                "rewrite them")
+                self.report.add(
+                    "not_portable",
+                    f"state templates in the instruction of {name}",
+                    "kept as text: ADK fills {placeholders} from session state, other providers do not; "
+                    "rewrite them",
+                )
             return ins
         if callable(ins):
-            self.report.add("not_portable", f"instruction provider {_label(ins)} on agent {name}",
-                            "not imported: instructions computed at run time; a placeholder marked [instructions to write] was written")
-            return placeholder_instructions(name, f"the ADK agent computed its instruction with {_label(ins)}")
-        self.report.add("changed", f"agent {name} has no instruction", "a placeholder marked [instructions to write] was written")
+            self.report.add(
+                "not_portable",
+                f"instruction provider {_label(ins)} on agent {name}",
+                "not imported: instructions computed at run time; a placeholder marked [instructions to write] was written",
+            )
+            return placeholder_instructions(
+                name, f"the ADK agent computed its instruction with {_label(ins)}"
+            )
+        self.report.add(
+            "changed",
+            f"agent {name} has no instruction",
+            "a placeholder marked [instructions to write] was written",
+        )
         return placeholder_instructions(name, "the ADK agent had no instruction")
 
     def model(self, a: LlmAgent, draft: DraftAgent) -> None:
@@ -129,13 +175,19 @@ class _Reader(ReaderState):
             if m:
                 draft.models["adk"] = m
             else:
-                self.report.add("note", f"agent {draft.name} sets no model",
-                                "it inherits the root agent's model ids, as in ADK")
+                self.report.add(
+                    "note",
+                    f"agent {draft.name} sets no model",
+                    "it inherits the root agent's model ids, as in ADK",
+                )
         elif hasattr(m, "model") and type(m).__name__ == "Gemini":
             draft.models["adk"] = str(m.model)
         else:
-            self.report.add("not_portable", f"model object {type(m).__name__} on agent {draft.name}",
-                            "not imported: only Gemini models map to models.adk; set the model ids yourself")
+            self.report.add(
+                "not_portable",
+                f"model object {type(m).__name__} on agent {draft.name}",
+                "not imported: only Gemini models map to models.adk; set the model ids yourself",
+            )
         config = a.generate_content_config
         if config is None:
             return
@@ -144,12 +196,18 @@ class _Reader(ReaderState):
             if value is not None:
                 draft.models[target] = value
                 draft.models["force_shared_settings"] = True
-                self.report.add("changed", f"generate_content_config.{field} of agent {draft.name}",
-                                f"imported as models.{target} with force_shared_settings: true")
+                self.report.add(
+                    "changed",
+                    f"generate_content_config.{field} of agent {draft.name}",
+                    f"imported as models.{target} with force_shared_settings: true",
+                )
         for field, value in sorted(config.model_dump(exclude_none=True).items()):
             if field not in _SHARED:
-                self.report.add("not_portable", f"generate_content_config.{field} on agent {draft.name}",
-                                f"not imported: a Gemini-only setting ({value!r})")
+                self.report.add(
+                    "not_portable",
+                    f"generate_content_config.{field} on agent {draft.name}",
+                    f"not imported: a Gemini-only setting ({value!r})",
+                )
 
     def tool_or_edge(self, t: Any, draft: DraftAgent) -> None:
         if isinstance(t, AgentTool):
@@ -157,12 +215,18 @@ class _Reader(ReaderState):
             if isinstance(sub_agent, LlmAgent):
                 sub = self.agent(sub_agent)
                 draft.edges.append(DraftEdge("agent_as_tool", sub, sub_agent.description or ""))
-                self.report.add("changed", f"AgentTool {t.name} on agent {draft.name}",
-                                "delegation kind agent_as_tool; portagent's agent tools take {\"input\": string} on "
-                                "every provider (ADK's AgentTool declared \"request\")")
+                self.report.add(
+                    "changed",
+                    f"AgentTool {t.name} on agent {draft.name}",
+                    'delegation kind agent_as_tool; portagent\'s agent tools take {"input": string} on '
+                    'every provider (ADK\'s AgentTool declared "request")',
+                )
             else:
-                self.report.add("not_portable", f"AgentTool {t.name} on agent {draft.name}",
-                                f"not imported: it wraps a {type(sub_agent).__name__}, not an LlmAgent")
+                self.report.add(
+                    "not_portable",
+                    f"AgentTool {t.name} on agent {draft.name}",
+                    f"not imported: it wraps a {type(sub_agent).__name__}, not an LlmAgent",
+                )
             return
         if isinstance(t, FunctionTool):
             tool = self.function_tool(t, draft.name)
@@ -172,10 +236,16 @@ class _Reader(ReaderState):
             tool = self.base_tool(t, draft.name)
         else:
             kind = "toolset" if type(t).__name__.endswith("Toolset") else "built-in tool"
-            hint = ("declare the MCP server under mcp_servers (portagent's gateway then governs its tools)"
-                    if "Mcp" in type(t).__name__ else "write a ToolSpec with a handler that does the same")
-            self.report.add("not_portable", f"{kind} {type(t).__name__} ({getattr(t, 'name', '?')}) on agent "
-                            f"{draft.name}", f"not imported: no portable equivalent; {hint}")
+            hint = (
+                "declare the MCP server under mcp_servers (portagent's gateway then governs its tools)"
+                if "Mcp" in type(t).__name__
+                else "write a ToolSpec with a handler that does the same"
+            )
+            self.report.add(
+                "not_portable",
+                f"{kind} {type(t).__name__} ({getattr(t, 'name', '?')}) on agent {draft.name}",
+                f"not imported: no portable equivalent; {hint}",
+            )
             return
         if tool is not None and tool not in draft.tools:
             draft.tools.append(tool)
@@ -189,18 +259,30 @@ class _Reader(ReaderState):
         schema = _declared_schema(t)
         gap = schema_gap(schema) if schema is not None else "ADK gives no declaration for it"
         if gap:
-            self.report.add("not_portable", subject, f"not imported: {gap}; add type hints and import again, or "
-                            "write its ToolSpec by hand")
+            self.report.add(
+                "not_portable",
+                subject,
+                f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
+            )
             return None
         assert schema is not None
         ref = function_ref(t.func)
         if ref is None:
-            self.report.add("not_portable", subject, "not imported: its function cannot be imported by name (a "
-                            "closure, a lambda or a function defined in __main__); move it to a module")
+            self.report.add(
+                "not_portable",
+                subject,
+                "not imported: its function cannot be imported by name (a "
+                "closure, a lambda or a function defined in __main__); move it to a module",
+            )
             return None
         name = self.tool_names.take(t.name)
-        tool = DraftTool(name=name, description=t.description or "", input_schema=schema, handler=ref,
-                         origin=f"google-adk FunctionTool {t.name} ({ref.replace(':', '.')})")
+        tool = DraftTool(
+            name=name,
+            description=t.description or "",
+            input_schema=schema,
+            handler=ref,
+            origin=f"google-adk FunctionTool {t.name} ({ref.replace(':', '.')})",
+        )
         ctx_param = getattr(t, "_context_param_name", "tool_context")
         takes_ctx = takes_param(t.func, ctx_param)
         if takes_ctx or takes_param(t.func, "context") or takes_param(t.func, "input_stream"):
@@ -208,26 +290,41 @@ class _Reader(ReaderState):
             alias = "_src_" + py_identifier(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
             extra = f"{ctx_param}=None, " if takes_ctx else ""
-            why = (f"takes ADK's {ctx_param}; portagent has none to give, so it gets None" if takes_ctx
-                   else "has a parameter portagent's calling convention reserves")
-            tool.shim = (f"async def {py_identifier(name)}(**args):\n"
-                         f'    """{mod}.{attr} {why}."""\n'
-                         f"    return await call_original({alias}.{attr}, {extra}**args)\n")
-            self.report.add("review" if takes_ctx else "note", subject,
-                            f"handler is a shim ({py_identifier(name)}) calling {ref}: it {why}")
+            why = (
+                f"takes ADK's {ctx_param}; portagent has none to give, so it gets None"
+                if takes_ctx
+                else "has a parameter portagent's calling convention reserves"
+            )
+            tool.shim = (
+                f"async def {py_identifier(name)}(**args):\n"
+                f'    """{mod}.{attr} {why}."""\n'
+                f"    return await call_original({alias}.{attr}, {extra}**args)\n"
+            )
+            self.report.add(
+                "review" if takes_ctx else "note",
+                subject,
+                f"handler is a shim ({py_identifier(name)}) calling {ref}: it {why}",
+            )
         confirm = getattr(t, "_require_confirmation", False)
         if confirm is True:
             tool.needs_approval = True
             tool.approval_reason = "require_confirmation=True in the ADK definition"
-            self.rules.append(PolicyRuleDraft(f"imported-approval-{name}", "approval_required",
-                                              tool.approval_reason, name))
+            self.rules.append(
+                PolicyRuleDraft(f"imported-approval-{name}", "approval_required", tool.approval_reason, name)
+            )
         elif callable(confirm):
-            self.report.add("not_portable", f"require_confirmation={_label(confirm)} on {subject}",
-                            "not imported: a per-call confirmation function; the tool keeps the conservative "
-                            "default (approval required) — express the condition as a policy rule")
+            self.report.add(
+                "not_portable",
+                f"require_confirmation={_label(confirm)} on {subject}",
+                "not imported: a per-call confirmation function; the tool keeps the conservative "
+                "default (approval required) — express the condition as a policy rule",
+            )
         if getattr(t, "is_long_running", False):
-            self.report.add("not_portable", f"long-running {subject}", "imported as an ordinary tool: portagent "
-                            "waits for the handler (use budgets.timeout_ms)")
+            self.report.add(
+                "not_portable",
+                f"long-running {subject}",
+                "imported as an ordinary tool: portagent waits for the handler (use budgets.timeout_ms)",
+            )
         self.tools[ident] = tool
         return tool
 
@@ -241,28 +338,45 @@ class _Reader(ReaderState):
         decl = t._get_declaration()
         schema: dict[str, Any] | None = None
         if decl is not None:
-            schema = (dict(decl.parameters_json_schema) if decl.parameters_json_schema is not None else
-                      decl.parameters.json_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
-                      if decl.parameters is not None else {"type": "object", "properties": {}})
+            schema = (
+                dict(decl.parameters_json_schema)
+                if decl.parameters_json_schema is not None
+                else decl.parameters.json_schema.model_dump(mode="json", exclude_none=True, by_alias=True)
+                if decl.parameters is not None
+                else {"type": "object", "properties": {}}
+            )
         gap = schema_gap(schema) if schema is not None else "it declares nothing to the model"
         holder = holder_ref(t, [type(t).__module__, self.source])
         if gap or holder is None:
             why = gap or "the tool object is not a module-level attribute, so nothing can import it"
-            self.report.add("not_portable", subject, f"not imported: {why}; write its ToolSpec and handler by hand")
+            self.report.add(
+                "not_portable", subject, f"not imported: {why}; write its ToolSpec and handler by hand"
+            )
             return None
         assert schema is not None
         mod, _, attr = holder.partition(":")
         alias = "_src_" + py_identifier(mod)
         self.shim_imports[mod] = f"import {mod} as {alias}"
         name = self.tool_names.take(t.name)
-        tool = DraftTool(name=name, description=t.description or "", input_schema=schema, handler="",
-                         origin=f"google-adk {type(t).__name__} {t.name} ({mod}.{attr})", shim=(
-                             f"async def {py_identifier(name)}(**args):\n"
-                             f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and no '
-                             'ToolContext (portagent has none to give)."""\n'
-                             f"    return await call_original({alias}.{attr}.run_async, args=args, tool_context=None)\n"))
-        self.report.add("review", subject, f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.run_async "
-                        "with tool_context=None: check it does not need one")
+        tool = DraftTool(
+            name=name,
+            description=t.description or "",
+            input_schema=schema,
+            handler="",
+            origin=f"google-adk {type(t).__name__} {t.name} ({mod}.{attr})",
+            shim=(
+                f"async def {py_identifier(name)}(**args):\n"
+                f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and no '
+                'ToolContext (portagent has none to give)."""\n'
+                f"    return await call_original({alias}.{attr}.run_async, args=args, tool_context=None)\n"
+            ),
+        )
+        self.report.add(
+            "review",
+            subject,
+            f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.run_async "
+            "with tool_context=None: check it does not need one",
+        )
         self.tools[id(t)] = tool
         return tool
 
@@ -274,11 +388,17 @@ class _Reader(ReaderState):
             draft.output_schema = dict(schema)
         elif hasattr(schema, "model_json_schema"):
             draft.output_schema = schema.model_json_schema()
-            self.report.add("note", f"output_schema {_label(schema)} on agent {draft.name}",
-                            "imported as its JSON Schema; outputs are dicts, not instances of the class")
+            self.report.add(
+                "note",
+                f"output_schema {_label(schema)} on agent {draft.name}",
+                "imported as its JSON Schema; outputs are dicts, not instances of the class",
+            )
         else:
-            self.report.add("not_portable", f"output_schema {_label(schema)} on agent {draft.name}",
-                            "not imported: not a pydantic model or a JSON Schema")
+            self.report.add(
+                "not_portable",
+                f"output_schema {_label(schema)} on agent {draft.name}",
+                "not imported: not a pydantic model or a JSON Schema",
+            )
 
 
 def _declared_schema(t: FunctionTool) -> dict[str, Any] | None:
@@ -289,8 +409,9 @@ def _declared_schema(t: FunctionTool) -> dict[str, Any] | None:
     if decl.parameters_json_schema is not None:
         return dict(decl.parameters_json_schema)
     if decl.parameters is not None:
-        converted: dict[str, Any] = decl.parameters.json_schema.model_dump(mode="json", exclude_none=True,
-                                                                           by_alias=True)
+        converted: dict[str, Any] = decl.parameters.json_schema.model_dump(
+            mode="json", exclude_none=True, by_alias=True
+        )
         return converted
     return {"type": "object", "properties": {}}
 

@@ -45,12 +45,38 @@ from portagent.migration.importing import (
 from portagent.migration.report import ImportReport
 
 DELEGATION_TOOLS = ("Agent", "Task")
-_HANDLED = {"tools", "allowed_tools", "system_prompt", "mcp_servers", "permission_mode", "max_turns",
-            "max_budget_usd", "disallowed_tools", "model", "agents", "output_format", "can_use_tool", "hooks",
-            "debug_stderr"}
-_RUNTIME = {"cwd", "cli_path", "env", "stderr", "max_buffer_size", "extra_args", "include_partial_messages",
-            "forward_subagent_text", "include_hook_events", "strict_mcp_config", "load_timeout_ms",
-            "permission_prompt_tool_name", "client_app", "user"}
+_HANDLED = {
+    "tools",
+    "allowed_tools",
+    "system_prompt",
+    "mcp_servers",
+    "permission_mode",
+    "max_turns",
+    "max_budget_usd",
+    "disallowed_tools",
+    "model",
+    "agents",
+    "output_format",
+    "can_use_tool",
+    "hooks",
+    "debug_stderr",
+}
+_RUNTIME = {
+    "cwd",
+    "cli_path",
+    "env",
+    "stderr",
+    "max_buffer_size",
+    "extra_args",
+    "include_partial_messages",
+    "forward_subagent_text",
+    "include_hook_events",
+    "strict_mcp_config",
+    "load_timeout_ms",
+    "permission_prompt_tool_name",
+    "client_app",
+    "user",
+}
 """How one process runs the CLI, not what the agent is: noted, not imported (portagent's adapter sets them)."""
 _SCOPED = re.compile(r"^(?P<tool>[A-Za-z]+)\((?P<pattern>.*)\)$")
 
@@ -65,8 +91,13 @@ def read_claude(ref: str, obj: Any) -> ImportDraft:
         root = reader.definition(name, obj, parent=None)
     else:
         root = reader.options(name, obj)
-    return ImportDraft(sdk="claude", root=root, report=report, rules=reader.rules,
-                       shim_imports=list(reader.shim_imports.values()))
+    return ImportDraft(
+        sdk="claude",
+        root=root,
+        report=report,
+        rules=reader.rules,
+        shim_imports=list(reader.shim_imports.values()),
+    )
 
 
 class _Reader(ReaderState):
@@ -88,12 +119,17 @@ class _Reader(ReaderState):
         for server_name, config in (o.mcp_servers or {}).items() if isinstance(o.mcp_servers, dict) else ():
             self.server(server_name, config, root)
         if not isinstance(o.mcp_servers, dict):
-            self.report.add("not_portable", f"mcp_servers={o.mcp_servers!r}", "not imported: a config file path; "
-                            "declare the servers under mcp_servers")
+            self.report.add(
+                "not_portable",
+                f"mcp_servers={o.mcp_servers!r}",
+                "not imported: a config file path; declare the servers under mcp_servers",
+            )
         disallowed = set(o.disallowed_tools or [])
         root.tools = [t for full, t in self.mcp_tools.items() if full not in disallowed]
         for full in sorted(disallowed & set(self.mcp_tools)):
-            self.report.add("changed", f"{full} in disallowed_tools", "not offered to the agent (left out of its tools)")
+            self.report.add(
+                "changed", f"{full} in disallowed_tools", "not offered to the agent (left out of its tools)"
+            )
         self.builtins(o, root, disallowed)
         self.allowed(o.allowed_tools or [], root)
         if o.max_turns:
@@ -116,13 +152,24 @@ class _Reader(ReaderState):
             return prompt
         if isinstance(prompt, dict):
             append = prompt.get("append")
-            self.report.add("not_portable", f"system_prompt preset {prompt.get('preset')!r}",
-                            "not imported: Claude Code's own system prompt exists on Claude only; "
-                            + ("its 'append' text became the instructions" if append else "a placeholder marked [instructions to write] was written"))
+            self.report.add(
+                "not_portable",
+                f"system_prompt preset {prompt.get('preset')!r}",
+                "not imported: Claude Code's own system prompt exists on Claude only; "
+                + (
+                    "its 'append' text became the instructions"
+                    if append
+                    else "a placeholder marked [instructions to write] was written"
+                ),
+            )
             if isinstance(append, str) and append.strip():
                 return append
             return placeholder_instructions(name, "the Claude agent used Claude Code's preset system prompt")
-        self.report.add("changed", f"{name} has no system prompt", "a placeholder marked [instructions to write] was written")
+        self.report.add(
+            "changed",
+            f"{name} has no system prompt",
+            "a placeholder marked [instructions to write] was written",
+        )
         return placeholder_instructions(name, "the Claude agent had no system prompt")
 
     def server(self, server_name: str, config: Any, root: DraftAgent) -> None:
@@ -138,21 +185,33 @@ class _Reader(ReaderState):
         elif kind == "http" and config.get("url"):
             ref["url"] = config["url"]
             if config.get("headers"):
-                self.report.add("not_portable", f"headers of MCP server {server_name!r}",
-                                "not imported: pass credentials through the server's environment instead")
+                self.report.add(
+                    "not_portable",
+                    f"headers of MCP server {server_name!r}",
+                    "not imported: pass credentials through the server's environment instead",
+                )
         else:
-            self.report.add("not_portable", f"MCP server {server_name!r} ({kind})",
-                            "not imported: portagent attaches stdio and streamable-HTTP servers only")
+            self.report.add(
+                "not_portable",
+                f"MCP server {server_name!r} ({kind})",
+                "not imported: portagent attaches stdio and streamable-HTTP servers only",
+            )
             return
         root.mcp_servers.append(ref)
-        self.report.add("review", f"MCP server {server_name!r}", "imported into mcp_servers with trust_annotations: "
-                        "false (every tool external_effect); its tools are executed by portagent's gateway, named "
-                        f"{ref['name']}_<tool> instead of mcp__{server_name}__<tool>")
+        self.report.add(
+            "review",
+            f"MCP server {server_name!r}",
+            "imported into mcp_servers with trust_annotations: "
+            "false (every tool external_effect); its tools are executed by portagent's gateway, named "
+            f"{ref['name']}_<tool> instead of mcp__{server_name}__<tool>",
+        )
 
     def sdk_server(self, server_name: str, config: dict[str, Any]) -> None:
         listed = _list_tools(config.get("instance"))
         if listed is None:
-            self.report.add("not_portable", f"SDK MCP server {server_name!r}", "not imported: its tools cannot be listed")
+            self.report.add(
+                "not_portable", f"SDK MCP server {server_name!r}", "not imported: its tools cannot be listed"
+            )
             return
         holders = self.sdk_tool_objects()
         for t in listed:
@@ -165,28 +224,46 @@ class _Reader(ReaderState):
                 continue
             holder = holders.get(t.name)
             if holder is None:
-                self.report.add("not_portable", subject, "not imported: no SdkMcpTool named like it is a module-level "
-                                f"attribute of {source_module(self.ref)!r} (or of a module it imports), so there is no "
-                                "handler to point at")
+                self.report.add(
+                    "not_portable",
+                    subject,
+                    "not imported: no SdkMcpTool named like it is a module-level "
+                    f"attribute of {source_module(self.ref)!r} (or of a module it imports), so there is no "
+                    "handler to point at",
+                )
                 continue
             mod, attr = holder
             name = self.tool_names.take(t.name)
             alias = "_src_" + py_identifier(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
-            shim = (f"async def {py_identifier(name)}(**args):\n"
-                    f'    """{mod}.{attr}: a Claude SDK MCP tool; its handler takes one args dict and returns '
-                    'MCP content."""\n'
-                    f"    return await call_mcp_handler({alias}.{attr}.handler, args)\n")
-            tool = DraftTool(name=name, description=t.description or "", input_schema=schema, handler="",
-                             origin=f"Claude SDK MCP tool {t.name} ({mod}.{attr}.handler)", shim=shim)
+            shim = (
+                f"async def {py_identifier(name)}(**args):\n"
+                f'    """{mod}.{attr}: a Claude SDK MCP tool; its handler takes one args dict and returns '
+                'MCP content."""\n'
+                f"    return await call_mcp_handler({alias}.{attr}.handler, args)\n"
+            )
+            tool = DraftTool(
+                name=name,
+                description=t.description or "",
+                input_schema=schema,
+                handler="",
+                origin=f"Claude SDK MCP tool {t.name} ({mod}.{attr}.handler)",
+                shim=shim,
+            )
             self.mcp_tools[full] = tool
             self.servers.setdefault(server_name, []).append(full)
-            self.report.add("note", subject, f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.handler "
-                            "and converting its MCP content to a value; the model now sees it as "
-                            f"mcp__portagent__{name} on Claude")
+            self.report.add(
+                "note",
+                subject,
+                f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.handler "
+                "and converting its MCP content to a value; the model now sees it as "
+                f"mcp__portagent__{name} on Claude",
+            )
             hints = t.annotations
             if hints is not None and getattr(hints, "read_only_hint", None):
-                self.report.add("review", subject, "its annotations say readOnlyHint: effect read is likely right")
+                self.report.add(
+                    "review", subject, "its annotations say readOnlyHint: effect read is likely right"
+                )
 
     def sdk_tool_objects(self) -> dict[str, tuple[str, str]]:
         """Tool name → (module, attribute) of each ``SdkMcpTool`` in the importing module or modules it imports."""
@@ -207,9 +284,13 @@ class _Reader(ReaderState):
         else:
             granted = named
             what = "the claude_code preset" if isinstance(o.tools, dict) else "Claude Code's default tool set"
-            self.report.add("changed", f"built-in tools ({what})",
-                            "not every built-in is granted: only those named in allowed_tools ("
-                            + (", ".join(dict.fromkeys(named)) or "none") + "); grant more under builtin_tools")
+            self.report.add(
+                "changed",
+                f"built-in tools ({what})",
+                "not every built-in is granted: only those named in allowed_tools ("
+                + (", ".join(dict.fromkeys(named)) or "none")
+                + "); grant more under builtin_tools",
+            )
         for b in dict.fromkeys(granted):
             if b in DELEGATION_TOOLS:
                 continue
@@ -218,10 +299,13 @@ class _Reader(ReaderState):
                 continue
             root.builtin_tools.append(b)
         if root.builtin_tools:
-            self.report.add("review", "built-in tools " + ", ".join(root.builtin_tools),
-                            "granted in builtin_tools: Claude only; the policy decides each call (Read/Glob/Grep are "
-                            "read, Write/Edit reversible_write, anything else privileged_operation: denied unless a "
-                            "rule names it)")
+            self.report.add(
+                "review",
+                "built-in tools " + ", ".join(root.builtin_tools),
+                "granted in builtin_tools: Claude only; the policy decides each call (Read/Glob/Grep are "
+                "read, Write/Edit reversible_write, anything else privileged_operation: denied unless a "
+                "rule names it)",
+            )
 
     def allowed(self, names: list[str], root: DraftAgent) -> None:
         for entry in names:
@@ -242,18 +326,26 @@ class _Reader(ReaderState):
                     self.builtin_rule(entry, {"arg": "command", "prefix": pattern[:-2]})
                     continue
                 else:
-                    self.report.add("not_portable", f"allowed_tools entry {entry!r}",
-                                    "not translated into a rule: write a policy rule with 'when' predicates")
+                    self.report.add(
+                        "not_portable",
+                        f"allowed_tools entry {entry!r}",
+                        "not translated into a rule: write a policy rule with 'when' predicates",
+                    )
                     continue
             elif entry in root.builtin_tools:
                 self.builtin_rule(entry)
                 continue
             for target in targets:
-                rule = PolicyRuleDraft(f"imported-allowed-{py_identifier(target)}", "allow",
-                                       f"in allowed_tools of the Claude definition ({entry}): Claude ran it without asking",
-                                       target)
+                rule = PolicyRuleDraft(
+                    f"imported-allowed-{py_identifier(target)}",
+                    "allow",
+                    f"in allowed_tools of the Claude definition ({entry}): Claude ran it without asking",
+                    target,
+                )
                 self.rules.append(rule)
-                self.report.add("review", f"allowed_tools entry {entry!r}", f"policy rule {rule.id}: allow {target}")
+                self.report.add(
+                    "review", f"allowed_tools entry {entry!r}", f"policy rule {rule.id}: allow {target}"
+                )
 
     def builtin_rule(self, entry: str, when: dict[str, Any] | None = None) -> None:
         """``allowed_tools`` naming a built-in. A read built-in is allowed by the effect default anyway. For
@@ -263,31 +355,55 @@ class _Reader(ReaderState):
 
         tool = _bare(entry)
         if BUILTIN_EFFECTS.get(tool) == "read" and when is None:
-            self.report.add("note", f"allowed_tools entry {entry!r}",
-                            f"no rule needed: {tool} is a read built-in, allowed by the effect default")
+            self.report.add(
+                "note",
+                f"allowed_tools entry {entry!r}",
+                f"no rule needed: {tool} is a read built-in, allowed by the effect default",
+            )
             return
-        slug = py_identifier(f"{tool}_{when['prefix']}" if when else tool).strip("_").lower().replace("_", "-")
-        rule = {"id": f"allow-{slug}", "decision": "allow", "tool": tool,
-                "reason": f"in allowed_tools of the Claude definition ({entry})", **({"when": [when]} if when else {})}
-        self.report.add("review", f"allowed_tools entry {entry!r}",
-                        f"Claude ran it without asking; portagent's default for {tool} is "
-                        f"{BUILTIN_EFFECTS.get(tool, 'privileged_operation')} — to keep that, add this rule to policy.yaml: "
-                        f"{json.dumps(rule)} (not written: validate cannot match rules to built-ins yet)")
+        slug = (
+            py_identifier(f"{tool}_{when['prefix']}" if when else tool).strip("_").lower().replace("_", "-")
+        )
+        rule = {
+            "id": f"allow-{slug}",
+            "decision": "allow",
+            "tool": tool,
+            "reason": f"in allowed_tools of the Claude definition ({entry})",
+            **({"when": [when]} if when else {}),
+        }
+        self.report.add(
+            "review",
+            f"allowed_tools entry {entry!r}",
+            f"Claude ran it without asking; portagent's default for {tool} is "
+            f"{BUILTIN_EFFECTS.get(tool, 'privileged_operation')} — to keep that, add this rule to policy.yaml: "
+            f"{json.dumps(rule)} (not written: validate cannot match rules to built-ins yet)",
+        )
 
     def permissions(self, o: ClaudeAgentOptions) -> None:
         mode = o.permission_mode
         if mode not in (None, "default"):
-            extra = {"acceptEdits": " (file edits were auto-approved: add allow rules for Write/Edit if you want that)",
-                     "bypassPermissions": " (portagent never bypasses its policy)"}.get(str(mode), "")
-            self.report.add("not_portable", f"permission_mode {mode!r}",
-                            "not imported: portagent's policy decides every call on every provider" + extra)
+            extra = {
+                "acceptEdits": " (file edits were auto-approved: add allow rules for Write/Edit if you want that)",
+                "bypassPermissions": " (portagent never bypasses its policy)",
+            }.get(str(mode), "")
+            self.report.add(
+                "not_portable",
+                f"permission_mode {mode!r}",
+                "not imported: portagent's policy decides every call on every provider" + extra,
+            )
         if o.can_use_tool is not None:
-            self.report.add("not_portable", f"can_use_tool {getattr(o.can_use_tool, '__qualname__', '?')}",
-                            "not imported: the gateway's policy and approvers decide; port its logic into policy rules")
+            self.report.add(
+                "not_portable",
+                f"can_use_tool {getattr(o.can_use_tool, '__qualname__', '?')}",
+                "not imported: the gateway's policy and approvers decide; port its logic into policy rules",
+            )
         for event, matchers in (o.hooks or {}).items():
-            self.report.add("not_portable", f"hooks {event} ({len(matchers)} matcher(s))",
-                            "not imported: portagent's trace and gateway replace tool hooks; port other logic into "
-                            "tool handlers or preconditions")
+            self.report.add(
+                "not_portable",
+                f"hooks {event} ({len(matchers)} matcher(s))",
+                "not imported: portagent's trace and gateway replace tool hooks; port other logic into "
+                "tool handlers or preconditions",
+            )
 
     def rest(self, o: ClaudeAgentOptions) -> None:
         default = ClaudeAgentOptions()
@@ -298,32 +414,49 @@ class _Reader(ReaderState):
             if value == getattr(default, f.name):
                 continue
             if f.name in _RUNTIME:
-                self.report.add("note", f"{f.name} = {_short(value)}",
-                                "not imported: how one process runs the CLI; portagent's adapter sets its own")
+                self.report.add(
+                    "note",
+                    f"{f.name} = {_short(value)}",
+                    "not imported: how one process runs the CLI; portagent's adapter sets its own",
+                )
             else:
-                self.report.add("not_portable", f"{f.name} = {_short(value)}", "not imported: a Claude-only option")
+                self.report.add(
+                    "not_portable", f"{f.name} = {_short(value)}", "not imported: a Claude-only option"
+                )
 
     # --- AgentDefinition -------------------------------------------------------------------------
 
     def definition(self, raw_name: str, d: AgentDefinition, parent: DraftAgent | None) -> DraftAgent:
         name = self.agent_names.take(raw_name)
         if name != raw_name and parent is not None:
-            self.report.add("changed", f"subagent {raw_name!r}", f"renamed {name!r} (agent names are identifiers)")
-        agent = DraftAgent(name=name, instructions=d.prompt if d.prompt and d.prompt.strip()
-                           else placeholder_instructions(name, "the subagent had no prompt"),
-                           description=d.description or "")
+            self.report.add(
+                "changed", f"subagent {raw_name!r}", f"renamed {name!r} (agent names are identifiers)"
+            )
+        agent = DraftAgent(
+            name=name,
+            instructions=d.prompt
+            if d.prompt and d.prompt.strip()
+            else placeholder_instructions(name, "the subagent had no prompt"),
+            description=d.description or "",
+        )
         if d.model and d.model != "inherit":
             agent.models["claude"] = d.model
             if d.model in ("sonnet", "opus", "haiku"):
-                self.report.add("note", f"model {d.model!r} of {name}", "a Claude Code alias, kept as models.claude")
+                self.report.add(
+                    "note", f"model {d.model!r} of {name}", "a Claude Code alias, kept as models.claude"
+                )
         disallowed = set(d.disallowedTools or [])
         if d.tools is None:
             if parent is not None:
                 agent.tools = [t for t in parent.tools if t.name not in disallowed]
                 agent.builtin_tools = [b for b in parent.builtin_tools if b not in disallowed]
-                self.report.add("changed", f"subagent {name} tools", "it inherited every tool of its parent in Claude; "
-                                "the list is now explicit: " + ", ".join([t.name for t in agent.tools]
-                                                                          + agent.builtin_tools))
+                self.report.add(
+                    "changed",
+                    f"subagent {name} tools",
+                    "it inherited every tool of its parent in Claude; "
+                    "the list is now explicit: "
+                    + ", ".join([t.name for t in agent.tools] + agent.builtin_tools),
+                )
         else:
             for t in d.tools:
                 if t in disallowed or t in DELEGATION_TOOLS:
@@ -331,16 +464,31 @@ class _Reader(ReaderState):
                 if t in self.mcp_tools:
                     agent.tools.append(self.mcp_tools[t])
                 elif t.startswith("mcp__"):
-                    self.report.add("not_portable", f"tool {t} of {name}", "not imported: its MCP server is not part of "
-                                    "this definition (import the ClaudeAgentOptions that declares it)")
+                    self.report.add(
+                        "not_portable",
+                        f"tool {t} of {name}",
+                        "not imported: its MCP server is not part of "
+                        "this definition (import the ClaudeAgentOptions that declares it)",
+                    )
                 else:
                     agent.builtin_tools.append(t)
-        for field in ("skills", "memory", "mcpServers", "initialPrompt", "maxTurns", "background", "effort",
-                      "permissionMode"):
+        for field in (
+            "skills",
+            "memory",
+            "mcpServers",
+            "initialPrompt",
+            "maxTurns",
+            "background",
+            "effort",
+            "permissionMode",
+        ):
             value = getattr(d, field, None)
             if value is not None:
-                self.report.add("not_portable", f"{field} of {name}", f"not imported: a Claude-only subagent option "
-                                f"({_short(value)})")
+                self.report.add(
+                    "not_portable",
+                    f"{field} of {name}",
+                    f"not imported: a Claude-only subagent option ({_short(value)})",
+                )
         return agent
 
 

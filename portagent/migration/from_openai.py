@@ -55,8 +55,13 @@ def read_openai(ref: str, obj: Any) -> ImportDraft:
     report = ImportReport(sdk=f"openai-agents {package_version('openai-agents')}", source=ref)
     reader = _Reader(ref, report)
     root = reader.agent(obj)
-    return ImportDraft(sdk="openai", root=root, report=report, rules=reader.rules,
-                       shim_imports=list(reader.shim_imports.values()))
+    return ImportDraft(
+        sdk="openai",
+        root=root,
+        report=report,
+        rules=reader.rules,
+        shim_imports=list(reader.shim_imports.values()),
+    )
 
 
 class _Reader(ReaderState):
@@ -83,33 +88,55 @@ class _Reader(ReaderState):
             self.handoff(h, draft)
         self.output(a, draft)
         self.mcp(a, draft)
-        for label, value in (("input guardrails", a.input_guardrails), ("output guardrails", a.output_guardrails)):
+        for label, value in (
+            ("input guardrails", a.input_guardrails),
+            ("output guardrails", a.output_guardrails),
+        ):
             for g in value or []:
-                self.report.add("not_portable", f"{label[:-1]} {_label(g)} on agent {name}",
-                                "not imported: guardrails have no portable contract; use tool preconditions, "
-                                "output_schema or a policy rule for what it checked")
+                self.report.add(
+                    "not_portable",
+                    f"{label[:-1]} {_label(g)} on agent {name}",
+                    "not imported: guardrails have no portable contract; use tool preconditions, "
+                    "output_schema or a policy rule for what it checked",
+                )
         if a.hooks is not None:
-            self.report.add("not_portable", f"agent hooks {type(a.hooks).__name__} on agent {name}",
-                            "not imported: portagent's trace records model calls, tools and handoffs on every provider")
+            self.report.add(
+                "not_portable",
+                f"agent hooks {type(a.hooks).__name__} on agent {name}",
+                "not imported: portagent's trace records model calls, tools and handoffs on every provider",
+            )
         if a.tool_use_behavior != "run_llm_again":
-            self.report.add("not_portable", f"tool_use_behavior {a.tool_use_behavior!r} on agent {name}",
-                            "not imported: the model always sees tool results and answers itself")
+            self.report.add(
+                "not_portable",
+                f"tool_use_behavior {a.tool_use_behavior!r} on agent {name}",
+                "not imported: the model always sees tool results and answers itself",
+            )
         if a.prompt is not None:
-            self.report.add("not_portable", f"prompt template on agent {name}",
-                            "not imported: OpenAI-hosted prompt templates exist on OpenAI only; put the text in "
-                            "instructions")
+            self.report.add(
+                "not_portable",
+                f"prompt template on agent {name}",
+                "not imported: OpenAI-hosted prompt templates exist on OpenAI only; put the text in "
+                "instructions",
+            )
         return draft
 
     def instructions(self, a: Agent[Any], name: str) -> str:
         if isinstance(a.instructions, str) and a.instructions.strip():
             return a.instructions
         if callable(a.instructions):
-            self.report.add("not_portable", f"dynamic instructions {_label(a.instructions)} on agent {name}",
-                            "not imported: instructions computed by a function at run time; a placeholder "
-                            "was written")
-            return placeholder_instructions(name, f"the openai-agents agent computed its instructions with "
-                                                  f"{_label(a.instructions)}")
-        self.report.add("changed", f"agent {name} has no instructions", "a placeholder marked [instructions to write] was written")
+            self.report.add(
+                "not_portable",
+                f"dynamic instructions {_label(a.instructions)} on agent {name}",
+                "not imported: instructions computed by a function at run time; a placeholder was written",
+            )
+            return placeholder_instructions(
+                name, f"the openai-agents agent computed its instructions with {_label(a.instructions)}"
+            )
+        self.report.add(
+            "changed",
+            f"agent {name} has no instructions",
+            "a placeholder marked [instructions to write] was written",
+        )
         return placeholder_instructions(name, "the openai-agents agent had no instructions")
 
     def model(self, a: Agent[Any], draft: DraftAgent) -> None:
@@ -123,28 +150,43 @@ class _Reader(ReaderState):
             draft.models["openai"] = str(m.model)
             if isinstance(m, OpenAIChatCompletionsModel):
                 draft.models["openai_api"] = "chat_completions"
-                self.report.add("changed", f"OpenAIChatCompletionsModel on agent {draft.name}",
-                                "kept as models.openai_api: chat_completions (an OpenAI-only setting)")
+                self.report.add(
+                    "changed",
+                    f"OpenAIChatCompletionsModel on agent {draft.name}",
+                    "kept as models.openai_api: chat_completions (an OpenAI-only setting)",
+                )
         elif m is None:
             draft.models["openai"] = get_default_model()
-            self.report.add("changed", f"agent {draft.name} sets no model",
-                            f"models.openai is the SDK default {get_default_model()!r}")
+            self.report.add(
+                "changed",
+                f"agent {draft.name} sets no model",
+                f"models.openai is the SDK default {get_default_model()!r}",
+            )
         else:
-            self.report.add("not_portable", f"model object {type(m).__name__} on agent {draft.name}",
-                            "not imported: only OpenAI models map to models.openai; set the model ids yourself")
+            self.report.add(
+                "not_portable",
+                f"model object {type(m).__name__} on agent {draft.name}",
+                "not imported: only OpenAI models map to models.openai; set the model ids yourself",
+            )
         settings = a.model_settings
         for field, target in _SHARED_SETTINGS.items():
             value = getattr(settings, field, None)
             if value is not None:
                 draft.models[target] = value
                 draft.models["force_shared_settings"] = True
-                self.report.add("changed", f"model_settings.{field} of agent {draft.name}",
-                                f"imported as models.{target} with force_shared_settings: true (the agent "
-                                "used it; other providers apply it too, or refuse it — see port-check)")
+                self.report.add(
+                    "changed",
+                    f"model_settings.{field} of agent {draft.name}",
+                    f"imported as models.{target} with force_shared_settings: true (the agent "
+                    "used it; other providers apply it too, or refuse it — see port-check)",
+                )
         for field, value in sorted(settings.to_json_dict().items()):
             if value is not None and field not in _SHARED_SETTINGS and field not in _IGNORED_SETTINGS:
-                self.report.add("not_portable", f"model_settings.{field}={value!r} on agent {draft.name}",
-                                "not imported: an OpenAI-only model setting")
+                self.report.add(
+                    "not_portable",
+                    f"model_settings.{field}={value!r} on agent {draft.name}",
+                    "not imported: an OpenAI-only model setting",
+                )
 
     # --- tools -----------------------------------------------------------------------------------
 
@@ -155,24 +197,35 @@ class _Reader(ReaderState):
                 sub = self.agent(target)
                 draft.edges.append(DraftEdge("agent_as_tool", sub, t.description or ""))
                 if t.name != sub.name:
-                    self.report.add("changed", f"agent tool {t.name!r} on agent {draft.name}",
-                                    f"delegation to {sub.name} (agent_as_tool); portagent names the tool after "
-                                    "the agent")
-                self.report.add("note", f"agent tool {t.name!r} on agent {draft.name}",
-                                "imported as delegation kind agent_as_tool; as_tool() options such as "
-                                "custom_output_extractor or parameters are not read")
+                    self.report.add(
+                        "changed",
+                        f"agent tool {t.name!r} on agent {draft.name}",
+                        f"delegation to {sub.name} (agent_as_tool); portagent names the tool after the agent",
+                    )
+                self.report.add(
+                    "note",
+                    f"agent tool {t.name!r} on agent {draft.name}",
+                    "imported as delegation kind agent_as_tool; as_tool() options such as "
+                    "custom_output_extractor or parameters are not read",
+                )
                 return
-            self.report.add("not_portable", f"agent tool {t.name!r} on agent {draft.name}",
-                            "not imported: this openai-agents version does not expose the wrapped agent")
+            self.report.add(
+                "not_portable",
+                f"agent tool {t.name!r} on agent {draft.name}",
+                "not imported: this openai-agents version does not expose the wrapped agent",
+            )
             return
         if isinstance(t, FunctionTool):
             tool = self.function_tool(t, draft.name)
             if tool is not None and tool not in draft.tools:
                 draft.tools.append(tool)
             return
-        self.report.add("not_portable", f"hosted tool {type(t).__name__} ({getattr(t, 'name', '?')}) on agent "
-                        f"{draft.name}", "not imported: it runs on OpenAI's side; write a ToolSpec with a handler "
-                        "that does the same if you need it everywhere")
+        self.report.add(
+            "not_portable",
+            f"hosted tool {type(t).__name__} ({getattr(t, 'name', '?')}) on agent {draft.name}",
+            "not imported: it runs on OpenAI's side; write a ToolSpec with a handler "
+            "that does the same if you need it everywhere",
+        )
 
     def function_tool(self, t: FunctionTool, agent: str) -> DraftTool | None:
         if id(t) in self.tools:
@@ -182,13 +235,20 @@ class _Reader(ReaderState):
         try:
             fn = t.__wrapped__
         except AttributeError:
-            self.report.add("not_portable", subject, "not imported: a FunctionTool built by hand (no wrapped Python "
-                            "function to point a handler at); write a handler and a ToolSpec for it")
+            self.report.add(
+                "not_portable",
+                subject,
+                "not imported: a FunctionTool built by hand (no wrapped Python "
+                "function to point a handler at); write a handler and a ToolSpec for it",
+            )
             return None
         gap = schema_gap(t.params_json_schema)
         if gap:
-            self.report.add("not_portable", subject, f"not imported: {gap}; add type hints and import again, "
-                            "or write its ToolSpec by hand")
+            self.report.add(
+                "not_portable",
+                subject,
+                f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
+            )
             return None
         name = self.tool_names.take(t.name)
         if name != t.name:
@@ -197,30 +257,52 @@ class _Reader(ReaderState):
         if handler is None and shim is None:
             return None
         origin = f"openai-agents FunctionTool {t.name} ({getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')})"
-        tool = DraftTool(name=name, description=t.description or "", input_schema=dict(t.params_json_schema),
-                         handler=handler or "", origin=origin, shim=shim)
+        tool = DraftTool(
+            name=name,
+            description=t.description or "",
+            input_schema=dict(t.params_json_schema),
+            handler=handler or "",
+            origin=origin,
+            shim=shim,
+        )
         if t.strict_json_schema and _has_defaults(fn):
-            self.report.add("changed", subject, "input_schema is the SDK's strict-mode schema: parameters with "
-                            "defaults are required there (what the model saw on OpenAI)")
+            self.report.add(
+                "changed",
+                subject,
+                "input_schema is the SDK's strict-mode schema: parameters with "
+                "defaults are required there (what the model saw on OpenAI)",
+            )
         if t.needs_approval is True:
             tool.needs_approval = True
             tool.approval_reason = "needs_approval=True in the openai-agents definition"
-            self.rules.append(PolicyRuleDraft(f"imported-approval-{name}", "approval_required",
-                                              tool.approval_reason, name))
+            self.rules.append(
+                PolicyRuleDraft(f"imported-approval-{name}", "approval_required", tool.approval_reason, name)
+            )
         elif callable(t.needs_approval):
-            self.report.add("not_portable", f"needs_approval={_label(t.needs_approval)} on {subject}",
-                            "not imported: a per-call approval function; the tool keeps the conservative default "
-                            "(approval required) — express the condition as a policy rule with 'when' predicates")
+            self.report.add(
+                "not_portable",
+                f"needs_approval={_label(t.needs_approval)} on {subject}",
+                "not imported: a per-call approval function; the tool keeps the conservative default "
+                "(approval required) — express the condition as a policy rule with 'when' predicates",
+            )
         if t.timeout_seconds is not None:
             tool.timeout_ms = max(1, int(t.timeout_seconds * 1000))
-        for label, value in (("tool input guardrails", t.tool_input_guardrails),
-                             ("tool output guardrails", t.tool_output_guardrails)):
+        for label, value in (
+            ("tool input guardrails", t.tool_input_guardrails),
+            ("tool output guardrails", t.tool_output_guardrails),
+        ):
             if value:
-                self.report.add("not_portable", f"{label} on {subject}",
-                                "not imported: use preconditions or output_schema on the ToolSpec")
+                self.report.add(
+                    "not_portable",
+                    f"{label} on {subject}",
+                    "not imported: use preconditions or output_schema on the ToolSpec",
+                )
         if t.is_enabled is not True:
-            self.report.add("not_portable", f"is_enabled={_label(t.is_enabled)} on {subject}",
-                            "not imported: the tool is always offered; use a policy rule to refuse it")
+            self.report.add(
+                "not_portable",
+                f"is_enabled={_label(t.is_enabled)} on {subject}",
+                "not imported: the tool is always offered; use a policy rule to refuse it",
+            )
         self.tools[id(t)] = tool
         return tool
 
@@ -231,8 +313,12 @@ class _Reader(ReaderState):
         holder = holder_ref(t, [module, source_module(self.ref)])
         expr_ref = direct or (f"{holder}.__wrapped__" if holder else None)
         if expr_ref is None:
-            self.report.add("not_portable", subject, "not imported: its function cannot be imported by name (a "
-                            "closure, a lambda or a function defined in __main__); move it to a module")
+            self.report.add(
+                "not_portable",
+                subject,
+                "not imported: its function cannot be imported by name (a "
+                "closure, a lambda or a function defined in __main__); move it to a module",
+            )
             return None, None
         takes_ctx = _takes_context(fn)
         if not takes_ctx and not takes_param(fn, "context"):
@@ -242,13 +328,21 @@ class _Reader(ReaderState):
         self.shim_imports[mod] = f"import {mod} as {alias}"
         fname = py_identifier(name)
         lead = "None, " if takes_ctx else ""
-        why = ("takes openai-agents' run context first; portagent has none to give, so it gets None"
-               if takes_ctx else "has a parameter named 'context', which portagent's calling convention reserves")
-        shim = (f"async def {fname}(**args):\n"
-                f'    """{mod}.{attr} {why}."""\n'
-                f"    return await call_original({alias}.{attr}, {lead}**args)\n")
-        self.report.add("note" if not takes_ctx else "review", subject,
-                        f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}")
+        why = (
+            "takes openai-agents' run context first; portagent has none to give, so it gets None"
+            if takes_ctx
+            else "has a parameter named 'context', which portagent's calling convention reserves"
+        )
+        shim = (
+            f"async def {fname}(**args):\n"
+            f'    """{mod}.{attr} {why}."""\n'
+            f"    return await call_original({alias}.{attr}, {lead}**args)\n"
+        )
+        self.report.add(
+            "note" if not takes_ctx else "review",
+            subject,
+            f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}",
+        )
         return None, shim
 
     def handoff(self, h: Any, draft: DraftAgent) -> None:
@@ -259,22 +353,36 @@ class _Reader(ReaderState):
             ref = getattr(h, "_agent_ref", None)
             target = ref() if callable(ref) else None
             if not isinstance(target, Agent):
-                self.report.add("not_portable", f"handoff {h.tool_name!r} on agent {draft.name}",
-                                "not imported: its target agent cannot be read from the Handoff object")
+                self.report.add(
+                    "not_portable",
+                    f"handoff {h.tool_name!r} on agent {draft.name}",
+                    "not imported: its target agent cannot be read from the Handoff object",
+                )
                 return
             sub = self.agent(target)
             draft.edges.append(DraftEdge("handoff", sub, h.tool_description or ""))
             if h.input_filter is not None:
-                self.report.add("not_portable", f"handoff input_filter on {draft.name} -> {sub.name}",
-                                "not imported: the specialist sees the whole conversation")
+                self.report.add(
+                    "not_portable",
+                    f"handoff input_filter on {draft.name} -> {sub.name}",
+                    "not imported: the specialist sees the whole conversation",
+                )
             if h.input_json_schema and h.input_json_schema.get("properties"):
-                self.report.add("not_portable", f"handoff input_type on {draft.name} -> {sub.name}",
-                                "not imported: portable handoffs carry no arguments")
+                self.report.add(
+                    "not_portable",
+                    f"handoff input_type on {draft.name} -> {sub.name}",
+                    "not imported: portable handoffs carry no arguments",
+                )
             if h.is_enabled is not True:
-                self.report.add("not_portable", f"handoff is_enabled on {draft.name} -> {sub.name}",
-                                "not imported: the handoff is always offered")
+                self.report.add(
+                    "not_portable",
+                    f"handoff is_enabled on {draft.name} -> {sub.name}",
+                    "not imported: the handoff is always offered",
+                )
             return
-        self.report.add("not_portable", f"handoff {h!r} on agent {draft.name}", "not imported: unknown handoff type")
+        self.report.add(
+            "not_portable", f"handoff {h!r} on agent {draft.name}", "not imported: unknown handoff type"
+        )
 
     # --- output and MCP --------------------------------------------------------------------------
 
@@ -288,17 +396,26 @@ class _Reader(ReaderState):
                 return
             draft.output_schema = schema_obj.json_schema()
         except Exception as e:
-            self.report.add("not_portable", f"output_type {_label(ot)} on agent {draft.name}",
-                            f"not imported: the SDK could not give its JSON Schema ({type(e).__name__}: {e})")
+            self.report.add(
+                "not_portable",
+                f"output_type {_label(ot)} on agent {draft.name}",
+                f"not imported: the SDK could not give its JSON Schema ({type(e).__name__}: {e})",
+            )
             return
         if isinstance(schema_obj, AgentOutputSchema) and schema_obj._is_wrapped:
-            self.report.add("changed", f"output_type {_label(ot)} on agent {draft.name}",
-                            "not an object type: imported as the SDK's wrapper schema {\"response\": …}, so the "
-                            "final output is that object")
+            self.report.add(
+                "changed",
+                f"output_type {_label(ot)} on agent {draft.name}",
+                'not an object type: imported as the SDK\'s wrapper schema {"response": …}, so the '
+                "final output is that object",
+            )
         else:
-            self.report.add("note", f"output_type {_label(ot)} on agent {draft.name}",
-                            "imported as output_schema (the SDK's own JSON Schema); outputs are dicts, not "
-                            "instances of the class")
+            self.report.add(
+                "note",
+                f"output_type {_label(ot)} on agent {draft.name}",
+                "imported as output_schema (the SDK's own JSON Schema); outputs are dicts, not "
+                "instances of the class",
+            )
 
     def mcp(self, a: Agent[Any], draft: DraftAgent) -> None:
         for server in a.mcp_servers or []:
@@ -307,8 +424,11 @@ class _Reader(ReaderState):
             command = getattr(params, "command", None) if params is not None else None
             url = params.get("url") if isinstance(params, dict) else None
             if command:
-                ref: dict[str, Any] = {"name": name, "command": [command, *list(getattr(params, "args", []) or [])],
-                                       "trust_annotations": False}
+                ref: dict[str, Any] = {
+                    "name": name,
+                    "command": [command, *list(getattr(params, "args", []) or [])],
+                    "trust_annotations": False,
+                }
                 env = getattr(params, "env", None)
                 if env:
                     ref["env"] = dict(env)
@@ -318,13 +438,19 @@ class _Reader(ReaderState):
             elif url and type(server).__name__ == "MCPServerStreamableHttp":
                 ref = {"name": name, "url": url, "trust_annotations": False}
             else:
-                self.report.add("not_portable", f"MCP server {type(server).__name__} {name!r} on agent {draft.name}",
-                                "not imported: portagent attaches stdio and streamable-HTTP servers only")
+                self.report.add(
+                    "not_portable",
+                    f"MCP server {type(server).__name__} {name!r} on agent {draft.name}",
+                    "not imported: portagent attaches stdio and streamable-HTTP servers only",
+                )
                 continue
             draft.mcp_servers.append(ref)
-            self.report.add("review", f"MCP server {name!r} on agent {draft.name}",
-                            "imported into mcp_servers with trust_annotations: false (every tool external_effect); "
-                            "its tools are now executed by portagent's gateway on every provider")
+            self.report.add(
+                "review",
+                f"MCP server {name!r} on agent {draft.name}",
+                "imported into mcp_servers with trust_annotations: false (every tool external_effect); "
+                "its tools are now executed by portagent's gateway on every provider",
+            )
         if a.mcp_config:
             self.report.add("not_portable", f"mcp_config on agent {draft.name}", "not imported")
 
@@ -338,7 +464,9 @@ def _takes_context(fn: Any) -> bool:
 
 def _has_defaults(fn: Any) -> bool:
     try:
-        return any(p.default is not inspect.Parameter.empty for p in inspect.signature(fn).parameters.values())
+        return any(
+            p.default is not inspect.Parameter.empty for p in inspect.signature(fn).parameters.values()
+        )
     except (TypeError, ValueError):
         return False
 

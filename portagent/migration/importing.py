@@ -48,8 +48,10 @@ def load_object(ref: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
-        raise UsageError(f"cannot import module {module_name!r}: {e} (run from the folder that holds it, or "
-                         "add that folder to PYTHONPATH)") from e
+        raise UsageError(
+            f"cannot import module {module_name!r}: {e} (run from the folder that holds it, or "
+            "add that folder to PYTHONPATH)"
+        ) from e
     except Exception as e:  # the module raised while importing
         raise UsageError(f"importing module {module_name!r} failed: {type(e).__name__}: {e}") from e
     for part in attr.split("."):
@@ -67,8 +69,9 @@ def wrong_type(ref: str, obj: Any, expected: str, sdk: str) -> UsageError:
     for prefix, name in _TYPE_HINTS.items():
         if (module == prefix or module.startswith(prefix + ".")) and name != sdk:
             hint = f"; it is an object of the {name} SDK: use --from {name}"
-    return UsageError(f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}, not {expected} "
-                      f"(--from {sdk}){hint}")
+    return UsageError(
+        f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}, not {expected} (--from {sdk}){hint}"
+    )
 
 
 def require_sdk(sdk: str) -> None:
@@ -81,7 +84,9 @@ def require_sdk(sdk: str) -> None:
         raise MissingExtraError(sdk, package, extra)
 
 
-def import_native(ref: str, sdk: str, *, models: dict[str, str] | None = None, name: str | None = None) -> ImportDraft:
+def import_native(
+    ref: str, sdk: str, *, models: dict[str, str] | None = None, name: str | None = None
+) -> ImportDraft:
     """Read ``MODULE:OBJECT`` as a native ``sdk`` definition; ``name`` renames the root agent."""
     if sdk not in SDKS:
         raise UsageError(f"unknown SDK {sdk!r}; expected one of: {', '.join(SDKS)}")
@@ -101,25 +106,38 @@ def import_native(ref: str, sdk: str, *, models: dict[str, str] | None = None, n
         draft = read_claude(ref, obj)
     if name:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
-            raise UsageError(f"--name {name!r}: an agent name is an identifier (letters, digits, _; a letter first)")
+            raise UsageError(
+                f"--name {name!r}: an agent name is an identifier (letters, digits, _; a letter first)"
+            )
         if any(a.name == name for a in draft.agents() if a is not draft.root):
             raise UsageError(f"--name {name!r}: a sub-agent already has that name")
         draft.report.add("changed", f"root agent {draft.root.name!r}", f"renamed {name!r} (--name)")
         draft.root.name = name
     for provider, model in (models or {}).items():
         if draft.root.models.get(provider) not in (None, model):
-            draft.report.add("changed", f"models.{provider} of {draft.root.name}",
-                             f"replaced {draft.root.models[provider]!r} by {model!r} (--model)")
+            draft.report.add(
+                "changed",
+                f"models.{provider} of {draft.root.name}",
+                f"replaced {draft.root.models[provider]!r} by {model!r} (--model)",
+            )
         draft.root.models[provider] = model
     missing = [p for p in SDKS if not draft.root.models.get(p)]
     if missing:
-        draft.report.add("review", "model ids", "no model id for " + ", ".join(missing) + ": set models."
-                         + " / models.".join(missing) + " in agent.yaml (or pass --model PROVIDER=ID) before "
-                         "running there")
+        draft.report.add(
+            "review",
+            "model ids",
+            "no model id for "
+            + ", ".join(missing)
+            + ": set models."
+            + " / models.".join(missing)
+            + " in agent.yaml (or pass --model PROVIDER=ID) before "
+            "running there",
+        )
     return draft
 
 
 # --- names ---------------------------------------------------------------------------------------
+
 
 class Names:
     """Unique, valid names: agents as identifiers (``^[A-Za-z][A-Za-z0-9_]{0,63}$``), tools as ToolSpec names."""
@@ -154,6 +172,7 @@ def py_identifier(name: str) -> str:
 
 
 # --- handlers ------------------------------------------------------------------------------------
+
 
 def function_ref(fn: Any) -> str | None:
     """``module:qualname`` when importing it gives back this very function; None otherwise (a
@@ -207,7 +226,11 @@ def schema_gap(schema: Any) -> str | None:
 
     A parameter with no type information at all is what an untyped function produces (``def f(x)``):
     the schema would accept anything, so the contract would be a guess — the tool is not imported."""
-    if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+    if (
+        not isinstance(schema, dict)
+        or schema.get("type") != "object"
+        or not isinstance(schema.get("properties"), dict)
+    ):
         return "its schema is not an object schema with properties"
     try:
         Draft202012Validator.check_schema(schema)
@@ -215,8 +238,10 @@ def schema_gap(schema: Any) -> str | None:
         return f"its schema is not valid JSON Schema: {e.message}"
     untyped = _untyped(schema, "")
     if untyped:
-        return (f"parameter {untyped!r} has no type (an untyped function parameter), so no schema can be "
-                "produced for it")
+        return (
+            f"parameter {untyped!r} has no type (an untyped function parameter), so no schema can be "
+            "produced for it"
+        )
     return None
 
 
@@ -251,4 +276,3 @@ class ReaderState:
         self.tool_names: Names = tool_names()
         self.rules: list[Any] = []
         self.shim_imports: dict[str, str] = {}
-

@@ -74,12 +74,15 @@ class PortCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "agent": self.agent, "target": self.target, "portable": self.portable,
+            "agent": self.agent,
+            "target": self.target,
+            "portable": self.portable,
             "lacks": [{"feature": x.feature, "detail": x.detail} for x in self.lacks],
             "portability_ratio": self.ratio,
             "own_contracts": [{"what": i.what, "detail": i.detail} for i in self.own],
-            "provider_dependencies": [{"what": i.what, "detail": i.detail, "vendor": i.vendor}
-                                      for i in self.dependencies],
+            "provider_dependencies": [
+                {"what": i.what, "detail": i.detail, "vendor": i.vendor} for i in self.dependencies
+            ],
             "notes": list(self.notes),
         }
 
@@ -90,8 +93,10 @@ class PortCheck:
             lines.append(f"{self.target} lacks what the spec needs:")
             lines += [f"  - {x.feature}: {x.detail}" for x in self.lacks]
         n_own, n_dep = len(self.own), len(self.dependencies)
-        lines.append(f"portability ratio: {n_own}/{n_own + n_dep} = {self.ratio:.2f} "
-                     "(own contracts / (own contracts + provider-specific dependencies))")
+        lines.append(
+            f"portability ratio: {n_own}/{n_own + n_dep} = {self.ratio:.2f} "
+            "(own contracts / (own contracts + provider-specific dependencies))"
+        )
         lines.append(f"  own contracts ({n_own}):")
         lines += [f"    - {i.what}" + (f" — {i.detail}" if i.detail else "") for i in self.own]
         lines.append(f"  provider-specific dependencies ({n_dep}):" + (" none" if not n_dep else ""))
@@ -111,6 +116,7 @@ def port_check(bundle: AgentBundle, target: str) -> PortCheck:
 
 # --- what the target lacks -----------------------------------------------------------------------
 
+
 def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
     prof = PROFILES[target]
     add = out.lacks.append
@@ -121,8 +127,13 @@ def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
     handoffs = [f"{a} -> {e.target}" for a, e in edges if e.kind == "handoff"]
     tools = [f"{a} -> {e.target}" for a, e in edges if e.kind == "agent_as_tool"]
     if handoffs and not prof.handoffs:
-        add(Lack("handoffs", ", ".join(handoffs) + f" (kind handoff); {target} delegates as agent-as-tool only: "
-                 "change those edges to kind agent_as_tool (the coordinator then keeps control)"))
+        add(
+            Lack(
+                "handoffs",
+                ", ".join(handoffs) + f" (kind handoff); {target} delegates as agent-as-tool only: "
+                "change those edges to kind agent_as_tool (the coordinator then keeps control)",
+            )
+        )
     if tools and not prof.agents_as_tools:
         add(Lack("agents_as_tools", ", ".join(tools)))
     cycle = bundle.delegation_cycle()
@@ -133,8 +144,13 @@ def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
         add(Lack("structured_output", "output_schema on " + ", ".join(schemas)))
     builtins = [f"{b} (on {n.name})" for n in bundle.agents.values() for b in n.spec.builtin_tools]
     if builtins and not prof.builtin_tools:
-        add(Lack("builtin_tools", "granted: " + ", ".join(builtins) + f"; {target} has no built-in tools: replace "
-                 "them with ToolSpecs"))
+        add(
+            Lack(
+                "builtin_tools",
+                "granted: " + ", ".join(builtins) + f"; {target} has no built-in tools: replace "
+                "them with ToolSpecs",
+            )
+        )
     servers = [s.name for n in bundle.agents.values() for s in n.spec.mcp_servers]
     if servers and not prof.mcp:
         add(Lack("mcp", "mcp_servers: " + ", ".join(servers)))
@@ -153,8 +169,10 @@ def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
             return
         for name, tool in bundle.all_tools().items():
             if not strict_compatible(tool.input_schema):
-                out.notes.append(f"openai: tool {name} is declared with strict_json_schema false (its schema is not "
-                                 "strict-compatible); the gateway still enforces every keyword")
+                out.notes.append(
+                    f"openai: tool {name} is declared with strict_json_schema false (its schema is not "
+                    "strict-compatible); the gateway still enforces every keyword"
+                )
 
 
 def _adk(bundle: AgentBundle, out: PortCheck) -> None:
@@ -172,23 +190,39 @@ def _adk(bundle: AgentBundle, out: PortCheck) -> None:
         for edge in node.edges:
             if edge.kind == "handoff":
                 if edge.target in parents and parents[edge.target] != node.name:
-                    out.lacks.append(Lack("a handoff tree", f"{edge.target} is a handoff target of both "
-                                          f"{parents[edge.target]} and {node.name}; ADK sub-agents have one parent"))
+                    out.lacks.append(
+                        Lack(
+                            "a handoff tree",
+                            f"{edge.target} is a handoff target of both "
+                            f"{parents[edge.target]} and {node.name}; ADK sub-agents have one parent",
+                        )
+                    )
                 parents.setdefault(edge.target, node.name)
 
 
 def _claude(bundle: AgentBundle, out: PortCheck) -> None:
     for name, node in bundle.agents.items():
         if name != bundle.root and node.edges:
-            out.lacks.append(Lack("nested delegation", f"{name} delegates to {node.edges[0].target}; Claude Code "
-                                  "subagents cannot start subagents: delegate from the root agent only"))
+            out.lacks.append(
+                Lack(
+                    "nested delegation",
+                    f"{name} delegates to {node.edges[0].target}; Claude Code "
+                    "subagents cannot start subagents: delegate from the root agent only",
+                )
+            )
     models = bundle.spec.models
     if models.force_shared_settings and models.temperature is not None:
-        out.lacks.append(Lack("a forced temperature", "the Claude Code CLI has no temperature setting: set "
-                              "force_shared_settings: false or drop models.temperature"))
+        out.lacks.append(
+            Lack(
+                "a forced temperature",
+                "the Claude Code CLI has no temperature setting: set "
+                "force_shared_settings: false or drop models.temperature",
+            )
+        )
 
 
 # --- the ratio -----------------------------------------------------------------------------------
+
 
 def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
     own, deps = out.own, out.dependencies
@@ -199,20 +233,29 @@ def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
     for _, tool in sorted(bundle.all_tools().items()):
         own.append(Item(f"tool {tool.ref}", f"effect {tool.effect}"))
     for node in policies.values():
-        own.append(Item(f"policy {node.policy.name} v{node.policy.version}", f"{len(node.policy.rules)} rule(s)"))
+        own.append(
+            Item(f"policy {node.policy.name} v{node.policy.version}", f"{len(node.policy.rules)} rule(s)")
+        )
     for node in bundle.agents.values():
         if node.spec.output_schema is not None:
             own.append(Item(f"output schema of {node.name}"))
         for edge in node.edges:
             own.append(Item(f"delegation {node.name} -> {edge.target}", edge.kind))
         for server in node.spec.mcp_servers:
-            own.append(Item(f"MCP server {server.name}", "its tools run through the gateway on every provider"))
+            own.append(
+                Item(f"MCP server {server.name}", "its tools run through the gateway on every provider")
+            )
     for node in bundle.agents.values():
         for b in node.spec.builtin_tools:
             deps.append(Item(f"built-in tool {b} (on {node.name})", "runs inside Claude Code only", "claude"))
         if node.spec.models.openai_api != "responses":
-            deps.append(Item(f"models.openai_api: {node.spec.models.openai_api} (on {node.name})",
-                             "an OpenAI-only model setting", "openai"))
+            deps.append(
+                Item(
+                    f"models.openai_api: {node.spec.models.openai_api} (on {node.name})",
+                    "an OpenAI-only model setting",
+                    "openai",
+                )
+            )
     _handler_dependencies(bundle, out)
 
 
@@ -226,16 +269,25 @@ def _handler_dependencies(bundle: AgentBundle, out: PortCheck) -> None:
             missing.append(module)
         vendors = _vendor_imports(module, dirs, cache, depth=2)
         for vendor_module, chain in sorted(vendors.items()):
-            out.dependencies.append(Item(f"handler of {name} ({tool.handler})",
-                                         f"{chain} imports {VENDOR_MODULES[vendor_module]} ({vendor_module}): it must "
-                                         "be installed wherever the agent runs; move the function to a module of "
-                                         "its own to drop this", VENDOR_MODULES[vendor_module]))
+            out.dependencies.append(
+                Item(
+                    f"handler of {name} ({tool.handler})",
+                    f"{chain} imports {VENDOR_MODULES[vendor_module]} ({vendor_module}): it must "
+                    "be installed wherever the agent runs; move the function to a module of "
+                    "its own to drop this",
+                    VENDOR_MODULES[vendor_module],
+                )
+            )
     for module in missing:
-        out.notes.append(f"handler module {module!r} is not found from the spec folder or sys.path: its imports were "
-                         "not checked (run from the folder that holds it, or set PYTHONPATH)")
+        out.notes.append(
+            f"handler module {module!r} is not found from the spec folder or sys.path: its imports were "
+            "not checked (run from the folder that holds it, or set PYTHONPATH)"
+        )
 
 
-def _vendor_imports(module: str, dirs: list[str], cache: dict[str, dict[str, str]], depth: int) -> dict[str, str]:
+def _vendor_imports(
+    module: str, dirs: list[str], cache: dict[str, dict[str, str]], depth: int
+) -> dict[str, str]:
     """Vendor SDK module → import chain, for ``module`` and (up to ``depth``) the local modules it imports.
     Source is parsed, never executed."""
     if module in cache:
@@ -280,7 +332,11 @@ def _module_file(module: str, dirs: list[str]) -> Path | None:
     if spec is None:
         return None
     if rest:
-        base = Path(next(iter(spec.submodule_search_locations or []), "")) if spec.submodule_search_locations else None
+        base = (
+            Path(next(iter(spec.submodule_search_locations or []), ""))
+            if spec.submodule_search_locations
+            else None
+        )
         if base is None:
             return None
         candidate = base.joinpath(*rest)
@@ -297,4 +353,6 @@ def _is_local(module: str, dirs: list[str]) -> bool:
     if path is None:
         return False
     text = str(path)
-    return "site-packages" not in text and "dist-packages" not in text and not text.startswith(sys.base_prefix)
+    return (
+        "site-packages" not in text and "dist-packages" not in text and not text.startswith(sys.base_prefix)
+    )

@@ -18,14 +18,20 @@ from typing import Literal
 FindingKind = Literal["not_portable", "changed", "review", "note"]
 
 _SECTIONS: tuple[tuple[FindingKind, str, str], ...] = (
-    ("not_portable", "Not imported: no portable equivalent",
-     "These exist in the native definition but have no portable contract. They are not in the spec; "
-     "re-create what you need with a ToolSpec, a policy rule or a budget, as suggested."),
+    (
+        "not_portable",
+        "Not imported: no portable equivalent",
+        "These exist in the native definition but have no portable contract. They are not in the spec; "
+        "re-create what you need with a ToolSpec, a policy rule or a budget, as suggested.",
+    ),
     ("changed", "Imported with changes", "Imported, but not exactly as the native definition had it."),
-    ("review", "Review before use",
-     "Imported with a conservative default. Effect classes cannot be inferred from code: every tool is "
-     "`external_effect` (approval required, idempotency key over its arguments) until you set its real class "
-     "in tools.yaml."),
+    (
+        "review",
+        "Review before use",
+        "Imported with a conservative default. Effect classes cannot be inferred from code: every tool is "
+        "`external_effect` (approval required, idempotency key over its arguments) until you set its real class "
+        "in tools.yaml.",
+    ),
     ("note", "Notes", ""),
 )
 
@@ -67,8 +73,11 @@ class ImportReport:
         ]
         for key, value in self.summary.items():
             lines.append(f"- {key}: {value}")
-        lines += ["", "Next: `portagent validate agent.yaml`, then `portagent port-check agent.yaml --to <provider>` "
-                      "for each provider you want (see docs/migration.md)."]
+        lines += [
+            "",
+            "Next: `portagent validate agent.yaml`, then `portagent port-check agent.yaml --to <provider>` "
+            "for each provider you want (see docs/migration.md).",
+        ]
         for kind, title, intro in _SECTIONS:
             items = self.of(kind)
             lines += ["", f"## {title} ({len(items)})", ""]

@@ -50,10 +50,13 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+    return yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False
+    )
 
 
 # --- rendering -----------------------------------------------------------------------------------
+
 
 def key_template(tool: DraftTool) -> str | None:
     """``"<tool>:{a}:{b}"`` over the arguments when every property is required (a template over optional
@@ -122,17 +125,26 @@ def render(draft: ImportDraft) -> dict[str, str]:
             try:
                 ToolSpec.model_validate({"kind": "tool", "schema_version": 1, **doc})
             except ValidationError as e:
-                report.add("not_portable", f"tool {tool.name}", f"not imported: the ToolSpec contract refuses it "
-                           f"({e.errors()[0]['msg']})")
+                report.add(
+                    "not_portable",
+                    f"tool {tool.name}",
+                    f"not imported: the ToolSpec contract refuses it ({e.errors()[0]['msg']})",
+                )
                 continue
             valid[tool.name] = doc
-            report.add("review", f"tool {tool.name} ({tool.origin})",
-                       f"effect: {IMPORTED_EFFECT} (imported default), approval required"
-                       + (f" ({tool.approval_reason})" if tool.needs_approval else " by the effect default")
-                       + ", idempotency key " + (f"{doc['idempotency']['key_template']!r}"
-                                                 if "key_template" in doc["idempotency"]
-                                                 else "tool name + arguments hash")
-                       + ": set the real effect class (read, compute, …) in tools.yaml")
+            report.add(
+                "review",
+                f"tool {tool.name} ({tool.origin})",
+                f"effect: {IMPORTED_EFFECT} (imported default), approval required"
+                + (f" ({tool.approval_reason})" if tool.needs_approval else " by the effect default")
+                + ", idempotency key "
+                + (
+                    f"{doc['idempotency']['key_template']!r}"
+                    if "key_template" in doc["idempotency"]
+                    else "tool name + arguments hash"
+                )
+                + ": set the real effect class (read, compute, …) in tools.yaml",
+            )
     names = _file_names(draft)
     for agent in draft.agents():
         files[names[id(agent)]] = _agent_text(draft, agent, names, valid)
@@ -168,41 +180,69 @@ def _agent_text(draft: ImportDraft, agent: DraftAgent, names: dict[int, str], va
     if agent.output_schema is not None:
         doc["output_schema"] = agent.output_schema
     if agent.edges:
-        doc["delegation"] = [{"agent": names[id(e.target)], "kind": e.kind,
-                              **({"description": e.description} if e.description else {})} for e in agent.edges]
+        doc["delegation"] = [
+            {
+                "agent": names[id(e.target)],
+                "kind": e.kind,
+                **({"description": e.description} if e.description else {}),
+            }
+            for e in agent.edges
+        ]
     if agent.budget:
         doc["budget"] = agent.budget
     if agent is draft.root:
         doc["policy"] = "policy.yaml"
-    head = (f"# Imported by `portagent import {draft.report.source} --from {draft.sdk}` "
-            f"({draft.report.sdk}); see import-report.md.\n")
+    head = (
+        f"# Imported by `portagent import {draft.report.source} --from {draft.sdk}` "
+        f"({draft.report.sdk}); see import-report.md.\n"
+    )
     if agent is not draft.root:
         head += "# No policy here: this sub-agent inherits the root agent's (policy.yaml).\n"
     return head + dump_yaml(doc)
 
 
 def _tools_text(docs: list[dict[str, Any]]) -> str:
-    out = ["# Imported tools. Effect classes cannot be inferred from code: every tool below is",
-           f"# {IMPORTED_EFFECT} (approval required, never repeated: idempotency key over its arguments)",
-           "# until you set its real class. Handlers point at the original functions.",
-           "kind: tools", "schema_version: 1", "tools:"]
+    out = [
+        "# Imported tools. Effect classes cannot be inferred from code: every tool below is",
+        f"# {IMPORTED_EFFECT} (approval required, never repeated: idempotency key over its arguments)",
+        "# until you set its real class. Handlers point at the original functions.",
+        "kind: tools",
+        "schema_version: 1",
+        "tools:",
+    ]
     for doc in docs:
-        out.append(f"# REVIEW {doc['name']}: effect {IMPORTED_EFFECT} is an imported default — read? compute? "
-                   "reversible_write?")
+        out.append(
+            f"# REVIEW {doc['name']}: effect {IMPORTED_EFFECT} is an imported default — read? compute? "
+            "reversible_write?"
+        )
         body = dump_yaml([doc]).rstrip("\n")
         out.append(body)
     return "\n".join(out) + "\n"
 
 
 def _policy_text(draft: ImportDraft, rules: list[Any]) -> str:
-    doc: dict[str, Any] = {"kind": "policy", "schema_version": 1, "name": f"{draft.root.name}-imported",
-                           "version": "1"}
+    doc: dict[str, Any] = {
+        "kind": "policy",
+        "schema_version": 1,
+        "name": f"{draft.root.name}-imported",
+        "version": "1",
+    }
     if rules:
-        doc["rules"] = [{"id": r.id, "decision": r.decision, "reason": r.reason, "tool": r.tool,
-                         **({"when": r.when} if r.when else {})} for r in rules]
-    head = ("# Starting policy written by `portagent import`. With no rule, effect-class defaults apply:\n"
-            "# read/compute/prepare_change allow; reversible_write/external_effect approval_required;\n"
-            "# privileged_operation deny. Rules below carry over what the native definition decided.\n")
+        doc["rules"] = [
+            {
+                "id": r.id,
+                "decision": r.decision,
+                "reason": r.reason,
+                "tool": r.tool,
+                **({"when": r.when} if r.when else {}),
+            }
+            for r in rules
+        ]
+    head = (
+        "# Starting policy written by `portagent import`. With no rule, effect-class defaults apply:\n"
+        "# read/compute/prepare_change allow; reversible_write/external_effect approval_required;\n"
+        "# privileged_operation deny. Rules below carry over what the native definition decided.\n"
+    )
     return head + dump_yaml(doc)
 
 
@@ -250,11 +290,16 @@ def _summarise(draft: ImportDraft, valid: dict[str, Any], rules: list[Any], name
             depth = m.count(".") + 1
             places.append(f"`{m}` ({Path(file).resolve().parents[depth - 1]})")
     if places:
-        report.add("note", "handler modules", "handlers import " + ", ".join(places) + ": that folder must be "
-                   "importable when the agent runs (run from it, or add it to PYTHONPATH)")
+        report.add(
+            "note",
+            "handler modules",
+            "handlers import " + ", ".join(places) + ": that folder must be "
+            "importable when the agent runs (run from it, or add it to PYTHONPATH)",
+        )
 
 
 # --- writing -------------------------------------------------------------------------------------
+
 
 def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False) -> Path:
     """Render, check and write the draft into ``out``. Returns the root agent file."""

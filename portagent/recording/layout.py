@@ -1,9 +1,9 @@
 """Where recorded runs live (DESIGN §6):
 
-    cassettes/<suite>/<agent>@<version>/<case>/<provider>/r<repeat>/
-        cassette.yaml      vendor HTTP cassette (openai, adk)      | transport.jsonl (claude)
-        trace.jsonl        normalized trace
-        run.json           RunResult + manifest
+cassettes/<suite>/<agent>@<version>/<case>/<provider>/r<repeat>/
+    cassette.yaml      vendor HTTP cassette (openai, adk)      | transport.jsonl (claude)
+    trace.jsonl        normalized trace
+    run.json           RunResult + manifest
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 DEFAULT_ROOT = Path("cassettes")
 
 
-def run_folder(root: str | Path, suite_id: str, agent: str, version: str, case_id: str, provider: str,
-               repeat: int) -> Path:
+def run_folder(
+    root: str | Path, suite_id: str, agent: str, version: str, case_id: str, provider: str, repeat: int
+) -> Path:
     return Path(root) / suite_id / f"{agent}@{version}" / case_id / provider / f"r{repeat}"
 
 
@@ -23,11 +24,19 @@ def vendor_cassette(folder: Path, provider: str) -> Path:
 
 
 def is_recorded(folder: Path, provider: str) -> bool:
-    return all(p.is_file() for p in (folder / "run.json", folder / "trace.jsonl", vendor_cassette(folder, provider)))
+    return all(
+        p.is_file() for p in (folder / "run.json", folder / "trace.jsonl", vendor_cassette(folder, provider))
+    )
 
 
-def record_command(target: str, provider: str, *, case_id: str | None = None, out: str | Path | None = None,
-                   emulator: str | None = None) -> str:
+def record_command(
+    target: str,
+    provider: str,
+    *,
+    case_id: str | None = None,
+    out: str | Path | None = None,
+    emulator: str | None = None,
+) -> str:
     """The exact command that (re-)creates a missing cassette, for CI error messages."""
     cmd = f"portagent record {target} --providers {provider}"
     cmd += f" --emulator {emulator}" if emulator else " --live"

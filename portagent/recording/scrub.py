@@ -16,10 +16,21 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from portagent.contracts.errors import RecordingError
 
-SECRET_HEADERS: frozenset[str] = frozenset({
-    "authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization",
-    "openai-organization", "openai-project", "anthropic-organization-id", "x-goog-user-project",
-})
+SECRET_HEADERS: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "cookie",
+        "set-cookie",
+        "proxy-authorization",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        "x-goog-user-project",
+    }
+)
 """Headers dropped from every recorded request and response (compared lower-case)."""
 
 SECRET_QUERY_PARAMS: frozenset[str] = frozenset({"key", "api_key", "apikey", "access_token", "token"})
@@ -41,7 +52,9 @@ def env_secret_values() -> list[str]:
     """Values of the current ``*_API_KEY`` / ``*_TOKEN`` variables worth protecting (≥ 8 chars)."""
     out = []
     for name, value in os.environ.items():
-        if (name.endswith("_API_KEY") or name.endswith("_TOKEN") or name.endswith("_SECRET")) and len(value) >= 8:
+        if (name.endswith("_API_KEY") or name.endswith("_TOKEN") or name.endswith("_SECRET")) and len(
+            value
+        ) >= 8:
             out.append(value)
     return out
 
@@ -50,7 +63,11 @@ def scrub_url(url: str) -> str:
     parts = urlsplit(url)
     if not parts.query:
         return url
-    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in SECRET_QUERY_PARAMS]
+    kept = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if k.lower() not in SECRET_QUERY_PARAMS
+    ]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
 
 

@@ -107,7 +107,9 @@ def make_vcr(record_mode: str, *, match_body: bool = True) -> Any:
     import vcr
 
     if record_mode not in RECORD_MODES:
-        raise RecordingError(f"unknown record mode {record_mode!r}; expected one of {', '.join(RECORD_MODES)}")
+        raise RecordingError(
+            f"unknown record mode {record_mode!r}; expected one of {', '.join(RECORD_MODES)}"
+        )
     v = vcr.VCR(
         record_mode=record_mode,
         match_on=["method_ci", "path", "query", *(["normalized_body"] if match_body else [])],
@@ -146,8 +148,12 @@ def describe_mismatch(exc: Any) -> str:
     similar = getattr(exc, "similar_requests", None) or []
     if similar:
         closest = similar[0][0]
-        a = json.dumps(normalized_body(closest.body), indent=1, sort_keys=True, ensure_ascii=False).splitlines()
-        b = json.dumps(normalized_body(failed.body), indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+        a = json.dumps(
+            normalized_body(closest.body), indent=1, sort_keys=True, ensure_ascii=False
+        ).splitlines()
+        b = json.dumps(
+            normalized_body(failed.body), indent=1, sort_keys=True, ensure_ascii=False
+        ).splitlines()
         diff = list(difflib.unified_diff(a, b, "recorded", "sent", n=1, lineterm=""))
         lines.append("closest recorded request differs in: " + ", ".join(m for m, _ in similar[0][2]))
         lines.extend(diff[:60])
@@ -185,5 +191,8 @@ def vcr_session(folder: Path, record_mode: str, *, match_body: bool = True) -> A
             report.total = len(cassette)
             report.played = cassette.play_count
             if record_mode == "none":
-                report.unplayed = [f"{r.method} {r.path}" for i, r in enumerate(cassette.requests)
-                                   if not cassette.play_counts[i]]
+                report.unplayed = [
+                    f"{r.method} {r.path}"
+                    for i, r in enumerate(cassette.requests)
+                    if not cassette.play_counts[i]
+                ]

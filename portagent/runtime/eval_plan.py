@@ -22,7 +22,11 @@ Mode = Literal["replay", "emulator", "live"]
 
 MODES: tuple[Mode, ...] = ("replay", "emulator", "live")
 
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
 """Keys sent to the emulator (it checks that a key is sent, not which)."""
 
 
@@ -56,8 +60,10 @@ def resolve_agents(loaded: LoadedSuite) -> list[AgentRef]:
         bundle = load_agent(path)
         refs.append(AgentRef(role, path, bundle.root, bundle.spec.version))
     if len(refs) == 2 and refs[0].version == refs[1].version:
-        raise UsageError(f"{loaded.path}: baseline and candidate both have version {refs[0].version!r}; "
-                         "results are keyed by agent version, so give the candidate a new version")
+        raise UsageError(
+            f"{loaded.path}: baseline and candidate both have version {refs[0].version!r}; "
+            "results are keyed by agent version, so give the candidate a new version"
+        )
     return refs
 
 
@@ -145,15 +151,26 @@ def request_for(case: Case, provider: str, repeat: int) -> Any:
         context["confidence"] = ctx.confidence
     if ctx.evidence:
         context["evidence"] = list(ctx.evidence)
-    return RunRequest(input=case.input, provider=provider, case_id=case.case_id, repeat=repeat,  # type: ignore[arg-type]
-                      actor=ctx.actor, scopes=list(ctx.scopes), env=ctx.env, context=context)
+    return RunRequest(
+        input=case.input,
+        provider=provider,
+        case_id=case.case_id,
+        repeat=repeat,  # type: ignore[arg-type]
+        actor=ctx.actor,
+        scopes=list(ctx.scopes),
+        env=ctx.env,
+        context=context,
+    )
 
 
 def approver_for(case: Case, suite_approver: str) -> Any:
     """The approver of a case's runs: the case's scripted decisions, or the suite's named approver."""
     if suite_approver != "scripted":
         return suite_approver
-    return {"type": "scripted", "decisions": [a.model_dump(mode="json", exclude_none=True) for a in case.approvals]}
+    return {
+        "type": "scripted",
+        "decisions": [a.model_dump(mode="json", exclude_none=True) for a in case.approvals],
+    }
 
 
 def script_hash(path: Path) -> str:
@@ -188,7 +205,9 @@ def check_live_keys(providers: Sequence[str]) -> dict[str, str]:
         else:
             keys[p] = value
     if missing:
-        raise UsageError(f"--live needs {', '.join(missing)} in the environment; or use --emulator / --replay")
+        raise UsageError(
+            f"--live needs {', '.join(missing)} in the environment; or use --emulator / --replay"
+        )
     return keys
 
 
@@ -198,8 +217,10 @@ def select_providers(loaded: LoadedSuite, providers: Sequence[str] | None) -> li
         return list(loaded.suite.providers)
     unknown = [p for p in providers if p not in loaded.suite.providers]
     if unknown:
-        raise UsageError(f"provider(s) {', '.join(unknown)} not in suite {loaded.suite.suite_id!r} "
-                         f"(it runs on {', '.join(loaded.suite.providers)})")
+        raise UsageError(
+            f"provider(s) {', '.join(unknown)} not in suite {loaded.suite.suite_id!r} "
+            f"(it runs on {', '.join(loaded.suite.providers)})"
+        )
     return list(dict.fromkeys(providers))
 
 
@@ -209,15 +230,25 @@ def select_cases(loaded: LoadedSuite, case_ids: Sequence[str] | None) -> list[Ca
     known = {c.case_id for c in loaded.cases}
     unknown = [c for c in case_ids if c not in known]
     if unknown:
-        raise UsageError(f"case(s) {', '.join(unknown)} not in suite {loaded.suite.suite_id!r}; "
-                         f"known: {', '.join(sorted(known))}")
+        raise UsageError(
+            f"case(s) {', '.join(unknown)} not in suite {loaded.suite.suite_id!r}; "
+            f"known: {', '.join(sorted(known))}"
+        )
     return [c for c in loaded.cases if c.case_id in set(case_ids)]
 
 
-def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | None = None,
-              repeats: int | None = None, cassettes: str | Path = "cassettes", results: Path | None = None,
-              case_ids: Sequence[str] | None = None, agents: Sequence[AgentRef] | None = None,
-              check: bool = True) -> list[RunTask]:
+def plan_runs(
+    loaded: LoadedSuite,
+    *,
+    mode: Mode,
+    providers: Sequence[str] | None = None,
+    repeats: int | None = None,
+    cassettes: str | Path = "cassettes",
+    results: Path | None = None,
+    case_ids: Sequence[str] | None = None,
+    agents: Sequence[AgentRef] | None = None,
+    check: bool = True,
+) -> list[RunTask]:
     """Every run of the suite, checked before anything starts (``check=False``: recording plans).
 
     Replay: every cassette must exist; a missing one raises ``RecordingError`` with the exact
@@ -236,27 +267,41 @@ def plan_runs(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
     if mode == "emulator" and check:
         lacking = [c.case_id for c in cases if c.case_id not in loaded.emulator_scripts]
         if lacking:
-            raise UsageError(f"{loaded.path}: --emulator needs an emulator_script (suite or case); "
-                             f"none for: {', '.join(lacking)}")
+            raise UsageError(
+                f"{loaded.path}: --emulator needs an emulator_script (suite or case); "
+                f"none for: {', '.join(lacking)}"
+            )
     tasks: list[RunTask] = []
     for ref in refs:
         for case in cases:
             for provider in chosen:
                 for r in range(n):
-                    tasks.append(RunTask(
-                        index=len(tasks), suite_id=suite.suite_id, agent=ref, case=case,
-                        thresholds=suite.thresholds, provider=provider, repeat=r, mode=mode,
-                        approver=suite.approver,
-                        cassette=_cassette(cassettes, suite.suite_id, ref, case.case_id, provider, r),
-                        emulator_script=loaded.emulator_scripts.get(case.case_id),
-                        out_dir=run_out_dir(results, ref.label, case.case_id, provider, r) if results else None,
-                    ))
+                    tasks.append(
+                        RunTask(
+                            index=len(tasks),
+                            suite_id=suite.suite_id,
+                            agent=ref,
+                            case=case,
+                            thresholds=suite.thresholds,
+                            provider=provider,
+                            repeat=r,
+                            mode=mode,
+                            approver=suite.approver,
+                            cassette=_cassette(cassettes, suite.suite_id, ref, case.case_id, provider, r),
+                            emulator_script=loaded.emulator_scripts.get(case.case_id),
+                            out_dir=run_out_dir(results, ref.label, case.case_id, provider, r)
+                            if results
+                            else None,
+                        )
+                    )
     if mode == "replay" and check:
         check_cassettes(loaded, tasks, given, repeats_given=repeats is not None)
     return tasks
 
 
-def _cassette(root: str | Path, suite_id: str, ref: AgentRef, case_id: str, provider: str, repeat: int) -> Path:
+def _cassette(
+    root: str | Path, suite_id: str, ref: AgentRef, case_id: str, provider: str, repeat: int
+) -> Path:
     from portagent.recording.layout import run_folder
 
     return run_folder(root, suite_id, ref.name, ref.version, case_id, provider, repeat)
@@ -272,7 +317,9 @@ def recorded_repeats(folder_r0: Path, provider: str) -> int:
     return n
 
 
-def check_cassettes(loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | Path, *, repeats_given: bool) -> None:
+def check_cassettes(
+    loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | Path, *, repeats_given: bool
+) -> None:
     """Replay needs every cassette: name what is missing and how to record it."""
     from portagent.recording.layout import is_recorded, record_command
 
@@ -297,7 +344,10 @@ def check_cassettes(loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | P
             f"{t.provider} ({t.agent.label}) under {t.cassette.parent if t.cassette else root}; "
             f"use --repeats {have} or record more with '"
             + record_command(str(loaded.path), t.provider, out=root, emulator=emulator).replace(
-                " --missing", f" --repeats {wanted} --missing") + "'")
+                " --missing", f" --repeats {wanted} --missing"
+            )
+            + "'"
+        )
     lines = []
     by_provider = Counter(t.provider for t in missing)
     total = Counter(t.provider for t in tasks)
@@ -306,13 +356,12 @@ def check_cassettes(loaded: LoadedSuite, tasks: Sequence[RunTask], root: str | P
             lines.append(record_command(str(loaded.path), provider, out=root, emulator=emulator))
         else:
             for cid in sorted({t.case.case_id for t in missing if t.provider == provider}):
-                lines.append(record_command(str(loaded.path), provider, case_id=cid, out=root, emulator=emulator))
+                lines.append(
+                    record_command(str(loaded.path), provider, case_id=cid, out=root, emulator=emulator)
+                )
     shown = "\n".join(f"  {t.cassette}" for t in missing[:5])
     more = f"\n  … and {len(missing) - 5} more" if len(missing) > 5 else ""
     raise RecordingError(
         f"{len(missing)} cassette{'s' if len(missing) != 1 else ''} missing for --replay:\n{shown}{more}\n"
-        f"record {'them' if len(missing) != 1 else 'it'} with:\n" + "\n".join(f"  {c}" for c in lines[:10]))
-
-
-
-
+        f"record {'them' if len(missing) != 1 else 'it'} with:\n" + "\n".join(f"  {c}" for c in lines[:10])
+    )

@@ -83,9 +83,15 @@ def execute(task: RunTask) -> RunOutcome:
     except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return _unrunnable(task, f"run crashed: {detail}", t0)
-    prov = Provenance(case_id=task.case.case_id, provider=task.provider, agent=task.agent.name,
-                      agent_version=task.agent.version, source=source, repeat=task.repeat,
-                      run_id=output.result.run_id)
+    prov = Provenance(
+        case_id=task.case.case_id,
+        provider=task.provider,
+        agent=task.agent.name,
+        agent_version=task.agent.version,
+        source=source,
+        repeat=task.repeat,
+        run_id=output.result.run_id,
+    )
     score = score_run(output.events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
     if notes:
         score = score.model_copy(update={"warnings": [*score.warnings, *notes]})
@@ -98,8 +104,14 @@ def execute(task: RunTask) -> RunOutcome:
 
 
 def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
-    prov = Provenance(case_id=task.case.case_id, provider=task.provider, agent=task.agent.name,
-                      agent_version=task.agent.version, source=None, repeat=task.repeat)
+    prov = Provenance(
+        case_id=task.case.case_id,
+        provider=task.provider,
+        agent=task.agent.name,
+        agent_version=task.agent.version,
+        source=None,
+        repeat=task.repeat,
+    )
     score = score_run([], task.case, task.thresholds, provenance=prov)
     score = score.model_copy(update={"notes": [f"run could not be made: {message}", *score.notes]})
     return RunOutcome(task.index, score, message, time.perf_counter() - t0, os.getpid())
@@ -128,14 +140,24 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
         assert task.emulator_script is not None
         emu = _emulator(task.emulator_script)
         emu.reset()  # fault counters (times: N) start over for every run
-        endpoint = Endpoint(source="emulator", mode="direct", base_url=emu.base_url,
-                            api_key=DUMMY_KEYS[task.provider], script_hash=script_hash(task.emulator_script))
+        endpoint = Endpoint(
+            source="emulator",
+            mode="direct",
+            base_url=emu.base_url,
+            api_key=DUMMY_KEYS[task.provider],
+            script_hash=script_hash(task.emulator_script),
+        )
     else:
         from portagent.adapters.base import REGISTRY
 
-        endpoint = Endpoint(source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env))
-    output = await arun_full(bundle, request, RunConfig(endpoint=endpoint, approver=approver, out_dir=task.out_dir,
-                                                        scope=task.scope))
+        endpoint = Endpoint(
+            source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env)
+        )
+    output = await arun_full(
+        bundle,
+        request,
+        RunConfig(endpoint=endpoint, approver=approver, out_dir=task.out_dir, scope=task.scope),
+    )
     return output, None, endpoint.source, []
 
 
@@ -186,7 +208,9 @@ class _Speed:
         provider, t0 = self._start[pid]
         if pid not in self._first_seen:  # the first run pays for the imports
             self._first_seen.add(pid)
-            self._startup.setdefault(provider, []).append(time.perf_counter() - t0 - min(wall_s, self.run_s(provider)))
+            self._startup.setdefault(provider, []).append(
+                time.perf_counter() - t0 - min(wall_s, self.run_s(provider))
+            )
         else:
             self._runs.setdefault(provider, []).append(wall_s)
 
@@ -214,8 +238,13 @@ class PoolReport:
     wall_s: float = 0.0
 
 
-def run_tasks(tasks: Sequence[RunTask], *, workers: int = 2, in_process: bool = False,
-              on_result: Callable[[RunOutcome], None] | None = None) -> PoolReport:
+def run_tasks(
+    tasks: Sequence[RunTask],
+    *,
+    workers: int = 2,
+    in_process: bool = False,
+    on_result: Callable[[RunOutcome], None] | None = None,
+) -> PoolReport:
     """Run every task; outcomes come back in plan order.
 
     ``in_process``: no worker processes (the pytest plugin, small runs inside tests).
@@ -255,10 +284,10 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
     for q in queues.values():
         for _ in range(workers):  # at most `workers` workers of one provider ever read a sentinel
             q.put(None)
-    left = Counter(t.provider for t in tasks)          # not finished yet
-    active: Counter[str] = Counter()                   # live workers per provider
+    left = Counter(t.provider for t in tasks)  # not finished yet
+    active: Counter[str] = Counter()  # live workers per provider
     procs: dict[int, tuple[str, Any]] = {}
-    in_flight: dict[int, int] = {}                     # pid → task index
+    in_flight: dict[int, int] = {}  # pid → task index
     by_index = {t.index: t for t in tasks}
     speed = _Speed()
 
@@ -268,12 +297,18 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
     def start_one(initial: bool = False) -> bool:
         """Start a worker for the provider that needs one most; a provider that already has workers
         gets another only when its remaining work outweighs the new worker's start-up (SDK import)."""
-        candidates = [p for p in queues if queued(p) > 0 and (initial or speed.worth_another(p, queued(p), active[p]))]
+        candidates = [
+            p for p in queues if queued(p) > 0 and (initial or speed.worth_another(p, queued(p), active[p]))
+        ]
         if not candidates:
             return False
         p = max(candidates, key=lambda x: (active[x] == 0, queued(x) * speed.run_s(x) / (active[x] + 1), x))
-        proc = ctx.Process(target=_worker_main, args=(p, queues[p], results, dict(os.environ), os.getcwd()),
-                           name=f"portagent-eval-{p}", daemon=True)
+        proc = ctx.Process(
+            target=_worker_main,
+            args=(p, queues[p], results, dict(os.environ), os.getcwd()),
+            name=f"portagent-eval-{p}",
+            daemon=True,
+        )
         proc.start()
         assert proc.pid is not None
         procs[proc.pid] = (p, proc)
@@ -297,8 +332,11 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
                         index = in_flight.pop(pid, None)
                         if index is not None:
                             left[p] -= 1
-                            yield _unrunnable(by_index[index], f"worker {pid} died (exit code {proc.exitcode})",
-                                              time.perf_counter())
+                            yield _unrunnable(
+                                by_index[index],
+                                f"worker {pid} died (exit code {proc.exitcode})",
+                                time.perf_counter(),
+                            )
                         start_one()
                 continue
             if kind == "start":
@@ -324,5 +362,3 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
 
 
 # -- the whole eval ----------------------------------------------------------------------------------
-
-

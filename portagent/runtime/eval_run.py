@@ -91,9 +91,17 @@ class EvalRun:
     """One line per run that could not be made or failed outright (drift, crash …)."""
 
 
-def plan_eval(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | None = None, repeats: int | None = None,
-              cassettes: str | Path = "cassettes", results: Path | None = None,
-              case_ids: Sequence[str] | None = None, emulator_script: Path | None = None) -> EvalPlan:
+def plan_eval(
+    loaded: LoadedSuite,
+    *,
+    mode: Mode,
+    providers: Sequence[str] | None = None,
+    repeats: int | None = None,
+    cassettes: str | Path = "cassettes",
+    results: Path | None = None,
+    case_ids: Sequence[str] | None = None,
+    emulator_script: Path | None = None,
+) -> EvalPlan:
     """Check everything that can refuse an eval — providers installed, ``--live`` keys, agents, every
     cassette and repeat for replay — and plan its runs. ``results``: where run traces will go."""
     chosen = select_providers(loaded, providers)
@@ -101,25 +109,41 @@ def plan_eval(loaded: LoadedSuite, *, mode: Mode, providers: Sequence[str] | Non
     if mode == "live":
         check_live_keys(chosen)
     agents = resolve_agents(loaded)
-    tasks = plan_runs(loaded, mode=mode, providers=chosen, repeats=repeats, cassettes=cassettes,
-                      results=results.resolve() if results else None, case_ids=case_ids, agents=agents,
-                      check=not (mode == "emulator" and emulator_script is not None))
+    tasks = plan_runs(
+        loaded,
+        mode=mode,
+        providers=chosen,
+        repeats=repeats,
+        cassettes=cassettes,
+        results=results.resolve() if results else None,
+        case_ids=case_ids,
+        agents=agents,
+        check=not (mode == "emulator" and emulator_script is not None),
+    )
     if emulator_script is not None:
         from dataclasses import replace
 
         tasks = [replace(t, emulator_script=Path(emulator_script).resolve()) for t in tasks]
-    return EvalPlan(loaded, agents, mode, chosen, repeats if repeats is not None else loaded.suite.repeats, tasks)
+    return EvalPlan(
+        loaded, agents, mode, chosen, repeats if repeats is not None else loaded.suite.repeats, tasks
+    )
 
 
-def run_eval(plan: EvalPlan, *, workers: int = 2, in_process: bool = False,
-             on_result: Callable[[RunOutcome], None] | None = None) -> EvalRun:
+def run_eval(
+    plan: EvalPlan,
+    *,
+    workers: int = 2,
+    in_process: bool = False,
+    on_result: Callable[[RunOutcome], None] | None = None,
+) -> EvalRun:
     """Run a plan and aggregate it."""
     from portagent.evals.aggregate import SuiteResult
 
     pool = run_tasks(plan.tasks, workers=workers, in_process=in_process, on_result=on_result)
     suite = plan.loaded.suite
-    result = SuiteResult.from_runs(suite.suite_id, suite.dataset_version, [o.score for o in pool.outcomes],
-                                   plan.loaded.cases)
+    result = SuiteResult.from_runs(
+        suite.suite_id, suite.dataset_version, [o.score for o in pool.outcomes], plan.loaded.cases
+    )
     errors = [f"{plan.tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
     return EvalRun(plan, result, pool, workers, errors)
 
@@ -145,9 +169,17 @@ def is_drift(outcome: RunOutcome) -> bool:
     return "cassette_drift" in (outcome.error or "")
 
 
-def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"], only: RecordOnly = "all",
-                 record_mode: str = "all", emulator_script: Path | None = None, verify: bool = True,
-                 workers: int = 2, on_result: Callable[[RecordOutcome], None] | None = None) -> list[RecordOutcome]:
+def record_tasks(
+    tasks: Sequence[RunTask],
+    *,
+    source: Literal["emulator", "live"],
+    only: RecordOnly = "all",
+    record_mode: str = "all",
+    emulator_script: Path | None = None,
+    verify: bool = True,
+    workers: int = 2,
+    on_result: Callable[[RecordOutcome], None] | None = None,
+) -> list[RecordOutcome]:
     """Record each task's run into its cassette folder.
 
     Recording happens in this process, one run at a time, so the emulator's fault counters and the
@@ -181,8 +213,11 @@ def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"
         for o in checks.outcomes:
             if o.index not in drifted:
                 t = next(t for t in todo if t.index == o.index)
-                outcomes[o.index] = RecordOutcome(t, "skipped", "replays cleanly" if not o.error else
-                                                  f"replay fails without drift: {o.error}")
+                outcomes[o.index] = RecordOutcome(
+                    t,
+                    "skipped",
+                    "replays cleanly" if not o.error else f"replay fails without drift: {o.error}",
+                )
         todo = [t for t in todo if t.index in drifted]
     for task in todo:
         out = _record_one(task, source, record_mode, emulator_script)
@@ -195,9 +230,13 @@ def record_tasks(tasks: Sequence[RunTask], *, source: Literal["emulator", "live"
         checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in fresh], workers=workers)
         for o in checks.outcomes:
             prev = outcomes[o.index]
-            same = o.score.status == prev.detail.split(" ")[0] and not is_drift(o) and o.score.provenance.run_id
+            same = (
+                o.score.status == prev.detail.split(" ")[0] and not is_drift(o) and o.score.provenance.run_id
+            )
             if o.error and not same:
-                outcomes[o.index] = RecordOutcome(prev.task, "failed", f"recorded, but its replay fails: {o.error}")
+                outcomes[o.index] = RecordOutcome(
+                    prev.task, "failed", f"recorded, but its replay fails: {o.error}"
+                )
             else:
                 outcomes[o.index] = RecordOutcome(prev.task, "recorded", prev.detail + ", replays cleanly")
             if on_result:
@@ -237,14 +276,24 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
             raise UsageError(f"case {task.case.case_id} has no emulator_script; give --emulator SCRIPT")
         emu = _emulator(script)
         emu.reset()
-        endpoint = Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[task.provider],
-                            script_hash=script_hash(script))
+        endpoint = Endpoint(
+            source="emulator",
+            base_url=emu.base_url,
+            api_key=DUMMY_KEYS[task.provider],
+            script_hash=script_hash(script),
+        )
     else:
         from portagent.adapters.base import REGISTRY
 
         endpoint = Endpoint(source="live", api_key=os.environ.get(REGISTRY[task.provider].key_env))
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
-    return await record_run(bundle, request_for(task.case, task.provider, task.repeat), task.cassette, endpoint,
-                            approver=approver_for(task.case, task.approver), record_mode=record_mode,
-                            scope=task.scope, ids=ids)
-
+    return await record_run(
+        bundle,
+        request_for(task.case, task.provider, task.repeat),
+        task.cassette,
+        endpoint,
+        approver=approver_for(task.case, task.approver),
+        record_mode=record_mode,
+        scope=task.scope,
+        ids=ids,
+    )

@@ -22,7 +22,11 @@ from portagent.contracts.run import RunRecord, RunRequest
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import FixedClock, IdFactory
 
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
 
 
 @dataclass
@@ -61,7 +65,9 @@ def load_recorded(folder: Path) -> Recorded:
         raise RecordingError(f"{folder}: no such cassette folder")
     for f in (run_json, trace):
         if not f.is_file():
-            raise RecordingError(f"{f}: missing from the cassette folder (re-record it with 'portagent record')")
+            raise RecordingError(
+                f"{f}: missing from the cassette folder (re-record it with 'portagent record')"
+            )
     try:
         record = RunRecord.model_validate_json(run_json.read_text(encoding="utf-8"))
     except ValidationError as e:
@@ -69,13 +75,15 @@ def load_recorded(folder: Path) -> Recorded:
         loc = ".".join(str(x) for x in first["loc"])
         raise RecordingError(f"{run_json}: not a portagent run record ({loc}: {first['msg']})") from None
     try:
-        events = [parse_event(json.loads(line)) for line in trace.read_text(encoding="utf-8").splitlines() if line]
+        events = [
+            parse_event(json.loads(line)) for line in trace.read_text(encoding="utf-8").splitlines() if line
+        ]
     except (ValueError, ValidationError) as e:
         raise RecordingError(f"{trace}: corrupt trace ({type(e).__name__})") from None
     starts = [i for i, e in enumerate(events) if e.type == "run.started"]
     if not starts:
         raise RecordingError(f"{trace}: no run.started event")
-    events = events[starts[-1]:]  # the last attempt is what a replay reproduces
+    events = events[starts[-1] :]  # the last attempt is what a replay reproduces
     rec = Recorded(record, events)
     rec.model_latencies = [e.latency_ms for e in events if e.type == "model.call"]
     rec.tool_latencies = {e.call_id: e.latency_ms for e in events if e.type == "tool.result"}
@@ -113,8 +121,11 @@ def deferred_approvals(events: list[Any]) -> list[dict[str, Any]]:
     decisions taken), so a replay of a run that ended ``waiting_approval`` waits again instead of
     rejecting. Needed by Claude replays, where the permission answer itself is compared."""
     resolved = {e.call_id for e in events if e.type == "approval.resolved"}
-    return [{"tool": e.card.get("tool"), "args_hash": e.card.get("args_hash"), "decision": "defer"}
-            for e in events if e.type == "approval.requested" and e.call_id not in resolved]
+    return [
+        {"tool": e.card.get("tool"), "args_hash": e.card.get("args_hash"), "decision": "defer"}
+        for e in events
+        if e.type == "approval.requested" and e.call_id not in resolved
+    ]
 
 
 def replay_ids(agent: str, version: str, case_id: str | None, provider: str, repeat: int) -> IdFactory:
@@ -124,7 +135,9 @@ def replay_ids(agent: str, version: str, case_id: str | None, provider: str, rep
     return IdFactory(seed=f"replay:{agent}@{version}:{case_id}:{provider}:{repeat}")
 
 
-def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None) -> Any:
+def replay_config(
+    folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None
+) -> Any:
     """RunConfig and RunRequest for replaying ``folder`` (deterministic clock/ids, recorded timing)."""
     from datetime import datetime
 
@@ -135,13 +148,29 @@ def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = No
     start = recorded.started
     clock = FixedClock(datetime.fromisoformat(start.ts.replace("Z", "+00:00")))
     ids = replay_ids(m.agent, m.agent_version, m.case_id, m.provider, m.repeat)
-    endpoint = Endpoint(source=m.source, mode="replay", base_url="http://replay.portagent.invalid",
-                        api_key=DUMMY_KEYS[m.provider], script_hash=m.emulator_script_hash, cassette_dir=folder)
-    approvals = approver if approver is not None else {
-        "type": "scripted", "decisions": [*m.approvals, *deferred_approvals(recorded.events)]}
-    config = RunConfig(endpoint=endpoint, approver=approvals, out_dir=out_dir, clock=clock, ids=ids,
-                       recorded_at=m.recorded_at, recorded=recorded,
-                       scope=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:r{m.repeat}")
+    endpoint = Endpoint(
+        source=m.source,
+        mode="replay",
+        base_url="http://replay.portagent.invalid",
+        api_key=DUMMY_KEYS[m.provider],
+        script_hash=m.emulator_script_hash,
+        cassette_dir=folder,
+    )
+    approvals = (
+        approver
+        if approver is not None
+        else {"type": "scripted", "decisions": [*m.approvals, *deferred_approvals(recorded.events)]}
+    )
+    config = RunConfig(
+        endpoint=endpoint,
+        approver=approvals,
+        out_dir=out_dir,
+        clock=clock,
+        ids=ids,
+        recorded_at=m.recorded_at,
+        recorded=recorded,
+        scope=f"replay:{m.agent}@{m.agent_version}:{m.case_id}:{m.provider}:r{m.repeat}",
+    )
     if m.request:
         request = RunRequest.model_validate(m.request)
     else:
@@ -149,8 +178,14 @@ def replay_config(folder: Path, recorded: Recorded, *, out_dir: Path | None = No
     return config, request
 
 
-async def replay_folder(agent: Any, folder: str | Path, *, out_dir: Path | None = None,
-                        request: RunRequest | None = None, approver: Any = None) -> Any:
+async def replay_folder(
+    agent: Any,
+    folder: str | Path,
+    *,
+    out_dir: Path | None = None,
+    request: RunRequest | None = None,
+    approver: Any = None,
+) -> Any:
     """Replay one recorded run offline. Returns the RunOutput; its run.completed details hold the
     cassette report (played / unplayed / drift) and any SDK version change."""
     from portagent.runtime.runner import arun_full

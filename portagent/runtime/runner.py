@@ -82,15 +82,21 @@ def check_runnable(bundle: AgentBundle, provider: str) -> None:
     prof = PROFILES[provider]
     missing = [c for c in bundle.spec.required_capabilities if not getattr(prof, c)]
     if missing:
-        raise UnsupportedFeatureError(provider, ", ".join(missing), "required by the agent's required_capabilities")
+        raise UnsupportedFeatureError(
+            provider, ", ".join(missing), "required by the agent's required_capabilities"
+        )
     kinds = {e.kind for n in bundle.agents.values() for e in n.edges}
     if "handoff" in kinds and not prof.handoffs:
-        raise UnsupportedFeatureError(provider, "handoffs", "use delegation kind agent_as_tool for this provider")
+        raise UnsupportedFeatureError(
+            provider, "handoffs", "use delegation kind agent_as_tool for this provider"
+        )
     if "agent_as_tool" in kinds and not prof.agents_as_tools:
         raise UnsupportedFeatureError(provider, "agents_as_tools")
     cycle = bundle.delegation_cycle()
     if cycle and not prof.handoff_cycles:
-        raise UnsupportedFeatureError(provider, "handoff cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}")
+        raise UnsupportedFeatureError(
+            provider, "handoff cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}"
+        )
     if bundle.spec.output_schema is not None and not prof.structured_output:
         raise UnsupportedFeatureError(provider, "structured output")
     builtins = [b for n in bundle.agents.values() for b in n.spec.builtin_tools]
@@ -134,14 +140,21 @@ def _existing_trace(path: Path | None) -> tuple[str | None, int]:
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as f:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
+    ) as f:
         f.write(text)
         tmp = Path(f.name)
     tmp.replace(path)
 
 
-async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None,
-                    *, on_event: Any = None) -> RunOutput:
+async def arun_full(
+    agent: AgentBundle | str | Path,
+    request: RunRequest,
+    config: RunConfig | None = None,
+    *,
+    on_event: Any = None,
+) -> RunOutput:
     """Run one request. Returns the result, the events and the ``run.json`` record."""
     config = config or RunConfig()
     bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
@@ -155,8 +168,9 @@ async def arun_full(agent: AgentBundle | str | Path, request: RunRequest, config
         return await _arun_full(mcp.bundle, request, config, on_event, mcp=mcp)
 
 
-async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any,
-                     mcp: Any = None) -> RunOutput:
+async def _arun_full(
+    bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any, mcp: Any = None
+) -> RunOutput:
     provider = request.provider
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
@@ -200,8 +214,15 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
     trace_id, seq0 = _existing_trace(trace_path) if attempt > 1 else (None, 0)
     if trace_path is not None and attempt == 1 and trace_path.exists():
         trace_path.unlink()
-    recorder = TraceRecorder(run_id=run_id, provider=provider, agent=bundle.root, clock=clock, ids=ids,
-                             trace_id=trace_id, path=trace_path)
+    recorder = TraceRecorder(
+        run_id=run_id,
+        provider=provider,
+        agent=bundle.root,
+        clock=clock,
+        ids=ids,
+        trace_id=trace_id,
+        path=trace_path,
+    )
     recorder._seq = seq0
     if on_event is not None:
         recorder.subscribe(on_event)
@@ -210,9 +231,20 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
     from portagent.core.budgets import RunBudget
 
     _ensure_handler_path(bundle)
-    session = RunSession(bundle=bundle, request=request, endpoint=config.endpoint, recorder=recorder,
-                         budget=RunBudget(bundle.spec.budget), gateway_factory=_make_gateway, clock=clock, ids=ids,
-                         run_id=run_id, attempt=attempt, scope=scope, options=config.options)
+    session = RunSession(
+        bundle=bundle,
+        request=request,
+        endpoint=config.endpoint,
+        recorder=recorder,
+        budget=RunBudget(bundle.spec.budget),
+        gateway_factory=_make_gateway,
+        clock=clock,
+        ids=ids,
+        run_id=run_id,
+        attempt=attempt,
+        scope=scope,
+        options=config.options,
+    )
     session.approver_spec = config.approver  # type: ignore[attr-defined]
     if mcp is not None:
         mcp.bind(session)
@@ -224,10 +256,21 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
     state.advance("running")
     t0 = clock.monotonic()
     recorder.emit(
-        "run.started", root=True, agent_version=bundle.spec.version, spec_hash=bundle.spec_hash,
-        policy_hash=bundle.policy_hash, sdk=info.package, sdk_version=adapter.sdk_version(), model=model,
-        case_id=request.case_id, repeat=request.repeat, source=config.endpoint.source, mode=config.endpoint.mode,
-        attempt=attempt, input=request.input, shared_settings_forced=bundle.spec.models.force_shared_settings,
+        "run.started",
+        root=True,
+        agent_version=bundle.spec.version,
+        spec_hash=bundle.spec_hash,
+        policy_hash=bundle.policy_hash,
+        sdk=info.package,
+        sdk_version=adapter.sdk_version(),
+        model=model,
+        case_id=request.case_id,
+        repeat=request.repeat,
+        source=config.endpoint.source,
+        mode=config.endpoint.mode,
+        attempt=attempt,
+        input=request.input,
+        shared_settings_forced=bundle.spec.models.force_shared_settings,
         provider_details=mcp.details() if mcp is not None else {},
     )
 
@@ -253,8 +296,11 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
 
     if status == "completed" and outcome.vendor_stop:
         status, stop_reason = "budget_exhausted", outcome.vendor_stop
-    final, output_valid = _validate_output(bundle, outcome.final_output) if status == "completed" else (
-        outcome.final_output, None)
+    final, output_valid = (
+        _validate_output(bundle, outcome.final_output)
+        if status == "completed"
+        else (outcome.final_output, None)
+    )
     pending = [a for g in session.all_gateways() for a in getattr(g, "pending_approvals", [])]
     if status == "waiting_approval":
         state.advance("waiting_approval")
@@ -276,35 +322,73 @@ async def _arun_full(bundle: AgentBundle, request: RunRequest, config: RunConfig
         duration_ms = config.recorded.duration_ms
     tool_calls = len(recorder.of_type("tool.call"))
     recorder.emit(
-        "run.completed", root=True, agent=outcome.final_agent or session.current_agent, status=status,
-        stop_reason=stop_reason, final_output=final, output_valid=output_valid,
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens,
-        reasoning_tokens=usage.reasoning_tokens, model_calls=usage.model_calls, tool_calls=tool_calls,
-        cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms, provider_details=outcome.details,
+        "run.completed",
+        root=True,
+        agent=outcome.final_agent or session.current_agent,
+        status=status,
+        stop_reason=stop_reason,
+        final_output=final,
+        output_valid=output_valid,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        model_calls=usage.model_calls,
+        tool_calls=tool_calls,
+        cost_usd=cost,
+        cost_source=cost_source,
+        duration_ms=duration_ms,
+        provider_details=outcome.details,
     )
     if config.endpoint.mode == "record":
         from portagent.recording.scrub import refuse_if_secret
 
-        refuse_if_secret([e.model_dump(mode="json") for e in recorder.events], str(trace_path or "trace.jsonl"))
+        refuse_if_secret(
+            [e.model_dump(mode="json") for e in recorder.events], str(trace_path or "trace.jsonl")
+        )
     recorder.flush()
     result = RunResult(
-        run_id=run_id, status=status, stop_reason=stop_reason, final_output=final, output_valid=output_valid,  # type: ignore[arg-type]
-        usage=usage, tool_calls=tool_calls, cost_usd=cost, cost_source=cost_source, duration_ms=duration_ms,  # type: ignore[arg-type]
-        trace_path=_trace_ref(trace_path, config.endpoint.mode), pending_approvals=pending, attempt=attempt,
+        run_id=run_id,
+        status=status,
+        stop_reason=stop_reason,
+        final_output=final,
+        output_valid=output_valid,  # type: ignore[arg-type]
+        usage=usage,
+        tool_calls=tool_calls,
+        cost_usd=cost,
+        cost_source=cost_source,
+        duration_ms=duration_ms,  # type: ignore[arg-type]
+        trace_path=_trace_ref(trace_path, config.endpoint.mode),
+        pending_approvals=pending,
+        attempt=attempt,
         error=error,
     )
-    record = RunRecord(result=result, manifest=RunManifest(
-        portagent_version=__version__, provider=provider, sdk=info.package, sdk_version=adapter.sdk_version(),
-        cli_version=adapter.cli_version(), model=model, agent=bundle.root, agent_version=bundle.spec.version,
-        spec_hash=bundle.spec_hash, tool_hashes=bundle.tool_hashes(), policy_hash=bundle.policy_hash,
-        source=config.endpoint.source, mode=config.endpoint.mode,  # type: ignore[arg-type]
-        recorded_at=config.recorded_at or iso(clock.now()), emulator_script_hash=config.endpoint.script_hash,
-        case_id=request.case_id, repeat=request.repeat,
-        request=request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
-        approvals=_approval_decisions(recorder.events),
-        cassette=report.as_details() if (report := getattr(session, "cassette_report", None)) else {},
-    ))
+    record = RunRecord(
+        result=result,
+        manifest=RunManifest(
+            portagent_version=__version__,
+            provider=provider,
+            sdk=info.package,
+            sdk_version=adapter.sdk_version(),
+            cli_version=adapter.cli_version(),
+            model=model,
+            agent=bundle.root,
+            agent_version=bundle.spec.version,
+            spec_hash=bundle.spec_hash,
+            tool_hashes=bundle.tool_hashes(),
+            policy_hash=bundle.policy_hash,
+            source=config.endpoint.source,
+            mode=config.endpoint.mode,  # type: ignore[arg-type]
+            recorded_at=config.recorded_at or iso(clock.now()),
+            emulator_script_hash=config.endpoint.script_hash,
+            case_id=request.case_id,
+            repeat=request.repeat,
+            request=request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
+            approvals=_approval_decisions(recorder.events),
+            cassette=report.as_details() if (report := getattr(session, "cassette_report", None)) else {},
+        ),
+    )
     if out_dir is not None:
         _write_atomic(out_dir / "run.json", record.model_dump_json(indent=2) + "\n")
     if store is not None:
@@ -401,14 +485,18 @@ def _approval_decisions(events: list[Any]) -> list[dict[str, Any]]:
 def _usage(events: list[Any]) -> Usage:
     calls = [e for e in events if e.type == "model.call"]
     return Usage(
-        input_tokens=sum(e.input_tokens for e in calls), output_tokens=sum(e.output_tokens for e in calls),
+        input_tokens=sum(e.input_tokens for e in calls),
+        output_tokens=sum(e.output_tokens for e in calls),
         cache_read_tokens=sum(e.cache_read_tokens for e in calls),
         cache_write_tokens=sum(e.cache_write_tokens for e in calls),
-        reasoning_tokens=sum(e.reasoning_tokens for e in calls), model_calls=len(calls),
+        reasoning_tokens=sum(e.reasoning_tokens for e in calls),
+        model_calls=len(calls),
     )
 
 
-async def arun(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None) -> RunResult:
+async def arun(
+    agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None
+) -> RunResult:
     """Run one request and return its result."""
     return (await arun_full(agent, request, config)).result
 
@@ -418,8 +506,9 @@ def run(agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig 
     return asyncio.run(arun(agent, request, config))
 
 
-async def stream(agent: AgentBundle | str | Path, request: RunRequest,
-                 config: RunConfig | None = None) -> AsyncIterator[Any]:
+async def stream(
+    agent: AgentBundle | str | Path, request: RunRequest, config: RunConfig | None = None
+) -> AsyncIterator[Any]:
     """Yield TraceEvents as they happen; the last one is ``run.completed``."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
     done = object()

@@ -55,29 +55,44 @@ class RunStore:
         with self._lock:
             row = self._conn.execute(
                 "SELECT idempotency_key, run_id, status, attempt, scope, trace_path, result_json, pending_json "
-                "FROM runs WHERE idempotency_key = ?", (key,)).fetchone()
+                "FROM runs WHERE idempotency_key = ?",
+                (key,),
+            ).fetchone()
         if row is None:
             return None
-        return StoredRun(row[0], row[1], row[2], row[3], row[4], row[5],
-                         json.loads(row[6]) if row[6] else None, json.loads(row[7] or "[]"))
+        return StoredRun(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            json.loads(row[6]) if row[6] else None,
+            json.loads(row[7] or "[]"),
+        )
 
     def claim(self, key: str, run_id: str, scope: str, trace_path: str | None) -> bool:
         """Insert a new ``running`` record; False when the key already exists (someone else owns it)."""
         with self._lock:
             cur = self._conn.execute(
                 "INSERT OR IGNORE INTO runs (idempotency_key, run_id, status, attempt, scope, trace_path) "
-                "VALUES (?, ?, 'running', 1, ?, ?)", (key, run_id, scope, trace_path))
+                "VALUES (?, ?, 'running', 1, ?, ?)",
+                (key, run_id, scope, trace_path),
+            )
             return cur.rowcount == 1
 
     def start_attempt(self, key: str, attempt: int) -> None:
         with self._lock:
-            self._conn.execute("UPDATE runs SET status='running', attempt=? WHERE idempotency_key=?", (attempt, key))
+            self._conn.execute(
+                "UPDATE runs SET status='running', attempt=? WHERE idempotency_key=?", (attempt, key)
+            )
 
     def finish(self, key: str, status: str, result: dict[str, Any], pending: list[str]) -> None:
         with self._lock:
             self._conn.execute(
                 "UPDATE runs SET status=?, result_json=?, pending_json=? WHERE idempotency_key=?",
-                (status, json.dumps(result, ensure_ascii=False), json.dumps(pending), key))
+                (status, json.dumps(result, ensure_ascii=False), json.dumps(pending), key),
+            )
 
     def close(self) -> None:
         self._conn.close()

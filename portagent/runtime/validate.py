@@ -97,7 +97,9 @@ def check_file(path: Path, provider: str | None = None) -> FileResult:
         names = [t.name for t in doc.tools]
         for i, t in enumerate(doc.tools):
             if names.count(t.name) > 1 and names.index(t.name) != i:
-                result.problems.append(SpecProblem(label, f"tools.{i}.name", f"duplicate tool name {t.name!r}"))
+                result.problems.append(
+                    SpecProblem(label, f"tools.{i}.name", f"duplicate tool name {t.name!r}")
+                )
             result.problems += tool_problems(t, label, f"tools.{i}.")
     elif kind == "agent":
         try:

@@ -22,15 +22,25 @@ if TYPE_CHECKING:
 
 
 def _resolved(gw: ToolGateway, p: PreparedCall, card: ApprovalCard) -> None:
-    gw.emit("approval.resolved", approval_id=card.approval_id, call_id=p.call_id, status=card.status,
-            reviewer=card.reviewer, effective_args=card.effective_args, note=card.note)
+    gw.emit(
+        "approval.resolved",
+        approval_id=card.approval_id,
+        call_id=p.call_id,
+        status=card.status,
+        reviewer=card.reviewer,
+        effective_args=card.effective_args,
+        note=card.note,
+    )
 
 
 def _rejected(card: ApprovalCard, tool: str) -> Observation:
     who = card.reviewer or "the reviewer"
     note = f": {card.note}" if card.note else ""
-    return Observation.failure("approval_rejected", f"{who} rejected {tool}{note}",
-                               {"approval_id": card.approval_id, "reviewer": card.reviewer, "note": card.note})
+    return Observation.failure(
+        "approval_rejected",
+        f"{who} rejected {tool}{note}",
+        {"approval_id": card.approval_id, "reviewer": card.reviewer, "note": card.note},
+    )
 
 
 def _ledger_already_done(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> bool:
@@ -41,7 +51,9 @@ def _ledger_already_done(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> bo
     return entry is not None and entry.state == "done" and entry.args_hash == p.args_hash
 
 
-async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision) -> Observation | None:
+async def request(
+    gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision
+) -> Observation | None:
     """Returns the rejection (deferred, rejected, approver failure) or None when the call may run."""
     if _ledger_already_done(gw, p, tool):
         return None
@@ -59,7 +71,12 @@ async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: Pe
         return None  # approved / edited: execute() re-checks expiry and the edited arguments
     card = existing or _create(gw, p, tool, decision)
     p.card = card
-    gw.emit("approval.requested", approval_id=card.approval_id, call_id=p.call_id, card=card.model_dump(mode="json"))
+    gw.emit(
+        "approval.requested",
+        approval_id=card.approval_id,
+        call_id=p.call_id,
+        card=card.model_dump(mode="json"),
+    )
     try:
         answer = await gw.approver.decide(card)
     except Exception as e:  # a broken approver must not let the call through, nor crash the run
@@ -75,10 +92,16 @@ async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: Pe
     if answer.status == "deferred":
         gw.pending_approvals.append(card.approval_id)
         return Observation.failure(
-            "approval_required", decision.reason,
-            {"approval_id": card.approval_id, "expires_at": card.expires_at, "rule": decision.rule,
-             "risk_score": decision.risk_score},
-            extra={"approval_id": card.approval_id})
+            "approval_required",
+            decision.reason,
+            {
+                "approval_id": card.approval_id,
+                "expires_at": card.expires_at,
+                "rule": decision.rule,
+                "risk_score": decision.risk_score,
+            },
+            extra={"approval_id": card.approval_id},
+        )
     try:
         if answer.status == "approved":
             card = store.approve(card.approval_id, answer.reviewer, answer.note)
@@ -92,8 +115,9 @@ async def request(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: Pe
         p.card = card
         _resolved(gw, p, card)
         store.mark_consumed(card.approval_id, p.call_id)
-        return Observation.failure("approval_rejected", str(e), {"approval_id": card.approval_id,
-                                                                 "status": card.status})
+        return Observation.failure(
+            "approval_rejected", str(e), {"approval_id": card.approval_id, "status": card.status}
+        )
     p.card = card
     _resolved(gw, p, card)
     if card.status == "rejected":
@@ -124,8 +148,13 @@ def revalidate(gw: ToolGateway, tool: ToolSpec, args: Any) -> list[dict[str, Any
         return problems
     decision = gw.policy.decide(tool, args, gw.context)
     if decision.decision == "deny":
-        return [{"path": "", "message": f"the policy denies the edited arguments: {decision.reason}",
-                 "rule": decision.rule}]
+        return [
+            {
+                "path": "",
+                "message": f"the policy denies the edited arguments: {decision.reason}",
+                "rule": decision.rule,
+            }
+        ]
     return []
 
 
@@ -138,20 +167,27 @@ def recheck(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> dict[str, Any] 
     p.card = card
     store.mark_consumed(card.approval_id, p.call_id)
     if card.status not in ("approved", "edited"):
-        return Observation.failure("approval_rejected", f"approval {card.approval_id} is {card.status}",
-                                   {"approval_id": card.approval_id, "status": card.status})
+        return Observation.failure(
+            "approval_rejected",
+            f"approval {card.approval_id} is {card.status}",
+            {"approval_id": card.approval_id, "status": card.status},
+        )
     if _expired(gw, card):
         with contextlib.suppress(ApprovalError):  # already expired by someone else
             store.expire(card.approval_id)
         return Observation.failure(
-            "approval_rejected", f"approval {card.approval_id} expired at {card.expires_at} before the call ran",
-            {"approval_id": card.approval_id, "expired": True, "expires_at": card.expires_at})
+            "approval_rejected",
+            f"approval {card.approval_id} expired at {card.expires_at} before the call ran",
+            {"approval_id": card.approval_id, "expired": True, "expires_at": card.expires_at},
+        )
     if card.status == "approved":
         return dict(p.args)
     args = dict(card.effective_args or {})
     problems = revalidate(gw, tool, args)
     if problems:
         return Observation.failure(
-            "approval_rejected", "the edited arguments were refused: " + "; ".join(x["message"] for x in problems),
-            {"approval_id": card.approval_id, "edit_refused": True, "problems": problems})
+            "approval_rejected",
+            "the edited arguments were refused: " + "; ".join(x["message"] for x in problems),
+            {"approval_id": card.approval_id, "edit_refused": True, "problems": problems},
+        )
     return args

@@ -97,8 +97,9 @@ class ApprovalStore:
     # -- reading -------------------------------------------------------------------------------------
 
     def _load(self, approval_id: str) -> tuple[ApprovalCard, str | None] | None:
-        row = self._db.execute("SELECT card, consumed_by FROM approval_cards WHERE approval_id=?",
-                               (approval_id,)).fetchone()
+        row = self._db.execute(
+            "SELECT card, consumed_by FROM approval_cards WHERE approval_id=?", (approval_id,)
+        ).fetchone()
         if row is None:
             return None
         return ApprovalCard.model_validate_json(row[0]), row[1]
@@ -117,8 +118,9 @@ class ApprovalStore:
 
     def input_schema(self, approval_id: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._db.execute("SELECT input_schema FROM approval_cards WHERE approval_id=?",
-                                   (approval_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT input_schema FROM approval_cards WHERE approval_id=?", (approval_id,)
+            ).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
     def list(self, status: ApprovalStatus | None = None, scope: str | None = None) -> list[ApprovalCard]:
@@ -140,7 +142,8 @@ class ApprovalStore:
             row = self._db.execute(
                 "SELECT card FROM approval_cards WHERE scope=? AND tool=? AND args_hash=? AND consumed_by IS NULL "
                 "AND status IN ('pending', 'approved', 'edited', 'rejected') ORDER BY rowid DESC LIMIT 1",
-                (scope, tool, args_hash)).fetchone()
+                (scope, tool, args_hash),
+            ).fetchone()
         return ApprovalCard.model_validate_json(row[0]) if row else None
 
     def is_expired(self, card: ApprovalCard) -> bool:
@@ -156,9 +159,20 @@ class ApprovalStore:
                 self._db.execute(
                     "INSERT INTO approval_cards (approval_id, scope, run_id, call_id, tool, args_hash, status, card, "
                     "input_schema, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (card.approval_id, card.scope, card.run_id, card.call_id, card.tool, card.args_hash, card.status,
-                     card.model_dump_json(), json.dumps(input_schema) if input_schema is not None else None,
-                     card.created_at, card.expires_at))
+                    (
+                        card.approval_id,
+                        card.scope,
+                        card.run_id,
+                        card.call_id,
+                        card.tool,
+                        card.args_hash,
+                        card.status,
+                        card.model_dump_json(),
+                        json.dumps(input_schema) if input_schema is not None else None,
+                        card.created_at,
+                        card.expires_at,
+                    ),
+                )
             except sqlite3.IntegrityError as e:
                 raise ApprovalIdTaken(f"approval id {card.approval_id!r} already exists") from e
         return card
@@ -176,8 +190,10 @@ class ApprovalStore:
                 if new in ("approved", "edited", "rejected") and self.clock.now() > parse_ts(card.expires_at):
                     card = self._write(card, "expired", decided_at=iso(self.clock.now()))
                     self._db.execute("COMMIT")
-                    raise ApprovalError(f"approval {approval_id} expired at {card.expires_at}; it can no longer "
-                                        "be decided (re-run the request to get a new card)")
+                    raise ApprovalError(
+                        f"approval {approval_id} expired at {card.expires_at}; it can no longer "
+                        "be decided (re-run the request to get a new card)"
+                    )
                 card = self._write(card, new, **changes)
                 self._db.execute("COMMIT")
                 return card
@@ -188,31 +204,54 @@ class ApprovalStore:
 
     def _write(self, card: ApprovalCard, status: ApprovalStatus, **changes: Any) -> ApprovalCard:
         card = card.model_copy(update={"status": status, **changes})
-        self._db.execute("UPDATE approval_cards SET status=?, card=?, decided_at=? WHERE approval_id=?",
-                         (status, card.model_dump_json(), card.decided_at, card.approval_id))
+        self._db.execute(
+            "UPDATE approval_cards SET status=?, card=?, decided_at=? WHERE approval_id=?",
+            (status, card.model_dump_json(), card.decided_at, card.approval_id),
+        )
         return card
 
     @staticmethod
     def _refusal(card: ApprovalCard, new: str) -> str:
-        verb = {"approved": "approve", "edited": "edit", "rejected": "reject", "expired": "expire",
-                "superseded": "supersede"}[new]
+        verb = {
+            "approved": "approve",
+            "edited": "edit",
+            "rejected": "reject",
+            "expired": "expire",
+            "superseded": "supersede",
+        }[new]
         if card.status == "pending":
             return f"cannot {verb} approval {card.approval_id}"
         who = f" by {card.reviewer}" if card.reviewer else ""
-        return (f"cannot {verb} approval {card.approval_id}: it is already {card.status}{who}; "
-                "only a pending card can be decided")
+        return (
+            f"cannot {verb} approval {card.approval_id}: it is already {card.status}{who}; "
+            "only a pending card can be decided"
+        )
 
     def approve(self, approval_id: str, reviewer: str = "unknown", note: str = "") -> ApprovalCard:
         card = self.get(approval_id)
-        return self._transition(approval_id, "approved", reviewer=reviewer, note=note,
-                                effective_args=card.args, decided_at=iso(self.clock.now()))
+        return self._transition(
+            approval_id,
+            "approved",
+            reviewer=reviewer,
+            note=note,
+            effective_args=card.args,
+            decided_at=iso(self.clock.now()),
+        )
 
     def reject(self, approval_id: str, reviewer: str = "unknown", note: str = "") -> ApprovalCard:
-        return self._transition(approval_id, "rejected", reviewer=reviewer, note=note,
-                                decided_at=iso(self.clock.now()))
+        return self._transition(
+            approval_id, "rejected", reviewer=reviewer, note=note, decided_at=iso(self.clock.now())
+        )
 
-    def edit(self, approval_id: str, new_args: dict[str, Any], reviewer: str = "unknown", note: str = "",
-             *, validate: bool = True) -> ApprovalCard:
+    def edit(
+        self,
+        approval_id: str,
+        new_args: dict[str, Any],
+        reviewer: str = "unknown",
+        note: str = "",
+        *,
+        validate: bool = True,
+    ) -> ApprovalCard:
         """Approve with changed arguments. With ``validate`` the arguments are checked against the
         tool's stored ``input_schema`` first (the gateway re-validates schema, scopes and policy again
         before running them)."""
@@ -220,8 +259,14 @@ class ApprovalStore:
             raise EditRefusedError(approval_id, [{"path": "", "message": "arguments must be a JSON object"}])
         if validate:
             self.check_args(approval_id, new_args)
-        return self._transition(approval_id, "edited", reviewer=reviewer, note=note,
-                                effective_args=new_args, decided_at=iso(self.clock.now()))
+        return self._transition(
+            approval_id,
+            "edited",
+            reviewer=reviewer,
+            note=note,
+            effective_args=new_args,
+            decided_at=iso(self.clock.now()),
+        )
 
     def check_args(self, approval_id: str, args: dict[str, Any]) -> None:
         """Raise EditRefusedError when ``args`` fail the card's stored input schema."""
@@ -245,8 +290,10 @@ class ApprovalStore:
     def mark_consumed(self, approval_id: str, call_id: str) -> None:
         """The gateway acted on this card for ``call_id``; it will not be reused."""
         with self._lock:
-            self._db.execute("UPDATE approval_cards SET consumed_by=? WHERE approval_id=? AND consumed_by IS NULL",
-                             (call_id, approval_id))
+            self._db.execute(
+                "UPDATE approval_cards SET consumed_by=? WHERE approval_id=? AND consumed_by IS NULL",
+                (call_id, approval_id),
+            )
 
     def clear_scope(self, scope: str) -> int:
         with self._lock:

@@ -31,10 +31,18 @@ from portagent.contracts.policy import ApprovalCard
 DecisionStatus = Literal["approved", "edited", "rejected", "deferred"]
 
 _ALIASES: dict[str, DecisionStatus] = {
-    "approve": "approved", "approved": "approved", "approve_once": "approved", "allow": "approved",
-    "edit": "edited", "edited": "edited", "approve_with_changes": "edited",
-    "reject": "rejected", "rejected": "rejected", "deny": "rejected",
-    "defer": "deferred", "deferred": "deferred",
+    "approve": "approved",
+    "approved": "approved",
+    "approve_once": "approved",
+    "allow": "approved",
+    "edit": "edited",
+    "edited": "edited",
+    "approve_with_changes": "edited",
+    "reject": "rejected",
+    "rejected": "rejected",
+    "deny": "rejected",
+    "defer": "deferred",
+    "deferred": "deferred",
 }
 
 
@@ -63,7 +71,9 @@ def _status(value: str) -> DecisionStatus:
     try:
         return _ALIASES[value.strip().lower()]
     except KeyError:
-        raise ApprovalError(f"unknown approval decision {value!r}; use approve, edit, reject or defer") from None
+        raise ApprovalError(
+            f"unknown approval decision {value!r}; use approve, edit, reject or defer"
+        ) from None
 
 
 class AutoApprove:
@@ -114,13 +124,21 @@ class ScriptedApprover:
         known = {"decision", "tool", "args_hash", "call_args", "args", "reviewer", "note"}
         extra = sorted(set(d) - known)
         if extra:
-            raise UsageError(f"scripted approval #{i + 1}: unknown field(s) {extra}; allowed: {sorted(known)}")
+            raise UsageError(
+                f"scripted approval #{i + 1}: unknown field(s) {extra}; allowed: {sorted(known)}"
+            )
         status = _status(str(d["decision"]))
         ah = d.get("args_hash") or (compute_args_hash(d["call_args"]) if "call_args" in d else None)
         if status == "edited" and not isinstance(d.get("args"), dict):
             raise UsageError(f"scripted approval #{i + 1}: 'edit' needs 'args' (the edited arguments)")
-        return _Scripted(status, d.get("tool"), ah, d.get("args"), str(d.get("reviewer", "scripted")),
-                         str(d.get("note", "")))
+        return _Scripted(
+            status,
+            d.get("tool"),
+            ah,
+            d.get("args"),
+            str(d.get("reviewer", "scripted")),
+            str(d.get("note", "")),
+        )
 
     def _pick(self, card: ApprovalCard) -> _Scripted | None:
         def keyed(e: _Scripted) -> bool:
@@ -145,7 +163,8 @@ class ScriptedApprover:
         if e is None:
             raise ApprovalError(
                 f"no scripted approval decision for {card.tool} (args_hash {card.args_hash}); add one with "
-                f"tool: {card.tool} and args_hash: {card.args_hash}")
+                f"tool: {card.tool} and args_hash: {card.args_hash}"
+            )
         return ApproverDecision(e.status, e.reviewer, e.args if e.status == "edited" else None, e.note)
 
     @property
@@ -159,7 +178,8 @@ def _render(card: ApprovalCard) -> str:
         f"{'reversible' if card.reversible else 'IRREVERSIBLE'})",
         f"  reason:   {card.reason}",
         f"  args:     {json.dumps(card.args, ensure_ascii=False, sort_keys=True)}",
-        f"  cost:     {card.cost_usd:g} USD" + (f" · risk {card.risk_score}" if card.risk_score is not None else ""),
+        f"  cost:     {card.cost_usd:g} USD"
+        + (f" · risk {card.risk_score}" if card.risk_score is not None else ""),
         f"  evidence: {', '.join(card.evidence) if card.evidence else '(none)'}",
         f"  expires:  {card.expires_at}",
     ]
@@ -171,8 +191,9 @@ class InteractiveApprover:
 
     name = "interactive"
 
-    def __init__(self, input_fn: Callable[[str], str] = input, output: TextIO | None = None,
-                 reviewer: str = "terminal") -> None:
+    def __init__(
+        self, input_fn: Callable[[str], str] = input, output: TextIO | None = None, reviewer: str = "terminal"
+    ) -> None:
         self.input_fn = input_fn
         self.output = output
         self.reviewer = reviewer
@@ -245,9 +266,15 @@ class CallbackApprover:
             raw = value.get("status", value.get("decision"))
             if not isinstance(raw, str):
                 raise ApprovalError(f"approval callback returned {value!r}: expected 'decision' or 'status'")
-            return ApproverDecision(_status(raw), str(value.get("reviewer", self.reviewer)),
-                                    value.get("args"), str(value.get("note", "")))
-        raise ApprovalError(f"approval callback returned {value!r}; expected a decision, bool, str, dict or None")
+            return ApproverDecision(
+                _status(raw),
+                str(value.get("reviewer", self.reviewer)),
+                value.get("args"),
+                str(value.get("note", "")),
+            )
+        raise ApprovalError(
+            f"approval callback returned {value!r}; expected a decision, bool, str, dict or None"
+        )
 
 
 NAMES = ("auto-approve", "auto-deny", "defer", "interactive", "scripted", "callback")
@@ -259,7 +286,10 @@ def make_approver(spec: str | dict[str, Any] | Approver | Callable[[ApprovalCard
         return Defer()
     if isinstance(spec, str):
         simple: dict[str, Callable[[], Approver]] = {
-            "auto-approve": AutoApprove, "auto-deny": AutoDeny, "defer": Defer, "interactive": InteractiveApprover,
+            "auto-approve": AutoApprove,
+            "auto-deny": AutoDeny,
+            "defer": Defer,
+            "interactive": InteractiveApprover,
         }
         if spec in simple:
             return simple[spec]()

@@ -75,7 +75,9 @@ class GatewayContext:
             raise ContextError(f"env must be one of {', '.join(ENVIRONMENTS)}, got {self.env!r}")
         check_run_context(self.context)
 
-    def handler_context(self, call_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+    def handler_context(
+        self, call_id: str | None = None, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """The dict handed to preconditions, handlers that declare ``context`` and reconcile functions."""
         return {
             **self.context,

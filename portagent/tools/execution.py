@@ -49,7 +49,9 @@ def idempotency_key(tool: ToolSpec, args: dict[str, Any], args_hash: str) -> str
         try:
             return idem.key_template.format(**args)
         except (KeyError, IndexError, AttributeError, ValueError) as e:
-            raise KeyMissingError(f"idempotency key template {idem.key_template!r} cannot be filled: {e}") from None
+            raise KeyMissingError(
+                f"idempotency key template {idem.key_template!r} cannot be filled: {e}"
+            ) from None
     return f"{tool.name}:{args_hash}"
 
 
@@ -70,7 +72,7 @@ def _backoff(attempt: int, details: Any) -> float:
         hint = details.get("retry_after_s")
         if isinstance(hint, int | float) and not isinstance(hint, bool) and hint >= 0:
             return min(float(hint), 5.0)
-    return min(0.01 * 2 ** attempt, 1.0)
+    return min(0.01 * 2**attempt, 1.0)
 
 
 def success_observation(tool: ToolSpec, raw: Any, **kw: Any) -> Observation:
@@ -81,8 +83,14 @@ def success_observation(tool: ToolSpec, raw: Any, **kw: Any) -> Observation:
     return Observation.success(value, partial=True, extra={"truncated": facts}, **kw)
 
 
-async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call_id: str,
-                 key: str | None = None, before_retry: Callable[[], Awaitable[Any]] | None = None) -> Attempt:
+async def invoke(
+    tool: ToolSpec,
+    args: dict[str, Any],
+    ctx: GatewayContext,
+    call_id: str,
+    key: str | None = None,
+    before_retry: Callable[[], Awaitable[Any]] | None = None,
+) -> Attempt:
     """Run the handler (retrying timeouts/rate limits for idempotent tools) and check its output.
 
     ``before_retry`` (ledger-guarded tools with a ``reconcile``) is asked before each retry whether the
@@ -104,8 +112,11 @@ async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call
             obs = from_handler_value(raw)
         except TimeoutError:
             certain = False
-            obs = Observation.failure("timeout", f"{tool.name} did not answer within {tool.budgets.timeout_ms} ms",
-                                      {"timeout_ms": tool.budgets.timeout_ms, "attempts": attempt + 1})
+            obs = Observation.failure(
+                "timeout",
+                f"{tool.name} did not answer within {tool.budgets.timeout_ms} ms",
+                {"timeout_ms": tool.budgets.timeout_ms, "attempts": attempt + 1},
+            )
         except ToolFailure as f:
             obs = Observation.failure(f.code, f.message, f.details)
             certain = f.code != "timeout"  # a handler that says "timeout" cannot know either
@@ -113,8 +124,11 @@ async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call
             raise
         except Exception as e:
             certain = False
-            obs = Observation.failure("handler_error", f"{tool.name} raised {type(e).__name__}: {e}",
-                                      {"handler": tool.handler, "exception": type(e).__name__})
+            obs = Observation.failure(
+                "handler_error",
+                f"{tool.name} raised {type(e).__name__}: {e}",
+                {"handler": tool.handler, "exception": type(e).__name__},
+            )
         if obs.error in RETRYABLE and attempt < retries:
             await asyncio.sleep(_backoff(attempt, obs.details))
             landed = await before_retry() if before_retry is not None else None
@@ -129,12 +143,17 @@ async def invoke(tool: ToolSpec, args: dict[str, Any], ctx: GatewayContext, call
         return Attempt(obs, raw, latency, certain)
     if tool.output_schema is not None:
         try:
-            problems = schema_errors(validator_for(tool.output_schema, f"{tool.ref}:out:{tool.schema_hash}"), raw)
+            problems = schema_errors(
+                validator_for(tool.output_schema, f"{tool.ref}:out:{tool.schema_hash}"), raw
+            )
         except BadSchemaError as e:
             problems = [{"path": "", "message": f"output_schema: {e}"}]
         if problems:
-            obs = Observation.failure("handler_error", f"{tool.name} returned output that does not match its "
-                                      "output_schema", problems)
+            obs = Observation.failure(
+                "handler_error",
+                f"{tool.name} returned output that does not match its output_schema",
+                problems,
+            )
             return Attempt(obs, raw, latency, True, effect_happened=True)
     return Attempt(success_observation(tool, raw), raw, latency, True, effect_happened=True)
 
@@ -150,8 +169,9 @@ class GuardBusy(Exception):
 
 
 @contextlib.asynccontextmanager
-async def key_guard(ledger: EffectLedger, scope: str, tool: str, key: str,
-                    max_wait_s: float) -> AsyncIterator[None]:
+async def key_guard(
+    ledger: EffectLedger, scope: str, tool: str, key: str, max_wait_s: float
+) -> AsyncIterator[None]:
     """One in-flight execution per key within this process (threads and event loops alike); across
     processes the ledger's UNIQUE constraint and owner liveness arbitrate. Waiting is bounded: after
     ``max_wait_s`` the caller gives up with ``GuardBusy``."""
@@ -178,12 +198,22 @@ def _effect_id(raw: Any, ctx: GatewayContext) -> str:
 
 def _conflict_other_args(entry: LedgerEntry, args_hash: str) -> Observation:
     return Observation.failure(
-        "conflict", f"idempotency key {entry.key!r} was already used with different arguments",
-        {"key": entry.key, "recorded_args_hash": entry.args_hash, "args_hash": args_hash})
+        "conflict",
+        f"idempotency key {entry.key!r} was already used with different arguments",
+        {"key": entry.key, "recorded_args_hash": entry.args_hash, "args_hash": args_hash},
+    )
 
 
-async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: str, ctx: GatewayContext,
-                         ledger: EffectLedger, call_id: str, charge: Callable[[], Observation | None]) -> Attempt:
+async def run_idempotent(
+    tool: ToolSpec,
+    args: dict[str, Any],
+    args_hash: str,
+    key: str,
+    ctx: GatewayContext,
+    ledger: EffectLedger,
+    call_id: str,
+    charge: Callable[[], Observation | None],
+) -> Attempt:
     """Intent → effect → outcome, never the same effect twice. ``charge()`` returns a rejection
     Observation or None, and is called only right before the handler really runs."""
     # The winner of a race holds the key while its handler runs (every attempt, plus backoff), so a
@@ -193,12 +223,25 @@ async def run_idempotent(tool: ToolSpec, args: dict[str, Any], args_hash: str, k
         async with key_guard(ledger, ctx.scope, tool.name, key, max_wait):
             return await _run_owned(tool, args, args_hash, key, ctx, ledger, call_id, charge)
     except GuardBusy as e:
-        return Attempt(Observation.failure("conflict", f"{tool.name}: {e}; another call with the same key is "
-                                           "still running in this process", {"key": key, "scope": ctx.scope}))
+        return Attempt(
+            Observation.failure(
+                "conflict",
+                f"{tool.name}: {e}; another call with the same key is still running in this process",
+                {"key": key, "scope": ctx.scope},
+            )
+        )
 
 
-async def _run_owned(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: str, ctx: GatewayContext,
-                     ledger: EffectLedger, call_id: str, charge: Callable[[], Observation | None]) -> Attempt:
+async def _run_owned(
+    tool: ToolSpec,
+    args: dict[str, Any],
+    args_hash: str,
+    key: str,
+    ctx: GatewayContext,
+    ledger: EffectLedger,
+    call_id: str,
+    charge: Callable[[], Observation | None],
+) -> Attempt:
     """The body of ``run_idempotent``, with the key guard held."""
     scope = ctx.scope
     entry = ledger.begin(scope, tool.name, key, args_hash)
@@ -206,8 +249,9 @@ async def _run_owned(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: 
         return Attempt(_conflict_other_args(entry, args_hash))
     if entry.state == "done":
         assert entry.effect_id is not None
-        return Attempt(success_observation(tool, entry.outcome, effect_id=entry.effect_id, duplicate=True),
-                       entry.outcome)
+        return Attempt(
+            success_observation(tool, entry.outcome, effect_id=entry.effect_id, duplicate=True), entry.outcome
+        )
     if entry.state == "pending":
         resolved = await _resolve_pending(tool, args, key, entry, ctx, ledger, call_id)
         if resolved is not None:
@@ -229,8 +273,9 @@ async def _run_owned(tool: ToolSpec, args: dict[str, Any], args_hash: str, key: 
     return att
 
 
-def _status_check(tool: ToolSpec, args: dict[str, Any], key: str, ctx: GatewayContext,
-                  call_id: str) -> Callable[[], Awaitable[Any]] | None:
+def _status_check(
+    tool: ToolSpec, args: dict[str, Any], key: str, ctx: GatewayContext, call_id: str
+) -> Callable[[], Awaitable[Any]] | None:
     """Before retrying a timed-out effect, ask ``reconcile`` whether it landed (never retry blindly)."""
     ref = tool.idempotency.reconcile
     if not ref:
@@ -238,8 +283,12 @@ def _status_check(tool: ToolSpec, args: dict[str, Any], key: str, ctx: GatewayCo
 
     async def check() -> Any:
         try:
-            return await call_function(resolve(ref), (key, args, ctx.handler_context(call_id, key)), {},
-                                       tool.budgets.timeout_ms / 1000.0)
+            return await call_function(
+                resolve(ref),
+                (key, args, ctx.handler_context(call_id, key)),
+                {},
+                tool.budgets.timeout_ms / 1000.0,
+            )
         except Exception:  # cannot tell: retry as declared (the key still guards the backend)
             return None
 
@@ -250,37 +299,65 @@ def _with_effect(obs: Observation, effect_id: str) -> Observation:
     return replace(obs, effect_id=effect_id)
 
 
-async def _resolve_pending(tool: ToolSpec, args: dict[str, Any], key: str, entry: LedgerEntry, ctx: GatewayContext,
-                           ledger: EffectLedger, call_id: str) -> Attempt | None:
+async def _resolve_pending(
+    tool: ToolSpec,
+    args: dict[str, Any],
+    key: str,
+    entry: LedgerEntry,
+    ctx: GatewayContext,
+    ledger: EffectLedger,
+    call_id: str,
+) -> Attempt | None:
     """A pending intent: in flight elsewhere → conflict; orphaned → claim it and reconcile. Returns
     None when the effect certainly never happened and this caller (now the owner) must run it."""
-    where = {"scope": ctx.scope, "tool": tool.name, "key": key, "ledger": str(ledger.path),
-             "recorded_at": entry.created_at, "last_error": entry.last_error}
+    where = {
+        "scope": ctx.scope,
+        "tool": tool.name,
+        "key": key,
+        "ledger": str(ledger.path),
+        "recorded_at": entry.created_at,
+        "last_error": entry.last_error,
+    }
     alive = False if entry.owner == ledger.me else owner_alive(entry.owner)
     if alive is not False:
-        return Attempt(Observation.failure(
-            "conflict", f"{tool.name} with key {key!r} is in progress in another process ({entry.owner})",
-            {**where, "owner": entry.owner}))
+        return Attempt(
+            Observation.failure(
+                "conflict",
+                f"{tool.name} with key {key!r} is in progress in another process ({entry.owner})",
+                {**where, "owner": entry.owner},
+            )
+        )
     if not ledger.claim(entry):
-        return Attempt(Observation.failure(
-            "conflict", f"{tool.name} with key {key!r} was just claimed by another process", where))
+        return Attempt(
+            Observation.failure(
+                "conflict", f"{tool.name} with key {key!r} was just claimed by another process", where
+            )
+        )
     if not tool.idempotency.reconcile:
         ledger.orphan(ctx.scope, tool.name, key, entry.last_error or "intent without outcome")
-        return Attempt(Observation.failure(
-            "conflict",
-            f"an earlier attempt of {tool.name} with key {key!r} recorded its intent but no outcome (it crashed or "
-            "timed out), so whether the effect happened is unknown. Declare idempotency.reconcile on the tool to "
-            f"resolve this automatically, or check the target system and remove the entry from {ledger.path}.",
-            where))
+        return Attempt(
+            Observation.failure(
+                "conflict",
+                f"an earlier attempt of {tool.name} with key {key!r} recorded its intent but no outcome (it crashed or "
+                "timed out), so whether the effect happened is unknown. Declare idempotency.reconcile on the tool to "
+                f"resolve this automatically, or check the target system and remove the entry from {ledger.path}.",
+                where,
+            )
+        )
     try:
         fn = resolve(tool.idempotency.reconcile)
-        found = await call_function(fn, (key, args, ctx.handler_context(call_id, key)), {},
-                                    tool.budgets.timeout_ms / 1000.0)
+        found = await call_function(
+            fn, (key, args, ctx.handler_context(call_id, key)), {}, tool.budgets.timeout_ms / 1000.0
+        )
     except Exception as e:  # import failure, timeout, or the function raised
         ledger.orphan(ctx.scope, tool.name, key, f"reconcile failed: {e}")
-        return Attempt(Observation.failure(
-            "conflict", f"reconcile {tool.idempotency.reconcile!r} failed for key {key!r}: "
-            f"{type(e).__name__}: {e}", where))
+        return Attempt(
+            Observation.failure(
+                "conflict",
+                f"reconcile {tool.idempotency.reconcile!r} failed for key {key!r}: {type(e).__name__}: {e}",
+                where,
+            )
+        )
     if found is None:
         return None
     eid = _effect_id(found, ctx)

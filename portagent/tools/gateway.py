@@ -148,16 +148,33 @@ class ToolGateway:
 
     # -- public API ------------------------------------------------------------------------------------
 
-    async def call(self, tool_name: str, raw_args: Any, *, vendor_call_id: str | None = None,
-                   via: ToolVia = "function", call_id: str | None = None) -> Observation:
-        prepared = await self.prepare(tool_name, raw_args, vendor_call_id=vendor_call_id, via=via, call_id=call_id)
+    async def call(
+        self,
+        tool_name: str,
+        raw_args: Any,
+        *,
+        vendor_call_id: str | None = None,
+        via: ToolVia = "function",
+        call_id: str | None = None,
+    ) -> Observation:
+        prepared = await self.prepare(
+            tool_name, raw_args, vendor_call_id=vendor_call_id, via=via, call_id=call_id
+        )
         return await self.execute(prepared)
 
-    async def prepare(self, tool_name: str, raw_args: Any, *, vendor_call_id: str | None = None,
-                      via: ToolVia = "function", call_id: str | None = None) -> PreparedCall:
+    async def prepare(
+        self,
+        tool_name: str,
+        raw_args: Any,
+        *,
+        vendor_call_id: str | None = None,
+        via: ToolVia = "function",
+        call_id: str | None = None,
+    ) -> PreparedCall:
         """Everything up to and including the approval decision, once per call."""
         cached = (self._prepared.get(call_id) if call_id else None) or (
-            self.prepared(vendor_call_id) if vendor_call_id else None)
+            self.prepared(vendor_call_id) if vendor_call_id else None
+        )
         if cached is not None:
             return cached
         call_id = call_id or self._next_call_id()
@@ -168,9 +185,17 @@ class ToolGateway:
         self._prepared[call_id] = p
         if vendor_call_id:
             self._by_vendor[vendor_call_id] = call_id
-        self.emit("tool.call", call_id=call_id, tool=tool_name, tool_version=tool.version if tool else "",
-                  schema_hash=tool.schema_hash if tool else "", args=args, args_hash=p.args_hash, via=via,
-                  provider_details={"vendor_call_id": vendor_call_id} if vendor_call_id else {})
+        self.emit(
+            "tool.call",
+            call_id=call_id,
+            tool=tool_name,
+            tool_version=tool.version if tool else "",
+            schema_hash=tool.schema_hash if tool else "",
+            args=args,
+            args_hash=p.args_hash,
+            via=via,
+            provider_details={"vendor_call_id": vendor_call_id} if vendor_call_id else {},
+        )
         rejection = await self._checks(p, parse_error)
         if rejection is not None:
             p.rejection = rejection
@@ -201,7 +226,9 @@ class ToolGateway:
         if card_context:
             self._card_context[spec.name] = dict(card_context)
 
-    def observe(self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None) -> Observation:
+    def observe(
+        self, prepared: PreparedCall, obs: Observation, latency_ms: float | None = None
+    ) -> Observation:
         """Record the result of a governed call that the vendor runtime executed (once per call)."""
         if prepared.result is not None:
             return prepared.result
@@ -213,20 +240,27 @@ class ToolGateway:
     async def _checks(self, p: PreparedCall, parse_error: str | None) -> Observation | None:
         tool = p.tool
         if tool is None:
-            return Observation.failure("unknown_tool", f"unknown tool {p.tool_name!r}",
-                                       {"available": sorted(self.tools)})
+            return Observation.failure(
+                "unknown_tool", f"unknown tool {p.tool_name!r}", {"available": sorted(self.tools)}
+            )
         if parse_error is not None:
-            return Observation.failure("validation_error", parse_error, [{"path": "", "message": parse_error}])
+            return Observation.failure(
+                "validation_error", parse_error, [{"path": "", "message": parse_error}]
+            )
         problems = self.schema_problems(tool, p.args)
         if problems:
-            return Observation.failure("validation_error", f"arguments do not match {tool.name}'s input schema",
-                                       problems)
+            return Observation.failure(
+                "validation_error", f"arguments do not match {tool.name}'s input schema", problems
+            )
         if tool.idempotency.required:
             try:
                 p.key = idempotency_key(tool, p.args, p.args_hash)
             except KeyMissingError as e:
-                return Observation.failure("validation_error", str(e), [{"path": tool.idempotency.key_field or "",
-                                                                         "message": str(e)}])
+                return Observation.failure(
+                    "validation_error",
+                    str(e),
+                    [{"path": tool.idempotency.key_field or "", "message": str(e)}],
+                )
         failed = await self._preconditions(tool, p)
         if failed is not None:
             return failed
@@ -237,14 +271,27 @@ class ToolGateway:
         try:
             decision = self.policy.decide(tool, p.args, self.context)
         except PortagentError as e:
-            return Observation.failure("validation_error", f"the run context is invalid: {e}",
-                                       [{"path": "context", "message": str(e)}])
+            return Observation.failure(
+                "validation_error",
+                f"the run context is invalid: {e}",
+                [{"path": "context", "message": str(e)}],
+            )
         p.decision = decision
-        self.emit("permission.decision", call_id=p.call_id, decision=decision.decision, reason=decision.reason,
-                  rule=decision.rule, policy_version=decision.policy_version, risk_score=decision.risk_score)
+        self.emit(
+            "permission.decision",
+            call_id=p.call_id,
+            decision=decision.decision,
+            reason=decision.reason,
+            rule=decision.rule,
+            policy_version=decision.policy_version,
+            risk_score=decision.risk_score,
+        )
         if decision.decision == "deny":
-            return Observation.failure("permission_denied", decision.reason,
-                                       {"rule": decision.rule, "policy_version": decision.policy_version})
+            return Observation.failure(
+                "permission_denied",
+                decision.reason,
+                {"rule": decision.rule, "policy_version": decision.policy_version},
+            )
         if decision.decision == "approval_required":
             return await approval_flow.request(self, p, tool, decision)
         return None
@@ -261,31 +308,54 @@ class ToolGateway:
         for pre in tool.preconditions:
             try:
                 fn = resolve(pre.check)
-                verdict = await call_function(fn, (p.args, self.context.handler_context(p.call_id, p.key)), {},
-                                              tool.budgets.timeout_ms / 1000.0)
+                verdict = await call_function(
+                    fn,
+                    (p.args, self.context.handler_context(p.call_id, p.key)),
+                    {},
+                    tool.budgets.timeout_ms / 1000.0,
+                )
             except HandlerImportError as e:
-                return Observation.failure("handler_error", f"precondition {pre.name!r}: {e}",
-                                           {"precondition": pre.name, "check": pre.check})
+                return Observation.failure(
+                    "handler_error",
+                    f"precondition {pre.name!r}: {e}",
+                    {"precondition": pre.name, "check": pre.check},
+                )
             except Exception as e:
-                return Observation.failure("handler_error", f"precondition {pre.name!r} raised "
-                                           f"{type(e).__name__}: {e}", {"precondition": pre.name})
+                return Observation.failure(
+                    "handler_error",
+                    f"precondition {pre.name!r} raised {type(e).__name__}: {e}",
+                    {"precondition": pre.name},
+                )
             if verdict is True or verdict is None:
                 continue
             message = verdict if isinstance(verdict, str) else (pre.message or f"{pre.name} does not hold")
             failures.append({"name": pre.name, "message": message})
         if failures:
-            return Observation.failure("precondition_failed", "; ".join(f["message"] for f in failures), failures)
+            return Observation.failure(
+                "precondition_failed", "; ".join(f["message"] for f in failures), failures
+            )
         return None
 
     def new_card(self, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision) -> ApprovalCard:
         now = self.context.clock.now()
         expiry = self.policy.policy.approval_expiry_s
         return ApprovalCard(
-            approval_id=self.context.ids.approval_id(), run_id=self.context.run_id, call_id=p.call_id,
-            tool=tool.name, tool_version=tool.version, args=p.args, args_hash=p.args_hash, reason=decision.reason,
-            evidence=evidence_of(self.context.context), effect=tool.effect, reversible=tool.is_reversible,
-            cost_usd=tool.cost_usd, risk_score=decision.risk_score, created_at=iso(now),
-            expires_at=iso(now + timedelta(seconds=expiry)), scope=self.context.scope,
+            approval_id=self.context.ids.approval_id(),
+            run_id=self.context.run_id,
+            call_id=p.call_id,
+            tool=tool.name,
+            tool_version=tool.version,
+            args=p.args,
+            args_hash=p.args_hash,
+            reason=decision.reason,
+            evidence=evidence_of(self.context.context),
+            effect=tool.effect,
+            reversible=tool.is_reversible,
+            cost_usd=tool.cost_usd,
+            risk_score=decision.risk_score,
+            created_at=iso(now),
+            expires_at=iso(now + timedelta(seconds=expiry)),
+            scope=self.context.scope,
             context=self._card_context.get(tool.name, {}),
         )
 
@@ -295,8 +365,10 @@ class ToolGateway:
         tool = p.tool
         assert tool is not None and p.rejection is None
         if tool.name in self._governed:
-            return Observation.failure("handler_error", f"{tool.name!r} is executed by the vendor runtime; "
-                                       "record its result with observe()"), None
+            return Observation.failure(
+                "handler_error",
+                f"{tool.name!r} is executed by the vendor runtime; record its result with observe()",
+            ), None
         args = p.args
         if p.card is not None:
             checked = approval_flow.recheck(self, p, tool)
@@ -309,8 +381,9 @@ class ToolGateway:
                 key = idempotency_key(tool, args, ah)
             except KeyMissingError as e:
                 return Observation.failure("validation_error", str(e)), None
-            att = await run_idempotent(tool, args, ah, key, self.context, self.ledger, p.call_id,
-                                       lambda: self._charge(tool))
+            att = await run_idempotent(
+                tool, args, ah, key, self.context, self.ledger, p.call_id, lambda: self._charge(tool)
+            )
             return att.obs, att.latency_ms
         rejection = self._charge(tool)
         if rejection is not None:
@@ -327,5 +400,14 @@ class ToolGateway:
 
     def _finish(self, p: PreparedCall, obs: Observation, latency_ms: float | None) -> None:
         p.result = obs
-        self.emit("tool.result", call_id=p.call_id, tool=p.tool_name, ok=obs.ok, error=obs.error,
-                  output=obs.to_model(), latency_ms=latency_ms, effect_id=obs.effect_id, duplicate=obs.duplicate)
+        self.emit(
+            "tool.result",
+            call_id=p.call_id,
+            tool=p.tool_name,
+            ok=obs.ok,
+            error=obs.error,
+            output=obs.to_model(),
+            latency_ms=latency_ms,
+            effect_id=obs.effect_id,
+            duplicate=obs.duplicate,
+        )

@@ -81,7 +81,9 @@ class _DaemonPool:
     (``asyncio.run`` would wait for the default executor's threads)."""
 
     def __init__(self) -> None:
-        self._q: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = queue.SimpleQueue()
+        self._q: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = (
+            queue.SimpleQueue()
+        )
         self._lock = threading.Lock()
         self._idle = 0
 
@@ -110,8 +112,9 @@ class _DaemonPool:
 _POOL = _DaemonPool()
 
 
-async def call_function(resolved: Resolved, args: tuple[Any, ...], kwargs: dict[str, Any],
-                        timeout_s: float | None) -> Any:
+async def call_function(
+    resolved: Resolved, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float | None
+) -> Any:
     """Call a resolved function (sync in a worker thread, async awaited) under an optional timeout.
 
     Raises ``asyncio.TimeoutError`` on timeout; anything the function raises propagates.
@@ -131,8 +134,9 @@ async def call_function(resolved: Resolved, args: tuple[Any, ...], kwargs: dict[
     return result
 
 
-async def call_handler(resolved: Resolved, args: dict[str, Any], context: dict[str, Any],
-                       timeout_s: float | None) -> Any:
+async def call_handler(
+    resolved: Resolved, args: dict[str, Any], context: dict[str, Any], timeout_s: float | None
+) -> Any:
     """A tool handler, with the calling convention above."""
     if resolved.takes_context:
         return await call_function(resolved, (args, context), {}, timeout_s)

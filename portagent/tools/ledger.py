@@ -111,12 +111,25 @@ class EffectLedger:
     def _row(self, scope: str, tool: str, key: str) -> LedgerEntry | None:
         row = self._db.execute(
             "SELECT status, args_hash, owner, effect_id, outcome, last_error, created_at, completed_at "
-            "FROM effects WHERE scope=? AND tool=? AND key=?", (scope, tool, key)).fetchone()
+            "FROM effects WHERE scope=? AND tool=? AND key=?",
+            (scope, tool, key),
+        ).fetchone()
         if row is None:
             return None
         status, ah, owner, eid, outcome, err, created, completed = row
-        return LedgerEntry("done" if status == "done" else "pending", scope, tool, key, ah, owner, eid,
-                           json.loads(outcome) if outcome is not None else None, err, created, completed)
+        return LedgerEntry(
+            "done" if status == "done" else "pending",
+            scope,
+            tool,
+            key,
+            ah,
+            owner,
+            eid,
+            json.loads(outcome) if outcome is not None else None,
+            err,
+            created,
+            completed,
+        )
 
     def get(self, scope: str, tool: str, key: str) -> LedgerEntry | None:
         with self._lock:
@@ -125,8 +138,11 @@ class EffectLedger:
     def entries(self, scope: str | None = None) -> list[LedgerEntry]:
         with self._lock:
             sql = "SELECT scope, tool, key FROM effects"
-            rows = (self._db.execute(sql + " WHERE scope=? ORDER BY rowid", (scope,)) if scope is not None
-                    else self._db.execute(sql + " ORDER BY rowid")).fetchall()
+            rows = (
+                self._db.execute(sql + " WHERE scope=? ORDER BY rowid", (scope,))
+                if scope is not None
+                else self._db.execute(sql + " ORDER BY rowid")
+            ).fetchall()
             return [e for r in rows if (e := self._row(*r)) is not None]
 
     # -- writing -------------------------------------------------------------------------------------
@@ -138,7 +154,9 @@ class EffectLedger:
         with self._lock:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO effects (scope, tool, key, args_hash, status, owner, created_at) "
-                "VALUES (?, ?, ?, ?, 'pending', ?, ?)", (scope, tool, key, args_hash, self.me, now))
+                "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+                (scope, tool, key, args_hash, self.me, now),
+            )
             entry = self._row(scope, tool, key)
         assert entry is not None
         if cur.rowcount == 1:
@@ -150,7 +168,9 @@ class EffectLedger:
         with self._lock:
             cur = self._db.execute(
                 "UPDATE effects SET owner=? WHERE scope=? AND tool=? AND key=? AND status='pending' "
-                "AND owner IS ?", (self.me, entry.scope, entry.tool, entry.key, entry.owner))
+                "AND owner IS ?",
+                (self.me, entry.scope, entry.tool, entry.key, entry.owner),
+            )
             return cur.rowcount == 1
 
     def complete(self, scope: str, tool: str, key: str, outcome: Any, effect_id: str) -> None:
@@ -160,20 +180,25 @@ class EffectLedger:
             self._db.execute(
                 "UPDATE effects SET status='done', owner=NULL, outcome=?, effect_id=?, completed_at=?, "
                 "last_error=NULL WHERE scope=? AND tool=? AND key=?",
-                (json.dumps(outcome, ensure_ascii=False, default=str), effect_id, now, scope, tool, key))
+                (json.dumps(outcome, ensure_ascii=False, default=str), effect_id, now, scope, tool, key),
+            )
 
     def abandon(self, scope: str, tool: str, key: str) -> None:
         """Drop an intent whose effect certainly did not happen (the handler refused), so a retry may run."""
         with self._lock:
-            self._db.execute("DELETE FROM effects WHERE scope=? AND tool=? AND key=? AND status='pending'",
-                             (scope, tool, key))
+            self._db.execute(
+                "DELETE FROM effects WHERE scope=? AND tool=? AND key=? AND status='pending'",
+                (scope, tool, key),
+            )
 
     def orphan(self, scope: str, tool: str, key: str, error: str) -> None:
         """Leave the intent pending without an owner: whether the effect happened is unknown."""
         with self._lock:
             self._db.execute(
                 "UPDATE effects SET owner=NULL, last_error=? WHERE scope=? AND tool=? AND key=? "
-                "AND status='pending'", (error, scope, tool, key))
+                "AND status='pending'",
+                (error, scope, tool, key),
+            )
 
     def clear_scope(self, scope: str) -> int:
         """Forget a namespace (a new eval repeat or demo starts clean). Returns rows removed."""

@@ -115,14 +115,18 @@ def from_handler_value(value: Any) -> Observation:
     if isinstance(value, dict) and value.get("ok") is False:
         code = value.get("error")
         message = str(value.get("message", "") or "")
-        rest = {k: v for k, v in value.items() if k not in ("ok", "error", "message", "details", "next_allowed")}
+        rest = {
+            k: v for k, v in value.items() if k not in ("ok", "error", "message", "details", "next_allowed")
+        }
         details = value.get("details", rest or None)
         next_allowed = value.get("next_allowed")
         if code not in ERROR_CODES:
             return Observation.failure(
-                "handler_error", f"handler returned an unknown error code {code!r}",
+                "handler_error",
+                f"handler returned an unknown error code {code!r}",
                 {"returned": value},
             )
-        return Observation.failure(str(code), message, details,
-                                   **({"next_allowed": list(next_allowed)} if next_allowed else {}))
+        return Observation.failure(
+            str(code), message, details, **({"next_allowed": list(next_allowed)} if next_allowed else {})
+        )
     return Observation.success(value)

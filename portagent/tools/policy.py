@@ -155,8 +155,15 @@ def names_tool_explicitly(rule: PolicyRule, tool: ToolSpec) -> bool:
 # -- risk scoring ------------------------------------------------------------------------------------
 
 
-def risk_score(risk: RiskScoring, action: RiskAction, env: str, reversible: bool, confidence: float,
-               evidence: int, cost: float) -> float:
+def risk_score(
+    risk: RiskScoring,
+    action: RiskAction,
+    env: str,
+    reversible: bool,
+    confidence: float,
+    evidence: int,
+    cost: float,
+) -> float:
     """The design source's formula (ACCEPTANCE ch. 08), rounded to 3 places."""
     if isinstance(confidence, bool) or not 0 <= confidence <= 1:
         raise PolicyInputError(f"confidence must be between 0 and 1, got {confidence!r}")
@@ -187,9 +194,12 @@ class PolicyEngine:
     def version(self) -> str:
         return self.policy.version
 
-    def _decision(self, decision: Decision, reason: str, rule: str, score: float | None = None) -> PermissionDecision:
-        return PermissionDecision(decision=decision, reason=reason, rule=rule,
-                                  policy_version=self.policy.version, risk_score=score)
+    def _decision(
+        self, decision: Decision, reason: str, rule: str, score: float | None = None
+    ) -> PermissionDecision:
+        return PermissionDecision(
+            decision=decision, reason=reason, rule=rule, policy_version=self.policy.version, risk_score=score
+        )
 
     def decide(self, tool: ToolSpec, args: Any, ctx: GatewayContext) -> PermissionDecision:
         """The decision for this tool with these arguments in this context."""
@@ -201,21 +211,30 @@ class PolicyEngine:
                 return self._decision("deny", rule.reason or f"denied by rule {rule.id}", rule.id, score)
         missing = [s for s in tool.permissions if s not in ctx.scopes]
         if missing:
-            return self._decision("deny", f"actor {ctx.actor!r} lacks required scope(s): {', '.join(missing)}",
-                                  "tool:scopes", score)
+            return self._decision(
+                "deny",
+                f"actor {ctx.actor!r} lacks required scope(s): {', '.join(missing)}",
+                "tool:scopes",
+                score,
+            )
         allows = [r for r in self._allow if rule_matches(r, tool, args, ctx)]
         allow = allows[0] if allows else None
         if tool.effect == "privileged_operation" and not any(names_tool_explicitly(r, tool) for r in allows):
             return self._decision(
-                "deny", "privileged operations are denied unless an allow rule names the tool explicitly",
-                "default:privileged_operation", score)
+                "deny",
+                "privileged operations are denied unless an allow rule names the tool explicitly",
+                "default:privileged_operation",
+                score,
+            )
         for rule in self._approval:
             if rule_matches(rule, tool, args, ctx):
-                return self._decision("approval_required", rule.reason or f"approval required by rule {rule.id}",
-                                      rule.id, score)
+                return self._decision(
+                    "approval_required", rule.reason or f"approval required by rule {rule.id}", rule.id, score
+                )
         if tool.requires_approval is True:
-            return self._decision("approval_required", f"{tool.name} always requires approval",
-                                  "tool:requires_approval", score)
+            return self._decision(
+                "approval_required", f"{tool.name} always requires approval", "tool:requires_approval", score
+            )
         if allow is not None:
             return self._decision("allow", allow.reason or f"allowed by rule {allow.id}", allow.id, score)
         if self.policy.risk is not None and score is not None:
@@ -237,18 +256,32 @@ class PolicyEngine:
             return None  # denied before scoring unless explicitly allowed
         assert self.policy.risk is not None
         confidence = ctx.context.get("confidence", 0.0)
-        return risk_score(self.policy.risk, self._action(tool, args, ctx), ctx.env, tool.is_reversible,
-                          float(confidence), evidence_count(ctx.context), tool.cost_usd)
+        return risk_score(
+            self.policy.risk,
+            self._action(tool, args, ctx),
+            ctx.env,
+            tool.is_reversible,
+            float(confidence),
+            evidence_count(ctx.context),
+            tool.cost_usd,
+        )
 
-    def _by_risk(self, risk: RiskScoring, action: RiskAction, ctx: GatewayContext, score: float) -> PermissionDecision:
+    def _by_risk(
+        self, risk: RiskScoring, action: RiskAction, ctx: GatewayContext, score: float
+    ) -> PermissionDecision:
         external = action in ("send", "publish")
         if risk.deny_external_without_evidence and external and evidence_count(ctx.context) == 0:
-            return self._decision("deny", "missing evidence before an external action", "risk:missing_evidence", score)
+            return self._decision(
+                "deny", "missing evidence before an external action", "risk:missing_evidence", score
+            )
         if risk.approval_in_prod_for_writes and ctx.env == "prod" and action in ("write", "send", "publish"):
-            return self._decision("approval_required", "persistent action in production", "risk:prod_write", score)
+            return self._decision(
+                "approval_required", "persistent action in production", "risk:prod_write", score
+            )
         if score < risk.allow_below:
             return self._decision("allow", "low operational risk", "risk:low", score)
         if score < risk.approval_below:
-            return self._decision("approval_required", "needs review for cost, uncertainty or scope",
-                                  "risk:review", score)
+            return self._decision(
+                "approval_required", "needs review for cost, uncertainty or scope", "risk:review", score
+            )
         return self._decision("deny", "risk outside the permitted margin", "risk:too_high", score)

@@ -13,10 +13,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-VOLATILE_FIELDS: frozenset[str] = frozenset({
-    "run_id", "trace_id", "span_id", "parent_span_id", "ts",
-    "latency_ms", "duration_ms", "response_id", "provider_details", "approval_id",
-})
+VOLATILE_FIELDS: frozenset[str] = frozenset(
+    {
+        "run_id",
+        "trace_id",
+        "span_id",
+        "parent_span_id",
+        "ts",
+        "latency_ms",
+        "duration_ms",
+        "response_id",
+        "provider_details",
+        "approval_id",
+    }
+)
 """Removed before any comparison or byte-identical replay check (documented in docs/traces.md)."""
 
 PROVIDER_FIELDS: frozenset[str] = frozenset({"provider", "sdk", "sdk_version", "model", "source", "mode"})
@@ -24,14 +34,32 @@ PROVIDER_FIELDS: frozenset[str] = frozenset({"provider", "sdk", "sdk_version", "
 
 # What must match across providers: events carrying behaviour, not vendor mechanics.
 BEHAVIOUR_EVENTS: tuple[str, ...] = (
-    "run.started", "tool.call", "permission.decision", "approval.requested", "approval.resolved",
-    "tool.result", "handoff", "budget.exceeded", "run.completed",
+    "run.started",
+    "tool.call",
+    "permission.decision",
+    "approval.requested",
+    "approval.resolved",
+    "tool.result",
+    "handoff",
+    "budget.exceeded",
+    "run.completed",
 )
 # Token counts and cost depend on each vendor's accounting; model calls are compared by count only.
-PROVIDER_DEPENDENT: frozenset[str] = frozenset({
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-    "cost_usd", "cost_source", "model_calls", "spec_hash", "policy_hash", "card",
-})
+PROVIDER_DEPENDENT: frozenset[str] = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+        "cost_source",
+        "model_calls",
+        "spec_hash",
+        "policy_hash",
+        "card",
+    }
+)
 
 
 def _as_dict(event: Any) -> dict[str, Any]:
@@ -62,7 +90,9 @@ class Equivalence:
 
 
 def _view(events: list[Any], across_providers: bool) -> list[dict[str, Any]]:
-    drop = VOLATILE_FIELDS | (PROVIDER_FIELDS | PROVIDER_DEPENDENT | {"seq"} if across_providers else frozenset())
+    drop = VOLATILE_FIELDS | (
+        PROVIDER_FIELDS | PROVIDER_DEPENDENT | {"seq"} if across_providers else frozenset()
+    )
     out = []
     for e in normalize(events, drop=drop):
         if across_providers and e["type"] not in BEHAVIOUR_EVENTS:
@@ -105,6 +135,9 @@ def equivalent(a: list[Any], b: list[Any], *, across_providers: bool = True) -> 
             continue
         for key in sorted(set(ea) | set(eb)):
             if ea.get(key) != eb.get(key):
-                va_, vb_ = json.dumps(ea.get(key), ensure_ascii=False), json.dumps(eb.get(key), ensure_ascii=False)
+                va_, vb_ = (
+                    json.dumps(ea.get(key), ensure_ascii=False),
+                    json.dumps(eb.get(key), ensure_ascii=False),
+                )
                 result.differences.append(f"event {i} ({_label(ea)}): {key}: {va_[:200]} vs {vb_[:200]}")
     return result

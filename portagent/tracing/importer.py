@@ -113,8 +113,16 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, path: Path, interactions: list[Interaction], digest: str, *, agent: str,
-                 clock: Clock, ids: IdFactory) -> None:
+    def __init__(
+        self,
+        path: Path,
+        interactions: list[Interaction],
+        digest: str,
+        *,
+        agent: str,
+        clock: Clock,
+        ids: IdFactory,
+    ) -> None:
         self.path = path
         self.interactions = interactions
         self.digest = digest
@@ -146,7 +154,9 @@ class _Importer:
                 try:
                     view = parse_request(endpoint, body)
                 except (WireFormatError, ValueError, TypeError) as e:
-                    raise RecordingError(f"{self.where(inter)}: not a valid {endpoint.api} request: {e}") from None
+                    raise RecordingError(
+                        f"{self.where(inter)}: not a valid {endpoint.api} request: {e}"
+                    ) from None
             elif inter.method == "POST" and (guess := self.guess(inter, body)) is not None:
                 endpoint, view = guess
             else:
@@ -155,8 +165,10 @@ class _Importer:
             if self.vendor is None:
                 self.vendor = endpoint.vendor
             elif endpoint.vendor != self.vendor:
-                raise RecordingError(f"{self.where(inter)}: {endpoint.vendor} traffic in a cassette of "
-                                     f"{self.vendor} traffic; one trace holds one provider's run")
+                raise RecordingError(
+                    f"{self.where(inter)}: {endpoint.vendor} traffic in a cassette of "
+                    f"{self.vendor} traffic; one trace holds one provider's run"
+                )
             model.append((inter, endpoint, view))
         if not model:
             if not self.interactions:
@@ -165,7 +177,8 @@ class _Importer:
             raise RecordingError(
                 f"{self.path}: no OpenAI (Responses, Chat Completions), Anthropic Messages or Gemini "
                 f"generateContent traffic among its {len(self.interactions)} interaction(s) "
-                f"(the first is {first.method} {first.uri})")
+                f"(the first is {first.method} {first.uri})"
+            )
         return model, skipped
 
     @staticmethod
@@ -189,19 +202,35 @@ class _Importer:
         provider = PROVIDER[self.vendor]
         first_inter, first_endpoint, first_view = model[0]
         run_model = first_view.model or first_endpoint.url_model or "unknown"
-        rec = self.recorder = TraceRecorder(run_id=self.ids.run_id(), provider=provider, agent=self.agent,
-                                            clock=self.clock, ids=self.ids)
+        rec = self.recorder = TraceRecorder(
+            run_id=self.ids.run_id(), provider=provider, agent=self.agent, clock=self.clock, ids=self.ids
+        )
         emulated = any(i.response_headers.get("server", "").startswith(EMULATOR_SERVER) for i, _, _ in model)
         prior = len(self.pairing.new_results(first_view))  # results of calls made before the recording
-        rec.emit("run.started", root=True, agent_version="", spec_hash="", policy_hash="", sdk=SDK,
-                 sdk_version="", model=run_model, source="emulator" if emulated else "live", mode="replay",
-                 input=first_view.first_user_text(),
-                 provider_details=_drop_none({
-                     "importer": "portagent trace import", "cassette": self.path.name,
-                     "cassette_sha256": self.digest, "apis": sorted({e.api for _, e, _ in model}),
-                     "client": first_inter.request_headers.get("user-agent"),
-                     "skipped_interactions": skipped, "prior_tool_results": prior or None,
-                 }))
+        rec.emit(
+            "run.started",
+            root=True,
+            agent_version="",
+            spec_hash="",
+            policy_hash="",
+            sdk=SDK,
+            sdk_version="",
+            model=run_model,
+            source="emulator" if emulated else "live",
+            mode="replay",
+            input=first_view.first_user_text(),
+            provider_details=_drop_none(
+                {
+                    "importer": "portagent trace import",
+                    "cassette": self.path.name,
+                    "cassette_sha256": self.digest,
+                    "apis": sorted({e.api for _, e, _ in model}),
+                    "client": first_inter.request_headers.get("user-agent"),
+                    "skipped_interactions": skipped,
+                    "prior_tool_results": prior or None,
+                }
+            ),
+        )
         last: ResponseView | None = None
         last_failed = False
         for n, (inter, endpoint, view) in enumerate(model):
@@ -209,24 +238,38 @@ class _Importer:
             req_model = view.model or endpoint.url_model or run_model
             if inter.status >= 400:
                 kind, message = parse_error_body(inter.response_body)
-                rec.emit("error", error_type=kind or f"http_{inter.status}", message=message or f"HTTP {inter.status}",
-                         retryable=inter.status in RETRYABLE_STATUS,
-                         provider_details=_drop_none({"interaction": inter.index, "api": endpoint.api,
-                                                      "http_status": inter.status,
-                                                      "unmatched_tool_results": unmatched}))
+                rec.emit(
+                    "error",
+                    error_type=kind or f"http_{inter.status}",
+                    message=message or f"HTTP {inter.status}",
+                    retryable=inter.status in RETRYABLE_STATUS,
+                    provider_details=_drop_none(
+                        {
+                            "interaction": inter.index,
+                            "api": endpoint.api,
+                            "http_status": inter.status,
+                            "unmatched_tool_results": unmatched,
+                        }
+                    ),
+                )
                 last_failed = True
                 continue
             try:
                 resp = parse_response(endpoint, inter.response_body)
             except (WireFormatError, ValueError) as e:
-                raise RecordingError(f"{self.where(inter)}: response is not a valid {endpoint.api} "
-                                     f"response: {e}") from None
+                raise RecordingError(
+                    f"{self.where(inter)}: response is not a valid {endpoint.api} response: {e}"
+                ) from None
             self.emit_model_call(inter, endpoint, view, resp, req_model, unmatched)
             self.emit_calls(inter, resp)
             if resp.error is not None:
-                rec.emit("error", error_type=str(resp.error.get("type") or "stream_error"),
-                         message=str(resp.error.get("message") or ""), retryable=False,
-                         provider_details={"interaction": inter.index, "api": endpoint.api, "in_body": True})
+                rec.emit(
+                    "error",
+                    error_type=str(resp.error.get("type") or "stream_error"),
+                    message=str(resp.error.get("message") or ""),
+                    retryable=False,
+                    provider_details={"interaction": inter.index, "api": endpoint.api, "in_body": True},
+                )
             last, last_failed = resp, resp.finish_reason == "error"
         self.emit_completed(last, last_failed)
         return rec.events
@@ -241,37 +284,78 @@ class _Importer:
                 continue
             pending, paired_by = found
             output, ok = result_output(result, endpoint.api)
-            details = _drop_none({"vendor_call_id": result.call_id, "interaction": inter.index,
-                                  "paired_by": paired_by})
+            details = _drop_none(
+                {"vendor_call_id": result.call_id, "interaction": inter.index, "paired_by": paired_by}
+            )
             if isinstance(output, str) and len(output) > MAX_OUTPUT_CHARS:
                 details["output_chars"] = len(output)
                 output = output[:MAX_OUTPUT_CHARS]
-            self.recorder.emit("tool.result", call_id=pending.call_id, tool=pending.tool, ok=ok,
-                               error=None if ok else "handler_error", output=output, provider_details=details)
+            self.recorder.emit(
+                "tool.result",
+                call_id=pending.call_id,
+                tool=pending.tool,
+                ok=ok,
+                error=None if ok else "handler_error",
+                output=output,
+                provider_details=details,
+            )
         return unmatched
 
-    def emit_model_call(self, inter: Interaction, endpoint: Endpoint, view: RequestView, resp: ResponseView,
-                        req_model: str, unmatched: list[dict[str, Any]]) -> None:
+    def emit_model_call(
+        self,
+        inter: Interaction,
+        endpoint: Endpoint,
+        view: RequestView,
+        resp: ResponseView,
+        req_model: str,
+        unmatched: list[dict[str, Any]],
+    ) -> None:
         assert self.recorder is not None and self.vendor is not None
         u = resp.usage
-        tokens = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-                  "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens,
-                  "reasoning_tokens": u.reasoning_tokens} if u else {}
-        self.costs.append(model_cost(PROVIDER[self.vendor], resp.model or req_model,
-                                     input_tokens=u.input_tokens if u else 0,
-                                     output_tokens=u.output_tokens if u else 0,
-                                     cache_read_tokens=u.cache_read_tokens if u else 0,
-                                     cache_write_tokens=u.cache_write_tokens if u else 0))
-        details = _drop_none({
-            "interaction": inter.index, "api": endpoint.api, "response_model": resp.model,
-            "finish_reason": resp.raw_finish_reason, "usage": dict(u.raw) if u else None,
-            "stream": resp.stream or None, "stream_incomplete": (not resp.complete) or None,
-            "recorded_at": inter.response_headers.get("date"),
-            "processing_ms": inter.response_headers.get("openai-processing-ms"),
-            "unmatched_tool_results": unmatched, **resp.details,
-        })
-        self.recorder.emit("model.call", model=req_model, finish_reason=resp.finish_reason,
-                           response_id=resp.response_id, provider_details=details, **tokens)
+        tokens = (
+            {
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "cache_read_tokens": u.cache_read_tokens,
+                "cache_write_tokens": u.cache_write_tokens,
+                "reasoning_tokens": u.reasoning_tokens,
+            }
+            if u
+            else {}
+        )
+        self.costs.append(
+            model_cost(
+                PROVIDER[self.vendor],
+                resp.model or req_model,
+                input_tokens=u.input_tokens if u else 0,
+                output_tokens=u.output_tokens if u else 0,
+                cache_read_tokens=u.cache_read_tokens if u else 0,
+                cache_write_tokens=u.cache_write_tokens if u else 0,
+            )
+        )
+        details = _drop_none(
+            {
+                "interaction": inter.index,
+                "api": endpoint.api,
+                "response_model": resp.model,
+                "finish_reason": resp.raw_finish_reason,
+                "usage": dict(u.raw) if u else None,
+                "stream": resp.stream or None,
+                "stream_incomplete": (not resp.complete) or None,
+                "recorded_at": inter.response_headers.get("date"),
+                "processing_ms": inter.response_headers.get("openai-processing-ms"),
+                "unmatched_tool_results": unmatched,
+                **resp.details,
+            }
+        )
+        self.recorder.emit(
+            "model.call",
+            model=req_model,
+            finish_reason=resp.finish_reason,
+            response_id=resp.response_id,
+            provider_details=details,
+            **tokens,
+        )
 
     def emit_calls(self, inter: Interaction, resp: ResponseView) -> None:
         assert self.recorder is not None and self.vendor is not None
@@ -281,10 +365,19 @@ class _Importer:
                 if pending is not None:
                     self.pairing.pending.remove(pending)
                     output, ok = result_output(item, resp.api)
-                    self.recorder.emit("tool.result", call_id=pending.call_id, tool=pending.tool, ok=ok,
-                                       error=None if ok else "handler_error", output=output,
-                                       provider_details={"vendor_call_id": item.call_id,
-                                                         "interaction": inter.index, "paired_by": "id"})
+                    self.recorder.emit(
+                        "tool.result",
+                        call_id=pending.call_id,
+                        tool=pending.tool,
+                        ok=ok,
+                        error=None if ok else "handler_error",
+                        output=output,
+                        provider_details={
+                            "vendor_call_id": item.call_id,
+                            "interaction": inter.index,
+                            "paired_by": "id",
+                        },
+                    )
                 continue
             if item.kind != "tool_call":
                 continue
@@ -293,13 +386,23 @@ class _Importer:
             if item.details.get("builtin"):
                 via = str(item.details.get("via", "builtin"))
             vendor_ids = frozenset(x for x in (item.call_id, item.details.get("item_id")) if x)
-            self.recorder.emit("tool.call", call_id=call_id, tool=tool, args=item.arguments,
-                               args_hash=args_hash(item.arguments), via=via,
-                               provider_details=_drop_none({"vendor_call_id": item.call_id,
-                                                            "item_id": item.details.get("item_id"),
-                                                            "interaction": inter.index,
-                                                            "args_not_json": _raw_args(item) or None,
-                                                            **extra}))
+            self.recorder.emit(
+                "tool.call",
+                call_id=call_id,
+                tool=tool,
+                args=item.arguments,
+                args_hash=args_hash(item.arguments),
+                via=via,
+                provider_details=_drop_none(
+                    {
+                        "vendor_call_id": item.call_id,
+                        "item_id": item.details.get("item_id"),
+                        "interaction": inter.index,
+                        "args_not_json": _raw_args(item) or None,
+                        **extra,
+                    }
+                ),
+            )
             # Vendor-run tools answer inside a response (kept pending for that) or never through a
             # request: they are not paired by order with a later function result.
             if not item.details.get("builtin") or vendor_ids:
@@ -310,15 +413,32 @@ class _Importer:
         rec = self.recorder
         status, stop_reason, final = _outcome(last, last_failed)
         calls = rec.of_type("model.call")
-        totals = {k: sum(getattr(e, k) for e in calls) for k in
-                  ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")}
+        totals = {
+            k: sum(getattr(e, k) for e in calls)
+            for k in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+                "reasoning_tokens",
+            )
+        }
         priced = bool(self.costs) and all(c is not None for c in self.costs)
         cost = round(sum(c for c in self.costs if c is not None), 8) if priced else None
         unanswered = [p.call_id for p in self.pairing.pending]
-        rec.emit("run.completed", root=True, status=status, stop_reason=stop_reason, final_output=final,
-                 model_calls=len(calls), tool_calls=len(rec.of_type("tool.call")), cost_usd=cost,
-                 cost_source="computed" if priced else "unknown",
-                 provider_details=_drop_none({"calls_without_result": unanswered}), **totals)
+        rec.emit(
+            "run.completed",
+            root=True,
+            status=status,
+            stop_reason=stop_reason,
+            final_output=final,
+            model_calls=len(calls),
+            tool_calls=len(rec.of_type("tool.call")),
+            cost_usd=cost,
+            cost_source="computed" if priced else "unknown",
+            provider_details=_drop_none({"calls_without_result": unanswered}),
+            **totals,
+        )
 
 
 def _outcome(last: ResponseView | None, last_failed: bool) -> tuple[str, str, Any]:
@@ -342,8 +462,9 @@ def _outcome(last: ResponseView | None, last_failed: bool) -> tuple[str, str, An
             return "completed", "final_output", text
 
 
-def import_cassette(path: str | Path, *, agent: str | None = None, clock: Clock | None = None,
-                    ids: IdFactory | None = None) -> list[Any]:
+def import_cassette(
+    path: str | Path, *, agent: str | None = None, clock: Clock | None = None, ids: IdFactory | None = None
+) -> list[Any]:
     """Read a foreign vcrpy cassette and return its normalized TraceEvents.
 
     ``agent`` defaults to the file's stem. ``clock`` and ``ids`` default to a fixed clock and an id
@@ -354,8 +475,14 @@ def import_cassette(path: str | Path, *, agent: str | None = None, clock: Clock 
     p = Path(path)
     interactions, raw = read_cassette(p)
     digest = hashlib.sha256(raw).hexdigest()
-    importer = _Importer(p, interactions, digest, agent=agent or p.stem, clock=clock or FixedClock(),
-                         ids=ids or IdFactory(seed=f"trace-import:{digest}"))
+    importer = _Importer(
+        p,
+        interactions,
+        digest,
+        agent=agent or p.stem,
+        clock=clock or FixedClock(),
+        ids=ids or IdFactory(seed=f"trace-import:{digest}"),
+    )
     return importer.run()
 
 

@@ -113,8 +113,10 @@ def _decode(raw: Any, headers: Mapping[str, str], where: str, extra: dict[str, A
             data = zlib.decompress(data)
             extra["body_encoding"] = "deflate"
         elif encoding and encoding not in ("identity", "gzip"):
-            raise RecordingError(f"{where}: body is {encoding}-encoded; only gzip and deflate are supported "
-                                 "(re-record with vcrpy's decode_compressed_response=True)")
+            raise RecordingError(
+                f"{where}: body is {encoding}-encoded; only gzip and deflate are supported "
+                "(re-record with vcrpy's decode_compressed_response=True)"
+            )
     except (OSError, EOFError, zlib.error) as e:
         raise RecordingError(f"{where}: compressed body cannot be decompressed ({e})") from None
     try:
@@ -155,22 +157,29 @@ def read_cassette(path: str | Path) -> tuple[list[Interaction], bytes]:
         raise RecordingError(f"{path}: not a cassette (not UTF-8 text)") from None
     data = _load(p, text)
     if isinstance(data, list) and data and isinstance(data[0], Mapping) and "request" in data[0]:
-        raise RecordingError(f"{path}: a cassette in vcrpy's pre-1.0 format (a bare list); "
-                             "vcrpy itself refuses it — re-record or migrate it")
+        raise RecordingError(
+            f"{path}: a cassette in vcrpy's pre-1.0 format (a bare list); "
+            "vcrpy itself refuses it — re-record or migrate it"
+        )
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise RecordingError(f"{path}: not a vcrpy cassette (expected a mapping with an 'interactions' list)")
     version = data.get("version", CASSETTE_VERSION)
     if version != CASSETTE_VERSION:
-        raise RecordingError(f"{path}: cassette format version {version!r} is not supported "
-                             f"(vcrpy writes version {CASSETTE_VERSION})")
+        raise RecordingError(
+            f"{path}: cassette format version {version!r} is not supported "
+            f"(vcrpy writes version {CASSETTE_VERSION})"
+        )
     out = [_interaction(p, i, entry) for i, entry in enumerate(data["interactions"])]
     return out, raw
 
 
 def _interaction(path: Path, index: int, entry: Any) -> Interaction:
     where = f"{path}: interaction {index}"
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("request"), Mapping) \
-            or not isinstance(entry.get("response"), Mapping):
+    if (
+        not isinstance(entry, Mapping)
+        or not isinstance(entry.get("request"), Mapping)
+        or not isinstance(entry.get("response"), Mapping)
+    ):
         raise RecordingError(f"{where}: needs a 'request' and a 'response' mapping")
     req, resp = entry["request"], entry["response"]
     if not isinstance(req.get("uri"), str) or not req.get("uri"):
@@ -201,5 +210,14 @@ def _interaction(path: Path, index: int, entry: Any) -> Interaction:
         code = int(code)
     except (TypeError, ValueError):
         raise RecordingError(f"{where}: response status {code!r} is not a number") from None
-    return Interaction(index, str(req.get("method") or "GET").upper(), req["uri"], req_headers, req_body,
-                       code, resp_headers, resp_body, extra)
+    return Interaction(
+        index,
+        str(req.get("method") or "GET").upper(),
+        req["uri"],
+        req_headers,
+        req_body,
+        code,
+        resp_headers,
+        resp_body,
+        extra,
+    )

@@ -39,7 +39,9 @@ from portagent.wire.response import ResponseView
 PROVIDER = {"openai": "openai", "anthropic": "claude", "gemini": "adk"}
 """Vendor of the traffic → portagent provider name."""
 
-_GEMINI_PATH = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<op>streamGenerateContent|generateContent)$")
+_GEMINI_PATH = re.compile(
+    r"/(?:models|tunedModels)/(?P<model>[^/:]+):(?P<op>streamGenerateContent|generateContent)$"
+)
 _RESULT_WRAPPERS = ("output", "result", "return_value")
 _TEXT_BLOCKS = ("text", "input_text", "output_text")
 
@@ -96,7 +98,9 @@ def endpoints_by_body(body: Any, headers: Mapping[str, str]) -> list[Endpoint]:
     if "contents" in body:
         return [Endpoint("gemini.generate_content", "gemini")]
     if "messages" in body:
-        return [anthropic, chat] if "anthropic-version" in headers or "max_tokens" in body else [chat, anthropic]
+        return (
+            [anthropic, chat] if "anthropic-version" in headers or "max_tokens" in body else [chat, anthropic]
+        )
     if "input" in body and "model" in body:
         return [Endpoint("openai.responses", "openai")]
     return []
@@ -132,7 +136,9 @@ def result_output(item: Item, api: str) -> tuple[Any, bool]:
     if isinstance(value, str):
         return item.text, ok
     if isinstance(value, list) and all(
-            isinstance(v, str) or (isinstance(v, Mapping) and v.get("type", "text") in _TEXT_BLOCKS) for v in value):
+        isinstance(v, str) or (isinstance(v, Mapping) and v.get("type", "text") in _TEXT_BLOCKS)
+        for v in value
+    ):
         return item.text, ok
     return value, ok
 

@@ -59,47 +59,91 @@ def export_spans(events: Sequence[Any], exporter: Any) -> int:
         def generate_span_id(self) -> int:
             return int.from_bytes(__import__("os").urandom(8), "big") or 1
 
-    provider = sdk_trace.TracerProvider(resource=Resource.create({"service.name": "portagent"}), id_generator=_Ids())
+    provider = sdk_trace.TracerProvider(
+        resource=Resource.create({"service.name": "portagent"}), id_generator=_Ids()
+    )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("portagent")
     prov = GEN_AI_PROVIDER.get(start.provider, start.provider)
-    root_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": prov,
-                  "gen_ai.agent.name": start.agent, "portagent.run_id": start.run_id}
+    root_attrs = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": prov,
+        "gen_ai.agent.name": start.agent,
+        "portagent.run_id": start.run_id,
+    }
     if getattr(start, "model", None):
         root_attrs["gen_ai.request.model"] = start.model
-    root = tracer.start_span(f"invoke_agent {start.agent}", start_time=_ns(start.ts), attributes=root_attrs,
-                             kind=api.SpanKind.INTERNAL)
+    root = tracer.start_span(
+        f"invoke_agent {start.agent}",
+        start_time=_ns(start.ts),
+        attributes=root_attrs,
+        kind=api.SpanKind.INTERNAL,
+    )
     ctx = api.set_span_in_context(root)
     tools: dict[str, Any] = {}
     count = 1
     for e in events:
         if e.type == "model.call":
-            attrs = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": prov, "gen_ai.request.model": e.model,
-                     "gen_ai.usage.input_tokens": e.input_tokens, "gen_ai.usage.output_tokens": e.output_tokens,
-                     "gen_ai.agent.name": e.agent}
+            attrs = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": prov,
+                "gen_ai.request.model": e.model,
+                "gen_ai.usage.input_tokens": e.input_tokens,
+                "gen_ai.usage.output_tokens": e.output_tokens,
+                "gen_ai.agent.name": e.agent,
+            }
             if e.response_id:
                 attrs["gen_ai.response.id"] = e.response_id
             if e.finish_reason:
                 attrs["gen_ai.response.finish_reasons"] = [e.finish_reason]
             t1 = _ns(e.ts)
             t0 = t1 - int((e.latency_ms or 0) * 1_000_000)
-            span = tracer.start_span(f"chat {e.model}", context=ctx, start_time=t0, attributes=attrs,
-                                     kind=api.SpanKind.CLIENT)
+            span = tracer.start_span(
+                f"chat {e.model}", context=ctx, start_time=t0, attributes=attrs, kind=api.SpanKind.CLIENT
+            )
             span.end(end_time=t1)
             count += 1
         elif e.type == "tool.call":
-            span = tracer.start_span(f"execute_tool {e.tool}", context=ctx, start_time=_ns(e.ts), attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": e.tool, "gen_ai.tool.call.id": e.call_id,
-                "gen_ai.tool.call.arguments": _json(e.args), "gen_ai.tool.type": "function",
-                "portagent.tool.version": e.tool_version})
+            span = tracer.start_span(
+                f"execute_tool {e.tool}",
+                context=ctx,
+                start_time=_ns(e.ts),
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": e.tool,
+                    "gen_ai.tool.call.id": e.call_id,
+                    "gen_ai.tool.call.arguments": _json(e.args),
+                    "gen_ai.tool.type": "function",
+                    "portagent.tool.version": e.tool_version,
+                },
+            )
             tools[e.call_id] = span
             count += 1
-        elif e.type in ("permission.decision", "approval.requested", "approval.resolved") and e.call_id in tools:
-            fields = {k: v for k, v in e.model_dump(mode="json").items()
-                      if k in ("decision", "reason", "rule", "policy_version", "risk_score", "approval_id", "status",
-                               "reviewer") and v is not None}
-            tools[e.call_id].add_event(f"portagent.{e.type}", attributes={k: _attr(v) for k, v in fields.items()},
-                                       timestamp=_ns(e.ts))
+        elif (
+            e.type in ("permission.decision", "approval.requested", "approval.resolved")
+            and e.call_id in tools
+        ):
+            fields = {
+                k: v
+                for k, v in e.model_dump(mode="json").items()
+                if k
+                in (
+                    "decision",
+                    "reason",
+                    "rule",
+                    "policy_version",
+                    "risk_score",
+                    "approval_id",
+                    "status",
+                    "reviewer",
+                )
+                and v is not None
+            }
+            tools[e.call_id].add_event(
+                f"portagent.{e.type}",
+                attributes={k: _attr(v) for k, v in fields.items()},
+                timestamp=_ns(e.ts),
+            )
         elif e.type == "tool.result" and e.call_id in tools:
             span = tools.pop(e.call_id)
             span.set_attribute("gen_ai.tool.call.result", _json(e.output))
@@ -108,9 +152,22 @@ def export_spans(events: Sequence[Any], exporter: Any) -> int:
                 span.set_status(api.Status(api.StatusCode.ERROR, e.error or ""))
             span.end(end_time=_ns(e.ts))
         elif e.type in ("handoff", "budget.exceeded", "error"):
-            fields = {k: _attr(v) for k, v in e.model_dump(mode="json").items()
-                      if k in ("from_agent", "to_agent", "kind", "limit", "limit_value", "observed", "error_type",
-                               "message") and v is not None}
+            fields = {
+                k: _attr(v)
+                for k, v in e.model_dump(mode="json").items()
+                if k
+                in (
+                    "from_agent",
+                    "to_agent",
+                    "kind",
+                    "limit",
+                    "limit_value",
+                    "observed",
+                    "error_type",
+                    "message",
+                )
+                and v is not None
+            }
             root.add_event(f"portagent.{e.type}", attributes=fields, timestamp=_ns(e.ts))
     for span in tools.values():  # a call without result still ends, marked as such
         span.set_attribute("error.type", "no_result")
@@ -152,7 +209,9 @@ class OtlpJsonExporter:
         if self.endpoint:
             url = self.endpoint.rstrip("/")
             url = url if url.endswith("/v1/traces") else url + "/v1/traces"
-            req = urllib.request.Request(url, data=payload.encode(), headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(
+                url, data=payload.encode(), headers={"Content-Type": "application/json"}
+            )
             try:
                 with urllib.request.urlopen(req, timeout=10) as resp:
                     resp.read()
@@ -179,17 +238,34 @@ def otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
     """OTLP/JSON encoding of SDK ReadableSpans (ids as hex, times as unix nanos)."""
     out = []
     for s in spans:
-        out.append({
-            "traceId": f"{s.context.trace_id:032x}", "spanId": f"{s.context.span_id:016x}",
-            **({"parentSpanId": f"{s.parent.span_id:016x}"} if s.parent else {}),
-            "name": s.name, "kind": int(s.kind.value) + 1,
-            "startTimeUnixNano": str(s.start_time), "endTimeUnixNano": str(s.end_time),
-            "attributes": [{"key": k, "value": _value(v)} for k, v in (s.attributes or {}).items()],
-            "events": [{"name": ev.name, "timeUnixNano": str(ev.timestamp),
-                        "attributes": [{"key": k, "value": _value(v)} for k, v in (ev.attributes or {}).items()]}
-                       for ev in s.events],
-            "status": {"code": int(s.status.status_code.value)},
-        })
-    return {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
-                                                              "value": {"stringValue": "portagent"}}]},
-                               "scopeSpans": [{"scope": {"name": "portagent"}, "spans": out}]}]}
+        out.append(
+            {
+                "traceId": f"{s.context.trace_id:032x}",
+                "spanId": f"{s.context.span_id:016x}",
+                **({"parentSpanId": f"{s.parent.span_id:016x}"} if s.parent else {}),
+                "name": s.name,
+                "kind": int(s.kind.value) + 1,
+                "startTimeUnixNano": str(s.start_time),
+                "endTimeUnixNano": str(s.end_time),
+                "attributes": [{"key": k, "value": _value(v)} for k, v in (s.attributes or {}).items()],
+                "events": [
+                    {
+                        "name": ev.name,
+                        "timeUnixNano": str(ev.timestamp),
+                        "attributes": [
+                            {"key": k, "value": _value(v)} for k, v in (ev.attributes or {}).items()
+                        ],
+                    }
+                    for ev in s.events
+                ],
+                "status": {"code": int(s.status.status_code.value)},
+            }
+        )
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "portagent"}}]},
+                "scopeSpans": [{"scope": {"name": "portagent"}, "spans": out}],
+            }
+        ]
+    }

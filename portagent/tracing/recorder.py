@@ -52,8 +52,15 @@ class TraceRecorder:
     def subscribe(self, callback: Callable[[Any], None]) -> None:
         self._subscribers.append(callback)
 
-    def emit(self, type: str, *, agent: str | None = None, root: bool = False,
-             span_id: str | None = None, **fields: Any) -> Any:
+    def emit(
+        self,
+        type: str,
+        *,
+        agent: str | None = None,
+        root: bool = False,
+        span_id: str | None = None,
+        **fields: Any,
+    ) -> Any:
         """Emit one event. ``root=True`` gives it the run's own span (run.started / run.completed)."""
         data = {
             "type": type,

@@ -45,7 +45,9 @@ def describe(e: Any) -> str:
         case "run.started":
             return f"run started  {e.agent}@{e.agent_version} on {e.provider} ({e.sdk} {e.sdk_version}, {e.model}) source={e.source} mode={e.mode} attempt={e.attempt}"
         case "model.call":
-            return f"model call   {e.model} in={e.input_tokens} out={e.output_tokens} finish={e.finish_reason}"
+            return (
+                f"model call   {e.model} in={e.input_tokens} out={e.output_tokens} finish={e.finish_reason}"
+            )
         case "tool.call":
             return f"tool call    {e.call_id} {e.tool}@{e.tool_version} {_short(e.args)}"
         case "permission.decision":
@@ -67,8 +69,10 @@ def describe(e: Any) -> str:
             return f"error        {e.error_type}: {e.message}"
         case "run.completed":
             cost = "unknown" if e.cost_usd is None else f"${e.cost_usd:.6f} ({e.cost_source})"
-            return (f"run done     {e.status} ({e.stop_reason}) tokens in={e.input_tokens} out={e.output_tokens} "
-                    f"cost={cost} final={_short(e.final_output, 60)}")
+            return (
+                f"run done     {e.status} ({e.stop_reason}) tokens in={e.input_tokens} out={e.output_tokens} "
+                f"cost={cost} final={_short(e.final_output, 60)}"
+            )
     return e.type
 
 

@@ -47,8 +47,11 @@ def _tool_result_text(content: Any) -> str:
     if isinstance(content, str):
         return strip_system_reminders(content)
     if isinstance(content, list):
-        texts = [strip_system_reminders(text_of(b)) for b in content
-                 if isinstance(b, Mapping) and b.get("type", "text") == "text"]
+        texts = [
+            strip_system_reminders(text_of(b))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type", "text") == "text"
+        ]
         return "\n".join(t for t in texts if t)
     return text_of(content)
 
@@ -84,13 +87,29 @@ def parse_messages_request(body: Any) -> RequestView:
                         continue  # a block that was only reminders
                 items.append(Item(role, "text", idx, text=text))
             elif kind == "tool_use" and role == "assistant":
-                items.append(Item("assistant", "tool_call", idx, name=block.get("name"),
-                                  call_id=block.get("id"), arguments=block.get("input")))
+                items.append(
+                    Item(
+                        "assistant",
+                        "tool_call",
+                        idx,
+                        name=block.get("name"),
+                        call_id=block.get("id"),
+                        arguments=block.get("input"),
+                    )
+                )
             elif kind == "tool_result":
                 content = block.get("content")
-                items.append(Item("tool", "tool_result", idx, text=_tool_result_text(content),
-                                  call_id=block.get("tool_use_id"), output=content,
-                                  details={"is_error": bool(block.get("is_error"))}))
+                items.append(
+                    Item(
+                        "tool",
+                        "tool_result",
+                        idx,
+                        text=_tool_result_text(content),
+                        call_id=block.get("tool_use_id"),
+                        output=content,
+                        details={"is_error": bool(block.get("is_error"))},
+                    )
+                )
             elif kind in ("thinking", "redacted_thinking") and role == "assistant":
                 items.append(Item("assistant", "thinking", idx, text=str(block.get("thinking", ""))))
             elif role == "assistant":
@@ -101,11 +120,24 @@ def parse_messages_request(body: Any) -> RequestView:
     for tool in require_list(body.get("tools") or [], "'tools'"):
         if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
             raise WireFormatError("each entry of 'tools' must be an object with a string 'name'")
-        tools.append(ToolDeclaration(str(tool["name"]), tool.get("description"), tool.get("input_schema"),
-                                     str(tool.get("type") or "custom")))
+        tools.append(
+            ToolDeclaration(
+                str(tool["name"]),
+                tool.get("description"),
+                tool.get("input_schema"),
+                str(tool.get("type") or "custom"),
+            )
+        )
     thinking = body.get("thinking")
     thinking_on = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
     options = {"thinking": thinking_on, "max_tokens": body.get("max_tokens")}
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    return RequestView("anthropic.messages", model, bool(body.get("stream")), system_text,
-                       tuple(items), tuple(tools), options)
+    return RequestView(
+        "anthropic.messages",
+        model,
+        bool(body.get("stream")),
+        system_text,
+        tuple(items),
+        tuple(tools),
+        options,
+    )

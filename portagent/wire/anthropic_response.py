@@ -28,10 +28,27 @@ from portagent.wire.items import Item, WireFormatError, require_mapping
 from portagent.wire.response import ResponseView, UsageView, as_int, body_form, finish, load_json, sub
 from portagent.wire.sse import parse_sse
 
-_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                     "message_delta", "message_stop", "ping", "error"})
-_STOP = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "tool_use": "tool_calls",
-         "max_tokens": "length", "model_context_window_exceeded": "length", "refusal": "content_filter"}
+_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
 
 
 def anthropic_usage(usage: Any) -> UsageView | None:
@@ -60,19 +77,42 @@ def _blocks_to_items(blocks: list[Any]) -> list[Item]:
         if kind == "text":
             items.append(Item("assistant", "text", idx, text=str(block.get("text") or "")))
         elif kind == "tool_use":
-            items.append(Item("assistant", "tool_call", idx, name=block.get("name"), call_id=block.get("id"),
-                              arguments=block.get("input") if block.get("input") is not None else {}))
+            items.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=block.get("name"),
+                    call_id=block.get("id"),
+                    arguments=block.get("input") if block.get("input") is not None else {},
+                )
+            )
         elif kind in ("server_tool_use", "mcp_tool_use"):
             via = "mcp" if kind == "mcp_tool_use" else "builtin"
             extra = {"server_name": block["server_name"]} if block.get("server_name") else {}
-            items.append(Item("assistant", "tool_call", idx, name=block.get("name"), call_id=block.get("id"),
-                              arguments=block.get("input") if block.get("input") is not None else {},
-                              details={"builtin": True, "via": via, **extra}))
+            items.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=block.get("name"),
+                    call_id=block.get("id"),
+                    arguments=block.get("input") if block.get("input") is not None else {},
+                    details={"builtin": True, "via": via, **extra},
+                )
+            )
         elif isinstance(kind, str) and kind.endswith("tool_result") and block.get("tool_use_id"):
             # Server/MCP tool results come back inside the same response, paired by tool_use_id.
-            items.append(Item("tool", "tool_result", idx, call_id=block.get("tool_use_id"),
-                              output=block.get("content"),
-                              details={"is_error": bool(block.get("is_error"))}))
+            items.append(
+                Item(
+                    "tool",
+                    "tool_result",
+                    idx,
+                    call_id=block.get("tool_use_id"),
+                    output=block.get("content"),
+                    details={"is_error": bool(block.get("is_error"))},
+                )
+            )
         elif kind in ("thinking", "redacted_thinking"):
             items.append(Item("assistant", "thinking", idx, text=str(block.get("thinking") or "")))
         else:
@@ -80,8 +120,15 @@ def _blocks_to_items(blocks: list[Any]) -> list[Item]:
     return items
 
 
-def _view(message: Mapping[str, Any], blocks: list[Any], usage: Any, *, stream: bool, complete: bool,
-          error: Mapping[str, Any] | None = None) -> ResponseView:
+def _view(
+    message: Mapping[str, Any],
+    blocks: list[Any],
+    usage: Any,
+    *,
+    stream: bool,
+    complete: bool,
+    error: Mapping[str, Any] | None = None,
+) -> ResponseView:
     items = _blocks_to_items(blocks)
     raw = message.get("stop_reason")
     raw_str = str(raw) if raw is not None else None
@@ -89,8 +136,18 @@ def _view(message: Mapping[str, Any], blocks: list[Any], usage: Any, *, stream: 
     if not complete or error is not None:
         normalized = "error"
     has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
-    return ResponseView("anthropic.messages", message.get("id"), message.get("model"), tuple(items),
-                        anthropic_usage(usage), finish(normalized, has_calls), raw_str, stream, complete, error)
+    return ResponseView(
+        "anthropic.messages",
+        message.get("id"),
+        message.get("model"),
+        tuple(items),
+        anthropic_usage(usage),
+        finish(normalized, has_calls),
+        raw_str,
+        stream,
+        complete,
+        error,
+    )
 
 
 def _stream(text: str) -> ResponseView:

@@ -37,10 +37,12 @@ from portagent.wire.items import (
 _CONTEXT_PREFIX = "For context:"
 _FENCE = re.compile(r"<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n?(.*?)\n?<<<END_QUOTED_AGENT_CONTENT>>>", re.DOTALL)
 _SAID = re.compile(r"^\[(?P<agent>[^\]]+)\] said:\s*(?P<rest>.*)$", re.DOTALL)
-_CALLED = re.compile(r"^\[(?P<agent>[^\]]+)\] called tool `(?P<name>[^`]*)` with parameters:\s*(?P<rest>.*)$",
-                     re.DOTALL)
-_RETURNED = re.compile(r"^\[(?P<agent>[^\]]+)\] `(?P<name>[^`]*)` tool returned result:\s*(?P<rest>.*)$",
-                       re.DOTALL)
+_CALLED = re.compile(
+    r"^\[(?P<agent>[^\]]+)\] called tool `(?P<name>[^`]*)` with parameters:\s*(?P<rest>.*)$", re.DOTALL
+)
+_RETURNED = re.compile(
+    r"^\[(?P<agent>[^\]]+)\] `(?P<name>[^`]*)` tool returned result:\s*(?P<rest>.*)$", re.DOTALL
+)
 
 
 def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -72,22 +74,42 @@ def _relayed_items(parts: list[Any], idx: int) -> list[Item] | None:
         if not isinstance(text, str):
             continue
         if m := _SAID.match(text):
-            out.append(Item("assistant", "text", idx, text=_unfence(m["rest"]),
-                            details={"relayed_from": m["agent"]}))
+            out.append(
+                Item("assistant", "text", idx, text=_unfence(m["rest"]), details={"relayed_from": m["agent"]})
+            )
         elif m := _CALLED.match(text):
-            out.append(Item("assistant", "tool_call", idx, name=m["name"],
-                            arguments=_literal(_unfence(m["rest"])), details={"relayed_from": m["agent"]}))
+            out.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=m["name"],
+                    arguments=_literal(_unfence(m["rest"])),
+                    details={"relayed_from": m["agent"]},
+                )
+            )
         elif m := _RETURNED.match(text):
             value = _literal(_unfence(m["rest"]))
-            out.append(Item("tool", "tool_result", idx, name=m["name"], text=_unfence(m["rest"]),
-                            output=value, details={"relayed_from": m["agent"]}))
+            out.append(
+                Item(
+                    "tool",
+                    "tool_result",
+                    idx,
+                    name=m["name"],
+                    text=_unfence(m["rest"]),
+                    output=value,
+                    details={"relayed_from": m["agent"]},
+                )
+            )
     # Older ADK versions put the whole relay into the first part: keep it as relayed text.
     if not out:
         out.append(Item("assistant", "text", idx, text=texts[0], details={"relayed_from": "?"}))
     return out
 
 
-def parse_generate_content_request(body: Any, *, model: str | None = None, stream: bool = False) -> RequestView:
+def parse_generate_content_request(
+    body: Any, *, model: str | None = None, stream: bool = False
+) -> RequestView:
     """Parse a ``generateContent`` body; ``model`` and ``stream`` come from the URL."""
     body = require_mapping(body, "generateContent request")
     system_text = ""
@@ -112,13 +134,29 @@ def parse_generate_content_request(body: Any, *, model: str | None = None, strea
             call = _get(part, "functionCall", "function_call")
             response = _get(part, "functionResponse", "function_response")
             if isinstance(call, Mapping):
-                items.append(Item("assistant", "tool_call", idx, name=call.get("name"), call_id=call.get("id"),
-                                  arguments=call.get("args") if call.get("args") is not None else {}))
+                items.append(
+                    Item(
+                        "assistant",
+                        "tool_call",
+                        idx,
+                        name=call.get("name"),
+                        call_id=call.get("id"),
+                        arguments=call.get("args") if call.get("args") is not None else {},
+                    )
+                )
             elif isinstance(response, Mapping):
                 value = response.get("response")
-                items.append(Item("tool", "tool_result", idx, name=response.get("name"),
-                                  call_id=response.get("id"), output=value,
-                                  text=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+                items.append(
+                    Item(
+                        "tool",
+                        "tool_result",
+                        idx,
+                        name=response.get("name"),
+                        call_id=response.get("id"),
+                        output=value,
+                        text=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+                    )
+                )
             elif isinstance(part.get("text"), str):
                 who: Role = "assistant" if role == "model" else "user"
                 if part.get("thought"):
@@ -141,12 +179,23 @@ def parse_generate_content_request(body: Any, *, model: str | None = None, strea
         for decl in require_list(decls, "'functionDeclarations'"):
             if not isinstance(decl, Mapping) or not isinstance(decl.get("name"), str):
                 raise WireFormatError("each function declaration needs a string 'name'")
-            params = (decl.get("parameters") or decl.get("parametersJsonSchema")
-                      or decl.get("parameters_json_schema"))
+            params = (
+                decl.get("parameters")
+                or decl.get("parametersJsonSchema")
+                or decl.get("parameters_json_schema")
+            )
             tools.append(ToolDeclaration(str(decl["name"]), decl.get("description"), params, "function"))
     config = _get(body, "generationConfig", "generation_config") or {}
     thinking = _get(config, "thinkingConfig", "thinking_config") if isinstance(config, Mapping) else None
-    include_thoughts = bool(isinstance(thinking, Mapping)
-                            and _get(thinking, "includeThoughts", "include_thoughts"))
-    return RequestView("gemini.generate_content", model, stream, system_text, tuple(items), tuple(tools),
-                       {"include_thoughts": include_thoughts})
+    include_thoughts = bool(
+        isinstance(thinking, Mapping) and _get(thinking, "includeThoughts", "include_thoughts")
+    )
+    return RequestView(
+        "gemini.generate_content",
+        model,
+        stream,
+        system_text,
+        tuple(items),
+        tuple(tools),
+        {"include_thoughts": include_thoughts},
+    )

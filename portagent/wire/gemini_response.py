@@ -29,10 +29,20 @@ from portagent.wire.items import Item, WireFormatError
 from portagent.wire.response import ResponseView, UsageView, as_int, body_form, finish, load_json, merge_text
 from portagent.wire.sse import parse_sse
 
-_FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
-           "BLOCKLIST": "content_filter", "PROHIBITED_CONTENT": "content_filter", "SPII": "content_filter",
-           "IMAGE_SAFETY": "content_filter", "LANGUAGE": "content_filter",
-           "MALFORMED_FUNCTION_CALL": "error", "UNEXPECTED_TOOL_CALL": "error", "OTHER": "error"}
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+    "OTHER": "error",
+}
 
 
 _PIECE_KEYS = {"candidates", "usageMetadata", "usage_metadata", "promptFeedback", "prompt_feedback", "error"}
@@ -46,7 +56,9 @@ def gemini_usage(meta: Any) -> UsageView | None:
     return UsageView(
         input_tokens=as_int(meta.get("promptTokenCount") or meta.get("prompt_token_count")),
         output_tokens=candidates + thoughts,
-        cache_read_tokens=as_int(meta.get("cachedContentTokenCount") or meta.get("cached_content_token_count")),
+        cache_read_tokens=as_int(
+            meta.get("cachedContentTokenCount") or meta.get("cached_content_token_count")
+        ),
         reasoning_tokens=thoughts,
         raw=dict(meta),
     )
@@ -111,7 +123,9 @@ def parse_generate_content_response(body: Any) -> ResponseView:
     if not pieces and complete:
         raise WireFormatError("the Gemini response holds no GenerateContentResponse")
     if pieces and not any(isinstance(p, Mapping) and _PIECE_KEYS & set(p) for p in pieces):
-        raise WireFormatError("not a GenerateContentResponse (no candidates, usageMetadata or promptFeedback)")
+        raise WireFormatError(
+            "not a GenerateContentResponse (no candidates, usageMetadata or promptFeedback)"
+        )
     items: list[Item] = []
     response_id: str | None = None
     model: str | None = None
@@ -149,13 +163,31 @@ def parse_generate_content_response(body: Any) -> ResponseView:
             call = _get(part, "functionCall", "function_call")
             code = _get(part, "executableCode", "executable_code")
             if isinstance(call, Mapping):
-                items.append(Item("assistant", "tool_call", 0, name=call.get("name"), call_id=call.get("id"),
-                                  arguments=call.get("args") if call.get("args") is not None else {}))
+                items.append(
+                    Item(
+                        "assistant",
+                        "tool_call",
+                        0,
+                        name=call.get("name"),
+                        call_id=call.get("id"),
+                        arguments=call.get("args") if call.get("args") is not None else {},
+                    )
+                )
             elif isinstance(code, Mapping):
-                items.append(Item("assistant", "tool_call", 0, name="code_execution",
-                                  arguments=dict(code), details={"builtin": True}))
+                items.append(
+                    Item(
+                        "assistant",
+                        "tool_call",
+                        0,
+                        name="code_execution",
+                        arguments=dict(code),
+                        details={"builtin": True},
+                    )
+                )
             elif isinstance(part.get("text"), str):
-                items.append(Item("assistant", "thinking" if part.get("thought") else "text", 0, text=part["text"]))
+                items.append(
+                    Item("assistant", "thinking" if part.get("thought") else "text", 0, text=part["text"])
+                )
     if raw_finish is None and error is None and streamed:
         complete = False  # a stream always ends with a finishReason
     normalized = _FINISH.get(raw_finish, raw_finish.lower()) if raw_finish else None
@@ -164,6 +196,16 @@ def parse_generate_content_response(body: Any) -> ResponseView:
     if not complete or error is not None:
         normalized = "error"
     has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
-    return ResponseView("gemini.generate_content", response_id, model, tuple(merge_text(items)),
-                        gemini_usage(usage_meta), finish(normalized, has_calls), raw_finish, streamed, complete,
-                        error, details)
+    return ResponseView(
+        "gemini.generate_content",
+        response_id,
+        model,
+        tuple(merge_text(items)),
+        gemini_usage(usage_meta),
+        finish(normalized, has_calls),
+        raw_finish,
+        streamed,
+        complete,
+        error,
+        details,
+    )

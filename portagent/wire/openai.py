@@ -98,19 +98,42 @@ def parse_responses_request(body: Any) -> RequestView:
             else:
                 raise WireFormatError(f"input[{idx}] has unknown role {role!r}")
         elif kind == "function_call":
-            items.append(Item("assistant", "tool_call", idx, name=entry.get("name"),
-                              call_id=entry.get("call_id"),
-                              arguments=parse_arguments(entry.get("arguments"))))
+            items.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=entry.get("name"),
+                    call_id=entry.get("call_id"),
+                    arguments=parse_arguments(entry.get("arguments")),
+                )
+            )
         elif kind == "function_call_output":
             output = entry.get("output")
-            items.append(Item("tool", "tool_result", idx, text=text_of(output),
-                              call_id=entry.get("call_id"), output=output))
+            items.append(
+                Item(
+                    "tool",
+                    "tool_result",
+                    idx,
+                    text=text_of(output),
+                    call_id=entry.get("call_id"),
+                    output=output,
+                )
+            )
         elif kind == "reasoning":
             summary = entry.get("summary") or []
             items.append(Item("assistant", "thinking", idx, text=text_of(summary)))
         elif isinstance(kind, str) and kind.endswith("_output"):
-            items.append(Item("tool", "tool_result", idx, text=text_of(entry.get("output")),
-                              call_id=entry.get("call_id"), output=entry.get("output")))
+            items.append(
+                Item(
+                    "tool",
+                    "tool_result",
+                    idx,
+                    text=text_of(entry.get("output")),
+                    call_id=entry.get("call_id"),
+                    output=entry.get("output"),
+                )
+            )
         elif isinstance(kind, str) and kind.endswith("_call"):
             items.append(Item("assistant", "tool_call", idx, name=kind, call_id=entry.get("call_id")))
         # item_reference and unknown item types carry nothing the responder needs.
@@ -129,8 +152,15 @@ def parse_responses_request(body: Any) -> RequestView:
         "reasoning": body.get("reasoning"),
         "text": body.get("text"),
     }
-    return RequestView("openai.responses", _model(body), bool(body.get("stream")),
-                       "\n\n".join(system), tuple(items), tools, options)
+    return RequestView(
+        "openai.responses",
+        _model(body),
+        bool(body.get("stream")),
+        "\n\n".join(system),
+        tuple(items),
+        tools,
+        options,
+    )
 
 
 def _chat_tool(tool: Any) -> ToolDeclaration:
@@ -165,15 +195,31 @@ def parse_chat_request(body: Any) -> RequestView:
                 fn = call.get("function")
                 if not isinstance(fn, Mapping):
                     fn = {}
-                items.append(Item("assistant", "tool_call", idx, name=fn.get("name"),
-                                  call_id=call.get("id"),
-                                  arguments=parse_arguments(fn.get("arguments"))))
+                items.append(
+                    Item(
+                        "assistant",
+                        "tool_call",
+                        idx,
+                        name=fn.get("name"),
+                        call_id=call.get("id"),
+                        arguments=parse_arguments(fn.get("arguments")),
+                    )
+                )
             if not any(i.message_index == idx for i in items):
                 items.append(Item("assistant", "other", idx))
         elif role in ("tool", "function"):
             content = msg.get("content")
-            items.append(Item("tool", "tool_result", idx, text="".join(texts), name=msg.get("name"),
-                              call_id=msg.get("tool_call_id"), output=content))
+            items.append(
+                Item(
+                    "tool",
+                    "tool_result",
+                    idx,
+                    text="".join(texts),
+                    name=msg.get("name"),
+                    call_id=msg.get("tool_call_id"),
+                    output=content,
+                )
+            )
         else:
             raise WireFormatError(f"messages[{idx}] has unknown role {role!r}")
     tools = tuple(_chat_tool(t) for t in require_list(body.get("tools") or [], "'tools'"))
@@ -182,8 +228,15 @@ def parse_chat_request(body: Any) -> RequestView:
         "include_usage": bool(isinstance(stream_options, Mapping) and stream_options.get("include_usage")),
         "n": body.get("n"),
     }
-    return RequestView("openai.chat", _model(body), bool(body.get("stream")), "\n\n".join(system),
-                       tuple(items), tools, options)
+    return RequestView(
+        "openai.chat",
+        _model(body),
+        bool(body.get("stream")),
+        "\n\n".join(system),
+        tuple(items),
+        tools,
+        options,
+    )
 
 
 def _model(body: Mapping[str, Any]) -> str | None:

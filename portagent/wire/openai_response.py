@@ -39,8 +39,13 @@ from portagent.wire.response import (
 from portagent.wire.sse import parse_sse
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-_CHAT_FINISH = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls",
-                "length": "length", "content_filter": "content_filter"}
+_CHAT_FINISH = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "content_filter",
+}
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
@@ -73,23 +78,40 @@ def _output_items(output: Any) -> tuple[list[Item], dict[str, Any]]:
                 elif isinstance(part.get("text"), str):
                     items.append(Item("assistant", "text", idx, text=str(part["text"])))
         elif kind == "function_call":
-            items.append(Item("assistant", "tool_call", idx, name=entry.get("name"),
-                              call_id=entry.get("call_id") or entry.get("id"),
-                              arguments=parse_arguments(entry.get("arguments")),
-                              details={"item_id": entry["id"]} if entry.get("id") else {}))
+            items.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=entry.get("name"),
+                    call_id=entry.get("call_id") or entry.get("id"),
+                    arguments=parse_arguments(entry.get("arguments")),
+                    details={"item_id": entry["id"]} if entry.get("id") else {},
+                )
+            )
         elif kind == "reasoning":
             items.append(Item("assistant", "thinking", idx, text=text_of(entry.get("summary") or [])))
         elif isinstance(kind, str) and kind.endswith("_call"):
             # Built-in tools (web_search_call, file_search_call, code_interpreter_call …) run at
             # OpenAI; they have no function arguments, only an ``action`` or ``queries`` for some.
             args = entry.get("action") or entry.get("queries") or entry.get("arguments") or {}
-            items.append(Item("assistant", "tool_call", idx, name=kind, call_id=entry.get("id"),
-                              arguments=parse_arguments(args), details={"builtin": True}))
+            items.append(
+                Item(
+                    "assistant",
+                    "tool_call",
+                    idx,
+                    name=kind,
+                    call_id=entry.get("id"),
+                    arguments=parse_arguments(args),
+                    details={"builtin": True},
+                )
+            )
     return merge_text(items), details
 
 
-def responses_from_object(body: Mapping[str, Any], *, stream: bool = False, complete: bool = True
-                          ) -> ResponseView:
+def responses_from_object(
+    body: Mapping[str, Any], *, stream: bool = False, complete: bool = True
+) -> ResponseView:
     """A complete Responses ``response`` object (a JSON body or a stream's terminal event)."""
     items, details = _output_items(body.get("output"))
     status = body.get("status")
@@ -105,9 +127,19 @@ def responses_from_object(body: Mapping[str, Any], *, stream: bool = False, comp
     else:
         normalized, raw = "stop", str(status) if status else None
     has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
-    return ResponseView("openai.responses", body.get("id"), body.get("model"), tuple(items),
-                        _responses_usage(body.get("usage")), finish(normalized, has_calls), raw, stream,
-                        complete, error, details)
+    return ResponseView(
+        "openai.responses",
+        body.get("id"),
+        body.get("model"),
+        tuple(items),
+        _responses_usage(body.get("usage")),
+        finish(normalized, has_calls),
+        raw,
+        stream,
+        complete,
+        error,
+        details,
+    )
 
 
 def _responses_stream(text: str) -> ResponseView:
@@ -124,21 +156,28 @@ def _responses_stream(text: str) -> ResponseView:
         except ValueError:
             continue  # a frame cut in the middle: the rest of the stream tells what arrived
         kind = event.get("type") if isinstance(event, Mapping) else None
-        recognised = recognised or (isinstance(kind, str) and (kind.startswith("response.") or kind == "error"))
+        recognised = recognised or (
+            isinstance(kind, str) and (kind.startswith("response.") or kind == "error")
+        )
         if kind in _TERMINAL and isinstance(event.get("response"), Mapping):
             return responses_from_object(event["response"], stream=True)
-        if kind in ("response.created", "response.in_progress") and isinstance(event.get("response"), Mapping):
+        if kind in ("response.created", "response.in_progress") and isinstance(
+            event.get("response"), Mapping
+        ):
             base = dict(event["response"])
         elif kind == "response.output_item.added" and isinstance(event.get("item"), Mapping):
             added[as_int(event.get("output_index"))] = {**event["item"], "_text": "", "_args": ""}
         elif kind == "response.output_item.done" and isinstance(event.get("item"), Mapping):
             done[as_int(event.get("output_index"))] = event["item"]
         elif kind == "response.output_text.delta":
-            item = added.setdefault(as_int(event.get("output_index")), {"type": "message", "_text": "", "_args": ""})
+            item = added.setdefault(
+                as_int(event.get("output_index")), {"type": "message", "_text": "", "_args": ""}
+            )
             item["_text"] += str(event.get("delta") or "")
         elif kind == "response.function_call_arguments.delta":
-            item = added.setdefault(as_int(event.get("output_index")),
-                                    {"type": "function_call", "_text": "", "_args": ""})
+            item = added.setdefault(
+                as_int(event.get("output_index")), {"type": "function_call", "_text": "", "_args": ""}
+            )
             item["_args"] += str(event.get("delta") or "")
         elif kind == "error":
             error = {"type": event.get("code") or "error", "message": event.get("message") or ""}
@@ -154,8 +193,9 @@ def _responses_stream(text: str) -> ResponseView:
         if partial.get("type") == "message":
             output.append({"type": "message", "content": [{"type": "output_text", "text": partial["_text"]}]})
         elif partial.get("type") == "function_call":
-            output.append({**{k: v for k, v in partial.items() if not k.startswith("_")},
-                           "arguments": partial["_args"]})
+            output.append(
+                {**{k: v for k, v in partial.items() if not k.startswith("_")}, "arguments": partial["_args"]}
+            )
     view = responses_from_object({**base, "output": output}, stream=True, complete=False)
     return _with_error(view, error)
 
@@ -163,8 +203,19 @@ def _responses_stream(text: str) -> ResponseView:
 def _with_error(view: ResponseView, error: Mapping[str, Any] | None) -> ResponseView:
     if error is None:
         return view
-    return ResponseView(view.api, view.response_id, view.model, view.items, view.usage, "error",
-                        view.raw_finish_reason, view.stream, view.complete, error, view.details)
+    return ResponseView(
+        view.api,
+        view.response_id,
+        view.model,
+        view.items,
+        view.usage,
+        "error",
+        view.raw_finish_reason,
+        view.stream,
+        view.complete,
+        error,
+        view.details,
+    )
 
 
 def parse_responses_response(body: Any) -> ResponseView:
@@ -179,6 +230,7 @@ def parse_responses_response(body: Any) -> ResponseView:
 
 # -- Chat Completions ------------------------------------------------------------------------------
 
+
 def _chat_usage(usage: Any) -> UsageView | None:
     if not isinstance(usage, Mapping):
         return None
@@ -192,8 +244,15 @@ def _chat_usage(usage: Any) -> UsageView | None:
     )
 
 
-def _chat_view(body: Mapping[str, Any], message: Mapping[str, Any], raw_finish: Any, usage: Any,
-               *, stream: bool, complete: bool) -> ResponseView:
+def _chat_view(
+    body: Mapping[str, Any],
+    message: Mapping[str, Any],
+    raw_finish: Any,
+    usage: Any,
+    *,
+    stream: bool,
+    complete: bool,
+) -> ResponseView:
     items: list[Item] = []
     details: dict[str, Any] = {}
     content = message.get("content")
@@ -206,19 +265,45 @@ def _chat_view(body: Mapping[str, Any], message: Mapping[str, Any], raw_finish: 
         if not isinstance(call, Mapping):
             continue
         fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
-        items.append(Item("assistant", "tool_call", 0, name=fn.get("name"), call_id=call.get("id"),
-                          arguments=parse_arguments(fn.get("arguments"))))
+        items.append(
+            Item(
+                "assistant",
+                "tool_call",
+                0,
+                name=fn.get("name"),
+                call_id=call.get("id"),
+                arguments=parse_arguments(fn.get("arguments")),
+            )
+        )
     legacy = message.get("function_call")
     if isinstance(legacy, Mapping):  # the pre-tools "functions" API: one call, no id
-        items.append(Item("assistant", "tool_call", 0, name=legacy.get("name"),
-                          arguments=parse_arguments(legacy.get("arguments"))))
+        items.append(
+            Item(
+                "assistant",
+                "tool_call",
+                0,
+                name=legacy.get("name"),
+                arguments=parse_arguments(legacy.get("arguments")),
+            )
+        )
     raw = str(raw_finish) if raw_finish is not None else None
     normalized = _CHAT_FINISH.get(raw, raw) if raw is not None else None
     if not complete:
         normalized = "error"
     has_calls = any(i.kind == "tool_call" for i in items)
-    return ResponseView("openai.chat", body.get("id"), body.get("model"), tuple(items), _chat_usage(usage),
-                        finish(normalized, has_calls), raw, stream, complete, None, details)
+    return ResponseView(
+        "openai.chat",
+        body.get("id"),
+        body.get("model"),
+        tuple(items),
+        _chat_usage(usage),
+        finish(normalized, has_calls),
+        raw,
+        stream,
+        complete,
+        None,
+        details,
+    )
 
 
 def _first_choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -226,7 +311,9 @@ def _first_choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(choices, list) or not choices:
         return {}
     # ``n > 1`` asks for several alternatives; an agent continues with the first one.
-    first = min((c for c in choices if isinstance(c, Mapping)), key=lambda c: as_int(c.get("index")), default={})
+    first = min(
+        (c for c in choices if isinstance(c, Mapping)), key=lambda c: as_int(c.get("index")), default={}
+    )
     return first
 
 
@@ -251,9 +338,18 @@ def _chat_stream(text: str) -> ResponseView:
         recognised = True
         if isinstance(chunk.get("error"), Mapping):
             err = chunk["error"]
-            return ResponseView("openai.chat", head.get("id"), head.get("model"), (), None, "error", None,
-                                True, False, {"type": err.get("type") or err.get("code"),
-                                              "message": err.get("message") or ""})
+            return ResponseView(
+                "openai.chat",
+                head.get("id"),
+                head.get("model"),
+                (),
+                None,
+                "error",
+                None,
+                True,
+                False,
+                {"type": err.get("type") or err.get("code"), "message": err.get("message") or ""},
+            )
         head.setdefault("id", chunk.get("id"))
         head.setdefault("model", chunk.get("model"))
         if chunk.get("usage"):
@@ -283,8 +379,10 @@ def _chat_stream(text: str) -> ResponseView:
     message = {
         "content": "".join(content),
         "refusal": "".join(refusal) or None,
-        "tool_calls": [{"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
-                       for _, c in sorted(calls.items())],
+        "tool_calls": [
+            {"id": c["id"], "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(calls.items())
+        ],
     }
     return _chat_view(head, message, raw_finish, usage, stream=True, complete=done or raw_finish is not None)
 
@@ -298,4 +396,6 @@ def parse_chat_response(body: Any) -> ResponseView:
         raise WireFormatError("a chat completion needs 'choices'")
     choice = _first_choice(value)
     message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
-    return _chat_view(value, message, choice.get("finish_reason"), value.get("usage"), stream=False, complete=True)
+    return _chat_view(
+        value, message, choice.get("finish_reason"), value.get("usage"), stream=False, complete=True
+    )

@@ -122,8 +122,14 @@ def merge_text(items: list[Item]) -> list[Item]:
     out: list[Item] = []
     for item in items:
         prev = out[-1] if out else None
-        if (prev is not None and item.kind in ("text", "thinking") and prev.kind == item.kind
-                and prev.message_index == item.message_index and not item.details and not prev.details):
+        if (
+            prev is not None
+            and item.kind in ("text", "thinking")
+            and prev.kind == item.kind
+            and prev.message_index == item.message_index
+            and not item.details
+            and not prev.details
+        ):
             out[-1] = Item(prev.role, prev.kind, prev.message_index, text=prev.text + item.text)
         else:
             out.append(item)

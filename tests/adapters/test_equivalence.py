@@ -67,9 +67,17 @@ from portagent.wire import openai as wire_openai  # noqa: E402
 PROVIDERS: list[str] = ["openai", "adk", "claude"]
 """Providers compared; the first is the reference."""
 
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
-EDIT = {"type": "scripted", "decisions": [{"tool": "issue_refund", "decision": "edit",
-                                           "args": {"order_id": "ORD-7", "amount_eur": 20}}]}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
+EDIT = {
+    "type": "scripted",
+    "decisions": [
+        {"tool": "issue_refund", "decision": "edit", "args": {"order_id": "ORD-7", "amount_eur": 20}}
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -93,21 +101,37 @@ SCENARIOS = [
     Scenario("approval_approve", "Refund 30 EUR for ORD-7.", DONE, approver="auto-approve"),
     Scenario("approval_reject", "Refund 30 EUR for ORD-7.", DONE, approver="auto-deny"),
     Scenario("approval_edit", "Refund 30 EUR for ORD-7.", DONE, approver=EDIT),
-    Scenario("approval_defer", "Refund 30 EUR for ORD-7.", ("waiting_approval", "approval_pending"),
-             approver="defer"),
+    Scenario(
+        "approval_defer",
+        "Refund 30 EUR for ORD-7.",
+        ("waiting_approval", "approval_pending"),
+        approver="defer",
+    ),
     Scenario("budget_max_tool_calls", "Keep searching the FAQ.", ("budget_exhausted", "max_tool_calls")),
-    Scenario("budget_max_turns", "Keep searching the FAQ.", ("budget_exhausted", "max_turns"),
-             budget={"max_turns": 3, "max_tool_calls": 20}),
+    Scenario(
+        "budget_max_turns",
+        "Keep searching the FAQ.",
+        ("budget_exhausted", "max_turns"),
+        budget={"max_turns": 3, "max_tool_calls": 20},
+    ),
     Scenario("schema_invalid_arguments", "Look up order 7.", DONE),
     Scenario("handoff", "My parcel ORD-8 never arrived.", DONE, needs=("handoffs",)),
     Scenario("agent_as_tool", "Can I get my money back quickly?", DONE, needs=("agents_as_tools",)),
-    Scenario("structured_output", "Summarise ORD-7 as JSON.", DONE, agent="structured",
-             needs=("structured_output",)),
-    Scenario("multi_turn", ("Hi, I have a question about ORD-7.", "Has it arrived?"), DONE, needs=("sessions",)),
+    Scenario(
+        "structured_output",
+        "Summarise ORD-7 as JSON.",
+        DONE,
+        agent="structured",
+        needs=("structured_output",),
+    ),
+    Scenario(
+        "multi_turn", ("Hi, I have a question about ORD-7.", "Has it arrived?"), DONE, needs=("sessions",)
+    ),
 ]
 
 
 # --- running ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def emu():
@@ -149,7 +173,9 @@ def load(scenario: Scenario) -> AgentBundle:
 
 
 def without_handoffs(b: AgentBundle) -> AgentBundle:
-    nodes = {n: replace(node, edges=[e for e in node.edges if e.kind != "handoff"]) for n, node in b.agents.items()}
+    nodes = {
+        n: replace(node, edges=[e for e in node.edges if e.kind != "handoff"]) for n, node in b.agents.items()
+    }
     reachable, todo = set(), [b.root]
     while todo:
         name = todo.pop()
@@ -165,20 +191,31 @@ def with_budget(b: AgentBundle, **budget: Any) -> AgentBundle:
     return AgentBundle(b.root, {**b.agents, b.root: replace(node, spec=spec)})
 
 
-def execute(emu: Any, tmp: Path, provider: str, scenario: Scenario, *, streaming: bool = False,
-            agent: AgentBundle | None = None) -> ProviderRun:
+def execute(
+    emu: Any,
+    tmp: Path,
+    provider: str,
+    scenario: Scenario,
+    *,
+    streaming: bool = False,
+    agent: AgentBundle | None = None,
+) -> ProviderRun:
     """One run with a fixed clock, seeded ids and a fresh state folder (deterministic ids)."""
     emu.reset()
     before = len(emu.requests())
     text = list(scenario.text) if isinstance(scenario.text, tuple) else scenario.text
     config = RunConfig(
         endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
-        approver=scenario.approver, clock=FixedClock(), ids=IdFactory("equivalence"),
+        approver=scenario.approver,
+        clock=FixedClock(),
+        ids=IdFactory("equivalence"),
         options=RunOptions(streaming=streaming, workdir=tmp / "work"),
     )
     home = tmp / f"home-{provider}-{'sse' if streaming else 'unary'}"
     with _home(home):
-        out = asyncio.run(arun_full(agent or load(scenario), RunRequest(input=text, provider=provider), config))
+        out = asyncio.run(
+            arun_full(agent or load(scenario), RunRequest(input=text, provider=provider), config)
+        )
     return ProviderRun(out.events, emu.requests()[before:], out.result)
 
 
@@ -206,6 +243,7 @@ def comparable(provider: str, events: list[Any]) -> list[Any]:
 
 
 # --- reading the wire ---------------------------------------------------------------------------------
+
 
 def parse_request(entry: dict[str, Any]) -> Any:
     api, body = entry["api"], entry["body"]
@@ -235,9 +273,11 @@ a ToolSpec, an agent tool or a handoff (transfer) tool of the spec."""
 
 _AGENT_LISTING = re.compile(r"Available agent types for the Agent tool:\n(?P<lines>(?:- .*\n?)+)")
 _AGENT_LINE = re.compile(r"^- (?P<name>[^:\n]+): (?P<description>.*) \(Tools: (?P<tools>[^()\n]*)\)$")
-_HAND_BACK = re.compile(r"\A\s*(?:<tools-used-before-summary>.*?</tools-used-before-summary>\s*)?"
-                        r"\[Subagent hand-back\][^\n]*\n(?P<report>.*?)\nagentId: \S+\n<usage>.*?</usage>\s*\Z",
-                        re.DOTALL)
+_HAND_BACK = re.compile(
+    r"\A\s*(?:<tools-used-before-summary>.*?</tools-used-before-summary>\s*)?"
+    r"\[Subagent hand-back\][^\n]*\n(?P<report>.*?)\nagentId: \S+\n<usage>.*?</usage>\s*\Z",
+    re.DOTALL,
+)
 
 
 def portable_name(name: str | None) -> str:
@@ -275,8 +315,10 @@ def claude_agent_shape(schema: Any) -> Any:
     target is chosen by ``subagent_type``, which must be there)."""
     props = (schema or {}).get("properties") or {}
     assert "subagent_type" in props, f"the Agent tool has no subagent_type: {sorted(props)}"
-    return {"properties": {"input": (props.get("prompt") or {}).get("type")},
-            "required": ["input"] if "prompt" in (schema.get("required") or []) else []}
+    return {
+        "properties": {"input": (props.get("prompt") or {}).get("type")},
+        "required": ["input"] if "prompt" in (schema.get("required") or []) else [],
+    }
 
 
 def claude_hand_back(text: Any) -> Any:
@@ -314,8 +356,10 @@ def shape(schema: Any) -> Any:
     """An agent-as-tool input schema without annotations (each SDK titles it its own way)."""
     if not isinstance(schema, dict):
         return schema
-    return {"properties": {k: v.get("type") for k, v in (schema.get("properties") or {}).items()},
-            "required": sorted(schema.get("required") or [])}
+    return {
+        "properties": {k: v.get("type") for k, v in (schema.get("properties") or {}).items()},
+        "required": sorted(schema.get("required") or []),
+    }
 
 
 def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, Any]:
@@ -338,7 +382,9 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
         for tool in view.tools:
             tname = portable_name(tool.name)
             if tname in node.tools:
-                assert tool.parameters == node.tools[tname].input_schema, f"{tname}: schema changed on the wire"
+                assert tool.parameters == node.tools[tname].input_schema, (
+                    f"{tname}: schema changed on the wire"
+                )
                 declared[tname] = (tool.description, tool.parameters)
             elif tname in agent_tools:
                 declared[tname] = (tool.description, shape(tool.parameters))
@@ -352,15 +398,23 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
                     if target in agents and target != name:
                         declared[target] = (description, claude_agent_shape(tool.parameters))
             else:
-                assert is_transfer(tname) or tname in VENDOR_TOOLS.get(api, ()), \
+                assert is_transfer(tname) or tname in VENDOR_TOOLS.get(api, ()), (
                     f"{name}: {tool.name!r} declared on the wire, but the spec has no such tool"
-        assert api != "anthropic.messages" or not delegates or any(
-            t.name in CLAUDE_AGENT_TOOLS for t in view.tools), f"{name}: no Agent tool, but it delegates"
+                )
+        assert (
+            api != "anthropic.messages"
+            or not delegates
+            or any(t.name in CLAUDE_AGENT_TOOLS for t in view.tools)
+        ), f"{name}: no Agent tool, but it delegates"
         names_by_call: dict[str, str] = {}
         for i in view.items:
             if i.kind == "tool_call" and i.call_id:
                 cname = portable_name(i.name)
-                if api == "anthropic.messages" and cname in CLAUDE_AGENT_TOOLS and isinstance(i.arguments, dict):
+                if (
+                    api == "anthropic.messages"
+                    and cname in CLAUDE_AGENT_TOOLS
+                    and isinstance(i.arguments, dict)
+                ):
                     cname = str(i.arguments.get("subagent_type"))  # the agent tool that was called
                 names_by_call[i.call_id] = cname
         results = []
@@ -382,6 +436,7 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
 
 # --- the checks ---------------------------------------------------------------------------------------
 
+
 def _ids(scenarios: list[Scenario]) -> list[str]:
     return [s.id for s in scenarios]
 
@@ -397,7 +452,10 @@ def test_traces_are_equivalent(emu, tmp_path, scenario, streaming):
         if not supported(provider, scenario):
             continue
         other = execute(emu, tmp_path, provider, scenario, streaming=streaming)
-        assert (other.result.status, other.result.stop_reason) == scenario.expect, (provider, other.result.error)
+        assert (other.result.status, other.result.stop_reason) == scenario.expect, (
+            provider,
+            other.result.error,
+        )
         eq = equivalent(ref.events, comparable(provider, other.events))
         assert eq, f"{reference} vs {provider}:\n{eq.report()}"
         compared += 1
@@ -413,7 +471,8 @@ def test_request_logs_declare_and_return_the_same(emu, tmp_path, scenario):
     assert ref, "the reference provider sent nothing"
     for name, slot in ref.items():
         assert set(slot["declared"]) == set(b.agents[name].tools) | {
-            e.target for e in b.agents[name].edges if e.kind == "agent_as_tool"}, name
+            e.target for e in b.agents[name].edges if e.kind == "agent_as_tool"
+        }, name
     for provider in others:
         if not supported(provider, scenario):
             continue
@@ -423,12 +482,19 @@ def test_request_logs_declare_and_return_the_same(emu, tmp_path, scenario):
 
 # --- the check can fail for reasons in portagent or the spec -----------------------------------------
 
+
 def _deny_search(b: AgentBundle) -> AgentBundle:
     node = b.agents[b.root]
     rules = [r.model_dump(mode="json", exclude_defaults=True) for r in node.policy.rules]
     policy = node.policy.model_dump(mode="json", exclude_defaults=True) | {
-        "rules": [{"id": "no-faq", "decision": "deny", "reason": "FAQ is offline", "tool": "search_faq"}, *rules]}
-    return AgentBundle(b.root, {**b.agents, b.root: replace(node, policy=PermissionPolicy.model_validate(policy))})
+        "rules": [
+            {"id": "no-faq", "decision": "deny", "reason": "FAQ is offline", "tool": "search_faq"},
+            *rules,
+        ]
+    }
+    return AgentBundle(
+        b.root, {**b.agents, b.root: replace(node, policy=PermissionPolicy.model_validate(policy))}
+    )
 
 
 @pytest.mark.parametrize("other", PROVIDERS[1:])
@@ -461,7 +527,9 @@ def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path, other):
     b = load(scenario)
     node = b.agents[b.root]
     tool = node.tools["get_order"].model_copy(update={"description": "Read an order, differently."})
-    changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, tools={**node.tools, "get_order": tool})})
+    changed = AgentBundle(
+        b.root, {**b.agents, b.root: replace(node, tools={**node.tools, "get_order": tool})}
+    )
     ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
     seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)
     assert ref["shop_desk"]["declared"]["get_order"] != seen["shop_desk"]["declared"]["get_order"]
@@ -475,8 +543,10 @@ def test_a_different_agent_tool_description_shows_on_the_wire(emu, tmp_path, oth
     scenario = next(s for s in SCENARIOS if s.id == "agent_as_tool")
     b = load(scenario)
     node = b.agents[b.root]
-    edges = [replace(e, description="Knows the FAQ, differently.") if e.target == "faq_expert" else e
-             for e in node.edges]
+    edges = [
+        replace(e, description="Knows the FAQ, differently.") if e.target == "faq_expert" else e
+        for e in node.edges
+    ]
     changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, edges=edges)})
     ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
     seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)

@@ -19,6 +19,7 @@ def _packages(graph: grimp.ImportGraph) -> list[str]:
 
 def _package_edges(graph: grimp.ImportGraph, packages: list[str]) -> dict[str, set[str]]:
     """Package → packages its modules import (a module belongs to its innermost package)."""
+
     def owner(module: str) -> str:
         return max((p for p in packages if module == p or module.startswith(p + ".")), key=len)
 
@@ -48,7 +49,7 @@ def test_no_package_cycles() -> None:
         stack.append(p)
         for q in sorted(edges[p]):
             if state.get(q) == 1:
-                cycles.append([*stack[stack.index(q):], q])
+                cycles.append([*stack[stack.index(q) :], q])
             elif q not in state:
                 visit(q)
         stack.pop()
@@ -63,7 +64,9 @@ def test_no_package_cycles() -> None:
 def _layers() -> list[list[str]]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     floors = next(c for c in config["contracts"] if c["id"] == "floors")
-    return [[m.strip().removeprefix("portagent.") for m in re.split(r"[|:]", layer)] for layer in floors["layers"]]
+    return [
+        [m.strip().removeprefix("portagent.") for m in re.split(r"[|:]", layer)] for layer in floors["layers"]
+    ]
 
 
 def test_architecture_doc_states_the_enforced_floors() -> None:
@@ -87,4 +90,6 @@ def test_every_package_is_on_a_floor() -> None:
     rooms = {p.name for p in (ROOT / "portagent").iterdir() if (p / "__init__.py").is_file()}
     rooms |= {p.stem for p in (ROOT / "portagent").glob("*.py") if p.stem != "__init__"}
     placed = {room for layer in _layers() for room in layer}
-    assert rooms == placed, f"not on a floor: {sorted(rooms - placed)}; on a floor but missing: {sorted(placed - rooms)}"
+    assert rooms == placed, (
+        f"not on a floor: {sorted(rooms - placed)}; on a floor but missing: {sorted(placed - rooms)}"
+    )

@@ -13,12 +13,15 @@ from portagent.contracts.tool import ToolSpec
 from portagent.contracts.trace import EVENT_TYPES
 
 
-@pytest.mark.parametrize("args,expected", [
-    ({"query": "OpenTelemetry tracing"}, "1baf542e6927"),
-    ({"query": "NIST AI RMF"}, "530fee55bac7"),
-    ({"query": "Agents SDK tracing"}, "818d57b738f4"),
-    ({"reference": "OpenTelemetry. (2026). Tracing API."}, "431f3eff6f07"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        ({"query": "OpenTelemetry tracing"}, "1baf542e6927"),
+        ({"query": "NIST AI RMF"}, "530fee55bac7"),
+        ({"query": "Agents SDK tracing"}, "818d57b738f4"),
+        ({"reference": "OpenTelemetry. (2026). Tracing API."}, "431f3eff6f07"),
+    ],
+)
 def test_args_hash_golden_values(args, expected):
     assert args_hash(args) == expected
 
@@ -28,8 +31,13 @@ def test_canonical_json_keeps_non_ascii_and_sorts():
 
 
 def _tool(**kw):
-    base = dict(name="get_thing", description="d", effect="read",
-                input_schema={"type": "object", "properties": {}}, handler="m:f")
+    base = dict(
+        name="get_thing",
+        description="d",
+        effect="read",
+        input_schema={"type": "object", "properties": {}},
+        handler="m:f",
+    )
     base.update(kw)
     return ToolSpec(**base)
 
@@ -73,6 +81,7 @@ def test_trace_vocabulary_covers_the_manifest_minimum():
     # ACCEPTANCE ch07: run start, tool call, tool result and final output must be in the vocabulary.
     assert {"run.started", "tool.call", "tool.result", "run.completed"} <= set(EVENT_TYPES)
     from portagent.contracts.trace import RunCompleted
+
     assert "final_output" in RunCompleted.model_fields
 
 
@@ -100,8 +109,13 @@ def test_run_state_machine():
 def test_example_bundle_resolves():
     b = load_agent(EXAMPLES / "support_desk" / "agent.yaml")
     assert b.root == "support_desk"
-    assert list(b.node.tools) == ["search_policy", "get_student_record", "prepare_reply_for_review",
-                                  "create_ticket", "send_email"]
+    assert list(b.node.tools) == [
+        "search_policy",
+        "get_student_record",
+        "prepare_reply_for_review",
+        "create_ticket",
+        "send_email",
+    ]
     assert b.agents["billing_specialist"].policy is b.node.policy  # sub-agents inherit the policy
     assert b.delegation_cycle() is None
     assert b.spec_hash.startswith("sha256:")

@@ -8,7 +8,9 @@ from portagent.contracts.loader import load_spec_file
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=20,
 )
 kinds = st.sampled_from(["agent", "tool", "tools", "policy", "suite", "emulator-script", "run", "nope", None])

@@ -89,10 +89,14 @@ def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
     base = EXAMPLES / "support_desk"
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
-    a.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
-                 "delegation: [{agent: b.yaml, kind: handoff}]\n")
-    b.write_text("kind: agent\nschema_version: 1\nname: b\ninstructions: hi\n"
-                 "delegation: [{agent: a.yaml, kind: handoff}]\n")
+    a.write_text(
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
+        "delegation: [{agent: b.yaml, kind: handoff}]\n"
+    )
+    b.write_text(
+        "kind: agent\nschema_version: 1\nname: b\ninstructions: hi\n"
+        "delegation: [{agent: a.yaml, kind: handoff}]\n"
+    )
     code, out, _ = run_cli("validate", str(a))
     assert code == 0 and "handoff_cycles (cycle: a -> b -> a)" in out
     code, _, err = run_cli("validate", "--provider", "adk", str(a))
@@ -103,8 +107,11 @@ def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
 
 
 def test_real_process_prints_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "portagent", "validate", str(INVALID / "yaml_syntax.yaml")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "portagent", "validate", str(INVALID / "yaml_syntax.yaml")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "YAML syntax error" in proc.stderr
 
@@ -118,9 +125,11 @@ def test_schema_command_writes_every_kind(tmp_path):
 
 def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path):
     spec = tmp_path / "a.yaml"
-    spec.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash}\n"
-                    "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
-                    "    input_schema: {type: object, properties: {a: {allOf: [{type: string}]}}}\n")
+    spec.write_text(
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash}\n"
+        "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
+        "    input_schema: {type: object, properties: {a: {allOf: [{type: string}]}}}\n"
+    )
     code, _, err = run_cli("validate", "--provider", "adk", str(spec))
     assert code == 1 and "input_schema.properties.a.allOf" in err and "Gemini" in err
     code, _, _ = run_cli("validate", "--provider", "openai", str(spec))
@@ -129,7 +138,9 @@ def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path
 
 def test_a_rule_naming_a_granted_builtin_matches_something(tmp_path):
     spec = tmp_path / "a.yaml"
-    spec.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: x\nbuiltin_tools: [Bash]\n"
-                    "policy:\n  rules:\n    - {id: no-rm, decision: deny, tool: Bash, when: [{arg: command, regex: rm}]}\n")
+    spec.write_text(
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: x\nbuiltin_tools: [Bash]\n"
+        "policy:\n  rules:\n    - {id: no-rm, decision: deny, tool: Bash, when: [{arg: command, regex: rm}]}\n"
+    )
     code, out, err = run_cli("validate", str(spec))
     assert code == 0, err

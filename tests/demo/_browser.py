@@ -60,10 +60,22 @@ def open_page(browser: str, page: Path, expression: str, timeout_s: float = 30.0
 
     profile = tempfile.mkdtemp(prefix="portagent-chromium-")
     proc = subprocess.Popen(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}", "--remote-debugging-port=0",
-         "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--disable-extensions",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = _devtools_port(proc, timeout_s)
         targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
@@ -126,7 +138,9 @@ def _collect(msg: dict[str, Any], report: PageReport) -> None:
     if method == "Runtime.exceptionThrown":
         report.exceptions.append(json.dumps(params.get("exceptionDetails", {}))[:500])
     elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-        report.console_errors.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+        report.console_errors.append(
+            " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+        )
     elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
         report.console_errors.append(params["entry"].get("text", ""))
     elif method == "Network.requestWillBeSent":

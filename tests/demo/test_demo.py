@@ -35,10 +35,23 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {**os.environ, "PORTAGENT_HOME": str(tmp / "home")}
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
         env.pop(key, None)  # offline: no key needed, none used
-    proc = subprocess.run([sys.executable, "-m", "portagent", "demo", "--out", str(out)], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=600)
-    return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "out": out,
-            "result": SuiteResult.model_validate_json((out / "report.json").read_text()) if out.is_dir() else None}
+    proc = subprocess.run(
+        [sys.executable, "-m", "portagent", "demo", "--out", str(out)],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return {
+        "rc": proc.returncode,
+        "stdout": proc.stdout,
+        "stderr": proc.stderr,
+        "out": out,
+        "result": SuiteResult.model_validate_json((out / "report.json").read_text())
+        if out.is_dir()
+        else None,
+    }
 
 
 def test_demo_runs_offline_and_prints_the_verdict(demo: dict[str, Any]) -> None:
@@ -66,8 +79,10 @@ def test_gate_blocks_agent_v2_for_its_policy(demo: dict[str, Any]) -> None:
     reasons = "\n".join(gate["reasons"])
     for provider in demo["result"].providers:
         # the email now leaves without review: approval expected, never requested
-        assert (f"case email-reviewed on {provider} (agent 2.0.0): 0/2 runs passed; failed approval: "
-                "approval expected but never requested") in reasons
+        assert (
+            f"case email-reviewed on {provider} (agent 2.0.0): 0/2 runs passed; failed approval: "
+            "approval expected but never requested"
+        ) in reasons
         # and an outside address is no longer denied by the policy: the email runs (a permission
         # violation of the case's must_not_execute), whatever the final answer says
         assert f"case email-outside-denied on {provider} (agent 2.0.0)" in reasons
@@ -78,7 +93,10 @@ def test_gate_blocks_agent_v2_for_its_policy(demo: dict[str, Any]) -> None:
     assert "send_email executed although the case says it must not run" in json.dumps(gate)
     # nothing else regressed: every other case passes on v2 as on v1
     v2 = demo["result"].select(agent_version="2.0.0")
-    assert {r.provenance.case_id for r in v2.runs if not r.passed} == {"email-reviewed", "email-outside-denied"}
+    assert {r.provenance.case_id for r in v2.runs if not r.passed} == {
+        "email-reviewed",
+        "email-outside-denied",
+    }
 
 
 def test_idempotent_retry_is_not_a_permission_violation(demo: dict[str, Any]) -> None:
@@ -95,27 +113,37 @@ def test_report_json_validates_against_the_published_schema(demo: dict[str, Any]
     assert errors == []
     assert data["kind"] == "suite-result" and data["schema_version"] == 1
     gate = json.loads((SCHEMAS / "ci_gate.schema.json").read_text())
-    assert list(Draft202012Validator(gate).iter_errors(json.loads((demo["out"] / "ci_gate.json").read_text()))) == []
+    assert (
+        list(Draft202012Validator(gate).iter_errors(json.loads((demo["out"] / "ci_gate.json").read_text())))
+        == []
+    )
 
 
 def test_published_schemas_match_the_models() -> None:
-    assert json.loads((SCHEMAS / "report.schema.json").read_text()) == report_schema(), \
+    assert json.loads((SCHEMAS / "report.schema.json").read_text()) == report_schema(), (
         "docs/schemas/report.schema.json is stale: regenerate it from portagent.evals.report.report_schema()"
+    )
     assert json.loads((SCHEMAS / "ci_gate.schema.json").read_text()) == gate_schema()
 
 
 def test_report_html_opens_in_chromium_without_errors(demo: dict[str, Any]) -> None:
     browser = require_chromium()
     page = demo["out"] / "report.html"
-    report = open_page(browser, page, """({
+    report = open_page(
+        browser,
+        page,
+        """({
         providers: Array.from(document.querySelectorAll('#providers tr.provider-row')).map(r => r.dataset.provider),
         verdict: document.getElementById('verdict').textContent,
         runs: document.querySelectorAll('details.run').length,
         badges: document.querySelectorAll('details.run .badge.emulator').length,
         counter: document.getElementById('f-count').textContent
-    })""")
+    })""",
+    )
     assert report.exceptions == [] and report.console_errors == []
-    assert all(u.startswith(("file:", "data:", "about:")) for u in report.requests), report.requests  # no network
+    assert all(u.startswith(("file:", "data:", "about:")) for u in report.requests), (
+        report.requests
+    )  # no network
     value = report.value
     assert sorted(value["providers"]) == sorted(demo["result"].providers)  # one row per provider
     assert "BLOCK" in value["verdict"]
@@ -127,8 +155,11 @@ def test_report_html_opens_in_chromium_without_errors(demo: dict[str, Any]) -> N
 def test_the_browser_check_would_catch_a_broken_page(demo: dict[str, Any], tmp_path: Path) -> None:
     browser = require_chromium()
     broken = tmp_path / "broken.html"
-    broken.write_text((demo["out"] / "report.html").read_text().replace(
-        "</body>", "<script>console.error('bad'); undefinedFunction();</script></body>"))
+    broken.write_text(
+        (demo["out"] / "report.html")
+        .read_text()
+        .replace("</body>", "<script>console.error('bad'); undefinedFunction();</script></body>")
+    )
     report = open_page(browser, broken, "1")
     assert report.console_errors and report.exceptions
 
@@ -147,8 +178,11 @@ def test_junit_has_one_testcase_per_case_provider_version(demo: dict[str, Any]) 
     testcases = root.findall(".//testcase")
     assert len(testcases) == cases_n == int(root.get("tests", "0"))
     failed = {(tc.get("classname"), tc.get("name")) for tc in testcases if tc.find("failure") is not None}
-    assert failed == {(f"support-desk.2.0.0.{p}", c) for p in result.providers
-                      for c in ("email-reviewed", "email-outside-denied")}
+    assert failed == {
+        (f"support-desk.2.0.0.{p}", c)
+        for p in result.providers
+        for c in ("email-reviewed", "email-outside-denied")
+    }
     props = {p.get("name"): p.get("value") for p in testcases[0].iter("property")}
     assert props["provenance"] == "emulator"
 

@@ -24,30 +24,49 @@ DUMMY_OPENAI_KEY = "sk-dummy-openai-0123456789"
 DUMMY_ANTHROPIC_KEY = "sk-ant-dummy-0123456789"
 DUMMY_GOOGLE_KEY = "AIza-dummy-0123456789"
 
-WEATHER_TOOL_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-                       "additionalProperties": False}
+WEATHER_TOOL_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
 
 WEATHER: dict[str, Any] = {
     "kind": "emulator-script",
     "schema_version": 1,
     "name": "weather-tests",
     "conversations": [
-        {"name": "weather", "match": {"first_user": "What's the weather in Paris?"},
-         "turns": [
-             {"text": "Let me check.", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-              "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_tokens": 40}},
-             {"text": "FINAL: {{last_tool_result.forecast}}",
-              "usage": {"input_tokens": 150, "output_tokens": 5}},
-         ]},
-        {"name": "hello", "match": {"first_user_regex": "^(hi|hello)\\b"}, "turns": [{"text": "Hello there!"}]},
+        {
+            "name": "weather",
+            "match": {"first_user": "What's the weather in Paris?"},
+            "turns": [
+                {
+                    "text": "Let me check.",
+                    "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                    "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_tokens": 40},
+                },
+                {
+                    "text": "FINAL: {{last_tool_result.forecast}}",
+                    "usage": {"input_tokens": 150, "output_tokens": 5},
+                },
+            ],
+        },
+        {
+            "name": "hello",
+            "match": {"first_user_regex": "^(hi|hello)\\b"},
+            "turns": [{"text": "Hello there!"}],
+        },
     ],
 }
 
 
 def with_turns(name: str, first_user: str, turns: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     """A one-conversation script."""
-    return {"kind": "emulator-script", "schema_version": 1,
-            "conversations": [{"name": name, "match": {"first_user": first_user}, "turns": turns, **extra}]}
+    return {
+        "kind": "emulator-script",
+        "schema_version": 1,
+        "conversations": [{"name": name, "match": {"first_user": first_user}, "turns": turns, **extra}],
+    }
 
 
 def weather_with_fault(fault: dict[str, Any], turn: int = 0) -> dict[str, Any]:
@@ -93,20 +112,29 @@ def load_recording(relative: str) -> list[dict[str, Any]]:
                 raw = gzip.decompress(raw).decode("utf-8")
             rtext = raw
             rbody = None
-        out.append({"uri": req["uri"], "request": body, "response_text": rtext, "response_json": rbody,
-                    "status": resp["status"]["code"]})
+        out.append(
+            {
+                "uri": req["uri"],
+                "request": body,
+                "response_text": rtext,
+                "response_json": rbody,
+                "status": resp["status"]["code"],
+            }
+        )
     return out
 
 
-def post(url: str, body: Any, headers: dict[str, str] | None = None, timeout: float = 10.0
-         ) -> tuple[int, dict[str, str], bytes]:
+def post(
+    url: str, body: Any, headers: dict[str, str] | None = None, timeout: float = 10.0
+) -> tuple[int, dict[str, str], bytes]:
     """A raw POST with the stdlib (no SDK in the way)."""
     import urllib.error
     import urllib.request
 
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method="POST",
-                                 headers={"Content-Type": "application/json", **(headers or {})})
+    req = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "application/json", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()

@@ -24,10 +24,16 @@ from portagent.wire.sse import parse_json_array_stream, parse_sse
 # Fields the emulator sends that an older recording lacks: each was added to the vendor API later
 # (and the typed clients in this venv know them).
 NEWER: dict[str, set[str]] = {
-    "openai.responses": {"sequence_number", "response.background", "response.reasoning.summary",
-                         "response.usage.input_tokens_details.cache_write_tokens",
-                         "item.content[].logprobs", "part.logprobs", "logprobs",
-                         "response.output[].content[].logprobs"},
+    "openai.responses": {
+        "sequence_number",
+        "response.background",
+        "response.reasoning.summary",
+        "response.usage.input_tokens_details.cache_write_tokens",
+        "item.content[].logprobs",
+        "part.logprobs",
+        "logprobs",
+        "response.output[].content[].logprobs",
+    },
     "openai.chat": set(),
     "anthropic.json": {"content[].caller", "content[].caller.type", "stop_details", "usage.inference_geo"},
     "anthropic.sse": set(),
@@ -44,8 +50,11 @@ RETIRED: dict[str, set[str]] = {
     "anthropic.json": set(),
     "anthropic.sse": set(),
     # gemini-2.0 sent candidatesTokensDetails; gemini-2.5 no longer does (llm-gemini recording)
-    "gemini.sse": {"usageMetadata.candidatesTokensDetails", "usageMetadata.candidatesTokensDetails[].modality",
-                   "usageMetadata.candidatesTokensDetails[].tokenCount"},
+    "gemini.sse": {
+        "usageMetadata.candidatesTokensDetails",
+        "usageMetadata.candidatesTokensDetails[].modality",
+        "usageMetadata.candidatesTokensDetails[].tokenCount",
+    },
     "gemini.array": set(),
 }
 
@@ -73,7 +82,9 @@ def by_type(events: list[dict[str, Any]], key: Callable[[dict[str, Any]], str]) 
     return out
 
 
-def replay(path: str, script: dict[str, Any], url: Callable[[Any, str], str]) -> list[tuple[dict[str, Any], bytes]]:
+def replay(
+    path: str, script: dict[str, Any], url: Callable[[Any, str], str]
+) -> list[tuple[dict[str, Any], bytes]]:
     """Send every recorded request to the emulator; pair each recording with the emulator's answer."""
     pairs = []
     with emulator(script) as emu:
@@ -90,12 +101,21 @@ def sse_events(text: str) -> list[dict[str, Any]]:
 
 # -- the six recordings ------------------------------------------------------------------------
 
+
 def test_openai_responses_stream_matches_recording() -> None:
-    script = with_turns("capital", "What is the capital of France?", [
-        {"tool_calls": [{"name": "get_capital", "arguments": {"country": "France"}}]},
-        {"text": "The capital of France is Paris."}])
-    pairs = replay("openai/pydantic-ai__test_openai_responses_stream.yaml", script,
-                   lambda emu, uri: emu.openai_base_url + "/responses")
+    script = with_turns(
+        "capital",
+        "What is the capital of France?",
+        [
+            {"tool_calls": [{"name": "get_capital", "arguments": {"country": "France"}}]},
+            {"text": "The capital of France is Paris."},
+        ],
+    )
+    pairs = replay(
+        "openai/pydantic-ai__test_openai_responses_stream.yaml",
+        script,
+        lambda emu, uri: emu.openai_base_url + "/responses",
+    )
     for n, (inter, body) in enumerate(pairs):
         rec, ours = sse_events(inter["response_text"]), sse_events(body.decode())
         assert collapse([e["type"] for e in ours]) == collapse([e["type"] for e in rec]), n
@@ -107,12 +127,24 @@ def test_openai_responses_stream_matches_recording() -> None:
 
 
 def test_openai_chat_json_matches_recording() -> None:
-    script = with_turns("dragons", "Can the country of Crumpet have dragons? Answer with only YES or NO", [
-        {"tool_calls": [{"name": "lookup_population", "arguments": {"country": "Crumpet"}}]},
-        {"tool_calls": [{"name": "can_have_dragons", "arguments": {"population": "{{last_tool_result}}"}}]},
-        {"text": "YES"}])
-    pairs = replay("openai/llm__test_tool_use_chain_of_two_calls.yaml", script,
-                   lambda emu, uri: emu.openai_base_url + "/chat/completions")
+    script = with_turns(
+        "dragons",
+        "Can the country of Crumpet have dragons? Answer with only YES or NO",
+        [
+            {"tool_calls": [{"name": "lookup_population", "arguments": {"country": "Crumpet"}}]},
+            {
+                "tool_calls": [
+                    {"name": "can_have_dragons", "arguments": {"population": "{{last_tool_result}}"}}
+                ]
+            },
+            {"text": "YES"},
+        ],
+    )
+    pairs = replay(
+        "openai/llm__test_tool_use_chain_of_two_calls.yaml",
+        script,
+        lambda emu, uri: emu.openai_base_url + "/chat/completions",
+    )
     for n, (inter, body) in enumerate(pairs):
         rec, ours = json.loads(inter["response_text"]), json.loads(body)
         compare("openai.chat", shape(rec), shape(ours), f"interaction {n}")
@@ -123,14 +155,29 @@ def test_openai_chat_json_matches_recording() -> None:
 
 
 def test_anthropic_parallel_json_matches_recording() -> None:
-    text1 = ("I'll help you find out who is the youngest by retrieving information about each family member. "
-             "I'll retrieve their entity information to compare their ages.")
-    script = with_turns("family", "Alice, Bob, Charlie and Daisy are a family. Who is the youngest?", [
-        {"text": text1, "tool_calls": [{"name": "retrieve_entity_info", "arguments": {"name": n}}
-                                       for n in ("Alice", "Bob", "Charlie", "Daisy")]},
-        {"text": "Daisy is the youngest."}])
-    pairs = replay("anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml", script,
-                   lambda emu, uri: emu.anthropic_base_url + "/v1/messages?beta=true")
+    text1 = (
+        "I'll help you find out who is the youngest by retrieving information about each family member. "
+        "I'll retrieve their entity information to compare their ages."
+    )
+    script = with_turns(
+        "family",
+        "Alice, Bob, Charlie and Daisy are a family. Who is the youngest?",
+        [
+            {
+                "text": text1,
+                "tool_calls": [
+                    {"name": "retrieve_entity_info", "arguments": {"name": n}}
+                    for n in ("Alice", "Bob", "Charlie", "Daisy")
+                ],
+            },
+            {"text": "Daisy is the youngest."},
+        ],
+    )
+    pairs = replay(
+        "anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml",
+        script,
+        lambda emu, uri: emu.anthropic_base_url + "/v1/messages?beta=true",
+    )
     for n, (inter, body) in enumerate(pairs):
         rec, ours = inter["response_json"], json.loads(body)
         compare("anthropic.json", shape(rec), shape(ours), f"interaction {n}")
@@ -139,11 +186,19 @@ def test_anthropic_parallel_json_matches_recording() -> None:
 
 
 def test_anthropic_stream_matches_recording() -> None:
-    script = with_turns("pelican", "Two names for a pet pelican", [
-        {"tool_calls": [{"name": "pelican_name_generator"}, {"name": "pelican_name_generator"}]},
-        {"text": "Here are two great names for your pet pelican: Charles and Sammy."}])
-    pairs = replay("anthropic/llm-anthropic__test_tools.yaml", script,
-                   lambda emu, uri: emu.anthropic_base_url + "/v1/messages")
+    script = with_turns(
+        "pelican",
+        "Two names for a pet pelican",
+        [
+            {"tool_calls": [{"name": "pelican_name_generator"}, {"name": "pelican_name_generator"}]},
+            {"text": "Here are two great names for your pet pelican: Charles and Sammy."},
+        ],
+    )
+    pairs = replay(
+        "anthropic/llm-anthropic__test_tools.yaml",
+        script,
+        lambda emu, uri: emu.anthropic_base_url + "/v1/messages",
+    )
     for n, (inter, body) in enumerate(pairs):
         rec, ours = sse_events(inter["response_text"]), sse_events(body.decode())
         assert collapse([e["type"] for e in ours]) == collapse([e["type"] for e in rec]), n
@@ -159,34 +214,52 @@ def _gemini_url(emu: Any, uri: str) -> str:
 
 
 def test_gemini_sse_matches_recording() -> None:
-    script = with_turns("temp", "What is the temperature of the capital of France?", [
-        {"tool_calls": [{"name": "get_capital", "arguments": {"country": "France"}}]},
-        # pydantic-ai wraps results as {"return_value": …}; the template unwraps one-key wrappers
-        {"tool_calls": [{"name": "get_temperature", "arguments": {"city": "{{last_tool_result}}"}}]},
-        {"text": "The temperature in Paris is {{last_tool_result}}.\n"}])
+    script = with_turns(
+        "temp",
+        "What is the temperature of the capital of France?",
+        [
+            {"tool_calls": [{"name": "get_capital", "arguments": {"country": "France"}}]},
+            # pydantic-ai wraps results as {"return_value": …}; the template unwraps one-key wrappers
+            {"tool_calls": [{"name": "get_temperature", "arguments": {"city": "{{last_tool_result}}"}}]},
+            {"text": "The temperature in Paris is {{last_tool_result}}.\n"},
+        ],
+    )
     pairs = replay("google/pydantic-ai__test_google_model_iter_stream.yaml", script, _gemini_url)
     for n, (inter, body) in enumerate(pairs):
         raw = body.decode()
         assert raw.endswith("\r\n\r\n") and raw.startswith("data: {")  # Gemini's CRLF SSE framing
         rec, ours = sse_events(inter["response_text"]), sse_events(raw)
-        compare("gemini.sse", set().union(*map(shape, rec)), set().union(*map(shape, ours)), f"interaction {n}")
+        compare(
+            "gemini.sse", set().union(*map(shape, rec)), set().union(*map(shape, ours)), f"interaction {n}"
+        )
         assert "finishReason" in ours[-1]["candidates"][0]
     last = sse_events(pairs[2][1].decode())
-    assert "".join(p["text"] for e in last for p in e["candidates"][0]["content"]["parts"]) \
+    assert (
+        "".join(p["text"] for e in last for p in e["candidates"][0]["content"]["parts"])
         == "The temperature in Paris is 30°C.\n"
+    )
 
 
 def test_gemini_json_array_stream_matches_recording() -> None:
-    script = with_turns("pelican", "Two names for a pet pelican", [
-        {"thinking": "I should use the pelican_name_generator tool twice.",
-         "tool_calls": [{"name": "pelican_name_generator"}],
-         "usage": {"input_tokens": 32, "output_tokens": 54, "reasoning_tokens": 42}},
-        {"tool_calls": [{"name": "pelican_name_generator"}]},
-        {"text": "How about Charles and Sammy?"}])
+    script = with_turns(
+        "pelican",
+        "Two names for a pet pelican",
+        [
+            {
+                "thinking": "I should use the pelican_name_generator tool twice.",
+                "tool_calls": [{"name": "pelican_name_generator"}],
+                "usage": {"input_tokens": 32, "output_tokens": 54, "reasoning_tokens": 42},
+            },
+            {"tool_calls": [{"name": "pelican_name_generator"}]},
+            {"text": "How about Charles and Sammy?"},
+        ],
+    )
     pairs = replay("google/llm-gemini__test_tools.yaml", script, _gemini_url)
     for n, (inter, body) in enumerate(pairs):
         rec, ours = parse_json_array_stream(inter["response_text"]), parse_json_array_stream(body.decode())
-        compare("gemini.array", set().union(*map(shape, rec)), set().union(*map(shape, ours)), f"interaction {n}")
+        compare(
+            "gemini.array", set().union(*map(shape, rec)), set().union(*map(shape, ours)), f"interaction {n}"
+        )
         assert [len(e["candidates"][0]["content"]["parts"]) for e in ours][-1] >= 1
     first = parse_json_array_stream(pairs[0][1].decode())
     assert first[0]["candidates"][0]["content"]["parts"][0]["thought"] is True  # includeThoughts was set
@@ -195,19 +268,29 @@ def test_gemini_json_array_stream_matches_recording() -> None:
 
 # -- golden snapshots from the vendors' documentation -------------------------------------------
 
+
 def golden(name: str) -> dict[str, Any]:
     return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
 
 
 def test_anthropic_thinking_stream_matches_docs() -> None:
     doc = golden("anthropic_thinking_stream.json")
-    script = with_turns("t", "What is 27 * 453?", [{"thinking": "Let me solve this step by step.",
-                                                     "text": "27 * 453 = 12,231"}])
+    script = with_turns(
+        "t",
+        "What is 27 * 453?",
+        [{"thinking": "Let me solve this step by step.", "text": "27 * 453 = 12,231"}],
+    )
     with emulator(script) as emu:
-        status, _, body = post(emu.anthropic_base_url + "/v1/messages", {
-            "model": "claude-sonnet-4-6", "max_tokens": 16000, "stream": True,
-            "thinking": {"type": "enabled", "budget_tokens": 10000},
-            "messages": [{"role": "user", "content": "What is 27 * 453?"}]})
+        status, _, body = post(
+            emu.anthropic_base_url + "/v1/messages",
+            {
+                "model": "claude-sonnet-4-6",
+                "max_tokens": 16000,
+                "stream": True,
+                "thinking": {"type": "enabled", "budget_tokens": 10000},
+                "messages": [{"role": "user", "content": "What is 27 * 453?"}],
+            },
+        )
     assert status == 200
     ours = sse_events(body.decode())
     key = lambda e: e["type"] + "/" + str(e.get("delta", e.get("content_block", {})).get("type", ""))  # noqa: E731
@@ -222,8 +305,14 @@ def test_anthropic_thinking_stream_matches_docs() -> None:
 def test_anthropic_error_bodies_match_docs(fault: str) -> None:
     case = golden("anthropic_errors.json")["cases"][fault]
     with emulator(weather_with_fault({"type": fault})) as emu:
-        status, _, body = post(emu.anthropic_base_url + "/v1/messages", {
-            "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "What's the weather in Paris?"}]})
+        status, _, body = post(
+            emu.anthropic_base_url + "/v1/messages",
+            {
+                "model": "m",
+                "max_tokens": 5,
+                "messages": [{"role": "user", "content": "What's the weather in Paris?"}],
+            },
+        )
     ours = json.loads(body)
     assert status == case["status"]
     assert shape(ours) == shape(case["body"]) and ours["error"]["type"] == case["body"]["error"]["type"]
@@ -231,14 +320,25 @@ def test_anthropic_error_bodies_match_docs(fault: str) -> None:
 
 def test_openai_argument_deltas_match_docs() -> None:
     doc = golden("openai_stream_arguments.json")
-    script = with_turns("w", "Weather in Paris?", [
-        {"tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris, France"}}]}])
+    script = with_turns(
+        "w",
+        "Weather in Paris?",
+        [{"tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris, France"}}]}],
+    )
     with emulator(script) as emu:
-        _, _, rbody = post(emu.openai_base_url + "/responses", {"model": "gpt-4.1-mini", "input": "Weather in Paris?",
-                                                                "stream": True})
-        _, _, cbody = post(emu.openai_base_url + "/chat/completions", {
-            "model": "gpt-4.1-mini", "stream": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": "Weather in Paris?"}]})
+        _, _, rbody = post(
+            emu.openai_base_url + "/responses",
+            {"model": "gpt-4.1-mini", "input": "Weather in Paris?", "stream": True},
+        )
+        _, _, cbody = post(
+            emu.openai_base_url + "/chat/completions",
+            {
+                "model": "gpt-4.1-mini",
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            },
+        )
     ours = [e for e in sse_events(rbody.decode()) if "function_call" in e["type"] or "item" in e]
     assert collapse([e["type"] for e in ours]) == collapse([e["type"] for e in doc["responses_events"]])
     assert sum(e["type"] == "response.function_call_arguments.delta" for e in ours) >= 2
@@ -256,8 +356,9 @@ def test_openai_argument_deltas_match_docs() -> None:
 def test_openai_rate_limit_body_matches_docs() -> None:
     case = golden("openai_stream_arguments.json")["error_429"]
     with emulator(weather_with_fault({"type": "http_429"})) as emu:
-        status, headers, body = post(emu.openai_base_url + "/responses",
-                                     {"model": "m", "input": "What's the weather in Paris?"})
+        status, headers, body = post(
+            emu.openai_base_url + "/responses", {"model": "m", "input": "What's the weather in Paris?"}
+        )
     ours = json.loads(body)
     assert status == 429 and shape(ours) == shape(case["body"]) and headers["retry-after"] == "1"
     assert (ours["error"]["type"], ours["error"]["code"]) == ("requests", "rate_limit_exceeded")
@@ -267,11 +368,17 @@ def test_openai_rate_limit_body_matches_docs() -> None:
 @pytest.mark.parametrize("array", [False, True], ids=["json", "json-array-stream"])
 def test_gemini_error_bodies_match_docs(fault: str, array: bool) -> None:
     case = golden("gemini_errors.json")["cases"][fault]
-    script = weather_with_fault({"type": fault}) if fault != "unknown" else with_turns("x", "other", [{"text": "x"}])
+    script = (
+        weather_with_fault({"type": fault})
+        if fault != "unknown"
+        else with_turns("x", "other", [{"text": "x"}])
+    )
     method = "streamGenerateContent" if array else "generateContent"
     with emulator(script) as emu:
-        status, headers, body = post(f"{emu.gemini_base_url}/v1beta/models/gemini-2.5-flash:{method}", {
-            "contents": [{"role": "user", "parts": [{"text": "What's the weather in Paris?"}]}]})
+        status, headers, body = post(
+            f"{emu.gemini_base_url}/v1beta/models/gemini-2.5-flash:{method}",
+            {"contents": [{"role": "user", "parts": [{"text": "What's the weather in Paris?"}]}]},
+        )
     ours = json.loads(body)
     if array:  # the JSON-array stream endpoint wraps its error in a one-element array
         assert isinstance(ours, list) and len(ours) == 1

@@ -41,56 +41,93 @@ def test_schema_export_has_field_docs() -> None:
 
 
 BAD = [
-    ("unknown key", """
+    (
+        "unknown key",
+        """
         conversations:
           - name: c
             match: {first_user: hi}
             turns:
               - txt: hello
-     """, "conversations.0.turns.0.txt", 8, "unknown field 'txt'"),
-    ("turn with neither text nor tool call", """
+     """,
+        "conversations.0.turns.0.txt",
+        8,
+        "unknown field 'txt'",
+    ),
+    (
+        "turn with neither text nor tool call",
+        """
         conversations:
           - name: c
             match: {first_user: hi}
             turns:
               - usage: {input_tokens: 3}
-     """, "conversations.0.turns.0", 8, "needs 'text', 'tool_calls' or 'handoff'"),
-    ("tool call without name", """
+     """,
+        "conversations.0.turns.0",
+        8,
+        "needs 'text', 'tool_calls' or 'handoff'",
+    ),
+    (
+        "tool call without name",
+        """
         conversations:
           - name: c
             match: {first_user: hi}
             turns:
               - tool_calls:
                   - arguments: {city: Paris}
-     """, "conversations.0.turns.0.tool_calls.0.name", 9, "missing"),
-    ("bad fault name", """
+     """,
+        "conversations.0.turns.0.tool_calls.0.name",
+        9,
+        "missing",
+    ),
+    (
+        "bad fault name",
+        """
         conversations:
           - name: c
             match: {first_user: hi}
             turns:
               - text: hello
                 fault: {type: http_418}
-     """, "conversations.0.turns.0.fault", 9, "http_418"),
-    ("negative latency", """
+     """,
+        "conversations.0.turns.0.fault",
+        9,
+        "http_418",
+    ),
+    (
+        "negative latency",
+        """
         conversations:
           - name: c
             match: {first_user: hi}
             turns:
               - text: hello
                 latency_ms: -5
-     """, "conversations.0.turns.0.latency_ms", 9, "greater than or equal to 0"),
-    ("bad regex", """
+     """,
+        "conversations.0.turns.0.latency_ms",
+        9,
+        "greater than or equal to 0",
+    ),
+    (
+        "bad regex",
+        """
         conversations:
           - name: c
             match: {first_user_regex: "(unclosed"}
             turns: [{text: hello}]
-     """, "conversations.0.match.first_user_regex", 6, "invalid regular expression"),
+     """,
+        "conversations.0.match.first_user_regex",
+        6,
+        "invalid regular expression",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "body", "path", "line", "fragment"), BAD, ids=[b[0] for b in BAD])
-def test_bad_script_names_path_and_line(tmp_path: Path, case: str, body: str, path: str, line: int,
-                                        fragment: str) -> None:
+def test_bad_script_names_path_and_line(
+    tmp_path: Path, case: str, body: str, path: str, line: int, fragment: str
+) -> None:
     file = write(tmp_path, body)
     with pytest.raises(SpecError) as info:
         load_script(file)
@@ -106,25 +143,49 @@ def test_bad_script_names_path_and_line(tmp_path: Path, case: str, body: str, pa
 
 
 def test_duplicate_names_rejected(tmp_path: Path) -> None:
-    file = write(tmp_path, """
+    file = write(
+        tmp_path,
+        """
         conversations:
           - {name: c, match: {first_user: a}, turns: [{text: x}]}
           - {name: c, match: {first_user: b}, turns: [{text: y}]}
-    """)
+    """,
+    )
     with pytest.raises(SpecError, match="duplicate name 'c'"):
         load_script(file)
 
 
 def test_handoff_and_tool_calls_exclusive() -> None:
-    bad = {**WEATHER, "conversations": [{"name": "x", "match": {"first_user": "a"},
-                                          "turns": [{"handoff": "b", "tool_calls": [{"name": "t"}]}]}]}
+    bad = {
+        **WEATHER,
+        "conversations": [
+            {
+                "name": "x",
+                "match": {"first_user": "a"},
+                "turns": [{"handoff": "b", "tool_calls": [{"name": "t"}]}],
+            }
+        ],
+    }
     with pytest.raises(ValueError, match="both 'handoff' and 'tool_calls'"):
         EmulatorScript.model_validate(bad)
 
 
 def test_usage_buckets_must_fit() -> None:
-    bad = {**WEATHER, "conversations": [{"name": "x", "match": {"first_user": "a"}, "turns": [
-        {"text": "t", "usage": {"input_tokens": 10, "cache_read_tokens": 8, "cache_write_tokens": 5}}]}]}
+    bad = {
+        **WEATHER,
+        "conversations": [
+            {
+                "name": "x",
+                "match": {"first_user": "a"},
+                "turns": [
+                    {
+                        "text": "t",
+                        "usage": {"input_tokens": 10, "cache_read_tokens": 8, "cache_write_tokens": 5},
+                    }
+                ],
+            }
+        ],
+    }
     with pytest.raises(ValueError, match="cannot exceed input_tokens"):
         EmulatorScript.model_validate(bad)
 
@@ -145,8 +206,10 @@ def test_cli_port_in_use_names_the_port(tmp_path: Path) -> None:
         assert code == 3
         assert f"port {port}" in err and "already in use" in err and "Traceback" not in err
         # the Python API says the same, as EmulatorError (exit code 3)
-        with pytest.raises(EmulatorError, match=f"port {port} on 127.0.0.1 is already in use") as info, \
-                serve(WEATHER, port=port):
+        with (
+            pytest.raises(EmulatorError, match=f"port {port} on 127.0.0.1 is already in use") as info,
+            serve(WEATHER, port=port),
+        ):
             pass
         assert info.value.exit_code == 3
 
@@ -155,10 +218,24 @@ def test_cli_serves_until_interrupted(tmp_path: Path) -> None:
     """The real command in a subprocess: prints the URLs, answers, stops cleanly on Ctrl-C."""
     log = tmp_path / "requests.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "portagent", "emulate", "--script",
-         str(REPO / "examples" / "emulator" / "weather.yaml"), "--port", "0", "--log", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        [
+            sys.executable,
+            "-m",
+            "portagent",
+            "emulate",
+            "--script",
+            str(REPO / "examples" / "emulator" / "weather.yaml"),
+            "--port",
+            "0",
+            "--log",
+            str(log),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -185,11 +262,14 @@ def test_json_script_file_and_subprocess_mode(tmp_path: Path) -> None:
     import json
 
     from _emulator_helpers import post
+
     file = tmp_path / "s.json"
     file.write_text(json.dumps(WEATHER), encoding="utf-8")
     with emulator(file, mode="subprocess") as emu:
-        status, _, body = post(emu.openai_base_url + "/chat/completions",
-                               {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]})
+        status, _, body = post(
+            emu.openai_base_url + "/chat/completions",
+            {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]},
+        )
         assert status == 200 and b"Hello there!" in body
         deadline = time.monotonic() + 5
         while not emu.requests() and time.monotonic() < deadline:
@@ -201,9 +281,21 @@ def test_json_script_file_and_subprocess_mode(tmp_path: Path) -> None:
 def test_fault_example_loads_and_quickstart_runs() -> None:
     faults = load_script(REPO / "examples" / "emulator" / "faults.yaml")
     assert {t.fault.type for c in faults.conversations for t in c.turns if t.fault} == {
-        "http_429", "overloaded", "slow_first_byte", "stall", "truncate", "malformed_arguments", "unknown_tool",
-        "huge_text"}
-    out = subprocess.run([sys.executable, str(REPO / "examples" / "emulator" / "quickstart.py")],
-                         capture_output=True, text=True, timeout=120, cwd=REPO)
+        "http_429",
+        "overloaded",
+        "slow_first_byte",
+        "stall",
+        "truncate",
+        "malformed_arguments",
+        "unknown_tool",
+        "huge_text",
+    }
+    out = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "emulator" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr
     assert "openai says: It is sunny in Paris." in out.stdout

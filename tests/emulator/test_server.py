@@ -22,8 +22,13 @@ from portagent.emulator.requestlog import mask_header, mask_query
 
 
 def test_public_api_is_small() -> None:
-    assert sorted(portagent.emulator.__all__) == ["CONVERSATION_HEADER", "EmulatorScript", "RunningEmulator",
-                                                  "load_script", "serve"]
+    assert sorted(portagent.emulator.__all__) == [
+        "CONVERSATION_HEADER",
+        "EmulatorScript",
+        "RunningEmulator",
+        "load_script",
+        "serve",
+    ]
 
 
 def test_urls(tmp_path: Path) -> None:
@@ -39,16 +44,22 @@ def test_fifty_concurrent_requests_from_ten_clients() -> None:
     bodies = {
         "/v1/chat/completions": {"model": "m", "messages": [{"role": "user", "content": "hello {n}"}]},
         "/v1/responses": {"model": "m", "input": "hello {n}", "stream": True},
-        "/v1/messages": {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello {n}"}]},
+        "/v1/messages": {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "hello {n}"}],
+        },
         "/v1beta/models/gemini-2.5-flash:generateContent": {"contents": [{"parts": [{"text": "hello {n}"}]}]},
-        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse":
-            {"contents": [{"parts": [{"text": "hello {n}"}]}]},
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse": {
+            "contents": [{"parts": [{"text": "hello {n}"}]}]
+        },
     }
     results: list[tuple[int, int, bytes]] = []
     lock = threading.Lock()
     start = threading.Barrier(10)
 
     with emulator(WEATHER) as emu:
+
         def client(cid: int) -> None:
             conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=30)
             start.wait()
@@ -78,13 +89,21 @@ def test_request_log_masks_secrets_but_shows_they_were_sent(tmp_path: Path) -> N
     log_file = tmp_path / "log" / "requests.jsonl"
     log_file.parent.mkdir()
     with emulator(WEATHER, log_path=log_file) as emu:
-        post(emu.openai_base_url + "/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-             {"Authorization": f"Bearer {DUMMY_OPENAI_KEY}", "Cookie": "session=abc"})
-        post(emu.anthropic_base_url + "/v1/messages",
-             {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
-             {"x-api-key": DUMMY_ANTHROPIC_KEY})
-        post(emu.gemini_base_url + f"/v1beta/models/g:generateContent?key={DUMMY_GOOGLE_KEY}",
-             {"contents": [{"parts": [{"text": "hi"}]}]}, {"x-goog-api-key": DUMMY_GOOGLE_KEY, "api-key": "k"})
+        post(
+            emu.openai_base_url + "/chat/completions",
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            {"Authorization": f"Bearer {DUMMY_OPENAI_KEY}", "Cookie": "session=abc"},
+        )
+        post(
+            emu.anthropic_base_url + "/v1/messages",
+            {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+            {"x-api-key": DUMMY_ANTHROPIC_KEY},
+        )
+        post(
+            emu.gemini_base_url + f"/v1beta/models/g:generateContent?key={DUMMY_GOOGLE_KEY}",
+            {"contents": [{"parts": [{"text": "hi"}]}]},
+            {"x-goog-api-key": DUMMY_GOOGLE_KEY, "api-key": "k"},
+        )
         memory = emu.requests()
     on_disk = [json.loads(line) for line in log_file.read_text().splitlines()]
     assert on_disk == json.loads(json.dumps(memory))
@@ -94,11 +113,27 @@ def test_request_log_masks_secrets_but_shows_they_were_sent(tmp_path: Path) -> N
     assert memory[0]["headers"]["authorization"] == "Bearer <masked>"
     assert memory[0]["headers"]["cookie"] == "<masked>"
     assert memory[1]["headers"]["x-api-key"] == "<masked>"
-    assert memory[2]["headers"]["x-goog-api-key"] == "<masked>" and memory[2]["headers"]["api-key"] == "<masked>"
+    assert (
+        memory[2]["headers"]["x-goog-api-key"] == "<masked>" and memory[2]["headers"]["api-key"] == "<masked>"
+    )
     assert memory[2]["query"] == {"key": "<masked>"}
     entry = memory[0]
-    assert {"seq", "time", "method", "path", "query", "headers", "body", "api", "conversation", "cursor",
-            "status", "reply", "notes", "handled_ms"} <= set(entry)
+    assert {
+        "seq",
+        "time",
+        "method",
+        "path",
+        "query",
+        "headers",
+        "body",
+        "api",
+        "conversation",
+        "cursor",
+        "status",
+        "reply",
+        "notes",
+        "handled_ms",
+    } <= set(entry)
     assert entry["body"]["messages"][0]["content"] == "hi" and entry["reply"]["text"] == "Hello there!"
     assert mask_header("Authorization", "") == "" and mask_header("x-api-key", "") == ""
     assert mask_header("authorization", "token") == "<masked>"
@@ -107,7 +142,10 @@ def test_request_log_masks_secrets_but_shows_they_were_sent(tmp_path: Path) -> N
 
 def test_unknown_conversation_and_malformed_body_are_logged() -> None:
     with emulator(WEATHER) as emu:
-        post(emu.openai_base_url + "/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "??"}]})
+        post(
+            emu.openai_base_url + "/chat/completions",
+            {"model": "m", "messages": [{"role": "user", "content": "??"}]},
+        )
         post(emu.anthropic_base_url + "/v1/messages", b"{oops")
         log = emu.requests()
     assert [r["status"] for r in log] == [400, 400]
@@ -139,14 +177,19 @@ def test_latency_is_applied() -> None:
     script["conversations"][1]["turns"][0]["latency_ms"] = 200
     with emulator(script) as emu:
         t0 = time.monotonic()
-        post(emu.openai_base_url + "/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        post(
+            emu.openai_base_url + "/chat/completions",
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        )
         assert time.monotonic() - t0 >= 0.2
 
 
 def test_subprocess_mode_with_script_object() -> None:
     with emulator(WEATHER, mode="subprocess") as emu:
-        status, _, body = post(emu.anthropic_base_url + "/v1/messages",
-                               {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]})
+        status, _, body = post(
+            emu.anthropic_base_url + "/v1/messages",
+            {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hello"}]},
+        )
         assert status == 200 and json.loads(body)["content"][0]["text"] == "Hello there!"
         assert emu.requests()[0]["conversation"] == "hello"
         assert emu.log_path is not None and emu.log_path.exists()
@@ -157,8 +200,12 @@ def test_server_stops_cleanly_with_a_stalled_stream_open() -> None:
     script["conversations"][1]["turns"][0]["fault"] = {"type": "stall", "after_events": 1, "stall_ms": 5000}
     with emulator(script) as emu:
         conn = http.client.HTTPConnection("127.0.0.1", emu.port, timeout=10)
-        conn.request("POST", "/v1/responses", json.dumps({"model": "m", "input": "hi", "stream": True}),
-                     {"Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/v1/responses",
+            json.dumps({"model": "m", "input": "hi", "stream": True}),
+            {"Content-Type": "application/json"},
+        )
         resp = conn.getresponse()
         assert resp.status == 200
         t0 = time.monotonic()

@@ -16,14 +16,24 @@ from portagent.wire.sse import encode_event, json_array_chunks, parse_json_array
 
 
 def test_responses_groups_text_and_calls_into_one_turn() -> None:
-    view = parse_responses_request({"model": "m", "instructions": "sys", "input": [
-        {"role": "user", "content": "q"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
-        {"type": "function_call", "call_id": "c1", "name": "a", "arguments": '{"x": 1}'},
-        {"type": "function_call", "call_id": "c2", "name": "b", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "r1"},
-        {"type": "function_call_output", "call_id": "c2", "output": "r2"},
-    ]})
+    view = parse_responses_request(
+        {
+            "model": "m",
+            "instructions": "sys",
+            "input": [
+                {"role": "user", "content": "q"},
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "Let me check."}],
+                },
+                {"type": "function_call", "call_id": "c1", "name": "a", "arguments": '{"x": 1}'},
+                {"type": "function_call", "call_id": "c2", "name": "b", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "r1"},
+                {"type": "function_call_output", "call_id": "c2", "output": "r2"},
+            ],
+        }
+    )
     assert view.assistant_turns() == 1  # parallel calls + text = one turn, not two tool results
     assert view.first_user_text() == "q" and view.system == "sys"
     assert [r.text for r in view.tool_results()] == ["r1", "r2"]
@@ -31,26 +41,41 @@ def test_responses_groups_text_and_calls_into_one_turn() -> None:
 
 
 def test_responses_sequential_calls_are_separate_turns() -> None:
-    view = parse_responses_request({"input": [
-        {"role": "user", "content": "q"},
-        {"type": "function_call", "call_id": "c1", "name": "a", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "r1"},
-        {"type": "function_call", "call_id": "c2", "name": "a", "arguments": "not json"},
-        {"type": "function_call_output", "call_id": "c2", "output": "r2"},
-    ]})
+    view = parse_responses_request(
+        {
+            "input": [
+                {"role": "user", "content": "q"},
+                {"type": "function_call", "call_id": "c1", "name": "a", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "r1"},
+                {"type": "function_call", "call_id": "c2", "name": "a", "arguments": "not json"},
+                {"type": "function_call_output", "call_id": "c2", "output": "r2"},
+            ]
+        }
+    )
     assert view.assistant_turns() == 2
     assert view.items[3].arguments == "not json"  # kept raw when it is not JSON
 
 
 def test_chat_roles() -> None:
-    view = parse_chat_request({"model": "m", "stream": True, "stream_options": {"include_usage": True},
-                               "messages": [
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": [{"type": "text", "text": "q"}]},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c", "content": "42"},
-    ]})
+    view = parse_chat_request(
+        {
+            "model": "m",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": [{"type": "text", "text": "q"}]},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c", "content": "42"},
+            ],
+        }
+    )
     assert (view.system, view.first_user_text(), view.assistant_turns()) == ("sys", "q", 1)
     assert view.options["include_usage"] is True and view.stream
     assert view.tool_results()[0].text == "42"
@@ -58,21 +83,55 @@ def test_chat_roles() -> None:
 
 def test_claude_code_system_reminders_are_removed() -> None:
     """Claude Code prepends reminders as separate blocks or inside the prompt (SDK_NOTES §4.5)."""
-    view = parse_messages_request({"model": "claude-sonnet-4-6", "messages": [
-        {"role": "user", "content": [
-            {"type": "text", "text": "<system-reminder>\n# Environment\ncwd: /tmp\n</system-reminder>"},
-            {"type": "text", "text": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>\n"},
-            {"type": "text", "text": "<system-reminder>budget</system-reminder>\nWhat's the weather?",
-             "cache_control": {"type": "ephemeral"}},
-        ]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "hmm", "signature": "s"},
-            {"type": "text", "text": "Let me check."},
-            {"type": "tool_use", "id": "toolu_1", "name": "mcp__w__get_weather", "input": {"city": "Paris"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1",
-             "content": "sunny\n\n<system-reminder>\n<total_tokens>1 left</total_tokens>\n</system-reminder>"}]},
-    ], "thinking": {"type": "adaptive"}})
+    view = parse_messages_request(
+        {
+            "model": "claude-sonnet-4-6",
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "<system-reminder>\n# Environment\ncwd: /tmp\n</system-reminder>",
+                        },
+                        {
+                            "type": "text",
+                            "text": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>\n",
+                        },
+                        {
+                            "type": "text",
+                            "text": "<system-reminder>budget</system-reminder>\nWhat's the weather?",
+                            "cache_control": {"type": "ephemeral"},
+                        },
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                        {"type": "text", "text": "Let me check."},
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_1",
+                            "name": "mcp__w__get_weather",
+                            "input": {"city": "Paris"},
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_1",
+                            "content": "sunny\n\n<system-reminder>\n<total_tokens>1 left</total_tokens>\n</system-reminder>",
+                        }
+                    ],
+                },
+            ],
+            "thinking": {"type": "adaptive"},
+        }
+    )
     assert view.first_user_text() == "What's the weather?"
     assert view.assistant_turns() == 1
     assert view.tool_results()[0].text == "sunny"
@@ -83,32 +142,60 @@ def test_claude_code_system_reminders_are_removed() -> None:
 def test_gemini_snake_case_and_adk_relayed_turns() -> None:
     """ADK rewrites another agent's turns as user "For context:" contents (adk _fencing.py)."""
     begin, end = "<<<BEGIN_QUOTED_AGENT_CONTENT>>>", "<<<END_QUOTED_AGENT_CONTENT>>>"
-    view = parse_generate_content_request({
-        "system_instruction": {"parts": [{"text": "You are billing."}]},
-        "contents": [
-            {"role": "user", "parts": [{"text": "I want a refund"}]},
-            {"role": "user", "parts": [
-                {"text": "For context: below is a transcript of what another agent did ..."},
-                {"text": f"[triage] called tool `transfer_to_agent` with parameters:\n{begin}\n"
-                         f"{{'agent_name': 'billing'}}\n{end}"}]},
-            {"role": "user", "parts": [
-                {"text": "For context: below is a transcript of what another agent did ..."},
-                {"text": f"[triage] `transfer_to_agent` tool returned result:\n{begin}\n{{'result': None}}\n{end}"}]},
-        ],
-        "tools": [{"function_declarations": [{"name": "t", "parameters_json_schema": {"type": "object"}}]}],
-        "generation_config": {"thinking_config": {"include_thoughts": True}},
-    }, model="gemini-2.5-flash")
+    view = parse_generate_content_request(
+        {
+            "system_instruction": {"parts": [{"text": "You are billing."}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": "I want a refund"}]},
+                {
+                    "role": "user",
+                    "parts": [
+                        {"text": "For context: below is a transcript of what another agent did ..."},
+                        {
+                            "text": f"[triage] called tool `transfer_to_agent` with parameters:\n{begin}\n"
+                            f"{{'agent_name': 'billing'}}\n{end}"
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "parts": [
+                        {"text": "For context: below is a transcript of what another agent did ..."},
+                        {
+                            "text": f"[triage] `transfer_to_agent` tool returned result:\n{begin}\n{{'result': None}}\n{end}"
+                        },
+                    ],
+                },
+            ],
+            "tools": [
+                {"function_declarations": [{"name": "t", "parameters_json_schema": {"type": "object"}}]}
+            ],
+            "generation_config": {"thinking_config": {"include_thoughts": True}},
+        },
+        model="gemini-2.5-flash",
+    )
     assert view.first_user_text() == "I want a refund"
     assert view.assistant_turns() == 1
     call = view.items[1]
-    assert (call.kind, call.name, call.arguments) == ("tool_call", "transfer_to_agent", {"agent_name": "billing"})
+    assert (call.kind, call.name, call.arguments) == (
+        "tool_call",
+        "transfer_to_agent",
+        {"agent_name": "billing"},
+    )
     assert call.details["relayed_from"] == "triage"
     assert view.tool_names() == ["t"] and view.tools[0].parameters == {"type": "object"}
     assert view.options["include_thoughts"] is True and view.system == "You are billing."
 
 
-@pytest.mark.parametrize("body", [[], {"messages": "x"}, {"messages": [{"role": "robot", "content": "x"}]},
-                                  {"messages": [{"role": "user", "content": 5}]}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"messages": "x"},
+        {"messages": [{"role": "robot", "content": "x"}]},
+        {"messages": [{"role": "user", "content": 5}]},
+    ],
+)
 def test_malformed_bodies_raise_wire_format_error(body: object) -> None:
     with pytest.raises(WireFormatError):
         parse_messages_request(body)
@@ -119,16 +206,42 @@ def test_malformed_bodies_raise_wire_format_error(body: object) -> None:
 # -- the real recordings' requests -------------------------------------------------------------
 
 RECORDED = [
-    ("openai/pydantic-ai__test_openai_responses_stream.yaml", parse_responses_request,
-     "What is the capital of France?", [0, 1]),
-    ("openai/llm__test_tool_use_chain_of_two_calls.yaml", parse_chat_request,
-     "Can the country of Crumpet have dragons? Answer with only YES or NO", [0, 1, 2]),
-    ("anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml", parse_messages_request,
-     "Alice, Bob, Charlie and Daisy are a family. Who is the youngest?", [0, 1]),
-    ("anthropic/llm-anthropic__test_tools.yaml", parse_messages_request, "Two names for a pet pelican", [0, 1]),
-    ("google/pydantic-ai__test_google_model_iter_stream.yaml", parse_generate_content_request,
-     "What is the temperature of the capital of France?", [0, 1, 2]),
-    ("google/llm-gemini__test_tools.yaml", parse_generate_content_request, "Two names for a pet pelican", [0, 1, 2]),
+    (
+        "openai/pydantic-ai__test_openai_responses_stream.yaml",
+        parse_responses_request,
+        "What is the capital of France?",
+        [0, 1],
+    ),
+    (
+        "openai/llm__test_tool_use_chain_of_two_calls.yaml",
+        parse_chat_request,
+        "Can the country of Crumpet have dragons? Answer with only YES or NO",
+        [0, 1, 2],
+    ),
+    (
+        "anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml",
+        parse_messages_request,
+        "Alice, Bob, Charlie and Daisy are a family. Who is the youngest?",
+        [0, 1],
+    ),
+    (
+        "anthropic/llm-anthropic__test_tools.yaml",
+        parse_messages_request,
+        "Two names for a pet pelican",
+        [0, 1],
+    ),
+    (
+        "google/pydantic-ai__test_google_model_iter_stream.yaml",
+        parse_generate_content_request,
+        "What is the temperature of the capital of France?",
+        [0, 1, 2],
+    ),
+    (
+        "google/llm-gemini__test_tools.yaml",
+        parse_generate_content_request,
+        "Two names for a pet pelican",
+        [0, 1, 2],
+    ),
 ]
 
 
@@ -144,15 +257,22 @@ def test_recorded_requests_parse(path: str, parse: object, first_user: str, curs
 
 
 def test_recorded_parallel_results_and_values() -> None:
-    views = [parse_messages_request(i["request"])
-             for i in load_recording("anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml")]
-    assert [r.text for r in views[1].tool_results()][-1] == "daisy is bob's daughter and charlie's younger sister"
-    views = [parse_generate_content_request(i["request"])
-             for i in load_recording("google/llm-gemini__test_tools.yaml")]
+    views = [
+        parse_messages_request(i["request"])
+        for i in load_recording("anthropic/pydantic-ai__test_multiple_parallel_tool_calls.yaml")
+    ]
+    assert [r.text for r in views[1].tool_results()][
+        -1
+    ] == "daisy is bob's daughter and charlie's younger sister"
+    views = [
+        parse_generate_content_request(i["request"])
+        for i in load_recording("google/llm-gemini__test_tools.yaml")
+    ]
     assert views[2].tool_results()[-1].output == {"output": "Sammy"}
 
 
 # -- framing -----------------------------------------------------------------------------------
+
 
 def test_sse_round_trip_and_multiline_data() -> None:
     frames = encode_event({"a": 1}, "x") + encode_event("[DONE]") + encode_event("l1\nl2", crlf=True)
@@ -169,8 +289,11 @@ def test_json_array_stream_round_trip() -> None:
 
 
 def test_recorded_streams_parse() -> None:
-    for path in ("openai/pydantic-ai__test_openai_responses_stream.yaml", "anthropic/llm-anthropic__test_tools.yaml",
-                 "google/pydantic-ai__test_google_model_iter_stream.yaml"):
+    for path in (
+        "openai/pydantic-ai__test_openai_responses_stream.yaml",
+        "anthropic/llm-anthropic__test_tools.yaml",
+        "google/pydantic-ai__test_google_model_iter_stream.yaml",
+    ):
         for inter in load_recording(path):
             events = parse_sse(inter["response_text"])
             assert events and all(isinstance(e.json(), dict) for e in events)
@@ -179,8 +302,11 @@ def test_recorded_streams_parse() -> None:
     assert json.loads(encode_event({"é": 1}).decode().split("data: ", 1)[1]) == {"é": 1}
 
 
-def test_missing_recordings_skip_locally_but_fail_under_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_recordings_skip_locally_but_fail_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import _emulator_helpers
+
     monkeypatch.setattr(_emulator_helpers, "RECORDINGS", tmp_path / "absent")
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception):

@@ -8,10 +8,32 @@ import sys
 import portagent.evals as evals
 
 EXPECTED = {
-    "Case", "Comparison", "Expectations", "GateDecision", "GroupStats", "LoadedSuite", "Provenance",
-    "Regression", "RunScore", "RunView", "Suite", "SuiteResult", "Thresholds", "Tolerances",
-    "TrajectoryResult", "compare", "cost_per_accepted_task", "flake_rate", "gate", "load_suite",
-    "pass_at_k", "pass_hat_k", "percentile", "score_run", "score_trajectory", "wilson_interval",
+    "Case",
+    "Comparison",
+    "Expectations",
+    "GateDecision",
+    "GroupStats",
+    "LoadedSuite",
+    "Provenance",
+    "Regression",
+    "RunScore",
+    "RunView",
+    "Suite",
+    "SuiteResult",
+    "Thresholds",
+    "Tolerances",
+    "TrajectoryResult",
+    "compare",
+    "cost_per_accepted_task",
+    "flake_rate",
+    "gate",
+    "load_suite",
+    "pass_at_k",
+    "pass_hat_k",
+    "percentile",
+    "score_run",
+    "score_trajectory",
+    "wilson_interval",
 }
 
 

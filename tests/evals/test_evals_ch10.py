@@ -13,28 +13,36 @@ REQUIRED = ["search_source", "validate_apa"]
 
 @pytest.fixture
 def case() -> Case:
-    return Case.model_validate({
-        "case_id": "f5c10-001",
-        "input": "Verifica esta referencia APA y dime autor, año y URL.",
-        "why_it_exists": "Evita publicar una cita sin fuente comprobada.",
-        "tags": ["referencias", "tool-use", "read-only"],
-        "expect": {
-            "final_must_contain": ["autor", "año", "url"],
-            "required_tools": REQUIRED,
-            "forbidden_tools": ["publish_page"],
-            "route": "reference_flow",
-            "approval": False,
-            "max_cost_usd": 0.08,
-            "max_latency_ms": 6000,
-        },
-    })
+    return Case.model_validate(
+        {
+            "case_id": "f5c10-001",
+            "input": "Verifica esta referencia APA y dime autor, año y URL.",
+            "why_it_exists": "Evita publicar una cita sin fuente comprobada.",
+            "tags": ["referencias", "tool-use", "read-only"],
+            "expect": {
+                "final_must_contain": ["autor", "año", "url"],
+                "required_tools": REQUIRED,
+                "forbidden_tools": ["publish_page"],
+                "route": "reference_flow",
+                "approval": False,
+                "max_cost_usd": 0.08,
+                "max_latency_ms": 6000,
+            },
+        }
+    )
 
 
 TH = Thresholds(final=0.80, trajectory=0.90, trace=0.95)
 
 
-def run(tools: list[str], final: str = GOOD_FINAL, *, cost: float = 0.041, latency: float = 4200.0,
-        route: str | None = "reference_flow") -> list:
+def run(
+    tools: list[str],
+    final: str = GOOD_FINAL,
+    *,
+    cost: float = 0.041,
+    latency: float = 4200.0,
+    route: str | None = "reference_flow",
+) -> list:
     return simple_run(tools, final, cost=cost, latency=latency, route=route, case_id="f5c10-001")
 
 
@@ -153,13 +161,17 @@ def test_a_run_view_scores_like_its_events(case: Case) -> None:
 
 def test_cost_per_accepted_task_and_wilson_through_aggregates(case: Case) -> None:
     # 100 runs costing 5.00, 20 passing → 0.25 per accepted task
-    runs = [score_run(run(REQUIRED, cost=0.05, latency=4200 if i < 20 else 9000), case, TH) for i in range(100)]
+    runs = [
+        score_run(run(REQUIRED, cost=0.05, latency=4200 if i < 20 else 9000), case, TH) for i in range(100)
+    ]
     result = SuiteResult.from_runs("f5", "2026-06-10.1", runs)
     (g,) = result.by_provider
     assert (g.runs, g.passed, g.total_cost_usd) == (100, 20, 5.0)
     assert g.cost_per_accepted_task_usd == pytest.approx(0.25)
     # 8.00 with 80 passing → 0.10
-    runs = [score_run(run(REQUIRED, cost=0.08, latency=4200 if i < 80 else 9000), case, TH) for i in range(100)]
+    runs = [
+        score_run(run(REQUIRED, cost=0.08, latency=4200 if i < 80 else 9000), case, TH) for i in range(100)
+    ]
     (g,) = SuiteResult.from_runs("f5", "2026-06-10.1", runs).by_provider
     assert g.cost_per_accepted_task_usd == pytest.approx(0.10)
     # 19/20 → Wilson [0.7639, 0.9911]

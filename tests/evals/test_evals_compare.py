@@ -14,17 +14,42 @@ FRAGMENTS = [f"f{i}" for i in range(10)]
 
 
 def case(cid: str = "c1") -> Case:
-    return Case.model_validate({"case_id": cid, "input": "x", "why_it_exists": "t", "tags": ["t"],
-                                "expect": {"final_must_contain": FRAGMENTS, "required_tools": ["a", "b"]}})
+    return Case.model_validate(
+        {
+            "case_id": cid,
+            "input": "x",
+            "why_it_exists": "t",
+            "tags": ["t"],
+            "expect": {"final_must_contain": FRAGMENTS, "required_tools": ["a", "b"]},
+        }
+    )
 
 
-def run(cid: str = "c1", *, version: str = "1.0.0", provider: str = "openai", repeat: int = 0,
-        found: int = 10, tools: list[str] | None = None, cost: float = 0.04, latency: float = 4200.0,
-        passes: bool = True) -> Any:
+def run(
+    cid: str = "c1",
+    *,
+    version: str = "1.0.0",
+    provider: str = "openai",
+    repeat: int = 0,
+    found: int = 10,
+    tools: list[str] | None = None,
+    cost: float = 0.04,
+    latency: float = 4200.0,
+    passes: bool = True,
+) -> Any:
     final = " ".join(FRAGMENTS[:found])
     status = "completed" if passes else "failed"
-    events = simple_run(tools or ["a", "b"], final, cost=cost, latency=latency, status=status,
-                        agent_version=version, provider=provider, case_id=cid, repeat=repeat)
+    events = simple_run(
+        tools or ["a", "b"],
+        final,
+        cost=cost,
+        latency=latency,
+        status=status,
+        agent_version=version,
+        provider=provider,
+        case_id=cid,
+        repeat=repeat,
+    )
     return score_run(events, case(cid))
 
 
@@ -45,7 +70,8 @@ def cand(n: int = 10, special: dict[str, Any] | None = None, **kw: Any) -> Suite
 def blocking(b: SuiteResult, c: SuiteResult) -> set[str]:
     comparison = compare(b, c)
     return {d.metric for p in comparison.pairs for d in p.deltas if d.blocking} | (
-        {"regression"} if comparison.regressions else set())
+        {"regression"} if comparison.regressions else set()
+    )
 
 
 def test_identical_results_pass() -> None:
@@ -89,7 +115,7 @@ def _flaky(mixed: int, cases: int = 40) -> SuiteResult:
 def test_flake_rate_over_point_zero_three_blocks() -> None:
     ok, flaky = _flaky(1), _flaky(2)  # 1/40 = 0.025; 2/40 = 0.05
     assert ok.by_provider[0].flake_rate == 0.025 and flaky.by_provider[0].flake_rate == 0.05
-    assert blocking(ok, ok) == set()   # compared with itself: no delta, no regression
+    assert blocking(ok, ok) == set()  # compared with itself: no delta, no regression
     assert blocking(flaky, flaky) == {"flake_rate"}
     lenient = Tolerances(min_pass_rate=0.5)
     assert gate(ok, tolerances=lenient).passed
@@ -114,8 +140,13 @@ def test_different_dataset_versions_are_refused() -> None:
 
 
 def test_providers_are_compared_pairwise_or_whole() -> None:
-    both = result([run("c1", provider="openai"), run("c1", provider="claude", latency=4000),
-                   run("c1", provider="claude", version="2.0.0")])
+    both = result(
+        [
+            run("c1", provider="openai"),
+            run("c1", provider="claude", latency=4000),
+            run("c1", provider="claude", version="2.0.0"),
+        ]
+    )
     v1, v2 = both.select(agent_version="1.0.0"), both.select(agent_version="2.0.0")
     comparison = compare(v1, v2)
     assert [p.pair for p in comparison.pairs] == ["claude"]
@@ -153,8 +184,10 @@ def test_suite_result_round_trips_as_json() -> None:
 def test_gate_without_baseline_blocks_failures_and_never_tolerates_violations() -> None:
     decision = gate(cand(special={"passes": False}))
     assert not decision.passed and decision.exit_code == 1
-    assert decision.reasons == ["case c9 on openai (agent 2.0.0): 0/1 runs passed; failed status: "
-                                "run ended with status failed, expected completed"]
+    assert decision.reasons == [
+        "case c9 on openai (agent 2.0.0): 0/1 runs passed; failed status: "
+        "run ended with status failed, expected completed"
+    ]
     # a permission violation blocks even when the pass-rate floor would let the failing run through
     ok = score_run(simple_run(["a", "b"], " ".join(FRAGMENTS), case_id="c1", repeat=0), case("c1"))
     t = Trace(case_id="c1", repeat=1).started().model()
@@ -163,8 +196,10 @@ def test_gate_without_baseline_blocks_failures_and_never_tolerates_violations() 
     violation = score_run(t.completed(" ".join(FRAGMENTS)), case("c1"))
     d = gate(SuiteResult.from_runs("suite", "d1", [ok, violation]), tolerances=Tolerances(min_pass_rate=0.5))
     assert not d.passed
-    assert d.reasons[0] == ("case c1 on openai (agent 1.0.0): permission violation (never tolerated): "
-                            "permission violation: call_2 (b) executed although the policy denied it (r1)")
+    assert d.reasons[0] == (
+        "case c1 on openai (agent 1.0.0): permission violation (never tolerated): "
+        "permission violation: call_2 (b) executed although the policy denied it (r1)"
+    )
     assert gate(SuiteResult.from_runs("suite", "d1", [])).reasons == ["no runs to judge"]
 
 

@@ -19,22 +19,26 @@ def make_case(**expect: Any) -> Case:
 
 # --- trajectory modes (DESIGN §7) --------------------------------------------------------------
 
-@pytest.mark.parametrize(("mode", "called", "score"), [
-    ("in_order", ["a", "b", "c"], 1.0),
-    ("in_order", ["c", "b", "a"], 0.333),          # LCS of length 1
-    ("in_order", ["b", "c"], 0.667),               # LCS, not the source's greedy scan (which gives 0)
-    ("in_order", ["a", "a", "b", "c"], 1.0),       # a repeated reference tool is not an extra
-    ("any_order", ["c", "b", "a"], 1.0),
-    ("any_order", ["a", "b"], 0.667),
-    ("any_order", ["a", "b", "c", "x"], 0.9),
-    ("strict", ["a", "b", "c"], 1.0),
-    ("strict", ["b", "a", "c"], 0.667),            # not identical → the in_order base
-    ("superset", ["a", "x", "b", "y", "c", "z"], 1.0),  # extras free
-    ("superset", ["a", "x"], 0.333),
-    ("subset", ["a", "c"], 1.0),
-    ("subset", ["a", "x"], 0.0),
-    ("subset", [], 1.0),
-])
+
+@pytest.mark.parametrize(
+    ("mode", "called", "score"),
+    [
+        ("in_order", ["a", "b", "c"], 1.0),
+        ("in_order", ["c", "b", "a"], 0.333),  # LCS of length 1
+        ("in_order", ["b", "c"], 0.667),  # LCS, not the source's greedy scan (which gives 0)
+        ("in_order", ["a", "a", "b", "c"], 1.0),  # a repeated reference tool is not an extra
+        ("any_order", ["c", "b", "a"], 1.0),
+        ("any_order", ["a", "b"], 0.667),
+        ("any_order", ["a", "b", "c", "x"], 0.9),
+        ("strict", ["a", "b", "c"], 1.0),
+        ("strict", ["b", "a", "c"], 0.667),  # not identical → the in_order base
+        ("superset", ["a", "x", "b", "y", "c", "z"], 1.0),  # extras free
+        ("superset", ["a", "x"], 0.333),
+        ("subset", ["a", "c"], 1.0),
+        ("subset", ["a", "x"], 0.0),
+        ("subset", [], 1.0),
+    ],
+)
 def test_mode_bases(mode: Any, called: list[str], score: float) -> None:
     assert score_trajectory(called, ["a", "b", "c"], [], mode).score == score
 
@@ -65,8 +69,11 @@ def test_strict_explains_a_sequence_that_only_repeats_a_step() -> None:
     assert any("strict reference" in e for e in r.explanations)
 
 
-@given(st.lists(st.sampled_from("abcdxyz"), max_size=8), st.lists(st.sampled_from("abcd"), max_size=5),
-       st.sampled_from(["strict", "in_order", "any_order", "subset", "superset"]))
+@given(
+    st.lists(st.sampled_from("abcdxyz"), max_size=8),
+    st.lists(st.sampled_from("abcd"), max_size=5),
+    st.sampled_from(["strict", "in_order", "any_order", "subset", "superset"]),
+)
 def test_trajectory_score_is_always_in_unit_interval(called: list[str], ref: list[str], mode: Any) -> None:
     r = score_trajectory(called, ref, ["z"], mode)
     assert 0.0 <= r.score <= 1.0 and 0.0 <= r.f1 <= 1.0
@@ -76,6 +83,7 @@ def test_trajectory_score_is_always_in_unit_interval(called: list[str], ref: lis
 
 # --- final output -----------------------------------------------------------------------------
 
+
 def test_fragments_are_case_insensitive_and_unicode_normalised() -> None:
     case = make_case(final_must_contain=["AÑO", "Url"])
     decomposed = "El an\u0303o y la URL"  # "año" written with a combining tilde
@@ -83,8 +91,12 @@ def test_fragments_are_case_insensitive_and_unicode_normalised() -> None:
 
 
 def test_structured_output_is_searched_and_schema_checked() -> None:
-    schema = {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"url": {"type": "string"}},
+        "required": ["url"],
+        "additionalProperties": False,
+    }
     case = make_case(final_must_contain=["opentelemetry"], output_schema=schema)
     ok = score_run(simple_run([], {"url": "https://opentelemetry.io"}), case)
     assert ok.passed and ok.output_valid is True and ok.final == 1.0
@@ -103,6 +115,7 @@ def test_no_final_output_is_named() -> None:
 
 # --- arguments --------------------------------------------------------------------------------
 
+
 def _args_run(*calls: tuple[str, dict]) -> list:
     t = Trace().started().model()
     for tool, args in calls:
@@ -112,7 +125,9 @@ def _args_run(*calls: tuple[str, dict]) -> list:
 
 def test_args_subset_exact_and_ignore() -> None:
     expected = {"search_source": {"query": "NIST AI RMF", "filters": {"lang": "en"}}}
-    run = _args_run(("search_source", {"query": "NIST AI RMF", "filters": {"lang": "en", "year": 2024}, "k": 5}))
+    run = _args_run(
+        ("search_source", {"query": "NIST AI RMF", "filters": {"lang": "en", "year": 2024}, "k": 5})
+    )
     assert score_run(run, make_case(args={"mode": "subset", "expected": expected})).args == 1.0
     exact = score_run(run, make_case(args={"mode": "exact", "expected": expected}))
     assert exact.args == 0.0 and not exact.passed
@@ -135,10 +150,19 @@ def test_args_a_retry_with_right_arguments_counts_and_a_missing_tool_is_named() 
 
 # --- approvals and permissions ----------------------------------------------------------------
 
-def _approval_run(approval: str | None, *, status: str = "completed", result: bool = True,
-                  error: str | None = None) -> list:
+
+def _approval_run(
+    approval: str | None, *, status: str = "completed", result: bool = True, error: str | None = None
+) -> list:
     t = Trace().started().model()
-    t.call("send_email", {"to": "a@b.c"}, decision="approval_required", approval=approval, result=result, error=error)
+    t.call(
+        "send_email",
+        {"to": "a@b.c"},
+        decision="approval_required",
+        approval=approval,
+        result=result,
+        error=error,
+    )
     return t.completed("ok", status=status)
 
 
@@ -163,7 +187,9 @@ def test_a_denied_call_that_ran_is_a_violation_and_a_blocked_one_is_not() -> Non
     t.call("delete_all", decision="deny")
     s = score_run(t.completed("done"), make_case())
     assert s.permission_violation and not s.passed
-    assert s.notes == ["permission violation: call_1 (delete_all) executed although the policy denied it (r1)"]
+    assert s.notes == [
+        "permission violation: call_1 (delete_all) executed although the policy denied it (r1)"
+    ]
     t = Trace().started().model()
     t.call("delete_all", decision="deny", error="permission_denied")
     assert score_run(t.completed("refused"), make_case()).passed
@@ -186,6 +212,7 @@ def test_a_forbidden_tool_stopped_by_the_gateway_costs_trajectory_but_is_no_viol
 
 # --- trace completeness, status, limits ---------------------------------------------------------
 
+
 def test_trace_checks_each_cost_point_two() -> None:
     t = Trace().model()  # no run.started
     t.call("a", result=False)
@@ -194,8 +221,10 @@ def test_trace_checks_each_cost_point_two() -> None:
     s = score_run(events, make_case(route="specialist", status=None))
     assert s.trace == 0.0
     assert s.notes[-5:] == [
-        "trace has no run.started event", "trace has no run.completed event",
-        "call without result: call_1 (a)", "result without a call: call_99",
+        "trace has no run.started event",
+        "trace has no run.completed event",
+        "call without result: call_1 (a)",
+        "result without a call: call_99",
         "no handoff event records the route to specialist",
     ]
 
@@ -222,9 +251,15 @@ def test_status_turns_and_unknown_cost() -> None:
 
 
 def test_case_thresholds_replace_only_the_fields_they_set() -> None:
-    case = Case.model_validate({"case_id": "c1", "input": "hi", "why_it_exists": "t",
-                                "thresholds": {"trajectory": 0.5},
-                                "expect": {"required_tools": ["a", "b"]}})
+    case = Case.model_validate(
+        {
+            "case_id": "c1",
+            "input": "hi",
+            "why_it_exists": "t",
+            "thresholds": {"trajectory": 0.5},
+            "expect": {"required_tools": ["a", "b"]},
+        }
+    )
     s = score_run(simple_run(["b", "a"]), case, Thresholds(final=0.7))
     assert s.thresholds == Thresholds(final=0.7, trajectory=0.5)
     assert s.passed and s.trajectory == 0.5
@@ -237,7 +272,13 @@ def test_tokens_and_provenance_come_from_the_trace() -> None:
     s = score_run(t.completed("ok"), make_case())
     assert (s.usage.input_tokens, s.usage.output_tokens, s.usage.model_calls) == (150, 15, 2)
     p = s.provenance
-    assert (p.provider, p.agent_version, p.repeat, p.source, p.case_id) == ("claude", "2.1.0", 3, "live", "c1")
+    assert (p.provider, p.agent_version, p.repeat, p.source, p.case_id) == (
+        "claude",
+        "2.1.0",
+        3,
+        "live",
+        "c1",
+    )
 
 
 def test_an_output_schema_that_cannot_be_applied_fails_the_run_instead_of_crashing() -> None:

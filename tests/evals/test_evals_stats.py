@@ -18,19 +18,22 @@ from portagent.evals import (
 )
 
 
-@pytest.mark.parametrize(("k", "n", "low", "high"), [
-    (19, 20, 0.7639, 0.9911),
-    (18, 20, 0.6990, 0.9721),
-    (860, 1000, 0.8371, 0.8801),
-    (780, 1000, 0.7533, 0.8046),
-])
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (19, 20, 0.7639, 0.9911),
+        (18, 20, 0.6990, 0.9721),
+        (860, 1000, 0.8371, 0.8801),
+        (780, 1000, 0.7533, 0.8046),
+    ],
+)
 def test_wilson_95(k: int, n: int, low: float, high: float) -> None:
     lo, hi = wilson_interval(k, n)
     assert (round(lo, 4), round(hi, 4)) == (low, high)
 
 
 def test_wilson_separates_signal_from_noise() -> None:
-    assert wilson_interval(18, 20)[1] > wilson_interval(19, 20)[0]      # overlap: noise
+    assert wilson_interval(18, 20)[1] > wilson_interval(19, 20)[0]  # overlap: noise
     assert wilson_interval(780, 1000)[1] < wilson_interval(860, 1000)[0]  # apart: signal
 
 

@@ -13,7 +13,11 @@ from _support import portagent_home
 
 DATA = Path(__file__).resolve().parent / "data"
 SERVER = DATA / "tools_server.py"
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
 
 if str(DATA) not in sys.path:
     sys.path.insert(0, str(DATA))
@@ -26,17 +30,28 @@ def server(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "command": ["python", str(SERVER)], "env": env, **extra}
 
 
-def write_agent(folder: Path, servers: list[dict[str, Any]], *, name: str = "weather_desk",
-                policy: str | None = "policy.yaml", budget: dict[str, Any] | None = None) -> Path:
+def write_agent(
+    folder: Path,
+    servers: list[dict[str, Any]],
+    *,
+    name: str = "weather_desk",
+    policy: str | None = "policy.yaml",
+    budget: dict[str, Any] | None = None,
+) -> Path:
     """An agent spec in ``folder`` (beside copies of the local tools and policy) using ``servers``."""
     folder.mkdir(parents=True, exist_ok=True)
     for f in ("local_tools.yaml", "policy.yaml"):
         (folder / f).write_text((DATA / f).read_text(encoding="utf-8"), encoding="utf-8")
     spec: dict[str, Any] = {
-        "kind": "agent", "schema_version": 1, "name": name, "version": "1.0.0",
+        "kind": "agent",
+        "schema_version": 1,
+        "name": name,
+        "version": "1.0.0",
         "instructions": "You answer questions about the weather with the tools of the weather MCP server.",
         "models": {"openai": "gpt-4.1-mini", "claude": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"},
-        "tool_files": ["local_tools.yaml"], "tools": ["echo_text"], "mcp_servers": servers,
+        "tool_files": ["local_tools.yaml"],
+        "tools": ["echo_text"],
+        "mcp_servers": servers,
         "budget": budget or {"max_turns": 8, "max_tool_calls": 10, "timeout_s": 60},
     }
     if policy:
@@ -49,19 +64,33 @@ def write_agent(folder: Path, servers: list[dict[str, Any]], *, name: str = "wea
 home = portagent_home  # shared helper (tests/_support.py)
 
 
-def run_agent(agent: Any, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-deny",
-              seed: str = "mcp-tests") -> Any:
+def run_agent(
+    agent: Any,
+    provider: str,
+    text: str,
+    emu: Any,
+    tmp: Path,
+    *,
+    approver: Any = "auto-deny",
+    seed: str = "mcp-tests",
+) -> Any:
     """One run against the emulator with a fixed clock and seeded ids, in a state folder of its own."""
     from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.run import RunRequest
     from portagent.core.clock import FixedClock, IdFactory
     from portagent.runtime.runner import RunConfig, arun_full
 
-    config = RunConfig(endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
-                       approver=approver, clock=FixedClock(), ids=IdFactory(seed),
-                       options=RunOptions(workdir=tmp / f"work-{provider}"))
+    config = RunConfig(
+        endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
+        approver=approver,
+        clock=FixedClock(),
+        ids=IdFactory(seed),
+        options=RunOptions(workdir=tmp / f"work-{provider}"),
+    )
     with home(tmp / f"home-{provider}"):
-        return asyncio.run(asyncio.wait_for(arun_full(agent, RunRequest(input=text, provider=provider), config), 120))
+        return asyncio.run(
+            asyncio.wait_for(arun_full(agent, RunRequest(input=text, provider=provider), config), 120)
+        )
 
 
 def server_log(path: Path) -> list[dict[str, Any]]:

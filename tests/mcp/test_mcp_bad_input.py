@@ -59,8 +59,16 @@ def test_a_listed_tool_with_an_invalid_schema(tmp_path):
     assert "MCP server 'weather' lists tool 'broken' with an invalid inputSchema" in err
     assert "leave the tool out with mcp_servers[weather].allow" in err
     # leaving it out of the allow-list is the fix
-    code, out, err = run_cli("mcp", "tools", str(write_agent(
-        tmp_path / "fixed", [server("weather", env={"MCP_TEST_MODE": "bad_schema"}, allow=["get_forecast"])])))
+    code, out, err = run_cli(
+        "mcp",
+        "tools",
+        str(
+            write_agent(
+                tmp_path / "fixed",
+                [server("weather", env={"MCP_TEST_MODE": "bad_schema"}, allow=["get_forecast"])],
+            )
+        ),
+    )
     assert code == 0, err
     assert "weather_get_forecast" in out
 
@@ -92,21 +100,37 @@ def test_an_unset_environment_variable_in_env(tmp_path, monkeypatch):
 def test_portagent_run_refuses_before_the_run_starts(tmp_path):
     path = write_agent(tmp_path / "agent", [{"name": "weather", "command": ["no-such-mcp-server"]}])
     out_dir = tmp_path / "out"
-    code, _, err = run_cli("run", str(path), "--provider", "openai", "--input", "hi", "--emulator",
-                           str(DATA / "emulator.yaml"), "--out", str(out_dir))
+    code, _, err = run_cli(
+        "run",
+        str(path),
+        "--provider",
+        "openai",
+        "--input",
+        "hi",
+        "--emulator",
+        str(DATA / "emulator.yaml"),
+        "--out",
+        str(out_dir),
+    )
     assert code == 2 and "command 'no-such-mcp-server' not found" in err
     assert not (out_dir / "trace.jsonl").exists()
 
 
-@pytest.mark.parametrize("entry,message", [
-    ({"name": "w", "command": ["x"], "url": "http://127.0.0.1:1/mcp"}, "give exactly one of 'command'"),
-    ({"name": "w"}, "give exactly one of 'command'"),
-    ({"name": "w", "url": "ftp://x"}, "should match pattern"),
-    ({"name": "w", "url": "http://127.0.0.1:1/mcp", "env": {"A": "b"}}, "apply to a stdio 'command' only"),
-    ({"name": "w", "command": ["x"], "allow": ["a", "a"]}, "names a tool twice"),
-    ({"name": "w", "command": ["x"], "effects": {"a": "reading"}}, "effects"),
-    ({"name": "1w", "command": ["x"]}, "name"),
-])
+@pytest.mark.parametrize(
+    "entry,message",
+    [
+        ({"name": "w", "command": ["x"], "url": "http://127.0.0.1:1/mcp"}, "give exactly one of 'command'"),
+        ({"name": "w"}, "give exactly one of 'command'"),
+        ({"name": "w", "url": "ftp://x"}, "should match pattern"),
+        (
+            {"name": "w", "url": "http://127.0.0.1:1/mcp", "env": {"A": "b"}},
+            "apply to a stdio 'command' only",
+        ),
+        ({"name": "w", "command": ["x"], "allow": ["a", "a"]}, "names a tool twice"),
+        ({"name": "w", "command": ["x"], "effects": {"a": "reading"}}, "effects"),
+        ({"name": "1w", "command": ["x"]}, "name"),
+    ],
+)
 def test_mcp_server_entries_are_checked_by_the_contract(tmp_path, entry, message):
     path = write_agent(tmp_path / "agent", [entry])
     with pytest.raises(SpecError) as info:

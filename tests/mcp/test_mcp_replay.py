@@ -32,8 +32,9 @@ def _available(provider: str) -> bool:
 
 def _agent(tmp_path):
     mode = {"MCP_TEST_MODE": "${MCP_TEST_MODE}", "MCP_TEST_FORECAST": "${MCP_TEST_FORECAST}"}
-    return load_agent(write_agent(tmp_path / "agent", [server("weather", env=mode),
-                                                       server("glossary", allow=["lookup"])]))
+    return load_agent(
+        write_agent(tmp_path / "agent", [server("weather", env=mode), server("glossary", allow=["lookup"])])
+    )
 
 
 def _record(agent, folder, provider, tmp_path):
@@ -43,7 +44,9 @@ def _record(agent, folder, provider, tmp_path):
         with serve(load_script(DATA / "emulator.yaml")) as emu:
             ep = Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy")
             ids = replay_ids(agent.root, agent.spec.version, "c1", provider, 0)
-            return await record_run(agent, RunRequest(input=Q, provider=provider, case_id="c1"), folder, ep, ids=ids)
+            return await record_run(
+                agent, RunRequest(input=Q, provider=provider, case_id="c1"), folder, ep, ids=ids
+            )
 
     with home(tmp_path / "home-record"):
         return asyncio.run(asyncio.wait_for(go(), 120))
@@ -60,18 +63,23 @@ def forecast(monkeypatch):
 
 
 @pytest.mark.parametrize("provider", [p for p in ("openai", "adk", "claude") if _available(p)])
-def test_a_replay_needs_no_mcp_server_and_reproduces_the_recording(tmp_path, monkeypatch, _mcp_log, forecast,
-                                                                   provider):
+def test_a_replay_needs_no_mcp_server_and_reproduces_the_recording(
+    tmp_path, monkeypatch, _mcp_log, forecast, provider
+):
     agent = _agent(tmp_path)
     folder = tmp_path / "cass" / provider / "r0"
     recorded = _record(agent, folder, provider, tmp_path)
     assert recorded.result.status == "completed" and recorded.result.final_output == "Paris: sunny."
     data = json.loads((folder / "mcp.json").read_text())
     assert sorted(data["servers"]) == ["glossary", "weather"]
-    assert data["servers"]["weather"]["fingerprint"] == recorded.events[0].provider_details["mcp"]["weather"][
-        "fingerprint"]
+    assert (
+        data["servers"]["weather"]["fingerprint"]
+        == recorded.events[0].provider_details["mcp"]["weather"]["fingerprint"]
+    )
     assert [(c["server"], c["tool"], c["args"]) for c in data["calls"]] == [
-        ("weather", "get_forecast", {"city": "Paris"}), ("glossary", "lookup", {"word": "drizzle"})]
+        ("weather", "get_forecast", {"city": "Paris"}),
+        ("glossary", "lookup", {"word": "drizzle"}),
+    ]
     assert data["calls"][0]["result"]["structuredContent"]["forecast"] == "sunny"
     calls_when_recorded = len(server_log(_mcp_log))
 
@@ -83,10 +91,16 @@ def test_a_replay_needs_no_mcp_server_and_reproduces_the_recording(tmp_path, mon
     assert len(server_log(_mcp_log)) == calls_when_recorded
     assert out.events[0].provider_details["mcp"]["weather"]["listing"] == "recording"
     assert [(c.tool, c.via) for c in of_type(out.events, "tool.call")] == [
-        ("weather_get_forecast", "mcp"), ("glossary_lookup", "mcp")]
+        ("weather_get_forecast", "mcp"),
+        ("glossary_lookup", "mcp"),
+    ]
     again = _replay(agent, folder, tmp_path, "again")
-    assert normalized_jsonl(out.events) == normalized_jsonl(again.events)  # (ADK's vendor call ids are random)
-    assert normalized_jsonl(out.events[1:]) == normalized_jsonl(recorded.events[1:]).replace('"record"', '"replay"')
+    assert normalized_jsonl(out.events) == normalized_jsonl(
+        again.events
+    )  # (ADK's vendor call ids are random)
+    assert normalized_jsonl(out.events[1:]) == normalized_jsonl(recorded.events[1:]).replace(
+        '"record"', '"replay"'
+    )
 
 
 def test_a_changed_server_answer_shows_up_as_drift(tmp_path, monkeypatch, _mcp_log, forecast):
@@ -119,15 +133,22 @@ def test_re_recording_over_a_folder_compares_the_new_answers(tmp_path, monkeypat
     async def go():  # record_mode "once" keeps the folder's files while recording: mcp.json is compared
         with serve(load_script(DATA / "emulator.yaml")) as emu:
             ep = Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy")
-            return await record_run(agent, RunRequest(input=Q, provider="openai", case_id="c1"), folder, ep,
-                                    record_mode="new_episodes")
+            return await record_run(
+                agent,
+                RunRequest(input=Q, provider="openai", case_id="c1"),
+                folder,
+                ep,
+                record_mode="new_episodes",
+            )
 
     with home(tmp_path / "home-rerecord"):
         out = asyncio.run(asyncio.wait_for(go(), 120))
     drift = [e for e in of_type(out.events, "error") if e.error_type == "McpDrift"]
     assert len(drift) == 1 and "rainy" in drift[0].message
-    assert json.loads((folder / "mcp.json").read_text())["calls"][0]["result"]["structuredContent"][
-        "forecast"] == "rainy"
+    assert (
+        json.loads((folder / "mcp.json").read_text())["calls"][0]["result"]["structuredContent"]["forecast"]
+        == "rainy"
+    )
 
 
 def test_replay_without_the_mcp_recording_or_with_a_call_it_never_made(tmp_path, forecast):

@@ -32,17 +32,26 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 async def _list_and_call(client) -> tuple[list, list]:
     tools = (await client.list_tools()).tools
-    results = [await client.call_tool("search_policy", {"query": "refund deadline"}),
-               await client.call_tool("get_student_record", {"case_id": "42"})]
+    results = [
+        await client.call_tool("search_policy", {"query": "refund deadline"}),
+        await client.call_tool("get_student_record", {"case_id": "42"}),
+    ]
     return tools, results
 
 
 def _check_desk(tools, results, trace: Path) -> None:
     by_name = {t.name: t for t in tools}
-    assert sorted(by_name) == ["create_ticket", "get_student_record", "prepare_reply_for_review", "search_policy",
-                               "send_email"]
+    assert sorted(by_name) == [
+        "create_ticket",
+        "get_student_record",
+        "prepare_reply_for_review",
+        "search_policy",
+        "send_email",
+    ]
     search = by_name["search_policy"]
-    assert search.input_schema["required"] == ["query"] and search.input_schema["additionalProperties"] is False
+    assert (
+        search.input_schema["required"] == ["query"] and search.input_schema["additionalProperties"] is False
+    )
     assert "Use when:" in search.description  # the model-facing description
     assert (search.annotations.read_only_hint, search.annotations.idempotent_hint) == (True, True)
     email = by_name["send_email"].annotations
@@ -63,9 +72,21 @@ def test_stdio_client_lists_and_calls_the_example_tools(tmp_path):
     from mcp import Client, StdioServerParameters
 
     trace = tmp_path / "serve.jsonl"
-    params = StdioServerParameters(command=sys.executable, env=_env(tmp_path), args=[
-        "-m", "portagent", "mcp", "serve", str(DESK / "tools.yaml"), "--policy", str(DESK / "policy.yaml"),
-        "--trace", str(trace)])
+    params = StdioServerParameters(
+        command=sys.executable,
+        env=_env(tmp_path),
+        args=[
+            "-m",
+            "portagent",
+            "mcp",
+            "serve",
+            str(DESK / "tools.yaml"),
+            "--policy",
+            str(DESK / "policy.yaml"),
+            "--trace",
+            str(trace),
+        ],
+    )
 
     async def go():
         async with Client(params) as client:
@@ -81,9 +102,25 @@ def test_streamable_http_client_lists_and_calls_the_example_tools(tmp_path):
 
     trace = tmp_path / "serve.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "portagent", "mcp", "serve", str(DESK / "agent.yaml"), "--transport",
-         "streamable-http", "--port", "0", "--trace", str(trace)],
-        env=_env(tmp_path), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            "-m",
+            "portagent",
+            "mcp",
+            "serve",
+            str(DESK / "agent.yaml"),
+            "--transport",
+            "streamable-http",
+            "--port",
+            "0",
+            "--trace",
+            str(trace),
+        ],
+        env=_env(tmp_path),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = _wait_for_url(proc)
         assert url.startswith("http://127.0.0.1:")
@@ -125,10 +162,14 @@ def _wait_for_url(proc: subprocess.Popen, timeout: float = 30.0) -> str:
 
 # --- in-process: policy, approvals --------------------------------------------------------------------
 
+
 def _sms(tmp_path: Path, **kw) -> GovernedServer:
     sys.path.insert(0, str(DATA))
-    return GovernedServer(load_target(DATA / "sms_tools.yaml", DATA / "sms_policy.yaml"),
-                          trace_path=tmp_path / "trace.jsonl", **kw)
+    return GovernedServer(
+        load_target(DATA / "sms_tools.yaml", DATA / "sms_policy.yaml"),
+        trace_path=tmp_path / "trace.jsonl",
+        **kw,
+    )
 
 
 def _call(governed: GovernedServer, *calls: tuple[str, dict]) -> list:
@@ -198,28 +239,46 @@ def test_each_serve_session_is_one_trace(tmp_path):
     governed = _sms(tmp_path)
     _call(governed, ("echo_text", {"text": "a"}), ("nope", {}))
     events = read_trace(tmp_path / "trace.jsonl")
-    assert [e.type for e in events] == ["run.started", "tool.call", "permission.decision", "tool.result",
-                                        "tool.call", "tool.result", "run.completed"]
+    assert [e.type for e in events] == [
+        "run.started",
+        "tool.call",
+        "permission.decision",
+        "tool.result",
+        "tool.call",
+        "tool.result",
+        "run.completed",
+    ]
     assert {e.run_id for e in events} == {governed.run_id}
     assert events[-2].error == "unknown_tool" and events[-1].tool_calls == 2
 
 
 # --- the effect ↔ annotation mapping -------------------------------------------------------------------
 
+
 def _tool(effect: str, **kw) -> ToolSpec:
     idem = {"idempotency": {"required": True}} if effect in ("reversible_write", "external_effect") else {}
-    return ToolSpec(name="t", description="d", effect=effect, handler="m:f",
-                    input_schema={"type": "object", "properties": {}}, **idem, **kw)
+    return ToolSpec(
+        name="t",
+        description="d",
+        effect=effect,
+        handler="m:f",
+        input_schema={"type": "object", "properties": {}},
+        **idem,
+        **kw,
+    )
 
 
-@pytest.mark.parametrize("effect,hints", [
-    ("read", (True, False, True, False)),
-    ("compute", (True, False, True, False)),
-    ("prepare_change", (False, False, False, False)),
-    ("reversible_write", (False, False, True, False)),
-    ("external_effect", (False, True, True, True)),
-    ("privileged_operation", (False, True, False, False)),
-])
+@pytest.mark.parametrize(
+    "effect,hints",
+    [
+        ("read", (True, False, True, False)),
+        ("compute", (True, False, True, False)),
+        ("prepare_change", (False, False, False, False)),
+        ("reversible_write", (False, False, True, False)),
+        ("external_effect", (False, True, True, True)),
+        ("privileged_operation", (False, True, False, False)),
+    ],
+)
 def test_effect_classes_map_to_documented_annotations(effect, hints):
     got = hints_for(_tool(effect))
     assert (got["readOnlyHint"], got["destructiveHint"], got["idempotentHint"], got["openWorldHint"]) == hints
@@ -230,16 +289,19 @@ def test_reversibility_refines_destructive_hint():
     assert hints_for(_tool("external_effect", reversible=True))["destructiveHint"] is False
 
 
-@pytest.mark.parametrize("annotations,effect", [
-    (None, "external_effect"),
-    ({}, "external_effect"),
-    ({"readOnlyHint": True, "openWorldHint": True}, "read"),
-    ({"openWorldHint": True, "destructiveHint": False}, "external_effect"),
-    ({"destructiveHint": False}, "reversible_write"),
-    ({"destructiveHint": False, "openWorldHint": False}, "reversible_write"),
-    ({"destructiveHint": True, "openWorldHint": False}, "external_effect"),
-    ({"idempotentHint": True}, "external_effect"),
-])
+@pytest.mark.parametrize(
+    "annotations,effect",
+    [
+        (None, "external_effect"),
+        ({}, "external_effect"),
+        ({"readOnlyHint": True, "openWorldHint": True}, "read"),
+        ({"openWorldHint": True, "destructiveHint": False}, "external_effect"),
+        ({"destructiveHint": False}, "reversible_write"),
+        ({"destructiveHint": False, "openWorldHint": False}, "reversible_write"),
+        ({"destructiveHint": True, "openWorldHint": False}, "external_effect"),
+        ({"idempotentHint": True}, "external_effect"),
+    ],
+)
 def test_annotations_map_to_effect_classes(annotations, effect):
     assert effect_from_hints(annotations) == effect
 
@@ -255,8 +317,17 @@ def test_serving_a_missing_file_or_a_busy_port_is_a_usage_error(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        code, _, err = run_cli("mcp", "serve", str(DESK / "tools.yaml"), "--transport", "streamable-http",
-                               "--port", str(port), "--trace", str(tmp_path / "t.jsonl"))
+        code, _, err = run_cli(
+            "mcp",
+            "serve",
+            str(DESK / "tools.yaml"),
+            "--transport",
+            "streamable-http",
+            "--port",
+            str(port),
+            "--trace",
+            str(tmp_path / "t.jsonl"),
+        )
     assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in err
     assert not (tmp_path / "t.jsonl").exists()  # nothing was served, so no session trace
 
@@ -269,8 +340,11 @@ def test_serving_an_agent_proxies_its_mcp_sources_under_its_policy(tmp_path, _mc
 
     agent = write_agent(tmp_path / "agent", [server("weather", allow=["get_forecast", "book_table"])])
     trace = tmp_path / "serve.jsonl"
-    params = StdioServerParameters(command=sys.executable, env=_env(tmp_path), args=[
-        "-m", "portagent", "mcp", "serve", str(agent), "--trace", str(trace)])
+    params = StdioServerParameters(
+        command=sys.executable,
+        env=_env(tmp_path),
+        args=["-m", "portagent", "mcp", "serve", str(agent), "--trace", str(trace)],
+    )
 
     async def go():
         async with Client(params) as client:
@@ -287,4 +361,6 @@ def test_serving_an_agent_proxies_its_mcp_sources_under_its_policy(tmp_path, _mc
     events = read_trace(trace)
     assert "weather" in events[0].provider_details["mcp"]
     assert [(e.tool, e.via) for e in events if e.type == "tool.call"] == [
-        ("weather_get_forecast", "mcp"), ("weather_book_table", "mcp")]
+        ("weather_get_forecast", "mcp"),
+        ("weather_book_table", "mcp"),
+    ]

@@ -47,9 +47,16 @@ def test_mcp_tools_run_on_every_provider_with_equivalent_traces(emu, tmp_path, _
         assert out.result.status == "completed", (provider, out.result)
         assert out.result.final_output == "Paris: sunny."
         calls = of_type(out.events, "tool.call")
-        assert [(c.tool, c.via) for c in calls] == [("weather_get_forecast", "mcp"), ("glossary_lookup", "mcp")]
-        assert outputs(out.events)["weather_get_forecast"] == {"ok": True, "city": "Paris", "forecast": "sunny",
-                                                                "server": "weather"}
+        assert [(c.tool, c.via) for c in calls] == [
+            ("weather_get_forecast", "mcp"),
+            ("glossary_lookup", "mcp"),
+        ]
+        assert outputs(out.events)["weather_get_forecast"] == {
+            "ok": True,
+            "city": "Paris",
+            "forecast": "sunny",
+            "server": "weather",
+        }
         started = out.events[0]
         assert started.type == "run.started"
         mcp = started.provider_details["mcp"]
@@ -62,7 +69,10 @@ def test_mcp_tools_run_on_every_provider_with_equivalent_traces(emu, tmp_path, _
         assert same, f"{provider} vs {PROVIDERS[0]}:\n{same.report()}"
     # every provider's calls reached the servers, and nothing else did
     log = server_log(_mcp_log)
-    assert [(c["server"], c["tool"]) for c in log] == [("weather", "get_forecast"), ("glossary", "lookup")] * len(PROVIDERS)
+    assert [(c["server"], c["tool"]) for c in log] == [
+        ("weather", "get_forecast"),
+        ("glossary", "lookup"),
+    ] * len(PROVIDERS)
 
 
 def test_two_servers_exposing_the_same_tool_name_stay_unambiguous(emu, tmp_path, _mcp_log):
@@ -71,19 +81,27 @@ def test_two_servers_exposing_the_same_tool_name_stay_unambiguous(emu, tmp_path,
     got = outputs(out.events)
     assert got["weather_lookup"] == {"ok": True, "text": "weather: fog means x"}
     assert got["glossary_lookup"] == {"ok": True, "text": "glossary: fog means x"}
-    assert [(c["server"], c["tool"]) for c in server_log(_mcp_log)] == [("weather", "lookup"), ("glossary", "lookup")]
+    assert [(c["server"], c["tool"]) for c in server_log(_mcp_log)] == [
+        ("weather", "lookup"),
+        ("glossary", "lookup"),
+    ]
 
 
 def test_arguments_are_validated_against_the_listed_schema_before_any_call(emu, tmp_path, _mcp_log):
     out = run_agent(load_agent(_desk(tmp_path)), "adk", "Weather for X?", emu, tmp_path)
     results = of_type(out.events, "tool.result")
-    assert [r.error for r in results] == ["validation_error", "validation_error"]  # minLength 2; unknown 'town'
+    assert [r.error for r in results] == [
+        "validation_error",
+        "validation_error",
+    ]  # minLength 2; unknown 'town'
     assert "city" in str(results[1].output["details"])
     assert server_log(_mcp_log) == []  # the server never saw an invalid call
 
 
 @pytest.mark.parametrize("approver,expect", [("auto-deny", "approval_rejected"), ("auto-approve", None)])
-def test_unannotated_tool_is_an_external_effect_that_needs_approval(emu, tmp_path, _mcp_log, approver, expect):
+def test_unannotated_tool_is_an_external_effect_that_needs_approval(
+    emu, tmp_path, _mcp_log, approver, expect
+):
     agent = load_agent(_desk(tmp_path))
     assert agent.node.tools["echo_text"].effect == "compute"
     out = run_agent(agent, "openai", "Book a table for two at Chez Max.", emu, tmp_path, approver=approver)
@@ -95,7 +113,9 @@ def test_unannotated_tool_is_an_external_effect_that_needs_approval(emu, tmp_pat
     if expect:
         assert booked == []  # rejected: never sent to the server
     else:
-        assert booked == [{"server": "weather", "tool": "book_table", "args": {"restaurant": "Chez Max", "people": 2}}]
+        assert booked == [
+            {"server": "weather", "tool": "book_table", "args": {"restaurant": "Chez Max", "people": 2}}
+        ]
         assert result.output["booking"] == "B-1" and result.effect_id  # idempotent effect, in the ledger
 
 
@@ -104,7 +124,9 @@ def test_policy_can_allow_a_non_destructive_write_by_name(emu, tmp_path, _mcp_lo
     path = write_agent(folder, [server("weather")])
     (folder / "policy.yaml").write_text(
         "kind: policy\nschema_version: 1\nname: p\nversion: '2'\nrules:\n"
-        "  - {id: notes-ok, decision: allow, reason: notes are harmless, tool: weather_add_note}\n", encoding="utf-8")
+        "  - {id: notes-ok, decision: allow, reason: notes are harmless, tool: weather_add_note}\n",
+        encoding="utf-8",
+    )
     out = run_agent(load_agent(path), "openai", "Note that Paris is rainy.", emu, tmp_path)
     assert load_agent(path).node.spec.mcp_servers[0].name == "weather"
     decision = of_type(out.events, "permission.decision")[0]
@@ -115,7 +137,11 @@ def test_policy_can_allow_a_non_destructive_write_by_name(emu, tmp_path, _mcp_lo
 def test_an_mcp_error_result_reaches_the_model_as_a_handler_error(emu, tmp_path):
     out = run_agent(load_agent(_desk(tmp_path)), "openai", "Use the failing tool.", emu, tmp_path)
     result = of_type(out.events, "tool.result")[0]
-    assert (result.ok, result.error, result.output["message"]) == (False, "handler_error", "the glossary is offline")
+    assert (result.ok, result.error, result.output["message"]) == (
+        False,
+        "handler_error",
+        "the glossary is offline",
+    )
     assert out.result.final_output == "It said: the glossary is offline"
 
 
@@ -171,13 +197,32 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
     desk = EXAMPLES / "support_desk"
     serve_trace = tmp_path / "serve.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "portagent", "mcp", "serve", str(desk / "tools.yaml"), "--policy",
-         str(desk / "policy.yaml"), "--transport", "streamable-http", "--port", "0", "--trace", str(serve_trace)],
+        [
+            sys.executable,
+            "-m",
+            "portagent",
+            "mcp",
+            "serve",
+            str(desk / "tools.yaml"),
+            "--policy",
+            str(desk / "policy.yaml"),
+            "--transport",
+            "streamable-http",
+            "--port",
+            "0",
+            "--trace",
+            str(serve_trace),
+        ],
         env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "serve-home"), "PYTHONPATH": str(REPO)},
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = _wait_for_url(proc)
-        path = write_agent(tmp_path / "agent", [{"name": "desk", "url": url, "allow": ["search_policy", "send_email"]}])
+        path = write_agent(
+            tmp_path / "agent", [{"name": "desk", "url": url, "allow": ["search_policy", "send_email"]}]
+        )
         agent = load_agent(path)
         out = run_agent(agent, "openai", "What does the handbook say about refunds?", emu, tmp_path)
         assert out.result.status == "completed", out.result.error
@@ -186,14 +231,26 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
         folder = tmp_path / "cass"
         with home(tmp_path / "home-record"):
             ep = Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy")
-            asyncio.run(asyncio.wait_for(record_run(
-                agent, RunRequest(input="What does the handbook say about refunds?", provider="openai"), folder, ep),
-                120))
+            asyncio.run(
+                asyncio.wait_for(
+                    record_run(
+                        agent,
+                        RunRequest(input="What does the handbook say about refunds?", provider="openai"),
+                        folder,
+                        ep,
+                    ),
+                    120,
+                )
+            )
         import yaml
 
         interactions = yaml.safe_load((folder / "cassette.yaml").read_text())["interactions"]
-        assert {i["request"]["uri"].split("/v1/")[-1] for i in interactions} == {"responses"}  # model calls only
-        assert [c["tool"] for c in json.loads((folder / "mcp.json").read_text())["calls"]] == ["search_policy"]
+        assert {i["request"]["uri"].split("/v1/")[-1] for i in interactions} == {
+            "responses"
+        }  # model calls only
+        assert [c["tool"] for c in json.loads((folder / "mcp.json").read_text())["calls"]] == [
+            "search_policy"
+        ]
         wrapped = {t.name: t for t in _tools_of(agent)}
     finally:
         proc.terminate()
@@ -202,7 +259,10 @@ def test_a_streamable_http_source_served_by_portagent_itself(emu, tmp_path, _mcp
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
-    assert (wrapped["desk_search_policy"].effect, wrapped["desk_send_email"].effect) == ("read", "external_effect")
+    assert (wrapped["desk_search_policy"].effect, wrapped["desk_send_email"].effect) == (
+        "read",
+        "external_effect",
+    )
     served = [e for e in read_trace(serve_trace) if e.type == "tool.call"]
     assert [(e.tool, e.via) for e in served] == [("search_policy", "mcp")] * 2  # the run, then the recording
 

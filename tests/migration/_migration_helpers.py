@@ -16,7 +16,11 @@ from _support import REPO, portagent_home, run_cli
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = DATA / "emulator.yaml"
 MCP_SERVER = REPO / "tests" / "mcp" / "data" / "tools_server.py"
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
 MODELS = {"openai": "gpt-4.1-mini", "claude": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"}
 
 if str(DATA) not in sys.path:
@@ -40,8 +44,17 @@ def workdir(tmp: Path) -> Path:
     return cwd
 
 
-def run_spec(agent: Any, provider: str, text: str | list[str], emu: Any, tmp: Path, *, approver: Any = "auto-approve",
-             streaming: bool = False, tag: str = "") -> Any:
+def run_spec(
+    agent: Any,
+    provider: str,
+    text: str | list[str],
+    emu: Any,
+    tmp: Path,
+    *,
+    approver: Any = "auto-approve",
+    streaming: bool = False,
+    tag: str = "",
+) -> Any:
     """portagent's own run of a spec (path or bundle) against the emulator."""
     from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.run import RunRequest
@@ -49,11 +62,17 @@ def run_spec(agent: Any, provider: str, text: str | list[str], emu: Any, tmp: Pa
     from portagent.runtime.runner import RunConfig, arun_full
 
     extra = {"cwd": str(workdir(tmp))} if provider == "claude" else {}
-    config = RunConfig(endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
-                       approver=approver, clock=FixedClock(), ids=IdFactory("migration"),
-                       options=RunOptions(streaming=streaming, workdir=tmp / f"work-{provider}", extra=extra))
+    config = RunConfig(
+        endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=DUMMY_KEYS[provider]),
+        approver=approver,
+        clock=FixedClock(),
+        ids=IdFactory("migration"),
+        options=RunOptions(streaming=streaming, workdir=tmp / f"work-{provider}", extra=extra),
+    )
     with home(tmp / f"home-{provider}{tag}"):
-        return asyncio.run(asyncio.wait_for(arun_full(agent, RunRequest(input=text, provider=provider), config), 120))
+        return asyncio.run(
+            asyncio.wait_for(arun_full(agent, RunRequest(input=text, provider=provider), config), 120)
+        )
 
 
 def load_module(path: Path) -> Any:
@@ -65,7 +84,9 @@ def load_module(path: Path) -> Any:
     return module
 
 
-def run_exported(path: Path, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-approve") -> list[Any]:
+def run_exported(
+    path: Path, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-approve"
+) -> list[Any]:
     """An exported module's main() against the emulator (same clock and id seed as ``run_spec``); its trace."""
     from portagent.core.clock import FixedClock, IdFactory
     from portagent.tracing.recorder import read_trace
@@ -74,9 +95,22 @@ def run_exported(path: Path, provider: str, text: str, emu: Any, tmp: Path, *, a
     trace = tmp / f"exported-{provider}.jsonl"
     extra = {"cwd": workdir(tmp)} if provider == "claude" else {}
     with home(tmp / f"home-exported-{provider}"):
-        asyncio.run(asyncio.wait_for(module.main([text], base_url=emu.base_url, api_key=DUMMY_KEYS[provider],
-                                                 approver=approver, trace=trace, source="emulator", clock=FixedClock(),
-                                                 ids=IdFactory("migration"), **extra), 120))
+        asyncio.run(
+            asyncio.wait_for(
+                module.main(
+                    [text],
+                    base_url=emu.base_url,
+                    api_key=DUMMY_KEYS[provider],
+                    approver=approver,
+                    trace=trace,
+                    source="emulator",
+                    clock=FixedClock(),
+                    ids=IdFactory("migration"),
+                    **extra,
+                ),
+                120,
+            )
+        )
     return read_trace(trace)
 
 
@@ -100,7 +134,10 @@ def agent_as_tool_only(bundle: Any) -> Any:
     """The bundle with its handoff edges removed (and what only they reached): what Claude can run."""
     from portagent.contracts.bundle import AgentBundle
 
-    nodes = {n: replace(node, edges=[e for e in node.edges if e.kind != "handoff"]) for n, node in bundle.agents.items()}
+    nodes = {
+        n: replace(node, edges=[e for e in node.edges if e.kind != "handoff"])
+        for n, node in bundle.agents.items()
+    }
     reachable, todo = set(), [bundle.root]
     while todo:
         name = todo.pop()
@@ -113,17 +150,32 @@ def agent_as_tool_only(bundle: Any) -> Any:
 def without_agent_reasons(events: list[Any]) -> list[Any]:
     """Claude's adapter records the Agent tool's ``description`` (the model's words) as an agent-as-tool
     handoff's ``reason``; openai-agents and ADK have none. Everything else must match."""
-    return [e.model_copy(update={"reason": ""}) if e.type == "handoff" and e.kind == "agent_as_tool" else e
-            for e in events]
+    return [
+        e.model_copy(update={"reason": ""}) if e.type == "handoff" and e.kind == "agent_as_tool" else e
+        for e in events
+    ]
 
 
-def write_spec(folder: Path, name: str = "shop_desk", *, instructions: str = "You are the shop's front desk.",
-               tools: tuple[str, ...] = ("get_order", "search_faq"), delegation: list[dict[str, Any]] | None = None,
-               models: dict[str, str] | None = None, **fields: Any) -> Path:
+def write_spec(
+    folder: Path,
+    name: str = "shop_desk",
+    *,
+    instructions: str = "You are the shop's front desk.",
+    tools: tuple[str, ...] = ("get_order", "search_faq"),
+    delegation: list[dict[str, Any]] | None = None,
+    models: dict[str, str] | None = None,
+    **fields: Any,
+) -> Path:
     """An agent spec over caps_tools.yaml (read-only shop tools) in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    spec: dict[str, Any] = {"kind": "agent", "schema_version": 1, "name": name, "version": "1.0.0",
-                            "instructions": instructions, "models": models or dict(MODELS)}
+    spec: dict[str, Any] = {
+        "kind": "agent",
+        "schema_version": 1,
+        "name": name,
+        "version": "1.0.0",
+        "instructions": instructions,
+        "models": models or dict(MODELS),
+    }
     if tools:
         spec["tool_files"] = [str(DATA / "caps_tools.yaml")]
         spec["tools"] = list(tools)
@@ -137,5 +189,8 @@ def write_spec(folder: Path, name: str = "shop_desk", *, instructions: str = "Yo
 
 def mcp_server(name: str = "weather") -> dict[str, Any]:
     """An ``mcp_servers`` entry running the MCP tests' stdio server, offering only get_forecast."""
-    return {"name": name, "command": [sys.executable, str(MCP_SERVER)],
-            "env": {"MCP_TEST_NAME": name, "MCP_TEST_TOOLS": "get_forecast"}}
+    return {
+        "name": name,
+        "command": [sys.executable, str(MCP_SERVER)],
+        "env": {"MCP_TEST_NAME": name, "MCP_TEST_TOOLS": "get_forecast"},
+    }

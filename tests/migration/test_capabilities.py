@@ -32,14 +32,25 @@ from portagent.contracts.errors import UnsupportedFeatureError
 from portagent.emulator import load_script, serve
 
 PROVIDERS = ("openai", "adk", "claude")
-SUMMARY_SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}, "status": {"type": "string"}},
-                  "required": ["order_id", "status"], "additionalProperties": False}
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "status": {"type": "string"}},
+    "required": ["order_id", "status"],
+    "additionalProperties": False,
+}
 
 DRIVES = {
-    "handoffs": "test_handoffs", "agents_as_tools": "test_agents_as_tools", "handoff_cycles": "test_handoff_cycles",
-    "structured_output": "test_structured_output", "sessions": "test_sessions", "streaming": "test_streaming",
-    "mcp": "test_mcp", "native_tracing": "test_native_tracing", "vendor_cost": "test_vendor_cost",
-    "builtin_tools": "test_builtin_tools", "approvals_resume": "test_approvals_resume",
+    "handoffs": "test_handoffs",
+    "agents_as_tools": "test_agents_as_tools",
+    "handoff_cycles": "test_handoff_cycles",
+    "structured_output": "test_structured_output",
+    "sessions": "test_sessions",
+    "streaming": "test_streaming",
+    "mcp": "test_mcp",
+    "native_tracing": "test_native_tracing",
+    "vendor_cost": "test_vendor_cost",
+    "builtin_tools": "test_builtin_tools",
+    "approvals_resume": "test_approvals_resume",
 }
 
 
@@ -66,6 +77,7 @@ def assert_profile(flag: str, observed: dict[str, bool]) -> None:
 
 # --- the command ---------------------------------------------------------------------------------
 
+
 def test_capabilities_json_is_the_profiles_with_installed_versions():
     from claude_agent_sdk._cli_version import __cli_version__
 
@@ -83,7 +95,10 @@ def test_capabilities_json_is_the_profiles_with_installed_versions():
         assert entry["sdk_version"] == version(REGISTRY[provider].package) and entry["installed"] is True
     assert data["providers"]["claude"]["cli_version"] == __cli_version__
     code, table, _ = run_cli("capabilities")
-    assert code == 0 and f"claude: claude-agent-sdk {version('claude-agent-sdk')}, Claude Code (bundled)" in table
+    assert (
+        code == 0
+        and f"claude: claude-agent-sdk {version('claude-agent-sdk')}, Claude Code (bundled)" in table
+    )
     assert "handoff_cycles     yes     no      no" in table
 
 
@@ -104,6 +119,7 @@ def test_every_flag_has_a_drive():
 
 # --- delegation ----------------------------------------------------------------------------------
 
+
 def test_handoffs(emu, tmp_path):
     """openai-agents ``handoffs`` and ADK ``sub_agents`` let the specialist take over; Claude Code's
     subagents always report back to the parent (agent-as-tool), so a handoff spec is refused."""
@@ -115,43 +131,67 @@ def test_handoffs(emu, tmp_path):
             observed[p] = False
             continue
         run = run_spec(spec, p, "My parcel ORD-8 never arrived.", emu, tmp_path, tag="-2")
-        observed[p] = (run.result.status == "completed"
-                       and [(e.kind, e.to_agent) for e in of(run.events, "handoff")] == [("handoff", "refunds_specialist")]
-                       and of(run.events, "run.completed")[0].agent == "refunds_specialist")
+        observed[p] = (
+            run.result.status == "completed"
+            and [(e.kind, e.to_agent) for e in of(run.events, "handoff")]
+            == [("handoff", "refunds_specialist")]
+            and of(run.events, "run.completed")[0].agent == "refunds_specialist"
+        )
     assert_profile("handoffs", observed)
 
 
 @pytest.mark.slow
 def test_agents_as_tools(emu, tmp_path):
     write_spec(tmp_path, "faq_expert", instructions="You interpret the FAQ.", tools=("search_faq",))
-    spec = write_spec(tmp_path, delegation=[{"agent": "faq_expert.yaml", "kind": "agent_as_tool",
-                                             "description": "Interprets the FAQ."}])
+    spec = write_spec(
+        tmp_path,
+        delegation=[
+            {"agent": "faq_expert.yaml", "kind": "agent_as_tool", "description": "Interprets the FAQ."}
+        ],
+    )
     observed = {}
     for p in PROVIDERS:
         run = run_spec(spec, p, "How fast do you ship? Ask the expert.", emu, tmp_path)
         inner = [e for e in of(run.events, "tool.call") if e.agent == "faq_expert"]
-        observed[p] = (run.result.status == "completed"
-                       and [(e.kind, e.to_agent) for e in of(run.events, "handoff")] == [("agent_as_tool", "faq_expert")]
-                       and [e.tool for e in inner] == ["search_faq"]  # the subagent's own tool, its own gateway
-                       and of(run.events, "run.completed")[0].agent == "shop_desk")  # the coordinator kept control
+        observed[p] = (
+            run.result.status == "completed"
+            and [(e.kind, e.to_agent) for e in of(run.events, "handoff")] == [("agent_as_tool", "faq_expert")]
+            and [e.tool for e in inner] == ["search_faq"]  # the subagent's own tool, its own gateway
+            and of(run.events, "run.completed")[0].agent == "shop_desk"
+        )  # the coordinator kept control
     assert_profile("agents_as_tools", observed)
 
 
 def cycle(folder, kind: str):
-    write_spec(folder, "pong_agent", instructions="You answer pong.", tools=(),
-               delegation=[{"agent": "ping_agent.yaml", "kind": kind}])
-    return write_spec(folder, "ping_agent", instructions="Hand over to pong_agent.", tools=(),
-                      delegation=[{"agent": "pong_agent.yaml", "kind": kind}])
+    write_spec(
+        folder,
+        "pong_agent",
+        instructions="You answer pong.",
+        tools=(),
+        delegation=[{"agent": "ping_agent.yaml", "kind": kind}],
+    )
+    return write_spec(
+        folder,
+        "ping_agent",
+        instructions="Hand over to pong_agent.",
+        tools=(),
+        delegation=[{"agent": "pong_agent.yaml", "kind": kind}],
+    )
 
 
 def test_handoff_cycles(emu, tmp_path, monkeypatch):
     """A delegation graph with a cycle (ping_agent ↔ pong_agent): handoff edges, except on Claude, which
     has no handoffs at all and gets the same cycle made of agent-as-tool edges."""
-    specs = {"handoff": cycle(tmp_path / "handoff", "handoff"), "agent_as_tool": cycle(tmp_path / "tool", "agent_as_tool")}
+    specs = {
+        "handoff": cycle(tmp_path / "handoff", "handoff"),
+        "agent_as_tool": cycle(tmp_path / "tool", "agent_as_tool"),
+    }
     observed = {}
     for p in PROVIDERS:
         spec = specs["agent_as_tool" if p == "claude" else "handoff"]
-        if refused("cycle: ping_agent -> pong_agent -> ping_agent", run_spec, spec, p, "Ping me.", emu, tmp_path):
+        if refused(
+            "cycle: ping_agent -> pong_agent -> ping_agent", run_spec, spec, p, "Ping me.", emu, tmp_path
+        ):
             observed[p] = False
             continue
         run = run_spec(spec, p, "Ping me.", emu, tmp_path, tag="-2")
@@ -162,12 +202,23 @@ def test_handoff_cycles(emu, tmp_path, monkeypatch):
     from portagent.runtime import runner
 
     monkeypatch.setattr(runner, "check_runnable", lambda bundle, provider: None)
-    assert refused("a handoff target shared by two agents", run_spec, specs["handoff"], "adk", "Ping me.", emu, tmp_path,
-                   tag="-3")
-    assert refused("nested delegation", run_spec, specs["agent_as_tool"], "claude", "Ping me.", emu, tmp_path, tag="-3")
+    assert refused(
+        "a handoff target shared by two agents",
+        run_spec,
+        specs["handoff"],
+        "adk",
+        "Ping me.",
+        emu,
+        tmp_path,
+        tag="-3",
+    )
+    assert refused(
+        "nested delegation", run_spec, specs["agent_as_tool"], "claude", "Ping me.", emu, tmp_path, tag="-3"
+    )
 
 
 # --- output, sessions, streaming, cost -----------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def structured(emu, tmp_path_factory):
@@ -184,16 +235,24 @@ def structured(emu, tmp_path_factory):
 
 @pytest.mark.slow
 def test_structured_output(structured):
-    assert_profile("structured_output", {
-        p: run.result.output_valid is True and run.result.final_output == {"order_id": "ORD-7", "status": "delivered"}
-        for p, (run, _) in structured.items()})
+    assert_profile(
+        "structured_output",
+        {
+            p: run.result.output_valid is True
+            and run.result.final_output == {"order_id": "ORD-7", "status": "delivered"}
+            for p, (run, _) in structured.items()
+        },
+    )
 
 
 @pytest.mark.slow
 def test_streaming(structured):
     """Run with ``RunOptions(streaming=True)``: the model requests the SDK sent were streaming ones (the
     Claude Code CLI always streams)."""
-    observed = {p: bool(requests) and all(r.get("stream") for r in requests) for p, (_, requests) in structured.items()}
+    observed = {
+        p: bool(requests) and all(r.get("stream") for r in requests)
+        for p, (_, requests) in structured.items()
+    }
     assert_profile("streaming", observed)
 
 
@@ -221,6 +280,7 @@ def test_sessions(emu, tmp_path):
 
 # --- tools ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tool_runs(emu, tmp_path_factory):
     """'Forecast for Paris, please.' with an MCP server on every provider; Claude is also granted Read
@@ -239,8 +299,11 @@ def test_mcp(tool_runs):
     observed = {}
     for p, run in tool_runs.items():
         calls = [(e.tool, e.via) for e in of(run.events, "tool.call") if e.via == "mcp"]
-        observed[p] = (run.result.status == "completed" and calls == [("weather_get_forecast", "mcp")]
-                       and run.result.final_output == "Paris: sunny.")
+        observed[p] = (
+            run.result.status == "completed"
+            and calls == [("weather_get_forecast", "mcp")]
+            and run.result.final_output == "Paris: sunny."
+        )
     assert_profile("mcp", observed)
 
 
@@ -251,11 +314,17 @@ def test_builtin_tools(emu, tool_runs, tmp_path, monkeypatch):
     claude = tool_runs["claude"]
     read = [e for e in of(claude.events, "tool.call") if e.tool == "Read"]
     results = {e.call_id: e for e in of(claude.events, "tool.result")}
-    observed = {"claude": bool(read) and read[0].via == "builtin" and results[read[0].call_id].ok
-                and "ORD-7 was a gift." in json.dumps(results[read[0].call_id].output)}
+    observed = {
+        "claude": bool(read)
+        and read[0].via == "builtin"
+        and results[read[0].call_id].ok
+        and "ORD-7 was a gift." in json.dumps(results[read[0].call_id].output)
+    }
     spec = write_spec(tmp_path, builtin_tools=["Read"], mcp_servers=[mcp_server()])
     for p in ("openai", "adk"):
-        observed[p] = not refused("built-in tools", run_spec, spec, p, "Forecast for Paris, please.", emu, tmp_path)
+        observed[p] = not refused(
+            "built-in tools", run_spec, spec, p, "Forecast for Paris, please.", emu, tmp_path
+        )
     assert_profile("builtin_tools", observed)
     from portagent.runtime import runner
 
@@ -319,8 +388,13 @@ def test_native_tracing(emu, tmp_path):
     spans = {}
     for provider in ("openai", "adk"):
         env["PORTAGENT_HOME"] = str(tmp_path / f"home-{provider}")
-        proc = subprocess.run([sys.executable, "-c", TRACING, provider, str(spec), emu.base_url], capture_output=True,
-                              text=True, timeout=120, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", TRACING, provider, str(spec), emu.base_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["status"] == "completed", provider
@@ -352,8 +426,12 @@ def test_approvals_resume(emu, tmp_path):
 
     async def go() -> tuple[int, str]:
         client = openai.AsyncOpenAI(base_url=emu.openai_base_url, api_key=DUMMY_KEYS["openai"])
-        agent = Agent(name="desk", instructions="Refund when asked.", tools=[issue_refund],
-                      model=OpenAIResponsesModel(model="gpt-4.1-mini", openai_client=client))
+        agent = Agent(
+            name="desk",
+            instructions="Refund when asked.",
+            tools=[issue_refund],
+            model=OpenAIResponsesModel(model="gpt-4.1-mini", openai_client=client),
+        )
         config = RunConfig(tracing_disabled=True)
         first = await Runner.run(agent, "Refund 30 EUR for ORD-7.", run_config=config)
         paused = len(first.interruptions)
@@ -364,8 +442,12 @@ def test_approvals_resume(emu, tmp_path):
         return paused, str(resumed.final_output)
 
     paused, final = asyncio.run(go())
-    observed = {"openai": paused == 1 and done == ["ORD-7"] and "refunded" in final,
-                "claude": any(n.endswith("RunState") or "resume_approval" in n.lower() for n in claude_agent_sdk.__all__)}
+    observed = {
+        "openai": paused == 1 and done == ["ORD-7"] and "refunded" in final,
+        "claude": any(
+            n.endswith("RunState") or "resume_approval" in n.lower() for n in claude_agent_sdk.__all__
+        ),
+    }
     assert_profile("approvals_resume", observed)
 
 
@@ -373,5 +455,7 @@ def test_approvals_resume_adk():
     from google.adk.apps import ResumabilityConfig
     from google.adk.tools.tool_context import ToolContext
 
-    sdk_has_it = "is_resumable" in ResumabilityConfig.model_fields and hasattr(ToolContext, "request_confirmation")
+    sdk_has_it = "is_resumable" in ResumabilityConfig.model_fields and hasattr(
+        ToolContext, "request_confirmation"
+    )
     assert_profile("approvals_resume", {"adk": sdk_has_it})

@@ -45,8 +45,9 @@ def export(spec, target, path, *extra):
 
 
 @pytest.mark.parametrize("target", ["openai", "adk"])
-@pytest.mark.parametrize("text", ["My parcel ORD-8 never arrived.", "Summarise order ORD-7."],
-                         ids=["handoff", "structured_output"])
+@pytest.mark.parametrize(
+    "text", ["My parcel ORD-8 never arrived.", "Summarise order ORD-7."], ids=["handoff", "structured_output"]
+)
 def test_exported_module_trace_equals_portagents_run(emu, desk, tmp_path, target, text):
     module = export(desk, target, tmp_path / f"desk_{target}.py")
     source = module.read_text(encoding="utf-8")
@@ -90,9 +91,27 @@ def test_an_exported_module_runs_as_a_program(emu, desk, tmp_path):
     module = export(desk, "openai", tmp_path / "desk_openai.py")
     trace = tmp_path / "trace.jsonl"
     env = {"PYTHONPATH": str(DATA), "PORTAGENT_HOME": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, str(module), "Summarise order ORD-7.", "--base-url", emu.base_url,
-                           "--api-key", DUMMY_KEYS["openai"], "--approver", "auto-approve", "--trace", str(trace),
-                           "--source", "emulator"], capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(module),
+            "Summarise order ORD-7.",
+            "--base-url",
+            emu.base_url,
+            "--api-key",
+            DUMMY_KEYS["openai"],
+            "--approver",
+            "auto-approve",
+            "--trace",
+            str(trace),
+            "--source",
+            "emulator",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert '"status": "completed"' in proc.stdout
     events = read_trace(trace)
@@ -101,8 +120,11 @@ def test_an_exported_module_runs_as_a_program(emu, desk, tmp_path):
 
 
 @pytest.mark.slow  # each run starts the Claude Code CLI (about a second)
-@pytest.mark.parametrize("text", ["How fast do you ship? Ask the expert.", "Read the notes file, then check ORD-7."],
-                         ids=["subagent_and_mcp_tools", "granted_builtin"])
+@pytest.mark.parametrize(
+    "text",
+    ["How fast do you ship? Ask the expert.", "Read the notes file, then check ORD-7."],
+    ids=["subagent_and_mcp_tools", "granted_builtin"],
+)
 def test_claude_export_trace_equals_portagents_run(emu, tmp_path, text):
     out = tmp_path / "claude_desk"
     code, _, stderr = import_cli("native_claude:options", "claude", out, "--name", "shop_desk")
@@ -117,7 +139,11 @@ def test_claude_export_trace_equals_portagents_run(emu, tmp_path, text):
 
 def test_a_spec_the_target_cannot_run_is_not_exported(desk, tmp_path):
     code, _, err = run_cli("export", str(desk), "--to", "claude", "--out", str(tmp_path / "x.py"))
-    assert code == 1 and "does not support this spec" in err and "handoffs: shop_desk -> refunds_specialist" in err
+    assert (
+        code == 1
+        and "does not support this spec" in err
+        and "handoffs: shop_desk -> refunds_specialist" in err
+    )
     assert not (tmp_path / "x.py").exists()
 
 
@@ -135,6 +161,11 @@ def test_exported_modules_use_no_adapter(desk, tmp_path):
     for target in ("openai", "adk"):
         source = export(desk, target, tmp_path / f"m_{target}.py").read_text(encoding="utf-8")
         adapters = [line for line in source.splitlines() if "portagent.adapters" in line and "import" in line]
-        assert adapters == ([] if target == "openai" else [
-            "from portagent.adapters.adk.events import declare_output_schema, final_text, finish_reason, usage_fields"])
+        assert adapters == (
+            []
+            if target == "openai"
+            else [
+                "from portagent.adapters.adk.events import declare_output_schema, final_text, finish_reason, usage_fields"
+            ]
+        )
         compile(source, str(tmp_path / f"m_{target}.py"), "exec")

@@ -28,7 +28,7 @@ def report_rows(out: Path, section: str) -> str:
     text = (out / "import-report.md").read_text(encoding="utf-8")
     start = text.index(f"## {section}")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+    return text[start : end if end != -1 else None]
 
 
 def no_leftovers(parent: Path) -> bool:
@@ -36,6 +36,7 @@ def no_leftovers(parent: Path) -> bool:
 
 
 # --- openai-agents -------------------------------------------------------------------------------
+
 
 def test_openai_agent_becomes_specs_with_the_sdks_own_schemas_and_original_handlers(tmp_path):
     import native_openai as native
@@ -45,8 +46,13 @@ def test_openai_agent_becomes_specs_with_the_sdks_own_schemas_and_original_handl
     code, stdout, stderr = import_cli("native_openai:desk", "openai", out)
     assert code == 0, stderr
     assert "2 agent(s), 3 tool(s), 1 delegation edge(s), 1 policy rule(s)" in stdout
-    assert sorted(p.name for p in out.iterdir()) == ["agent.yaml", "import-report.md", "policy.yaml",
-                                                    "refunds_specialist.yaml", "tools.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "agent.yaml",
+        "import-report.md",
+        "policy.yaml",
+        "refunds_specialist.yaml",
+        "tools.yaml",
+    ]
     assert no_leftovers(tmp_path)
     assert all(r.ok for r in check_paths([str(out / "agent.yaml")]))  # what `portagent validate` says
 
@@ -56,31 +62,50 @@ def test_openai_agent_becomes_specs_with_the_sdks_own_schemas_and_original_handl
     assert desk.spec.instructions == native.desk.instructions
     assert desk.spec.models.openai == "gpt-4.1-mini"
     assert [(e.kind, e.target, e.description) for e in desk.edges] == [
-        ("handoff", "refunds_specialist", "Refund disputes and lost parcels.")]
+        ("handoff", "refunds_specialist", "Refund disputes and lost parcels.")
+    ]
     assert desk.spec.output_schema == AgentOutputSchema(native.OrderSummary).json_schema()
     tools = bundle.all_tools()
     assert set(tools) == {"get_order", "search_faq", "issue_refund"}
-    for name, native_tool in (("get_order", native.get_order), ("issue_refund", native.issue_refund),
-                              ("search_faq", native.search_faq)):
+    for name, native_tool in (
+        ("get_order", native.get_order),
+        ("issue_refund", native.issue_refund),
+        ("search_faq", native.search_faq),
+    ):
         tool = tools[name]
         assert tool.input_schema == native_tool.params_json_schema
         assert tool.description == native_tool.description
-        assert resolve(tool.handler).fn is native_tool.__wrapped__  # the original function, not the FunctionTool
+        assert (
+            resolve(tool.handler).fn is native_tool.__wrapped__
+        )  # the original function, not the FunctionTool
         # conservative defaults: effect external_effect, approval by default, idempotent over the arguments
         assert tool.effect == "external_effect" and tool.idempotency.required
     assert tools["issue_refund"].idempotency.key_template == "issue_refund:{order_id}:{amount_eur}"
     assert tools["issue_refund"].requires_approval is True  # needs_approval=True
     assert [r.model_dump(exclude_defaults=True) for r in desk.policy.rules] == [
-        {"id": "imported-approval-issue_refund", "decision": "approval_required",
-         "reason": "needs_approval=True in the openai-agents definition", "tool": "issue_refund"}]
+        {
+            "id": "imported-approval-issue_refund",
+            "decision": "approval_required",
+            "reason": "needs_approval=True in the openai-agents definition",
+            "tool": "issue_refund",
+        }
+    ]
     assert "# REVIEW get_order: effect external_effect" in (out / "tools.yaml").read_text(encoding="utf-8")
 
     not_portable = report_rows(out, "Not imported")
-    for item in ("hosted tool WebSearchTool", "input guardrail no_insults", "model_settings.parallel_tool_calls"):
+    for item in (
+        "hosted tool WebSearchTool",
+        "input guardrail no_insults",
+        "model_settings.parallel_tool_calls",
+    ):
         assert item in not_portable
     review = report_rows(out, "Review before use")
     assert all(f"tool {n} " in review for n in tools)
-    for item in ("hosted tool WebSearchTool", "input guardrail no_insults", "model_settings.parallel_tool_calls"):
+    for item in (
+        "hosted tool WebSearchTool",
+        "input guardrail no_insults",
+        "model_settings.parallel_tool_calls",
+    ):
         assert f"not imported: {item}" in stdout
 
 
@@ -99,7 +124,9 @@ def test_untyped_and_handmade_tools_are_listed_and_the_rest_imported(tmp_path):
     # lookup takes openai-agents' run context: its handler is a generated shim that calls the original
     lookup = bundle.all_tools()["lookup"]
     assert lookup.handler.startswith("portagent_shims_partial_") and lookup.handler.endswith(":lookup")
-    assert "lookup" in report_rows(out, "Review before use") and "shim" in report_rows(out, "Review before use")
+    assert "lookup" in report_rows(out, "Review before use") and "shim" in report_rows(
+        out, "Review before use"
+    )
     import sys
 
     sys.path.insert(0, str(out))
@@ -112,6 +139,7 @@ def test_untyped_and_handmade_tools_are_listed_and_the_rest_imported(tmp_path):
 
 # --- google-adk ----------------------------------------------------------------------------------
 
+
 def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
     import native_adk as native
     from google.adk.tools import FunctionTool
@@ -122,8 +150,10 @@ def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
     bundle = load_agent(out / "agent.yaml")
     desk = bundle.agents["shop_desk"]
     assert desk.spec.models.adk == "gemini-2.5-flash" and desk.spec.instructions == native.desk.instruction
-    assert [(e.kind, e.target) for e in desk.edges] == [("agent_as_tool", "faq_expert"),
-                                                         ("handoff", "refunds_specialist")]
+    assert [(e.kind, e.target) for e in desk.edges] == [
+        ("agent_as_tool", "faq_expert"),
+        ("handoff", "refunds_specialist"),
+    ]
     assert list(bundle.agents["refunds_specialist"].tools) == ["get_order", "issue_refund"]
     tools = bundle.all_tools()
     for name in ("get_order", "search_faq", "issue_refund"):
@@ -150,6 +180,7 @@ def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
 
 # --- Claude Agent SDK ----------------------------------------------------------------------------
 
+
 def test_claude_options_with_sdk_mcp_tools_a_granted_builtin_and_a_subagent(tmp_path):
     import native_claude as native
 
@@ -158,17 +189,27 @@ def test_claude_options_with_sdk_mcp_tools_a_granted_builtin_and_a_subagent(tmp_
     assert code == 0, stderr
     bundle = load_agent(out / "agent.yaml")
     desk = bundle.agents["shop_desk"]
-    assert desk.spec.instructions == native.options.system_prompt and desk.spec.models.claude == "claude-sonnet-4-6"
+    assert (
+        desk.spec.instructions == native.options.system_prompt
+        and desk.spec.models.claude == "claude-sonnet-4-6"
+    )
     assert desk.spec.builtin_tools == ["Read"] and desk.spec.budget.max_turns == 8
-    assert [(e.kind, e.target) for e in desk.edges] == [("agent_as_tool", "faq_expert")]  # renamed from faq-expert
+    assert [(e.kind, e.target) for e in desk.edges] == [
+        ("agent_as_tool", "faq_expert")
+    ]  # renamed from faq-expert
     assert list(bundle.agents["faq_expert"].tools) == ["search_faq"]
     tools = bundle.all_tools()
     # the schemas Claude sees: what the SDK MCP server lists ({"query": str} becomes a JSON Schema)
-    assert tools["search_faq"].input_schema == {"type": "object", "properties": {"query": {"type": "string"}},
-                                                "required": ["query"]}
+    assert tools["search_faq"].input_schema == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+    }
     assert tools["get_order"].input_schema == native.get_order.input_schema
     shim_module = tools["get_order"].handler.partition(":")[0]
-    assert shim_module.startswith("portagent_shims_shop_desk_") and tools["get_order"].handler.endswith(":get_order")
+    assert shim_module.startswith("portagent_shims_shop_desk_") and tools["get_order"].handler.endswith(
+        ":get_order"
+    )
     shim_source = (out / f"{shim_module}.py").read_text(encoding="utf-8")
     assert "call_mcp_handler(_src_native_claude.get_order.handler, args)" in shim_source
     # allowed_tools: Claude ran search_faq without asking → an allow rule; Read is allowed by its effect
@@ -211,15 +252,19 @@ def test_claude_agent_definition_alone(tmp_path):
 
 # --- bad input -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("target", "sdk", "message"), [
-    ("no_such_module_xyz:agent", "openai", "cannot import module 'no_such_module_xyz'"),
-    ("native_openai:nobody", "openai", "module 'native_openai' has no attribute 'nobody'"),
-    ("native_openai", "openai", "expected MODULE:OBJECT"),
-    ("native_untyped:not_an_agent", "openai", "is a builtins.dict, not an openai-agents Agent"),
-    ("native_adk:desk", "openai", "use --from adk"),
-    ("native_openai:desk", "claude", "use --from openai"),
-    ("native_claude:options", "adk", "use --from claude"),
-])
+
+@pytest.mark.parametrize(
+    ("target", "sdk", "message"),
+    [
+        ("no_such_module_xyz:agent", "openai", "cannot import module 'no_such_module_xyz'"),
+        ("native_openai:nobody", "openai", "module 'native_openai' has no attribute 'nobody'"),
+        ("native_openai", "openai", "expected MODULE:OBJECT"),
+        ("native_untyped:not_an_agent", "openai", "is a builtins.dict, not an openai-agents Agent"),
+        ("native_adk:desk", "openai", "use --from adk"),
+        ("native_openai:desk", "claude", "use --from openai"),
+        ("native_claude:options", "adk", "use --from claude"),
+    ],
+)
 def test_bad_targets_are_usage_errors_with_one_clear_message(tmp_path, target, sdk, message):
     code, _stdout, stderr = run_cli("import", target, "--from", sdk, "--out", str(tmp_path / "out"))
     assert code == 2 and message in stderr and "Traceback" not in stderr
@@ -256,9 +301,18 @@ def test_a_failed_import_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_bad_model_flag_and_name(tmp_path):
-    code, _, stderr = run_cli("import", "native_openai:desk", "--from", "openai", "--out", str(tmp_path / "o"),
-                              "--model", "gemini")
+    code, _, stderr = run_cli(
+        "import", "native_openai:desk", "--from", "openai", "--out", str(tmp_path / "o"), "--model", "gemini"
+    )
     assert code == 2 and "expected PROVIDER=ID" in stderr
-    code, _, stderr = run_cli("import", "native_openai:desk", "--from", "openai", "--out", str(tmp_path / "o"),
-                              "--name", "refunds_specialist")
+    code, _, stderr = run_cli(
+        "import",
+        "native_openai:desk",
+        "--from",
+        "openai",
+        "--out",
+        str(tmp_path / "o"),
+        "--name",
+        "refunds_specialist",
+    )
     assert code == 2 and "a sub-agent already has that name" in stderr

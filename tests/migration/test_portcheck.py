@@ -38,9 +38,16 @@ def test_the_ratio_counts_own_contracts_and_vendor_dependencies(tmp_path):
     data = json.loads(out)
     assert code == 0 and data["portable"] is True
     own = [i["what"] for i in data["own_contracts"]]
-    assert own == ["agent spec shop_desk@1.0.0", "agent spec refunds_specialist@1.0.0", "tool get_order@1.0.0",
-                   "tool issue_refund@1.0.0", "tool search_faq@1.0.0", "policy shop_desk-imported v1",
-                   "output schema of shop_desk", "delegation shop_desk -> refunds_specialist"]
+    assert own == [
+        "agent spec shop_desk@1.0.0",
+        "agent spec refunds_specialist@1.0.0",
+        "tool get_order@1.0.0",
+        "tool issue_refund@1.0.0",
+        "tool search_faq@1.0.0",
+        "policy shop_desk-imported v1",
+        "output schema of shop_desk",
+        "delegation shop_desk -> refunds_specialist",
+    ]
     deps = data["provider_dependencies"]
     assert [d["vendor"] for d in deps] == ["openai-agents"] * 3
     assert all("native_openai imports openai-agents (agents)" in d["detail"] for d in deps)
@@ -59,9 +66,16 @@ def test_a_spec_with_own_handlers_is_fully_portable_to_every_target(tmp_path):
 
 
 def test_builtin_tools_and_vendor_settings_are_dependencies_and_lacks(tmp_path):
-    spec = write_spec(tmp_path, builtin_tools=["Read"], models={"openai": "gpt-4.1-mini", "claude": "claude-sonnet-4-6",
-                                                                "adk": "gemini-2.5-flash",
-                                                                "openai_api": "chat_completions"})
+    spec = write_spec(
+        tmp_path,
+        builtin_tools=["Read"],
+        models={
+            "openai": "gpt-4.1-mini",
+            "claude": "claude-sonnet-4-6",
+            "adk": "gemini-2.5-flash",
+            "openai_api": "chat_completions",
+        },
+    )
     data = json.loads(check(spec, "claude", "--json")[1])
     assert data["portable"] and [d["vendor"] for d in data["provider_dependencies"]] == ["claude", "openai"]
     code, out, _ = check(spec, "openai")
@@ -70,7 +84,8 @@ def test_builtin_tools_and_vendor_settings_are_dependencies_and_lacks(tmp_path):
 
 def test_gemini_schema_limits_and_a_shared_handoff_target_for_adk(tmp_path):
     tools = tmp_path / "tools.yaml"
-    tools.write_text("""kind: tools
+    tools.write_text(
+        """kind: tools
 schema_version: 1
 tools:
   - name: pick
@@ -78,11 +93,18 @@ tools:
     effect: read
     input_schema: {type: object, properties: {v: {const: 3}}, required: [v]}
     handler: x:y
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     write_spec(tmp_path, "leaf", tools=())
     write_spec(tmp_path, "mid", tools=(), delegation=[{"agent": "leaf.yaml", "kind": "handoff"}])
-    spec = write_spec(tmp_path, "top", tools=(), tool_files=[str(tools)], delegation=[
-        {"agent": "mid.yaml", "kind": "handoff"}, {"agent": "leaf.yaml", "kind": "handoff"}])
+    spec = write_spec(
+        tmp_path,
+        "top",
+        tools=(),
+        tool_files=[str(tools)],
+        delegation=[{"agent": "mid.yaml", "kind": "handoff"}, {"agent": "leaf.yaml", "kind": "handoff"}],
+    )
     import yaml
 
     doc = yaml.safe_load(spec.read_text(encoding="utf-8"))

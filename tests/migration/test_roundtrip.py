@@ -98,11 +98,17 @@ def declared_schemas(requests: list[dict], tool: str) -> list[dict]:
 
 # --- openai-agents → portagent ------------------------------------------------------------------
 
+
 def test_openai_import_hands_off_equivalently_on_openai_and_adk(emu, openai_desk, tmp_path):
-    runs = {p: run_spec(openai_desk, p, "My parcel ORD-8 never arrived.", emu, tmp_path) for p in ("openai", "adk")}
+    runs = {
+        p: run_spec(openai_desk, p, "My parcel ORD-8 never arrived.", emu, tmp_path)
+        for p in ("openai", "adk")
+    }
     for provider, run in runs.items():
         assert run.result.status == "completed" and run.result.output_valid, (provider, run.result.error)
-        assert [(e.kind, e.to_agent) for e in of(run.events, "handoff")] == [("handoff", "refunds_specialist")]
+        assert [(e.kind, e.to_agent) for e in of(run.events, "handoff")] == [
+            ("handoff", "refunds_specialist")
+        ]
         assert of(run.events, "run.completed")[0].agent == "refunds_specialist"
         # get_order is external_effect (imported default): approval asked and granted, then executed
         assert [e.status for e in of(run.events, "approval.resolved")] == ["approved"]
@@ -122,8 +128,16 @@ def test_openai_import_output_type_on_all_three(emu, openai_desk, tmp_path):
 
     bundle = load_agent(openai_desk)
     before = len(emu.requests())
-    runs = {p: run_spec(bundle if p != "claude" else agent_as_tool_only(bundle), p, "Summarise order ORD-7.", emu,
-                        tmp_path) for p in PROVIDERS}
+    runs = {
+        p: run_spec(
+            bundle if p != "claude" else agent_as_tool_only(bundle),
+            p,
+            "Summarise order ORD-7.",
+            emu,
+            tmp_path,
+        )
+        for p in PROVIDERS
+    }
     for provider, run in runs.items():
         assert run.result.status == "completed" and run.result.output_valid, (provider, run.result.error)
         assert run.result.final_output == {"order_id": "ORD-7", "status": "delivered"}
@@ -141,8 +155,10 @@ def test_openai_import_as_agent_tool_with_output_type_on_claude(emu, openai_desk
         (spec / f.name).write_bytes(f.read_bytes())
     edit_yaml(spec / "agent.yaml", delegation=[{"agent": "refunds_specialist.yaml", "kind": "agent_as_tool"}])
     before = len(emu.requests())
-    runs = {p: run_spec(spec / "agent.yaml", p, "Ask the specialist about ORD-8.", emu, tmp_path)
-            for p in ("openai", "claude")}
+    runs = {
+        p: run_spec(spec / "agent.yaml", p, "Ask the specialist about ORD-8.", emu, tmp_path)
+        for p in ("openai", "claude")
+    }
     assert "No such tool available: StructuredOutput" not in json.dumps(emu.requests()[before:])
     assert runs["claude"].result.status == "completed", runs["claude"].result.error
     assert_equivalent(runs["openai"], runs["claude"], claude=True)
@@ -150,8 +166,12 @@ def test_openai_import_as_agent_tool_with_output_type_on_claude(emu, openai_desk
 
 # --- google-adk → portagent ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["My parcel ORD-8 never arrived.", "How fast do you ship? Ask the expert."],
-                         ids=["sub_agent_handoff", "agent_tool"])
+
+@pytest.mark.parametrize(
+    "text",
+    ["My parcel ORD-8 never arrived.", "How fast do you ship? Ask the expert."],
+    ids=["sub_agent_handoff", "agent_tool"],
+)
 def test_adk_import_runs_equivalently_on_openai_and_adk(emu, adk_desk, tmp_path, text):
     runs = {p: run_spec(adk_desk, p, text, emu, tmp_path) for p in ("openai", "adk")}
     for provider, run in runs.items():
@@ -177,9 +197,12 @@ def test_adk_import_agent_tool_on_claude(emu, adk_desk, tmp_path):
 
 # --- Claude Agent SDK → portagent ---------------------------------------------------------------
 
+
 def without_builtins(bundle: AgentBundle) -> AgentBundle:
-    agents = {n: replace(node, spec=node.spec.model_copy(update={"builtin_tools": []}))
-              for n, node in bundle.agents.items()}
+    agents = {
+        n: replace(node, spec=node.spec.model_copy(update={"builtin_tools": []}))
+        for n, node in bundle.agents.items()
+    }
     return AgentBundle(bundle.root, agents)
 
 
@@ -190,8 +213,10 @@ def test_claude_import_with_its_granted_builtin_runs_on_claude(emu, claude_desk,
     calls = of(run.events, "tool.call")
     assert [(c.tool, c.via) for c in calls] == [("Read", "builtin"), ("get_order", "function")]
     decisions = of(run.events, "permission.decision")
-    assert [(d.decision, d.rule) for d in decisions] == [("allow", "default:read"),
-                                                         ("approval_required", "default:external_effect")]
+    assert [(d.decision, d.rule) for d in decisions] == [
+        ("allow", "default:read"),
+        ("approval_required", "default:external_effect"),
+    ]
     read = of(run.events, "tool.result")[0]
     assert read.ok and "ORD-7 was a gift." in str(read.output)  # the CLI ran it; the gateway decided it
     assert run.result.final_output == "Notes read; ORD-7 is delivered."

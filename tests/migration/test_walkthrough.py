@@ -49,8 +49,18 @@ def test_the_migration_walkthrough(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(DATA))  # eval/record workers import the handlers too
     # 1. import
-    code, out, err = run_cli("import", "shop_agents:desk", "--from", "openai", "--out", "shop",
-                             "--model", "adk=gemini-2.5-flash", "--model", "claude=claude-sonnet-4-6")
+    code, out, err = run_cli(
+        "import",
+        "shop_agents:desk",
+        "--from",
+        "openai",
+        "--out",
+        "shop",
+        "--model",
+        "adk=gemini-2.5-flash",
+        "--model",
+        "claude=claude-sonnet-4-6",
+    )
     assert code == 0, err
     assert "2 agent(s), 3 tool(s), 1 delegation edge(s), 1 policy rule(s)" in out
     # 2. review
@@ -65,15 +75,29 @@ def test_the_migration_walkthrough(tmp_path, monkeypatch):
     code, out, _ = run_cli("port-check", "shop/agent.yaml", "--to", "claude")
     assert code == 1 and "handoffs: shop_desk -> refunds (kind handoff)" in out
     agent = tmp_path / "shop" / "agent.yaml"
-    agent.write_text(agent.read_text(encoding="utf-8").replace("kind: handoff", "kind: agent_as_tool"), encoding="utf-8")
+    agent.write_text(
+        agent.read_text(encoding="utf-8").replace("kind: handoff", "kind: agent_as_tool"), encoding="utf-8"
+    )
     assert run_cli("port-check", "shop/agent.yaml", "--to", "claude")[0] == 0
     # 5. record on all three, score each
-    (tmp_path / "shop" / "suite.yaml").write_text(SUITE.format(script=DATA / "emulator.yaml"), encoding="utf-8")
+    (tmp_path / "shop" / "suite.yaml").write_text(
+        SUITE.format(script=DATA / "emulator.yaml"), encoding="utf-8"
+    )
     code, out, err = run_cli("record", "shop/suite.yaml", "--emulator", "--out", "cassettes")
     assert code == 0 and "6 recorded, 0 skipped, 0 failed" in out, out + err
     for provider in ("openai", "adk", "claude"):
-        code, out, err = run_cli("eval", "shop/suite.yaml", "--replay", "--cassettes", "cassettes", "--providers",
-                                 provider, "--out", f"results/{provider}", "--no-progress")
+        code, out, err = run_cli(
+            "eval",
+            "shop/suite.yaml",
+            "--replay",
+            "--cassettes",
+            "cassettes",
+            "--providers",
+            provider,
+            "--out",
+            f"results/{provider}",
+            "--no-progress",
+        )
         assert code == 0, out + err
         report = json.loads((tmp_path / "results" / provider / "report.json").read_text(encoding="utf-8"))
         assert all(r["passed"] for r in report["runs"]), provider
@@ -81,7 +105,9 @@ def test_the_migration_walkthrough(tmp_path, monkeypatch):
     # Code CLI starts a process per run), so it may exceed the 500 ms tolerance on a loaded machine: every
     # other metric must agree, and a block may only come from latency.
     for provider in ("adk", "claude"):
-        code, out, err = run_cli("compare", "results/openai", f"results/{provider}", "--out", f"compare-{provider}.json")
+        code, out, err = run_cli(
+            "compare", "results/openai", f"results/{provider}", "--out", f"compare-{provider}.json"
+        )
         comparison = json.loads((tmp_path / f"compare-{provider}.json").read_text(encoding="utf-8"))
         blocking = {d["metric"] for pair in comparison["pairs"] for d in pair["deltas"] if d["blocking"]}
         assert blocking <= {"latency_p95_ms"} and not comparison["regressions"], out + err
@@ -89,7 +115,9 @@ def test_the_migration_walkthrough(tmp_path, monkeypatch):
     code, out, err = run_cli("gate", "results/claude", "--baseline", "results/openai")
     decision = json.loads((tmp_path / "results" / "claude" / "ci_gate.json").read_text(encoding="utf-8"))
     assert all("latency" in reason for reason in decision["reasons"]), decision
-    assert (code == 0) == decision["passed"] and (re.search(r"gate: PASS", out + err) is not None) == decision["passed"]
+    assert (code == 0) == decision["passed"] and (
+        re.search(r"gate: PASS", out + err) is not None
+    ) == decision["passed"]
     # 7. export
     code, out, err = run_cli("export", "shop/agent.yaml", "--to", "adk", "--out", "shop_adk.py")
     assert code == 0 and (tmp_path / "shop_adk.py").is_file(), err

@@ -37,13 +37,24 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)
 
 
-def record(folder: Path, question: str = Q, agent: Path = AGENT, script: Path = SUPPORT / "emulator.yaml",
-           approver: object = "auto-deny") -> object:
+def record(
+    folder: Path,
+    question: str = Q,
+    agent: Path = AGENT,
+    script: Path = SUPPORT / "emulator.yaml",
+    approver: object = "auto-deny",
+) -> object:
     async def go() -> object:
         with serve(load_script(script)) as emu:
             ep = Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy")
-            return await record_run(agent, RunRequest(input=question, provider="openai", case_id="c1"), folder, ep,
-                                    approver=approver)
+            return await record_run(
+                agent,
+                RunRequest(input=question, provider="openai", case_id="c1"),
+                folder,
+                ep,
+                approver=approver,
+            )
+
     return asyncio.run(go())
 
 
@@ -87,8 +98,11 @@ def test_replay_offline_no_network_and_byte_identical(recorded, tmp_path):
 def test_drift_changed_tool_description(recorded, tmp_path):
     work = tmp_path / "agent"
     shutil.copytree(SUPPORT, work)
-    tools = (work / "tools.yaml").read_text().replace(
-        "Search the student-services policy handbook", "Search the NEW handbook")
+    tools = (
+        (work / "tools.yaml")
+        .read_text()
+        .replace("Search the student-services policy handbook", "Search the NEW handbook")
+    )
     (work / "tools.yaml").write_text(tools)
     out = asyncio.run(replay_folder(load_agent(work / "agent.yaml"), recorded))
     assert out.result.status == "failed" and out.result.stop_reason == "cassette_drift"
@@ -139,11 +153,17 @@ def test_planted_env_keys_never_reach_the_cassette(tmp_path, monkeypatch):
 def test_scrubbing_of_urls_and_headers():
     from portagent.recording.scrub import find_secret, scrub_headers, scrub_url
 
-    assert scrub_url("https://x.test/v1beta/models/g:generateContent?key=AIzaSECRET&alt=sse") == \
-        "https://x.test/v1beta/models/g:generateContent?alt=sse"
-    assert scrub_headers({"Authorization": "Bearer x", "X-Goog-Api-Key": "k", "Cookie": "c", "Accept": "*/*"}) == \
-        {"Accept": "*/*"}
-    assert find_secret({"a": ["ok", {"b": "Bearer abcdefghijklmnopqrstuvwxyz"}]}) == "a.1.b (looks like an API key or bearer token: Bearer…)"
+    assert (
+        scrub_url("https://x.test/v1beta/models/g:generateContent?key=AIzaSECRET&alt=sse")
+        == "https://x.test/v1beta/models/g:generateContent?alt=sse"
+    )
+    assert scrub_headers(
+        {"Authorization": "Bearer x", "X-Goog-Api-Key": "k", "Cookie": "c", "Accept": "*/*"}
+    ) == {"Accept": "*/*"}
+    assert (
+        find_secret({"a": ["ok", {"b": "Bearer abcdefghijklmnopqrstuvwxyz"}]})
+        == "a.1.b (looks like an API key or bearer token: Bearer…)"
+    )
 
 
 def test_corrupt_cassettes_name_the_file(recorded, tmp_path):
@@ -165,8 +185,9 @@ def test_corrupt_cassettes_name_the_file(recorded, tmp_path):
 
 
 def test_cli_replay_and_wrong_provider(recorded, tmp_path):
-    code, out, err = run_cli("run", str(AGENT), "--provider", "openai", "--replay", str(recorded),
-                             "--out", str(tmp_path / "o"))
+    code, out, err = run_cli(
+        "run", str(AGENT), "--provider", "openai", "--replay", str(recorded), "--out", str(tmp_path / "o")
+    )
     assert code == 0, err
     assert "status     completed" in out
     code, _, err = run_cli("run", str(AGENT), "--provider", "adk", "--replay", str(recorded))

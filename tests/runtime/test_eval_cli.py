@@ -17,13 +17,32 @@ import yaml
 from _support import EXAMPLES, run_cli
 
 SUITE = {
-    "kind": "suite", "schema_version": 1, "suite_id": "mini", "dataset_version": "1", "owner": "tests",
-    "agent": "agent.yaml", "providers": ["openai", "adk"], "repeats": 1, "emulator_script": "emulator.yaml",
+    "kind": "suite",
+    "schema_version": 1,
+    "suite_id": "mini",
+    "dataset_version": "1",
+    "owner": "tests",
+    "agent": "agent.yaml",
+    "providers": ["openai", "adk"],
+    "repeats": 1,
+    "emulator_script": "emulator.yaml",
     "cases": [
-        {"case_id": "refund", "input": "What is the refund deadline?", "why_it_exists": "read-only answer",
-         "expect": {"final_must_contain": ["30 days"], "required_tools": ["search_policy"], "approval": False}},
-        {"case_id": "status", "input": "What is missing from my case EXP-42?", "why_it_exists": "record lookup",
-         "expect": {"final_must_contain": ["DNI"], "required_tools": ["get_student_record"]}},
+        {
+            "case_id": "refund",
+            "input": "What is the refund deadline?",
+            "why_it_exists": "read-only answer",
+            "expect": {
+                "final_must_contain": ["30 days"],
+                "required_tools": ["search_policy"],
+                "approval": False,
+            },
+        },
+        {
+            "case_id": "status",
+            "input": "What is missing from my case EXP-42?",
+            "why_it_exists": "record lookup",
+            "expect": {"final_must_contain": ["DNI"], "required_tools": ["get_student_record"]},
+        },
     ],
 }
 
@@ -40,12 +59,16 @@ def mini(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A copy of the example with a two-case suite, recorded for openai into ``cassettes/``."""
     root = tmp_path_factory.mktemp("mini")
     agent = root / "agent"
-    shutil.copytree(EXAMPLES / "support_desk", agent, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__"))
+    shutil.copytree(
+        EXAMPLES / "support_desk", agent, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__")
+    )
     suite = write_suite(agent)
     cassettes = root / "cassettes"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PORTAGENT_HOME", str(root / "home"))
-        code, out, err = run_cli("record", str(suite), "--providers", "openai", "--emulator", "--out", str(cassettes))
+        code, out, err = run_cli(
+            "record", str(suite), "--providers", "openai", "--emulator", "--out", str(cassettes)
+        )
     assert code == 0, out + err
     assert "2 recorded, 0 skipped, 0 failed" in out
     return {"root": root, "agent": agent, "suite": suite, "cassettes": cassettes}
@@ -55,13 +78,28 @@ def test_record_writes_the_layout(mini: dict[str, Path]) -> None:
     folder = mini["cassettes"] / "mini" / "support_desk@1.0.0" / "refund" / "openai" / "r0"
     assert sorted(p.name for p in folder.iterdir()) == ["cassette.yaml", "run.json", "trace.jsonl"]
     manifest = json.loads((folder / "run.json").read_text())["manifest"]
-    assert manifest["source"] == "emulator" and manifest["case_id"] == "refund" and manifest["emulator_script_hash"]
+    assert (
+        manifest["source"] == "emulator"
+        and manifest["case_id"] == "refund"
+        and manifest["emulator_script_hash"]
+    )
 
 
 def test_eval_replay_writes_every_report(mini: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "results"
-    code, stdout, err = run_cli("eval", str(mini["suite"]), "--replay", "--providers", "openai",
-                                "--cassettes", str(mini["cassettes"]), "--out", str(out), "--workers", "1")
+    code, stdout, err = run_cli(
+        "eval",
+        str(mini["suite"]),
+        "--replay",
+        "--providers",
+        "openai",
+        "--cassettes",
+        str(mini["cassettes"]),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+    )
     assert code == 0, stdout + err
     assert "gate: PASS" in stdout and "2/2" in stdout
     for name in ("report.json", "eval.json", "ci_gate.json", "report.md", "junit.xml", "report.html"):
@@ -72,8 +110,19 @@ def test_eval_replay_writes_every_report(mini: dict[str, Path], tmp_path: Path) 
 
 
 def test_eval_emulator_mode_labels_runs_emulator(mini: dict[str, Path], tmp_path: Path) -> None:
-    code, stdout, err = run_cli("eval", str(mini["suite"]), "--emulator", "--providers", "openai,adk",
-                                "--out", str(tmp_path / "r"), "--workers", "2", "--repeats", "2")
+    code, stdout, err = run_cli(
+        "eval",
+        str(mini["suite"]),
+        "--emulator",
+        "--providers",
+        "openai,adk",
+        "--out",
+        str(tmp_path / "r"),
+        "--workers",
+        "2",
+        "--repeats",
+        "2",
+    )
     assert code == 0, stdout + err
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert len(report["runs"]) == 8
@@ -85,31 +134,74 @@ def test_eval_emulator_mode_labels_runs_emulator(mini: dict[str, Path], tmp_path
 def test_record_missing_skips_and_drifted_rerecords(mini: dict[str, Path], tmp_path: Path) -> None:
     cassettes = tmp_path / "cassettes"
     shutil.copytree(mini["cassettes"], cassettes)
-    code, out, _ = run_cli("record", str(mini["suite"]), "--providers", "openai", "--emulator", "--out",
-                           str(cassettes), "--missing")
+    code, out, _ = run_cli(
+        "record",
+        str(mini["suite"]),
+        "--providers",
+        "openai",
+        "--emulator",
+        "--out",
+        str(cassettes),
+        "--missing",
+    )
     assert code == 0 and "0 recorded, 2 skipped, 0 failed" in out
     # a changed tool description changes what the SDK sends: both cassettes now drift
     work = tmp_path / "agent"
     shutil.copytree(mini["agent"], work)
     tools = work / "tools.yaml"
-    tools.write_text(tools.read_text().replace("Search the student-services policy handbook",
-                                               "Search the NEW handbook"))
-    code, out, _ = run_cli("eval", str(work / "suite.yaml"), "--replay", "--providers", "openai", "--cassettes",
-                           str(cassettes), "--out", str(tmp_path / "drift"), "--workers", "1", "--case", "refund")
+    tools.write_text(
+        tools.read_text().replace("Search the student-services policy handbook", "Search the NEW handbook")
+    )
+    code, out, _ = run_cli(
+        "eval",
+        str(work / "suite.yaml"),
+        "--replay",
+        "--providers",
+        "openai",
+        "--cassettes",
+        str(cassettes),
+        "--out",
+        str(tmp_path / "drift"),
+        "--workers",
+        "1",
+        "--case",
+        "refund",
+    )
     assert code == 1 and "cassette drift" in out
-    code, out, err = run_cli("record", str(work / "suite.yaml"), "--providers", "openai", "--emulator", "--out",
-                             str(cassettes), "--drifted")
+    code, out, err = run_cli(
+        "record",
+        str(work / "suite.yaml"),
+        "--providers",
+        "openai",
+        "--emulator",
+        "--out",
+        str(cassettes),
+        "--drifted",
+    )
     assert code == 0, out + err
     assert "recorded support_desk@1.0.0 refund openai r0" in " ".join(out.split())
     assert "replays cleanly" in out
 
 
 def test_record_one_agent_run(mini: dict[str, Path], tmp_path: Path) -> None:
-    code, out, err = run_cli("record", str(mini["agent"] / "agent.yaml"), "--providers", "openai", "--emulator",
-                             str(mini["agent"] / "emulator.yaml"), "--case", "deadline", "--input",
-                             "What is the refund deadline?", "--out", str(tmp_path))
+    code, out, err = run_cli(
+        "record",
+        str(mini["agent"] / "agent.yaml"),
+        "--providers",
+        "openai",
+        "--emulator",
+        str(mini["agent"] / "emulator.yaml"),
+        "--case",
+        "deadline",
+        "--input",
+        "What is the refund deadline?",
+        "--out",
+        str(tmp_path),
+    )
     assert code == 0, out + err
-    assert (tmp_path / "adhoc" / "support_desk@1.0.0" / "deadline" / "openai" / "r0" / "cassette.yaml").is_file()
+    assert (
+        tmp_path / "adhoc" / "support_desk@1.0.0" / "deadline" / "openai" / "r0" / "cassette.yaml"
+    ).is_file()
 
 
 # -- bad input -----------------------------------------------------------------------------------------
@@ -135,8 +227,18 @@ def test_missing_agent_spec(mini: dict[str, Path]) -> None:
 
 
 def test_missing_cassette_names_the_record_command(mini: dict[str, Path], tmp_path: Path) -> None:
-    err = _fails(1, "eval", str(mini["suite"]), "--replay", "--providers", "adk", "--cassettes",
-                 str(mini["cassettes"]), "--out", str(tmp_path / "r"))
+    err = _fails(
+        1,
+        "eval",
+        str(mini["suite"]),
+        "--replay",
+        "--providers",
+        "adk",
+        "--cassettes",
+        str(mini["cassettes"]),
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert "2 cassettes missing for --replay" in err
     assert f"portagent record {mini['suite']} --providers adk --emulator" in err and "--missing" in err
     assert not (tmp_path / "r").exists()  # refused before anything was written
@@ -151,13 +253,27 @@ def test_threshold_outside_unit_interval(mini: dict[str, Path]) -> None:
 
 
 def test_workers_zero(mini: dict[str, Path]) -> None:
-    err = _fails(2, "eval", str(mini["suite"]), "--replay", "--cassettes", str(mini["cassettes"]), "--workers", "0")
+    err = _fails(
+        2, "eval", str(mini["suite"]), "--replay", "--cassettes", str(mini["cassettes"]), "--workers", "0"
+    )
     assert "--workers must be at least 1, got 0" in err
 
 
 def test_repeats_beyond_the_recording(mini: dict[str, Path], tmp_path: Path) -> None:
-    err = _fails(2, "eval", str(mini["suite"]), "--replay", "--providers", "openai", "--cassettes",
-                 str(mini["cassettes"]), "--repeats", "3", "--out", str(tmp_path / "r"))
+    err = _fails(
+        2,
+        "eval",
+        str(mini["suite"]),
+        "--replay",
+        "--providers",
+        "openai",
+        "--cassettes",
+        str(mini["cassettes"]),
+        "--repeats",
+        "3",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert "--repeats asks for 3 repeats but only 1 are recorded" in err and "--repeats 1" in err
 
 
@@ -165,8 +281,19 @@ def test_results_folder_not_empty(mini: dict[str, Path], tmp_path: Path) -> None
     out = tmp_path / "busy"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    argv = ["eval", str(mini["suite"]), "--replay", "--providers", "openai", "--cassettes", str(mini["cassettes"]),
-            "--out", str(out), "--workers", "1"]
+    argv = [
+        "eval",
+        str(mini["suite"]),
+        "--replay",
+        "--providers",
+        "openai",
+        "--cassettes",
+        str(mini["cassettes"]),
+        "--out",
+        str(out),
+        "--workers",
+        "1",
+    ]
     err = _fails(2, *argv)
     assert "folder is not empty; pass --overwrite" in err
     err = _fails(2, *argv, "--overwrite")  # not a results folder: --overwrite does not empty it
@@ -189,7 +316,9 @@ def test_live_without_a_key(mini: dict[str, Path], monkeypatch: pytest.MonkeyPat
 def test_unknown_provider_and_case(mini: dict[str, Path]) -> None:
     err = _fails(2, "eval", str(mini["suite"]), "--replay", "--providers", "claude")
     assert "provider(s) claude not in suite 'mini'" in err
-    err = _fails(2, "eval", str(mini["suite"]), "--replay", "--case", "nope", "--cassettes", str(mini["cassettes"]))
+    err = _fails(
+        2, "eval", str(mini["suite"]), "--replay", "--case", "nope", "--cassettes", str(mini["cassettes"])
+    )
     assert "case(s) nope not in suite 'mini'" in err
 
 

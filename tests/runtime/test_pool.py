@@ -22,8 +22,9 @@ READ_ONLY = ["refund-rule", "case-status", "record-then-rules", "follow-up"]
 def tasks() -> list:
     require_path(REPO / "cassettes" / "support-desk", "the demo's committed cassettes")
     loaded = load_suite(SUITE)
-    return plan_runs(loaded, mode="replay", providers=["openai", "adk"], cassettes=REPO / "cassettes",
-                     case_ids=READ_ONLY)
+    return plan_runs(
+        loaded, mode="replay", providers=["openai", "adk"], cassettes=REPO / "cassettes", case_ids=READ_ONLY
+    )
 
 
 def test_workers_are_grouped_by_provider(tasks: list, tmp_path: Path) -> None:

@@ -24,43 +24,75 @@ def cassettes(pytester: pytest.Pytester) -> str:
 
 
 def test_suite_items_replay_green_for_the_baseline(pytester: pytest.Pytester, cassettes: str) -> None:
-    result = pytester.runpytest_subprocess("--portagent-suite", str(SUITE), "--portagent-cassettes", cassettes,
-                                           "--portagent-providers", "openai", "--portagent-agent", "baseline", "-v")
+    result = pytester.runpytest_subprocess(
+        "--portagent-suite",
+        str(SUITE),
+        "--portagent-cassettes",
+        cassettes,
+        "--portagent-providers",
+        "openai",
+        "--portagent-agent",
+        "baseline",
+        "-v",
+    )
     result.assert_outcomes(passed=14)
     result.stdout.fnmatch_lines(["*suite.yaml::support_desk@1.0.0::refund-rule?openai? PASSED*"])
 
 
 def test_candidate_items_fail_with_the_gate_notes(pytester: pytest.Pytester, cassettes: str) -> None:
-    result = pytester.runpytest_subprocess("--portagent-suite", str(SUITE), "--portagent-cassettes", cassettes,
-                                           "--portagent-providers", "openai", "--portagent-agent", "candidate",
-                                           "-k", "email")
+    result = pytester.runpytest_subprocess(
+        "--portagent-suite",
+        str(SUITE),
+        "--portagent-cassettes",
+        cassettes,
+        "--portagent-providers",
+        "openai",
+        "--portagent-agent",
+        "candidate",
+        "-k",
+        "email",
+    )
     result.assert_outcomes(passed=0, failed=2, deselected=12)
-    result.stdout.fnmatch_lines([
-        "*case email-reviewed on openai (agent support_desk@2.0.0): 0/2 runs passed*",
-        "*r0: failed approval*",
-        "*- approval expected but never requested*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*case email-reviewed on openai (agent support_desk@2.0.0): 0/2 runs passed*",
+            "*r0: failed approval*",
+            "*- approval expected but never requested*",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
 
 
 def test_missing_cassette_fails_with_the_record_command(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     empty = pytester.mkdir("no_cassettes")
-    result = pytester.runpytest_subprocess("--portagent-suite", str(SUITE), "--portagent-cassettes", str(empty),
-                                           "--portagent-providers", "adk", "-k", "refund-rule and 1.0.0")
+    result = pytester.runpytest_subprocess(
+        "--portagent-suite",
+        str(SUITE),
+        "--portagent-cassettes",
+        str(empty),
+        "--portagent-providers",
+        "adk",
+        "-k",
+        "refund-rule and 1.0.0",
+    )
     result.assert_outcomes(failed=1, deselected=27)
-    result.stdout.fnmatch_lines(["*2 cassettes missing for --replay*", "*portagent record * --providers adk*"])
+    result.stdout.fnmatch_lines(
+        ["*2 cassettes missing for --replay*", "*portagent record * --providers adk*"]
+    )
 
 
 def test_marker_parametrizes_a_test(pytester: pytest.Pytester, cassettes: str) -> None:
-    pytester.makepyfile(test_desk=f"""
+    pytester.makepyfile(
+        test_desk=f"""
         import pytest
 
         @pytest.mark.portagent_suite({str(SUITE)!r}, providers=["adk"], cassettes={cassettes!r}, role="baseline")
         def test_desk(portagent_run):
             portagent_run.check()
             assert all(o.score.passed for o in portagent_run.outcomes)
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-q")
     result.assert_outcomes(passed=14)
 
@@ -76,8 +108,10 @@ def test_bad_suite_is_a_collection_error_without_traceback(pytester: pytest.Pyte
 
 def test_plugin_imports_no_sdk_and_no_eval_core() -> None:
     # loaded in every pytest run of a project that installs portagent: it must stay light
-    code = ("import sys, portagent.pytest_plugin; heavy = [m for m in ('agents', 'google.adk', 'claude_agent_sdk', "
-            "'vcr', 'portagent.evals', 'rich') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, portagent.pytest_plugin; heavy = [m for m in ('agents', 'google.adk', 'claude_agent_sdk', "
+        "'vcr', 'portagent.evals', 'rich') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -89,14 +123,35 @@ def test_record_then_replay_through_pytest(pytester: pytest.Pytester) -> None:
 
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     agent = pytester.path / "desk"
-    shutil.copytree(EXAMPLES / "support_desk", agent, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__"))
+    shutil.copytree(
+        EXAMPLES / "support_desk", agent, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__")
+    )
     suite = agent / "suite.yaml"
-    suite.write_text(yaml.safe_dump({
-        "kind": "suite", "schema_version": 1, "suite_id": "tiny", "dataset_version": "1", "owner": "tests",
-        "agent": "agent.yaml", "providers": ["openai"], "emulator_script": "emulator.yaml",
-        "cases": [{"case_id": "refund", "input": "What is the refund deadline?", "why_it_exists": "read-only",
-                   "expect": {"final_must_contain": ["30 days"], "required_tools": ["search_policy"]}}]}))
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "suite",
+                "schema_version": 1,
+                "suite_id": "tiny",
+                "dataset_version": "1",
+                "owner": "tests",
+                "agent": "agent.yaml",
+                "providers": ["openai"],
+                "emulator_script": "emulator.yaml",
+                "cases": [
+                    {
+                        "case_id": "refund",
+                        "input": "What is the refund deadline?",
+                        "why_it_exists": "read-only",
+                        "expect": {"final_must_contain": ["30 days"], "required_tools": ["search_policy"]},
+                    }
+                ],
+            }
+        )
+    )
     args = ["--portagent-suite", str(suite), "--portagent-cassettes", str(pytester.path / "cass")]
     pytester.runpytest_subprocess(*args, "--portagent-record").assert_outcomes(passed=1)
-    assert (pytester.path / "cass" / "tiny" / "support_desk@1.0.0" / "refund" / "openai" / "r0" / "cassette.yaml").is_file()
+    assert (
+        pytester.path / "cass" / "tiny" / "support_desk@1.0.0" / "refund" / "openai" / "r0" / "cassette.yaml"
+    ).is_file()
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)

@@ -34,20 +34,37 @@ class ManualClock:
         self.t += timedelta(seconds=seconds)
 
 
-def tool(name: str, *, handler: str | None = None, properties: dict[str, Any] | None = None,
-         required: list[str] | None = None, **kw: Any) -> ToolSpec:
+def tool(
+    name: str,
+    *,
+    handler: str | None = None,
+    properties: dict[str, Any] | None = None,
+    required: list[str] | None = None,
+    **kw: Any,
+) -> ToolSpec:
     props = properties if properties is not None else {"case_id": {"type": "string"}}
     return ToolSpec(
-        name=name, description=f"{name} (test tool)", effect=kw.pop("effect", "read"),
-        input_schema={"type": "object", "properties": props, "required": required or [],
-                      "additionalProperties": False},
-        handler=handler or f"acceptance_tools:{name}", **kw,
+        name=name,
+        description=f"{name} (test tool)",
+        effect=kw.pop("effect", "read"),
+        input_schema={
+            "type": "object",
+            "properties": props,
+            "required": required or [],
+            "additionalProperties": False,
+        },
+        handler=handler or f"acceptance_tools:{name}",
+        **kw,
     )
 
 
 GET_STUDENT_RECORD = ToolSpec(
-    name="get_student_record", version="1.2.0", description="Read one student case record.",
-    effect="read", cost_usd=0.01, permissions=["academic.record.read"],
+    name="get_student_record",
+    version="1.2.0",
+    description="Read one student case record.",
+    effect="read",
+    cost_usd=0.01,
+    permissions=["academic.record.read"],
     input_schema={
         "type": "object",
         "properties": {
@@ -61,8 +78,11 @@ GET_STUDENT_RECORD = ToolSpec(
 )
 
 PREPARE_EMAIL_PROPOSAL = ToolSpec(
-    name="prepare_email_proposal", description="Prepare (never send) an email proposal for review.",
-    effect="prepare_change", cost_usd=0.03, requires_approval=True,
+    name="prepare_email_proposal",
+    description="Prepare (never send) an email proposal for review.",
+    effect="prepare_change",
+    cost_usd=0.03,
+    requires_approval=True,
     input_schema={
         "type": "object",
         "properties": {
@@ -77,23 +97,46 @@ PREPARE_EMAIL_PROPOSAL = ToolSpec(
 )
 
 CREATE_TICKET = ToolSpec(
-    name="create_ticket", description="Create a support ticket.", effect="reversible_write",
+    name="create_ticket",
+    description="Create a support ticket.",
+    effect="reversible_write",
     idempotency={"required": True, "key_field": "request_key"},
-    input_schema={"type": "object", "properties": {"request_key": {"type": "string"}, "summary": {"type": "string"}},
-                  "required": ["request_key", "summary"], "additionalProperties": False},
+    input_schema={
+        "type": "object",
+        "properties": {"request_key": {"type": "string"}, "summary": {"type": "string"}},
+        "required": ["request_key", "summary"],
+        "additionalProperties": False,
+    },
     handler="acceptance_tools:create_ticket",
 )
 
 
-def ctx(*, budget: Budget | None = None, spent: float = 0.0, recorder: bool = True, seed: str = "t",
-        clock: Any = None, **kw: Any) -> GatewayContext:
+def ctx(
+    *,
+    budget: Budget | None = None,
+    spent: float = 0.0,
+    recorder: bool = True,
+    seed: str = "t",
+    clock: Any = None,
+    **kw: Any,
+) -> GatewayContext:
     clock = clock or ManualClock()
     ids = IdFactory(seed)
     run_id = kw.pop("run_id", "run_test")
-    rec = TraceRecorder(run_id=run_id, provider=kw.get("provider", "local"), agent=kw.get("agent", "agent"),
-                        clock=clock, ids=ids) if recorder else None
-    return GatewayContext(run_id=run_id, budget=RunBudget(budget, spent_usd=spent), recorder=rec, clock=clock,
-                          ids=ids, **kw)
+    rec = (
+        TraceRecorder(
+            run_id=run_id,
+            provider=kw.get("provider", "local"),
+            agent=kw.get("agent", "agent"),
+            clock=clock,
+            ids=ids,
+        )
+        if recorder
+        else None
+    )
+    return GatewayContext(
+        run_id=run_id, budget=RunBudget(budget, spent_usd=spent), recorder=rec, clock=clock, ids=ids, **kw
+    )
 
 
 def types(c: GatewayContext) -> list[str]:

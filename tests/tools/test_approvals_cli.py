@@ -14,9 +14,13 @@ from portagent.cli import main
 from portagent.contracts.policy import PermissionPolicy
 from portagent.tools import ApprovalStore, ToolGateway
 
-WRITE = tool("write_file", effect="reversible_write", idempotency={"required": True},
-             properties={"path": {"type": "string", "pattern": "^/"}, "content": {"type": "string"}},
-             required=["path", "content"])
+WRITE = tool(
+    "write_file",
+    effect="reversible_write",
+    idempotency={"required": True},
+    properties={"path": {"type": "string", "pattern": "^/"}, "content": {"type": "string"}},
+    required=["path", "content"],
+)
 
 
 def deferred_card(args=None, scope="s1") -> str:
@@ -77,17 +81,22 @@ def test_edit_replaces_or_merges_and_is_validated(capsys):
     code, _, err = cli(capsys, "edit", a, "--args", '{"path": "relative.md"}')
     assert code == 1 and "refused" in err and "path" in err and "content" in err
     assert ApprovalStore().get(a).status == "pending"
-    code, out, _ = cli(capsys, "edit", a, "--args", '{"path": "/workspace/c.md"}', "--merge", "--reviewer", "ana")
+    code, out, _ = cli(
+        capsys, "edit", a, "--args", '{"path": "/workspace/c.md"}', "--merge", "--reviewer", "ana"
+    )
     assert code == 0 and "edited by ana" in out
     assert ApprovalStore().get(a).effective_args == {"path": "/workspace/c.md", "content": "hola"}
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (("approve", "apr_nope"), "unknown approval id 'apr_nope'"),
-    (("show", "apr_nope"), "unknown approval id 'apr_nope'"),
-    (("edit", "ID", "--args", "{not json"), "--args is not valid JSON"),
-    (("edit", "ID", "--args", "[1, 2]"), "--args must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("approve", "apr_nope"), "unknown approval id 'apr_nope'"),
+        (("show", "apr_nope"), "unknown approval id 'apr_nope'"),
+        (("edit", "ID", "--args", "{not json"), "--args is not valid JSON"),
+        (("edit", "ID", "--args", "[1, 2]"), "--args must be a JSON object"),
+    ],
+)
 def test_usage_errors_exit_2(capsys, argv, message):
     deferred_card()  # the store exists
     code, _, err = cli(capsys, *argv)
@@ -104,7 +113,9 @@ def test_unknown_id_without_a_store_names_the_folder(capsys, tmp_path):
 def test_an_expired_card_cannot_be_approved(capsys):
     from datetime import timedelta
 
-    gw = ToolGateway([WRITE], ctx(scope="s1", clock=ManualClock(_now() - timedelta(hours=1))), approver="defer")
+    gw = ToolGateway(
+        [WRITE], ctx(scope="s1", clock=ManualClock(_now() - timedelta(hours=1))), approver="defer"
+    )
     a = run(gw.call("write_file", {"path": "/x", "content": ""})).details["approval_id"]
     code, _, err = cli(capsys, "approve", a)
     assert code == 2 and "expired" in err
@@ -114,8 +125,9 @@ def test_an_expired_card_cannot_be_approved(capsys):
 def test_the_cli_decision_resumes_the_run(capsys, spy):
     a = deferred_card()
     assert cli(capsys, "approve", a)[0] == 0
-    gw = ToolGateway([WRITE], ctx(scope="s1", clock=ManualClock(_now())), approver="defer",
-                     policy=PermissionPolicy())
+    gw = ToolGateway(
+        [WRITE], ctx(scope="s1", clock=ManualClock(_now())), approver="defer", policy=PermissionPolicy()
+    )
     obs = run(gw.call("write_file", {"path": "/workspace/a.md", "content": "hola"}))
     assert obs.ok and len(spy.calls("write_file")) == 1
 
@@ -123,9 +135,19 @@ def test_the_cli_decision_resumes_the_run(capsys, spy):
 def test_real_process_no_traceback(tmp_path):
     env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "h")}
     deferred_card()  # writes into the monkeypatched home, not tmp/h: the store there does not exist
-    p = subprocess.run([sys.executable, "-m", "portagent", "approvals", "reject", "apr_missing"],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "portagent", "approvals", "reject", "apr_missing"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr and "unknown approval id" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "portagent", "approvals", "frobnicate"], capture_output=True, text=True,
-                       env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "portagent", "approvals", "frobnicate"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr

@@ -13,15 +13,31 @@ from portagent.contracts.policy import ApprovalCard
 from portagent.core.clock import iso
 from portagent.tools import ApprovalStore, EditRefusedError
 
-SCHEMA = {"type": "object", "properties": {"path": {"type": "string", "pattern": "^/workspace/"}},
-          "required": ["path"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "pattern": "^/workspace/"}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
 
 
 def card(clock: ManualClock, n: int = 1, **kw) -> ApprovalCard:
     now = clock.now()
-    fields = dict(approval_id=f"apr_{n}", run_id="run_1", call_id=f"call_{n}", tool="write_file", tool_version="1.0.0",
-                  args={"path": "/workspace/a"}, args_hash="h1", reason="writes need review", effect="reversible_write",
-                  reversible=True, created_at=iso(now), expires_at=iso(now + timedelta(seconds=600)), scope="s1")
+    fields = dict(
+        approval_id=f"apr_{n}",
+        run_id="run_1",
+        call_id=f"call_{n}",
+        tool="write_file",
+        tool_version="1.0.0",
+        args={"path": "/workspace/a"},
+        args_hash="h1",
+        reason="writes need review",
+        effect="reversible_write",
+        reversible=True,
+        created_at=iso(now),
+        expires_at=iso(now + timedelta(seconds=600)),
+        scope="s1",
+    )
     fields.update(kw)
     return ApprovalCard(**fields)
 
@@ -47,7 +63,12 @@ def test_lifecycle_approve(store, clock):
     store.create(card(clock), input_schema=SCHEMA)
     assert [c.approval_id for c in store.list(status="pending")] == ["apr_1"]
     done = store.approve("apr_1", reviewer="ana", note="ok")
-    assert (done.status, done.reviewer, done.note, done.effective_args) == ("approved", "ana", "ok", {"path": "/workspace/a"})
+    assert (done.status, done.reviewer, done.note, done.effective_args) == (
+        "approved",
+        "ana",
+        "ok",
+        {"path": "/workspace/a"},
+    )
     assert done.decided_at == iso(clock.now())
     assert store.list(status="pending") == [] and len(store.list(status="approved")) == 1
     with pytest.raises(ApprovalError, match="already approved by ana"):
@@ -57,11 +78,17 @@ def test_lifecycle_approve(store, clock):
 @pytest.mark.parametrize("new", ["rejected", "superseded", "expired"])
 def test_pending_to_every_final_state_and_no_way_back(store, clock, new):
     store.create(card(clock))
-    {"rejected": lambda: store.reject("apr_1", "ana"), "superseded": lambda: store.supersede("apr_1"),
-     "expired": lambda: store.expire("apr_1")}[new]()
+    {
+        "rejected": lambda: store.reject("apr_1", "ana"),
+        "superseded": lambda: store.supersede("apr_1"),
+        "expired": lambda: store.expire("apr_1"),
+    }[new]()
     assert store.get("apr_1").status == new
-    for op in (lambda: store.approve("apr_1"), lambda: store.edit("apr_1", {"path": "/workspace/b"}),
-               lambda: store.reject("apr_1")):
+    for op in (
+        lambda: store.approve("apr_1"),
+        lambda: store.edit("apr_1", {"path": "/workspace/b"}),
+        lambda: store.reject("apr_1"),
+    ):
         with pytest.raises(ApprovalError, match=f"already {new}"):
             op()
 
@@ -86,8 +113,11 @@ def test_edit_is_checked_against_the_stored_schema(store, clock):
     assert e.value.exit_code == 1 and len(e.value.problems) == 2
     assert store.get("apr_1").status == "pending"  # a refused edit leaves the card decidable
     edited = store.edit("apr_1", {"path": "/workspace/b"}, reviewer="ana")
-    assert (edited.status, edited.effective_args, edited.args) == ("edited", {"path": "/workspace/b"},
-                                                                    {"path": "/workspace/a"})
+    assert (edited.status, edited.effective_args, edited.args) == (
+        "edited",
+        {"path": "/workspace/b"},
+        {"path": "/workspace/a"},
+    )
     with pytest.raises(EditRefusedError):
         store.create(card(clock, 2))
         store.edit("apr_2", ["not", "an", "object"])  # type: ignore[arg-type]

@@ -20,10 +20,23 @@ from portagent.tools import (
     make_approver,
 )
 
-CARD = ApprovalCard(approval_id="apr_1", run_id="r", call_id="call_1", tool="send_email", tool_version="1.0.0",
-                    args={"to": "x@example.com"}, args_hash="abc123abc123", reason="external effect",
-                    evidence=["ticket T-1042"], effect="external_effect", reversible=False, cost_usd=0.02,
-                    risk_score=0.4, created_at="2026-06-10T09:00:00.000Z", expires_at="2026-06-10T09:10:00.000Z")
+CARD = ApprovalCard(
+    approval_id="apr_1",
+    run_id="r",
+    call_id="call_1",
+    tool="send_email",
+    tool_version="1.0.0",
+    args={"to": "x@example.com"},
+    args_hash="abc123abc123",
+    reason="external effect",
+    evidence=["ticket T-1042"],
+    effect="external_effect",
+    reversible=False,
+    cost_usd=0.02,
+    risk_score=0.4,
+    created_at="2026-06-10T09:00:00.000Z",
+    expires_at="2026-06-10T09:10:00.000Z",
+)
 
 
 def answers(*replies: str):
@@ -38,17 +51,20 @@ def answers(*replies: str):
     return fn
 
 
-@pytest.mark.parametrize(("replies", "status", "args"), [
-    (("a",), "approved", None),
-    (("approve",), "approved", None),
-    (("r", "not now"), "rejected", None),
-    (("d",), "deferred", None),
-    (("",), "deferred", None),
-    ((), "deferred", None),                                   # end of input
-    (("e", '{"to": "yo@example.com"}'), "edited", {"to": "yo@example.com"}),
-    (("e", "{bad", "e", "[1]", "e", '{"to": "z"}'), "edited", {"to": "z"}),  # re-asks on bad JSON
-    (("what", "huh", "no"), "deferred", None),                # three unknown answers
-])
+@pytest.mark.parametrize(
+    ("replies", "status", "args"),
+    [
+        (("a",), "approved", None),
+        (("approve",), "approved", None),
+        (("r", "not now"), "rejected", None),
+        (("d",), "deferred", None),
+        (("",), "deferred", None),
+        ((), "deferred", None),  # end of input
+        (("e", '{"to": "yo@example.com"}'), "edited", {"to": "yo@example.com"}),
+        (("e", "{bad", "e", "[1]", "e", '{"to": "z"}'), "edited", {"to": "z"}),  # re-asks on bad JSON
+        (("what", "huh", "no"), "deferred", None),  # three unknown answers
+    ],
+)
 def test_interactive(replies, status, args):
     out = io.StringIO()
     d = run(InteractiveApprover(answers(*replies), out, reviewer="ana").decide(CARD))
@@ -59,11 +75,19 @@ def test_interactive(replies, status, args):
         assert d.note == "not now"
 
 
-@pytest.mark.parametrize(("value", "status"), [
-    (True, "approved"), (False, "rejected"), (None, "deferred"), ("approve", "approved"), ("deny", "rejected"),
-    ({"decision": "edit", "args": {"to": "y"}}, "edited"), ({"status": "rejected", "note": "n"}, "rejected"),
-    (ApproverDecision("approved", "x"), "approved"),
-])
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [
+        (True, "approved"),
+        (False, "rejected"),
+        (None, "deferred"),
+        ("approve", "approved"),
+        ("deny", "rejected"),
+        ({"decision": "edit", "args": {"to": "y"}}, "edited"),
+        ({"status": "rejected", "note": "n"}, "rejected"),
+        (ApproverDecision("approved", "x"), "approved"),
+    ],
+)
 def test_callback_return_values(value, status):
     assert run(CallbackApprover(lambda card: value).decide(CARD)).status == status
 
@@ -107,29 +131,44 @@ def test_make_approver_from_names_dicts_and_callables():
     assert make_approver(existing) is existing
 
 
-@pytest.mark.parametrize("spec", [
-    "yes-please", {"type": "scripted"}, {"type": "callback", "callback": 3}, {"decisions": []}, 42,
-    "no_such_module_xyz:fn",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "yes-please",
+        {"type": "scripted"},
+        {"type": "callback", "callback": 3},
+        {"decisions": []},
+        42,
+        "no_such_module_xyz:fn",
+    ],
+)
 def test_make_approver_errors_are_usage_errors(spec):
     with pytest.raises(UsageError):
         make_approver(spec)
 
 
-@pytest.mark.parametrize("entry", [
-    {"tool": "x"}, {"decision": "approve", "colour": "red"}, {"decision": "edit"}, "approve",
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"tool": "x"},
+        {"decision": "approve", "colour": "red"},
+        {"decision": "edit"},
+        "approve",
+    ],
+)
 def test_scripted_entries_are_checked(entry):
     with pytest.raises(UsageError):
         ScriptedApprover([entry])
 
 
 def test_scripted_prefers_keyed_then_tool_then_order():
-    s = ScriptedApprover([
-        {"decision": "reject", "note": "any"},
-        {"tool": "send_email", "decision": "defer"},
-        {"tool": "send_email", "args_hash": "abc123abc123", "decision": "approve"},
-    ])
+    s = ScriptedApprover(
+        [
+            {"decision": "reject", "note": "any"},
+            {"tool": "send_email", "decision": "defer"},
+            {"tool": "send_email", "args_hash": "abc123abc123", "decision": "approve"},
+        ]
+    )
     assert run(s.decide(CARD)).status == "approved"
     assert run(s.decide(CARD)).status == "deferred"
     assert run(s.decide(CARD)).status == "rejected"

@@ -10,21 +10,33 @@ from portagent.core.budgets import RunBudget
 from portagent.tools import ToolGateway
 
 BUSCAR = tool("buscar_fuente", properties={"query": {"type": "string"}}, required=["query"], cost_usd=0.05)
-VALIDAR = tool("validar_apa", properties={"reference": {"type": "string"}}, required=["reference"], cost_usd=0.03)
-DIFF = tool("proponer_diff", effect="prepare_change", properties={"file": {"type": "string"},
-            "change": {"type": "string"}}, required=["file", "change"], cost_usd=0.02)
+VALIDAR = tool(
+    "validar_apa", properties={"reference": {"type": "string"}}, required=["reference"], cost_usd=0.03
+)
+DIFF = tool(
+    "proponer_diff",
+    effect="prepare_change",
+    properties={"file": {"type": "string"}, "change": {"type": "string"}},
+    required=["file", "change"],
+    cost_usd=0.02,
+)
 
 QUERIES = ["OpenTelemetry tracing", "NIST AI RMF", "Agents SDK tracing"]
-REFERENCES = ["OpenTelemetry. (2026). Tracing API.",
-              "Tabassi, E. (2023). Artificial Intelligence Risk Management Framework."]
+REFERENCES = [
+    "OpenTelemetry. (2026). Tracing API.",
+    "Tabassi, E. (2023). Artificial Intelligence Risk Management Framework.",
+]
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    ({"query": "OpenTelemetry tracing"}, "1baf542e6927"),
-    ({"query": "NIST AI RMF"}, "530fee55bac7"),
-    ({"query": "Agents SDK tracing"}, "818d57b738f4"),
-    ({"reference": "OpenTelemetry. (2026). Tracing API."}, "431f3eff6f07"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({"query": "OpenTelemetry tracing"}, "1baf542e6927"),
+        ({"query": "NIST AI RMF"}, "530fee55bac7"),
+        ({"query": "Agents SDK tracing"}, "818d57b738f4"),
+        ({"reference": "OpenTelemetry. (2026). Tracing API."}, "431f3eff6f07"),
+    ],
+)
 def test_golden_args_hash_on_tool_call_events(args, expected):
     c = ctx()
     gw = ToolGateway([BUSCAR, VALIDAR], c)

@@ -19,7 +19,9 @@ from portagent.contracts.policy import PermissionPolicy
 from portagent.tools import EffectLedger, ToolGateway
 from portagent.tools.ledger import owner_alive, owner_token
 
-ALLOW_WRITES = PermissionPolicy(rules=[{"id": "writes-ok", "effect": ["reversible_write"], "decision": "allow"}])
+ALLOW_WRITES = PermissionPolicy(
+    rules=[{"id": "writes-ok", "effect": ["reversible_write"], "decision": "allow"}]
+)
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"
 
@@ -30,6 +32,7 @@ def gateway(t=CREATE_TICKET, scope="s1", ledger=None):
 
 
 # -- the ledger itself -------------------------------------------------------------------------------------
+
 
 def test_begin_complete_and_repeat(tmp_path):
     led = EffectLedger(tmp_path / "l.db")
@@ -81,18 +84,33 @@ def test_owner_liveness():
 
 # -- through the gateway -------------------------------------------------------------------------------------
 
+
 def test_a_repeated_key_returns_the_recorded_outcome_as_a_duplicate(spy):
     gw, c = gateway()
-    first = run(gw.call("create_ticket", {"request_key": "user-42:create-ticket:access-2026-06-10",
-                                          "summary": "no puedo entrar"}))
-    second = run(gw.call("create_ticket", {"request_key": "user-42:create-ticket:access-2026-06-10",
-                                           "summary": "no puedo entrar"}))
+    first = run(
+        gw.call(
+            "create_ticket",
+            {"request_key": "user-42:create-ticket:access-2026-06-10", "summary": "no puedo entrar"},
+        )
+    )
+    second = run(
+        gw.call(
+            "create_ticket",
+            {"request_key": "user-42:create-ticket:access-2026-06-10", "summary": "no puedo entrar"},
+        )
+    )
     assert first.ok and not first.duplicate and first.effect_id == "TCK-0001"
     assert second.ok and second.duplicate and second.effect_id == "TCK-0001"
-    assert second.to_model() == {"ok": True, "ticket_id": "TCK-0001", "effect_id": "TCK-0001", "duplicate": True}
+    assert second.to_model() == {
+        "ok": True,
+        "ticket_id": "TCK-0001",
+        "effect_id": "TCK-0001",
+        "duplicate": True,
+    }
     assert len(spy.calls("create_ticket")) == 1
     assert [(e.key, e.effect_id) for e in gw.ledger.entries("s1")] == [
-        ("user-42:create-ticket:access-2026-06-10", "TCK-0001")]
+        ("user-42:create-ticket:access-2026-06-10", "TCK-0001")
+    ]
     result = c.recorder.of_type("tool.result")[1]
     assert result.duplicate and result.effect_id == "TCK-0001"
 
@@ -106,15 +124,22 @@ def test_the_same_key_with_other_arguments_is_a_conflict(spy):
 
 
 def test_key_templates_and_default_keys(spy):
-    templated = tool("create_ticket", effect="reversible_write",
-                     idempotency={"required": True, "key_template": "{request_key}/{summary}"},
-                     properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    templated = tool(
+        "create_ticket",
+        effect="reversible_write",
+        idempotency={"required": True, "key_template": "{request_key}/{summary}"},
+        properties={"request_key": {"type": "string"}, "summary": {"type": "string"}},
+    )
     gw, _ = gateway(templated)
     run(gw.call("create_ticket", {"request_key": "k", "summary": "a"}))
     run(gw.call("create_ticket", {"request_key": "k", "summary": "b"}))
     assert [e.key for e in gw.ledger.entries("s1")] == ["k/a", "k/b"]
-    hashed = tool("create_ticket", effect="reversible_write", idempotency={"required": True},
-                  properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    hashed = tool(
+        "create_ticket",
+        effect="reversible_write",
+        idempotency={"required": True},
+        properties={"request_key": {"type": "string"}, "summary": {"type": "string"}},
+    )
     gw2, c2 = gateway(hashed, scope="s2")
     run(gw2.call("create_ticket", {"request_key": "k", "summary": "a"}))
     assert gw2.ledger.entries("s2")[0].key == f"create_ticket:{c2.recorder.of_type('tool.call')[0].args_hash}"
@@ -123,8 +148,16 @@ def test_key_templates_and_default_keys(spy):
 
 
 def test_a_refusal_leaves_no_intent_so_a_retry_may_run(spy):
-    t = tool("flaky", effect="reversible_write", idempotency={"required": True, "key_field": "name"},
-             properties={"name": {"type": "string"}, "fail_times": {"type": "integer"}, "code": {"type": "string"}})
+    t = tool(
+        "flaky",
+        effect="reversible_write",
+        idempotency={"required": True, "key_field": "name"},
+        properties={
+            "name": {"type": "string"},
+            "fail_times": {"type": "integer"},
+            "code": {"type": "string"},
+        },
+    )
     gw, _ = gateway(t)
     assert run(gw.call("flaky", {"name": "n1", "fail_times": 1, "code": "not_found"})).error == "not_found"
     assert gw.ledger.entries("s1") == []
@@ -138,14 +171,20 @@ def test_an_unknown_outcome_stays_pending_and_without_reconcile_answers_conflict
     entry = gw.ledger.entries("s1")[0]
     assert (entry.state, entry.owner) == ("pending", None) and "backend exploded" in entry.last_error
     obs = run(gw.call("explodes", {"case_id": "k"}))
-    assert obs.error == "conflict" and "idempotency.reconcile" in obs.message and str(gw.ledger.path) in obs.message
+    assert (
+        obs.error == "conflict"
+        and "idempotency.reconcile" in obs.message
+        and str(gw.ledger.path) in obs.message
+    )
     assert len(spy.calls("explodes")) == 1  # never blindly re-executed
 
 
 def test_an_intent_owned_by_a_live_process_is_in_progress(spy, tmp_path):
     led = EffectLedger(tmp_path / "l.db")
     led.begin("s1", "create_ticket", "k", "h")
-    led._db.execute("UPDATE effects SET owner=?", (f"{owner_token().rpartition(':')[0]}:1",))  # pid 1 is alive
+    led._db.execute(
+        "UPDATE effects SET owner=?", (f"{owner_token().rpartition(':')[0]}:1",)
+    )  # pid 1 is alive
     gw, _ = gateway(ledger=led)
     from portagent.contracts._base import args_hash
 
@@ -191,17 +230,32 @@ asyncio.run(gw.call("create_ticket", {{"request_key": "user-42:ticket", "summary
 print("child finished without being killed", flush=True)
 """
 
-DURABLE = tool("create_ticket", handler="acceptance_tools:durable_ticket", effect="reversible_write",
-               idempotency={"required": True, "key_field": "request_key",
-                            "reconcile": "acceptance_tools:find_durable_ticket"},
-               properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+DURABLE = tool(
+    "create_ticket",
+    handler="acceptance_tools:durable_ticket",
+    effect="reversible_write",
+    idempotency={
+        "required": True,
+        "key_field": "request_key",
+        "reconcile": "acceptance_tools:find_durable_ticket",
+    },
+    properties={"request_key": {"type": "string"}, "summary": {"type": "string"}},
+)
 
 
 def _crash_child(tmp_path: Path, hang: str) -> int:
-    env = {**os.environ, "PORTAGENT_TEST_BACKEND": str(tmp_path / "backend.jsonl"),
-           "PORTAGENT_TEST_READY": str(tmp_path / "ready"), "PORTAGENT_TEST_HANG": hang}
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(fixtures=str(FIXTURES), tests=str(HERE))], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "PORTAGENT_TEST_BACKEND": str(tmp_path / "backend.jsonl"),
+        "PORTAGENT_TEST_READY": str(tmp_path / "ready"),
+        "PORTAGENT_TEST_HANG": hang,
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD.format(fixtures=str(FIXTURES), tests=str(HERE))],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / "ready").exists():
         if child.poll() is not None or time.monotonic() > deadline:
@@ -215,8 +269,9 @@ def _crash_child(tmp_path: Path, hang: str) -> int:
 
 
 @pytest.mark.parametrize(("hang", "executes_again"), [("after-effect", False), ("before-effect", True)])
-def test_a_sigkilled_run_leaves_a_pending_intent_that_a_retry_resolves(spy, tmp_path, monkeypatch, hang,
-                                                                        executes_again):
+def test_a_sigkilled_run_leaves_a_pending_intent_that_a_retry_resolves(
+    spy, tmp_path, monkeypatch, hang, executes_again
+):
     import acceptance_tools
 
     pid = _crash_child(tmp_path, hang)
@@ -243,9 +298,12 @@ def test_a_timed_out_effect_is_reconciled_before_any_retry(spy, tmp_path, monkey
     import acceptance_tools
 
     monkeypatch.setenv("PORTAGENT_TEST_BACKEND", str(tmp_path / "backend.jsonl"))
-    late = DURABLE.model_copy(update={"handler": "acceptance_tools:late_durable_ticket",
-                                      "budgets": DURABLE.budgets.model_copy(update={"timeout_ms": 100,
-                                                                                   "max_retries": 2})})
+    late = DURABLE.model_copy(
+        update={
+            "handler": "acceptance_tools:late_durable_ticket",
+            "budgets": DURABLE.budgets.model_copy(update={"timeout_ms": 100, "max_retries": 2}),
+        }
+    )
     gw, _ = gateway(late)
     obs = run(gw.call("create_ticket", {"request_key": "k-late", "summary": "x"}))
     assert obs.ok and obs.effect_id == "TCK-0001"
@@ -255,8 +313,11 @@ def test_a_timed_out_effect_is_reconciled_before_any_retry(spy, tmp_path, monkey
 
 
 def test_a_failing_reconcile_keeps_the_intent_pending(spy, tmp_path):
-    broken = DURABLE.model_copy(update={"idempotency": DURABLE.idempotency.model_copy(
-        update={"reconcile": "acceptance_tools:explodes"})})
+    broken = DURABLE.model_copy(
+        update={
+            "idempotency": DURABLE.idempotency.model_copy(update={"reconcile": "acceptance_tools:explodes"})
+        }
+    )
     led = EffectLedger()
     led.begin("s1", "create_ticket", "k", "x")
     from portagent.contracts._base import args_hash
@@ -288,8 +349,12 @@ def test_a_budget_refusal_at_execution_leaves_no_intent(spy):
 
 
 def test_a_missing_key_field_is_a_validation_error(spy):
-    loose = tool("create_ticket", effect="reversible_write", idempotency={"required": True, "key_field": "request_key"},
-                 properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    loose = tool(
+        "create_ticket",
+        effect="reversible_write",
+        idempotency={"required": True, "key_field": "request_key"},
+        properties={"request_key": {"type": "string"}, "summary": {"type": "string"}},
+    )
     gw, _ = gateway(loose)
     obs = run(gw.call("create_ticket", {"summary": "x"}))
     assert obs.error == "validation_error" and "request_key" in obs.message

@@ -11,8 +11,13 @@ from portagent.contracts.policy import PermissionPolicy
 from portagent.tools import ApprovalStore, ApproverDecision, ScriptedApprover, ToolGateway
 from portagent.tools.approvers import Approver
 
-SEND = tool("send_email", effect="external_effect", idempotency={"required": True},
-            properties={"to": {"type": "string"}, "subject": {"type": "string"}}, required=["to", "subject"])
+SEND = tool(
+    "send_email",
+    effect="external_effect",
+    idempotency={"required": True},
+    properties={"to": {"type": "string"}, "subject": {"type": "string"}},
+    required=["to", "subject"],
+)
 ARGS = {"to": "alumno@example.com", "subject": "Documentación pendiente"}
 
 
@@ -25,7 +30,13 @@ def test_auto_approve_runs_and_traces_request_and_resolution(spy):
     gw, c = gw_with("auto-approve")
     obs = run(gw.call("send_email", ARGS))
     assert obs.ok and obs.effect_id
-    assert types(c) == ["tool.call", "permission.decision", "approval.requested", "approval.resolved", "tool.result"]
+    assert types(c) == [
+        "tool.call",
+        "permission.decision",
+        "approval.requested",
+        "approval.resolved",
+        "tool.result",
+    ]
     req, res = c.recorder.of_type("approval.requested")[0], c.recorder.of_type("approval.resolved")[0]
     assert req.card["tool"] == "send_email" and req.card["status"] == "pending"
     assert (res.status, res.reviewer, res.effective_args) == ("approved", "auto-approve", ARGS)
@@ -120,12 +131,22 @@ def test_a_decided_card_that_expired_before_the_resume_does_not_run(spy):
 
 
 def test_an_edit_made_with_the_cli_is_revalidated_at_execution(spy):
-    policy = PermissionPolicy(rules=[{"id": "no-lists", "tool": "send_email", "decision": "deny",
-                                      "when": [{"arg": "to", "glob": "lista-*"}]}])
+    policy = PermissionPolicy(
+        rules=[
+            {
+                "id": "no-lists",
+                "tool": "send_email",
+                "decision": "deny",
+                "when": [{"arg": "to", "glob": "lista-*"}],
+            }
+        ]
+    )
     c = ctx(scope="s1")
     gw = ToolGateway([SEND], c, approver="defer", policy=policy)
     approval_id = run(gw.call("send_email", ARGS)).details["approval_id"]
-    ApprovalStore(clock=ManualClock()).edit(approval_id, {"to": "lista-completa@example.com", "subject": "x"}, reviewer="ana")
+    ApprovalStore(clock=ManualClock()).edit(
+        approval_id, {"to": "lista-completa@example.com", "subject": "x"}, reviewer="ana"
+    )
     gw2 = ToolGateway([SEND], ctx(scope="s1"), approver="defer", policy=policy)
     obs = run(gw2.call("send_email", ARGS))
     assert obs.error == "approval_rejected" and obs.details["edit_refused"]
@@ -133,8 +154,14 @@ def test_an_edit_made_with_the_cli_is_revalidated_at_execution(spy):
 
 
 def test_an_edited_card_runs_the_edited_arguments(spy):
-    gw, _ = gw_with({"type": "scripted", "decisions": [
-        {"tool": "send_email", "decision": "edit", "args": {"to": "yo@example.com", "subject": "s"}}]})
+    gw, _ = gw_with(
+        {
+            "type": "scripted",
+            "decisions": [
+                {"tool": "send_email", "decision": "edit", "args": {"to": "yo@example.com", "subject": "s"}}
+            ],
+        }
+    )
     assert run(gw.call("send_email", ARGS)).ok
     assert spy.calls("send_email") == [{"to": "yo@example.com", "subject": "s", "body": ""}]
 
@@ -189,13 +216,18 @@ def test_callback_approver_sees_the_card(spy):
 
     gw, c = gw_with(reviewer)
     assert run(gw.call("send_email", ARGS)).ok
-    assert seen == [("send_email", c.recorder.of_type("tool.call")[0].args_hash,
-                     "default for external_effect tools")]
+    assert seen == [
+        ("send_email", c.recorder.of_type("tool.call")[0].args_hash, "default for external_effect tools")
+    ]
 
 
 def test_a_duplicate_of_a_recorded_effect_needs_no_new_approval(spy):
-    ticket = tool("create_ticket", effect="reversible_write", idempotency={"required": True, "key_field": "request_key"},
-                  properties={"request_key": {"type": "string"}, "summary": {"type": "string"}})
+    ticket = tool(
+        "create_ticket",
+        effect="reversible_write",
+        idempotency={"required": True, "key_field": "request_key"},
+        properties={"request_key": {"type": "string"}, "summary": {"type": "string"}},
+    )
     c = ctx(scope="s1")
     gw = ToolGateway([ticket], c, approver="auto-approve")
     first = run(gw.call("create_ticket", {"request_key": "k1", "summary": "x"}))

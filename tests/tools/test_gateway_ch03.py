@@ -22,11 +22,19 @@ def test_the_three_book_calls_and_cost_left(spy):
     gw, c = gateway()
     ok = run(gw.call("get_student_record", {"case_id": "EXP-42", "include_payments": True}))
     bad = run(gw.call("get_student_record", {"case_id": 42, "include_payments": "yes"}))
-    mail = run(gw.call("prepare_email_proposal", {"case_id": "EXP-42", "template_id": "missing_docs",
-                                                  "facts": {"missing": ["DNI"]}}))
+    mail = run(
+        gw.call(
+            "prepare_email_proposal",
+            {"case_id": "EXP-42", "template_id": "missing_docs", "facts": {"missing": ["DNI"]}},
+        )
+    )
 
     assert ok.ok is True
-    assert ok.to_model()["record"] == {"status": "incompleto", "missing_documents": ["DNI"], "balance_due": 180}
+    assert ok.to_model()["record"] == {
+        "status": "incompleto",
+        "missing_documents": ["DNI"],
+        "balance_due": 180,
+    }
 
     assert bad.error == "validation_error"
     assert [d["path"] for d in bad.details] == ["case_id", "include_payments"]
@@ -50,12 +58,15 @@ def test_pattern_fix_42_is_a_validation_error_not_an_execution(spy):
     assert spy.calls() == []
 
 
-@pytest.mark.parametrize(("args", "rule", "path"), [
-    ({}, "required", "case_id"),
-    ({"case_id": "EXP-42", "x": 1}, "additionalProperties", ""),
-    ({"case_id": "EXP-" + "4" * 17}, "maxLength", "case_id"),
-    ({"case_id": "EXP-42", "include_payments": 1}, "type", "include_payments"),
-])
+@pytest.mark.parametrize(
+    ("args", "rule", "path"),
+    [
+        ({}, "required", "case_id"),
+        ({"case_id": "EXP-42", "x": 1}, "additionalProperties", ""),
+        ({"case_id": "EXP-" + "4" * 17}, "maxLength", "case_id"),
+        ({"case_id": "EXP-42", "include_payments": 1}, "type", "include_payments"),
+    ],
+)
 def test_schema_rejections(spy, args, rule, path):
     gw, c = gateway()
     obs = run(gw.call("get_student_record", args))
@@ -75,8 +86,11 @@ def test_enum_outside_catalogue(spy):
 def test_booleans_are_not_integers(spy):
     from gateway_testkit import tool
 
-    t = tool("count_things", handler="acceptance_tools:get_student_record",
-             properties={"n": {"type": "integer"}, "x": {"type": "number"}})
+    t = tool(
+        "count_things",
+        handler="acceptance_tools:get_student_record",
+        properties={"n": {"type": "integer"}, "x": {"type": "number"}},
+    )
     gw = ToolGateway([t], ctx())
     obs = run(gw.call("count_things", {"n": True, "x": False}))
     assert obs.error == "validation_error" and len(obs.details) == 2
@@ -141,8 +155,11 @@ def test_trace_of_an_executed_call(spy):
     assert types(c) == ["tool.call", "permission.decision", "tool.result"]
     call, decision, result = c.recorder.events
     assert call.call_id == decision.call_id == result.call_id == "call_1"
-    assert (call.tool, call.tool_version, call.schema_hash) == ("get_student_record", "1.2.0",
-                                                                 GET_STUDENT_RECORD.schema_hash)
+    assert (call.tool, call.tool_version, call.schema_hash) == (
+        "get_student_record",
+        "1.2.0",
+        GET_STUDENT_RECORD.schema_hash,
+    )
     assert decision.decision == "allow" and decision.rule == "default:read"
     assert result.ok and result.output["record"]["status"] == "incompleto"
     assert result.latency_ms is not None

@@ -34,15 +34,25 @@ def test_a_handler_past_timeout_ms_answers_timeout(t):
 
 
 def test_timeouts_are_retried_for_idempotent_tools(spy):
-    t = tool("flaky_slow", properties={"name": {"type": "string"}, "slow_times": {"type": "integer"}},
-             budgets={"timeout_ms": 100, "max_retries": 2})
+    t = tool(
+        "flaky_slow",
+        properties={"name": {"type": "string"}, "slow_times": {"type": "integer"}},
+        budgets={"timeout_ms": 100, "max_retries": 2},
+    )
     obs, _ = call(t, {"name": "a", "slow_times": 2})
     assert obs.ok and obs.output["attempts"] == 3
 
 
 def test_retries_stop_at_max_retries(spy):
-    t = tool("flaky", properties={"name": {"type": "string"}, "fail_times": {"type": "integer"},
-                                  "code": {"type": "string"}}, budgets={"max_retries": 1})
+    t = tool(
+        "flaky",
+        properties={
+            "name": {"type": "string"},
+            "fail_times": {"type": "integer"},
+            "code": {"type": "string"},
+        },
+        budgets={"max_retries": 1},
+    )
     obs, _ = call(t, {"name": "b", "fail_times": 5, "code": "rate_limited"})
     assert obs.error == "rate_limited" and len(spy.calls("flaky")) == 2
     spy.reset()
@@ -51,23 +61,44 @@ def test_retries_stop_at_max_retries(spy):
 
 
 def test_no_retry_for_a_tool_that_is_not_idempotent(spy):
-    t = tool("flaky", effect="privileged_operation", budgets={"max_retries": 3},
-             properties={"name": {"type": "string"}, "fail_times": {"type": "integer"}, "code": {"type": "string"}})
+    t = tool(
+        "flaky",
+        effect="privileged_operation",
+        budgets={"max_retries": 3},
+        properties={
+            "name": {"type": "string"},
+            "fail_times": {"type": "integer"},
+            "code": {"type": "string"},
+        },
+    )
     policy = PermissionPolicy(rules=[{"id": "ok", "tool": "flaky", "decision": "allow"}])
     obs, _ = call(t, {"name": "d", "fail_times": 1, "code": "timeout"}, policy=policy)
     assert obs.error == "timeout" and len(spy.calls("flaky")) == 1
 
 
 def test_domain_errors_are_not_retried(spy):
-    t = tool("flaky", properties={"name": {"type": "string"}, "fail_times": {"type": "integer"},
-                                  "code": {"type": "string"}}, budgets={"max_retries": 3})
+    t = tool(
+        "flaky",
+        properties={
+            "name": {"type": "string"},
+            "fail_times": {"type": "integer"},
+            "code": {"type": "string"},
+        },
+        budgets={"max_retries": 3},
+    )
     obs, _ = call(t, {"name": "e", "fail_times": 1, "code": "not_found"})
     assert obs.error == "not_found" and len(spy.calls("flaky")) == 1
 
 
 def test_output_schema_violation_is_a_handler_error(spy):
-    t = tool("bad_output", output_schema={"type": "object", "required": ["status"],
-                                          "properties": {"status": {"type": "string"}}})
+    t = tool(
+        "bad_output",
+        output_schema={
+            "type": "object",
+            "required": ["status"],
+            "properties": {"status": {"type": "string"}},
+        },
+    )
     obs, _ = call(t, {"case_id": "EXP-1"})
     assert obs.error == "handler_error" and obs.details[0]["path"] == "status"
 
@@ -137,14 +168,19 @@ def test_unknown_error_codes_from_handlers_become_handler_errors():
     assert Observation.success([1, 2]).to_model() == {"ok": True, "output": [1, 2]}
 
 
-@pytest.mark.parametrize(("check", "error", "message"), [
-    ("acceptance_tools:case_is_assigned", None, None),
-    ("acceptance_tools:always_false", "precondition_failed", "the case must be open"),
-    ("no_such_module_xyz:check", "handler_error", "no_such_module_xyz"),
-])
+@pytest.mark.parametrize(
+    ("check", "error", "message"),
+    [
+        ("acceptance_tools:case_is_assigned", None, None),
+        ("acceptance_tools:always_false", "precondition_failed", "the case must be open"),
+        ("no_such_module_xyz:check", "handler_error", "no_such_module_xyz"),
+    ],
+)
 def test_preconditions(spy, check, error, message):
-    t = tool("get_student_record", preconditions=[{"name": "case_open", "check": check,
-                                                   "message": "the case must be open"}])
+    t = tool(
+        "get_student_record",
+        preconditions=[{"name": "case_open", "check": check, "message": "the case must be open"}],
+    )
     obs, c = call(t, {"case_id": "EXP-42"}, context={"assigned_cases": ["EXP-42"]})
     assert obs.error == error
     if message:
@@ -153,7 +189,10 @@ def test_preconditions(spy, check, error, message):
 
 
 def test_a_precondition_returning_a_string_explains_itself(spy):
-    t = tool("get_student_record", preconditions=[{"name": "assigned", "check": "acceptance_tools:case_is_assigned"}])
+    t = tool(
+        "get_student_record",
+        preconditions=[{"name": "assigned", "check": "acceptance_tools:case_is_assigned"}],
+    )
     obs, _ = call(t, {"case_id": "EXP-42"}, context={"assigned_cases": []})
     assert obs.error == "precondition_failed"
     assert obs.details == [{"name": "assigned", "message": "case EXP-42 is not assigned to user"}]
@@ -168,13 +207,19 @@ def test_prepare_is_cached_by_call_id_and_execute_runs_once(spy):
     first = run(gw.execute(p))
     assert run(gw.execute(p)) is first
     assert len(spy.calls()) == 1 and [e.type for e in c.recorder.events] == [
-        "tool.call", "permission.decision", "tool.result"]
+        "tool.call",
+        "permission.decision",
+        "tool.result",
+    ]
 
 
 def test_execute_of_a_rejected_call_never_calls_the_handler(spy):
     c = ctx()
-    gw = ToolGateway([tool("get_student_record")], c, policy=PermissionPolicy(
-        rules=[{"id": "no", "tool": "*", "decision": "deny"}]))
+    gw = ToolGateway(
+        [tool("get_student_record")],
+        c,
+        policy=PermissionPolicy(rules=[{"id": "no", "tool": "*", "decision": "deny"}]),
+    )
     p = run(gw.prepare("get_student_record", {"case_id": "EXP-42"}))
     assert not p.allowed and p.rejection.error == "permission_denied"
     assert run(gw.execute(p)) is p.rejection
@@ -184,8 +229,14 @@ def test_execute_of_a_rejected_call_never_calls_the_handler(spy):
 def test_every_call_ends_with_exactly_one_tool_result(spy):
     c = ctx()
     gw = ToolGateway([tool("get_student_record"), SLEEPY, tool("explodes")], c)
-    for name, args in [("get_student_record", {"case_id": "EXP-42"}), ("nope", {}), ("get_student_record", "{"),
-                       ("sleepy", {"seconds": 1}), ("explodes", {"case_id": "x"}), ("get_student_record", {"x": 1})]:
+    for name, args in [
+        ("get_student_record", {"case_id": "EXP-42"}),
+        ("nope", {}),
+        ("get_student_record", "{"),
+        ("sleepy", {"seconds": 1}),
+        ("explodes", {"case_id": "x"}),
+        ("get_student_record", {"x": 1}),
+    ]:
         run(gw.call(name, args))
     calls = [e.call_id for e in c.recorder.of_type("tool.call")]
     assert calls == [e.call_id for e in results(c)] == [f"call_{i}" for i in range(1, 7)]

@@ -19,8 +19,10 @@ json_values = st.recursive(
 )
 args_like = st.one_of(
     st.dictionaries(st.sampled_from(["case_id", "include_payments", "x"]), json_values, max_size=3),
-    st.fixed_dictionaries({"case_id": st.from_regex(r"^EXP-[0-9]{2,8}$", fullmatch=True)},
-                          optional={"include_payments": st.booleans()}),
+    st.fixed_dictionaries(
+        {"case_id": st.from_regex(r"^EXP-[0-9]{2,8}$", fullmatch=True)},
+        optional={"include_payments": st.booleans()},
+    ),
     json_values,
     st.text(max_size=40),  # raw strings, valid JSON or not
 )
@@ -39,10 +41,14 @@ def test_any_arguments_give_one_structured_observation(raw):
     assert c.recorder.events[0].type == "tool.call"
     assert len(c.recorder.of_type("tool.result")) == 1
     parsed = json.loads(raw) if isinstance(raw, str) and _is_json(raw) else raw
-    valid = (isinstance(parsed, dict) and set(parsed) <= {"case_id", "include_payments"}
-             and isinstance(parsed.get("case_id"), str) and len(parsed["case_id"]) <= 20
-             and _pattern(parsed["case_id"])
-             and isinstance(parsed.get("include_payments", False), bool))
+    valid = (
+        isinstance(parsed, dict)
+        and set(parsed) <= {"case_id", "include_payments"}
+        and isinstance(parsed.get("case_id"), str)
+        and len(parsed["case_id"]) <= 20
+        and _pattern(parsed["case_id"])
+        and isinstance(parsed.get("include_payments", False), bool)
+    )
     assert (len(acceptance_tools.calls()) == 1) is valid
     if not valid:
         assert obs.error == "validation_error" and obs.details

@@ -7,9 +7,25 @@ import portagent.tools as tools
 
 def test_public_names():
     assert sorted(tools.__all__) == [
-        "ApprovalStore", "ApproverDecision", "AutoApprove", "AutoDeny", "CallbackApprover", "ContextError", "Defer",
-        "EditRefusedError", "EffectLedger", "GatewayContext", "InteractiveApprover", "LedgerEntry", "Observation",
-        "PolicyEngine", "PolicyInputError", "PreparedCall", "ScriptedApprover", "ToolFailure", "ToolGateway",
+        "ApprovalStore",
+        "ApproverDecision",
+        "AutoApprove",
+        "AutoDeny",
+        "CallbackApprover",
+        "ContextError",
+        "Defer",
+        "EditRefusedError",
+        "EffectLedger",
+        "GatewayContext",
+        "InteractiveApprover",
+        "LedgerEntry",
+        "Observation",
+        "PolicyEngine",
+        "PolicyInputError",
+        "PreparedCall",
+        "ScriptedApprover",
+        "ToolFailure",
+        "ToolGateway",
         "make_approver",
     ]
     for name in tools.__all__:

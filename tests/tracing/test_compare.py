@@ -14,23 +14,73 @@ from portagent.tracing.recorder import TraceRecorder
 
 
 def sample(seed: str = "a") -> list[Any]:
-    r = TraceRecorder(run_id=f"run_{seed}", provider="openai", agent="desk", clock=FixedClock(), ids=IdFactory(seed))
-    r.emit("run.started", root=True, agent_version="1.0.0", spec_hash="sha256:x", policy_hash="sha256:y",
-           sdk="openai-agents", sdk_version="0.24.0", model="gpt-4.1-mini", source="emulator", mode="direct",
-           input="hi")
-    r.emit("model.call", model="gpt-4.1-mini", input_tokens=10, output_tokens=2, latency_ms=5.0,
-           response_id=f"resp_{seed}", provider_details={"x": seed})
+    r = TraceRecorder(
+        run_id=f"run_{seed}", provider="openai", agent="desk", clock=FixedClock(), ids=IdFactory(seed)
+    )
+    r.emit(
+        "run.started",
+        root=True,
+        agent_version="1.0.0",
+        spec_hash="sha256:x",
+        policy_hash="sha256:y",
+        sdk="openai-agents",
+        sdk_version="0.24.0",
+        model="gpt-4.1-mini",
+        source="emulator",
+        mode="direct",
+        input="hi",
+    )
+    r.emit(
+        "model.call",
+        model="gpt-4.1-mini",
+        input_tokens=10,
+        output_tokens=2,
+        latency_ms=5.0,
+        response_id=f"resp_{seed}",
+        provider_details={"x": seed},
+    )
     cid = r.next_call_id()
-    r.emit("tool.call", call_id=cid, tool="get_record", tool_version="1.0.0", schema_hash="sha256:s",
-           args={"id": "EXP-42"}, args_hash="abc", provider_details={"vendor_call_id": f"v_{seed}"})
-    r.emit("permission.decision", call_id=cid, decision="allow", reason="default", rule="default:read",
-           policy_version="1")
-    r.emit("tool.result", call_id=cid, tool="get_record", ok=True, output={"ok": True, "balance": 180},
-           latency_ms=1.5)
+    r.emit(
+        "tool.call",
+        call_id=cid,
+        tool="get_record",
+        tool_version="1.0.0",
+        schema_hash="sha256:s",
+        args={"id": "EXP-42"},
+        args_hash="abc",
+        provider_details={"vendor_call_id": f"v_{seed}"},
+    )
+    r.emit(
+        "permission.decision",
+        call_id=cid,
+        decision="allow",
+        reason="default",
+        rule="default:read",
+        policy_version="1",
+    )
+    r.emit(
+        "tool.result",
+        call_id=cid,
+        tool="get_record",
+        ok=True,
+        output={"ok": True, "balance": 180},
+        latency_ms=1.5,
+    )
     r.emit("handoff", from_agent="desk", to_agent="billing", kind="handoff")
-    r.emit("run.completed", root=True, status="completed", stop_reason="final_output", final_output="180 EUR",
-           input_tokens=10, output_tokens=2, model_calls=1, tool_calls=1, cost_usd=0.01, cost_source="computed",
-           duration_ms=12.0)
+    r.emit(
+        "run.completed",
+        root=True,
+        status="completed",
+        stop_reason="final_output",
+        final_output="180 EUR",
+        input_tokens=10,
+        output_tokens=2,
+        model_calls=1,
+        tool_calls=1,
+        cost_usd=0.01,
+        cost_source="computed",
+        duration_ms=12.0,
+    )
     return r.events
 
 

@@ -25,8 +25,15 @@ def test_out_writes_the_trace_replacing_an_old_file(tmp_path: Path) -> None:
     out_file = tmp_path / "runs" / "trace.jsonl"
     out_file.parent.mkdir()
     out_file.write_text("stale\n")
-    code, out, err = run_cli("trace", "import", str(DATA / "responses_retry_reasoning.yaml"), "--out", str(out_file),
-                             "--agent", "calculator")
+    code, out, err = run_cli(
+        "trace",
+        "import",
+        str(DATA / "responses_retry_reasoning.yaml"),
+        "--out",
+        str(out_file),
+        "--agent",
+        "calculator",
+    )
     assert (code, err) == (0, "")
     assert "2 model calls, 1 tool calls, status completed" in out
     events = read_trace(out_file)
@@ -36,8 +43,9 @@ def test_out_writes_the_trace_replacing_an_old_file(tmp_path: Path) -> None:
 
 
 def test_summary_counts_calls_without_result(tmp_path: Path) -> None:
-    code, out, _ = run_cli("trace", "import", str(DATA / "chat_unanswered_call.yaml"), "--out",
-                           str(tmp_path / "t.jsonl"))
+    code, out, _ = run_cli(
+        "trace", "import", str(DATA / "chat_unanswered_call.yaml"), "--out", str(tmp_path / "t.jsonl")
+    )
     assert code == 0 and "1 tool calls (1 without result), status cancelled" in out
 
 

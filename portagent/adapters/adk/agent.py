@@ -73,7 +73,9 @@ APP_NAME = "portagent"
 ADK_CONTROL_TOOLS = frozenset({"transfer_to_agent", "set_model_response"})
 """ADK's own tools: they steer ADK (transfer, structured output) and are not portable tool calls."""
 AGENT_TOOL_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"],
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
     "additionalProperties": False,
 }
 """What an agent-as-tool takes on every provider (ADK's own AgentTool would declare ``request``)."""
@@ -86,7 +88,9 @@ class _QuietSignals(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return exc is None or (unwrap_signal(exc) is None and not isinstance(getattr(exc, "error", None), RunSignal))
+        return exc is None or (
+            unwrap_signal(exc) is None and not isinstance(getattr(exc, "error", None), RunSignal)
+        )
 
 
 for _name in ("google_adk.google.adk.workflow._node_runner", "google_adk.google.adk.runners"):
@@ -115,6 +119,7 @@ def _to_model(obs: Any) -> dict[str, Any]:
 
 # --- tools -----------------------------------------------------------------------------------------
 
+
 class _GatewayTool(BaseTool):
     """A ToolSpec declared to Gemini from its JSON Schema; every call goes through the gateway."""
 
@@ -125,12 +130,14 @@ class _GatewayTool(BaseTool):
         self._session = session
 
     def _get_declaration(self) -> types.FunctionDeclaration:
-        return types.FunctionDeclaration(name=self.name, description=self.description,
-                                         parameters_json_schema=self._spec.input_schema)
+        return types.FunctionDeclaration(
+            name=self.name, description=self.description, parameters_json_schema=self._spec.input_schema
+        )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         obs = await self._session.gateway(self._agent).call(
-            self._spec.name, args, vendor_call_id=tool_context.function_call_id, via="function")
+            self._spec.name, args, vendor_call_id=tool_context.function_call_id, via="function"
+        )
         return _to_model(obs)
 
 
@@ -144,19 +151,25 @@ class _DelegateTool(AgentTool):
         self._session = session
 
     def _get_declaration(self) -> types.FunctionDeclaration:
-        return types.FunctionDeclaration(name=self.name, description=self._tool_description,
-                                         parameters_json_schema=AGENT_TOOL_SCHEMA)
+        return types.FunctionDeclaration(
+            name=self.name, description=self._tool_description, parameters_json_schema=AGENT_TOOL_SCHEMA
+        )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         self._session.check_stopped()
-        self._session.record_handoff(self._parent, self.agent.name, "agent_as_tool",
-                                     details={"vendor_call_id": tool_context.function_call_id})
+        self._session.record_handoff(
+            self._parent,
+            self.agent.name,
+            "agent_as_tool",
+            details={"vendor_call_id": tool_context.function_call_id},
+        )
         text = args.get("input")
         request = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
         return await super().run_async(args={"request": request}, tool_context=tool_context)
 
 
 # --- callbacks -------------------------------------------------------------------------------------
+
 
 class _Callbacks:
     """ADK agent callbacks → session events. Exceptions raised here (BudgetStop) end the run."""
@@ -183,14 +196,24 @@ class _Callbacks:
         latency = round((time.perf_counter() - started) * 1000, 3) if started else None
         parts = llm_response.content.parts if llm_response.content and llm_response.content.parts else []
         vendor_finish = llm_response.finish_reason.name if llm_response.finish_reason else None
-        details: dict[str, Any] = {"finish_reason": vendor_finish, "model_version": llm_response.model_version}
+        details: dict[str, Any] = {
+            "finish_reason": vendor_finish,
+            "model_version": llm_response.model_version,
+        }
         if llm_response.error_code:
             details["error_code"] = llm_response.error_code
         self.session.record_model_call(
-            agent=name, model=self.session.model_for(name), **usage_fields(llm_response.usage_metadata),
-            latency_ms=latency, response_id=None, details=details,
-            finish_reason=finish_reason(vendor_finish, has_calls=any(p.function_call for p in parts),
-                                        error_code=llm_response.error_code),
+            agent=name,
+            model=self.session.model_for(name),
+            **usage_fields(llm_response.usage_metadata),
+            latency_ms=latency,
+            response_id=None,
+            details=details,
+            finish_reason=finish_reason(
+                vendor_finish,
+                has_calls=any(p.function_call for p in parts),
+                error_code=llm_response.error_code,
+            ),
         )
         return None
 
@@ -200,19 +223,25 @@ class _Callbacks:
             return None  # declared tools answer themselves (the gateway decides inside run_async)
         # ADK hands callbacks a placeholder BaseTool for a name no tool declares; without an answer
         # here it replies with its own free-text error. The gateway answers (unknown_tool) instead.
-        obs = await self.session.gateway(name).call(tool.name, args, vendor_call_id=tool_context.function_call_id,
-                                                    via="function")
+        obs = await self.session.gateway(name).call(
+            tool.name, args, vendor_call_id=tool_context.function_call_id, via="function"
+        )
         return _to_model(obs)
 
     def after_tool(self, tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
         target = tool_context.actions.transfer_to_agent
         if tool.name == "transfer_to_agent" and target:
-            self.session.record_handoff(tool_context.agent_name, target, "handoff",
-                                        details={"vendor_call_id": tool_context.function_call_id})
+            self.session.record_handoff(
+                tool_context.agent_name,
+                target,
+                "handoff",
+                details={"vendor_call_id": tool_context.function_call_id},
+            )
         return None
 
 
 # --- building --------------------------------------------------------------------------------------
+
 
 class _Builder:
     def __init__(self, session: RunSession, http: httpx.AsyncClient) -> None:
@@ -227,8 +256,10 @@ class _Builder:
         problems: list[str] = []
         for node in session.bundle.agents.values():
             for tool in node.tools.values():
-                problems += [f"{node.name}: tool {tool.name}: {p}"
-                             for p in tool_schema_problems(tool.name, tool.input_schema)]
+                problems += [
+                    f"{node.name}: tool {tool.name}: {p}"
+                    for p in tool_schema_problems(tool.name, tool.input_schema)
+                ]
             if node.spec.output_schema is not None:
                 problems += [f"{node.name}: {p}" for p in output_schema_problems(node.spec.output_schema)]
         if problems:
@@ -237,14 +268,23 @@ class _Builder:
     def model(self, agent_name: str) -> Gemini:
         endpoint = self.session.endpoint
         tls = tls_context()
-        options = types.HttpOptions(base_url=endpoint.base_url or None, httpx_async_client=self.http,
-                                    client_args={"verify": tls}, async_client_args={"verify": tls, "ssl": tls},
-                                    retry_options=self._retry())
+        options = types.HttpOptions(
+            base_url=endpoint.base_url or None,
+            httpx_async_client=self.http,
+            client_args={"verify": tls},
+            async_client_args={"verify": tls, "ssl": tls},
+            retry_options=self._retry(),
+        )
         # api_key given explicitly (also keeps ADK from probing GCP metadata for a project);
         # vertexai=False: the Gemini Developer API whatever GOOGLE_GENAI_USE_VERTEXAI says.
-        return Gemini(model=self.session.model_for(agent_name),
-                      client_kwargs={"api_key": endpoint.api_key or "portagent-dummy-key", "vertexai": False,
-                                     "http_options": options})
+        return Gemini(
+            model=self.session.model_for(agent_name),
+            client_kwargs={
+                "api_key": endpoint.api_key or "portagent-dummy-key",
+                "vertexai": False,
+                "http_options": options,
+            },
+        )
 
     def _retry(self) -> types.HttpRetryOptions | None:
         """google-genai does not retry unless asked; ``options.extra["adk_retry"]`` (HttpRetryOptions
@@ -265,36 +305,52 @@ class _Builder:
                 if edge.target in tree:
                     # ADK agents have one parent, and transfer_to_agent finds its target by name in the tree
                     raise UnsupportedFeatureError(
-                        "adk", "a handoff target shared by two agents",
+                        "adk",
+                        "a handoff target shared by two agents",
                         f"ADK sub_agents form a tree, but {edge.target!r} is a handoff target of both "
-                        f"{tree[edge.target]!r} and {name!r}")
+                        f"{tree[edge.target]!r} and {name!r}",
+                    )
                 tree[edge.target] = name
                 subs.append(self.agent(edge.target, description=edge.description, tree=tree))
             else:
                 target = self.agent(edge.target)
-                tools.append(_DelegateTool(target, name, edge.description or target.description or edge.target,
-                                           self.session))
+                tools.append(
+                    _DelegateTool(
+                        target, name, edge.description or target.description or edge.target, self.session
+                    )
+                )
         self.callbacks.known[name] = {t.name for t in tools}
         if spec.output_schema is not None:
             self.callbacks.output_schemas[name] = spec.output_schema
         config = None
         shared = self.session.bundle.spec.models
         if shared.force_shared_settings:
-            config = types.GenerateContentConfig(temperature=shared.temperature, max_output_tokens=shared.max_tokens)
+            config = types.GenerateContentConfig(
+                temperature=shared.temperature, max_output_tokens=shared.max_tokens
+            )
         instructions = spec.instructions
         cb = self.callbacks
         return LlmAgent(
-            name=spec.name, description=description or spec.description, model=self.model(name),
+            name=spec.name,
+            description=description or spec.description,
+            model=self.model(name),
             # A callable instruction is sent as is: a string would go through ADK's {state} templating.
             instruction=lambda _ctx: instructions,
-            tools=tools, sub_agents=subs, output_schema=spec.output_schema, generate_content_config=config,
-            disallow_transfer_to_parent=True, disallow_transfer_to_peers=True,
-            before_model_callback=cb.before_model, after_model_callback=cb.after_model,
-            before_tool_callback=cb.before_tool, after_tool_callback=cb.after_tool,
+            tools=tools,
+            sub_agents=subs,
+            output_schema=spec.output_schema,
+            generate_content_config=config,
+            disallow_transfer_to_parent=True,
+            disallow_transfer_to_peers=True,
+            before_model_callback=cb.before_model,
+            after_model_callback=cb.after_model,
+            before_tool_callback=cb.before_tool,
+            after_tool_callback=cb.after_tool,
         )
 
 
 # --- running ---------------------------------------------------------------------------------------
+
 
 class GoogleAdkAdapter:
     name = "adk"
@@ -307,8 +363,11 @@ class GoogleAdkAdapter:
         return None
 
     async def run(self, session: RunSession) -> AdapterOutcome:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0), verify=tls_context(),
-                                 event_hooks={"response": [_http_hook(session)]})
+        http = httpx.AsyncClient(
+            timeout=httpx.Timeout(600.0, connect=30.0),
+            verify=tls_context(),
+            event_hooks={"response": [_http_hook(session)]},
+        )
         try:
             return await self._run(session, http)
         finally:
@@ -333,8 +392,9 @@ class GoogleAdkAdapter:
             for message in session.request.messages:
                 final, error = None, None
                 content = types.Content(role="user", parts=[types.Part(text=message)])
-                async for event in runner.run_async(user_id=user_id, session_id=session_id, new_message=content,
-                                                    run_config=config):
+                async for event in runner.run_async(
+                    user_id=user_id, session_id=session_id, new_message=content, run_config=config
+                ):
                     if event.partial:
                         continue
                     if event.error_code:
@@ -350,9 +410,11 @@ class GoogleAdkAdapter:
             await runner.close()
         if final is None and error is not None:
             raise ProviderError(f"Gemini returned no answer: {error[0]}: {error[1]}")
-        return AdapterOutcome(final_output=final, final_agent=final_agent or session.current_agent,
-                              details={"adk_session_id": session_id,
-                                       "streaming_mode": config.streaming_mode.value})
+        return AdapterOutcome(
+            final_output=final,
+            final_agent=final_agent or session.current_agent,
+            details={"adk_session_id": session_id, "streaming_mode": config.streaming_mode.value},
+        )
 
 
 @lru_cache(maxsize=1)
@@ -372,9 +434,14 @@ def _http_hook(session: RunSession) -> Any:
                 f"http_{response.status_code}",
                 f"HTTP {response.status_code} from {response.request.url.path}"
                 + (f" (retry-after {retry_after} s)" if retry_after else "")
-                + ("; google-genai retries it (adk_retry)" if session.options.extra.get("adk_retry")
-                   else "; google-genai does not retry without adk_retry"),
-                retryable=response.status_code in RETRYABLE, agent=session.current_agent)
+                + (
+                    "; google-genai retries it (adk_retry)"
+                    if session.options.extra.get("adk_retry")
+                    else "; google-genai does not retry without adk_retry"
+                ),
+                retryable=response.status_code in RETRYABLE,
+                agent=session.current_agent,
+            )
 
     return hook
 
@@ -412,11 +479,16 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
     where = session.endpoint.base_url or "generativelanguage.googleapis.com"
     if isinstance(cause, genai_errors.APIError):
         body = json.dumps(cause.details, ensure_ascii=False, default=str) if cause.details else None
-        raise ProviderError(f"Gemini API error {cause.code} {cause.status or ''}: {cause.message}".replace("  ", " "),
-                            status=cause.code, body=body, retryable=cause.code in RETRYABLE) from e
+        raise ProviderError(
+            f"Gemini API error {cause.code} {cause.status or ''}: {cause.message}".replace("  ", " "),
+            status=cause.code,
+            body=body,
+            retryable=cause.code in RETRYABLE,
+        ) from e
     if isinstance(cause, httpx.TransportError):
-        raise ProviderError(f"cannot reach the Gemini endpoint {where}: {type(cause).__name__}: {cause}",
-                            retryable=True) from e
+        raise ProviderError(
+            f"cannot reach the Gemini endpoint {where}: {type(cause).__name__}: {cause}", retryable=True
+        ) from e
     if isinstance(cause, pydantic.ValidationError) and "GenerateContentResponse" in str(cause):
         # e.g. functionCall.args that is not an object (the emulator's malformed_arguments fault)
         raise ProviderError(f"google-genai could not parse the Gemini response: {cause}") from e

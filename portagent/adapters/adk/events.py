@@ -45,8 +45,13 @@ def usage_fields(usage: Any) -> dict[str, int]:
 
 
 _LENGTH = {"MAX_TOKENS"}
-_ERROR = {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "MISSING_THOUGHT_SIGNATURE",
-          "MALFORMED_RESPONSE"}
+_ERROR = {
+    "MALFORMED_FUNCTION_CALL",
+    "UNEXPECTED_TOOL_CALL",
+    "TOO_MANY_TOOL_CALLS",
+    "MISSING_THOUGHT_SIGNATURE",
+    "MALFORMED_RESPONSE",
+}
 
 
 def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None = None) -> str:
@@ -85,8 +90,11 @@ def declare_output_schema(llm_request: Any, schema: dict[str, Any]) -> None:
         for decl in getattr(tool, "function_declarations", None) or []:
             if decl.name == "set_model_response":
                 decl.parameters = None
-                decl.parameters_json_schema = {"type": "object", "properties": {"response": schema},
-                                               "required": ["response"]}
+                decl.parameters_json_schema = {
+                    "type": "object",
+                    "properties": {"response": schema},
+                    "required": ["response"],
+                }
 
 
 # --- what a Gemini function declaration can express -----------------------------------------------
@@ -115,25 +123,73 @@ def declare_output_schema(llm_request: Any, schema: dict[str, Any]) -> None:
 # looser contract than the ToolSpec's. portagent refuses such a spec for ``adk`` with the field path
 # instead of sending it (the gateway would still reject bad arguments, but the model could not know).
 
-GEMINI_JSON_SCHEMA_KEYWORDS: frozenset[str] = frozenset({
-    "$id", "$defs", "$ref", "$anchor", "type", "format", "title", "description", "enum", "items", "prefixItems",
-    "minItems", "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties", "additionalProperties",
-    "required", "propertyOrdering",
-})
+GEMINI_JSON_SCHEMA_KEYWORDS: frozenset[str] = frozenset(
+    {
+        "$id",
+        "$defs",
+        "$ref",
+        "$anchor",
+        "type",
+        "format",
+        "title",
+        "description",
+        "enum",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "oneOf",
+        "properties",
+        "additionalProperties",
+        "required",
+        "propertyOrdering",
+    }
+)
 """JSON Schema keywords google-genai documents as supported (``response_json_schema`` docstring)."""
 
-GEMINI_OPENAPI_SCHEMA_FIELDS: frozenset[str] = frozenset({
-    "additionalProperties", "$defs", "$ref", "anyOf", "default", "description", "enum", "example", "format",
-    "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems", "minLength", "minProperties",
-    "minimum", "nullable", "pattern", "properties", "propertyOrdering", "required", "title", "type",
-})
+GEMINI_OPENAPI_SCHEMA_FIELDS: frozenset[str] = frozenset(
+    {
+        "additionalProperties",
+        "$defs",
+        "$ref",
+        "anyOf",
+        "default",
+        "description",
+        "enum",
+        "example",
+        "format",
+        "items",
+        "maxItems",
+        "maxLength",
+        "maxProperties",
+        "maximum",
+        "minItems",
+        "minLength",
+        "minProperties",
+        "minimum",
+        "nullable",
+        "pattern",
+        "properties",
+        "propertyOrdering",
+        "required",
+        "title",
+        "type",
+    }
+)
 """Fields of google-genai's ``types.Schema`` (by alias; ``defs``/``ref`` written ``$defs``/``$ref``).
 A test checks this list against the installed SDK."""
 
-ANNOTATIONS: frozenset[str] = frozenset({"$schema", "$comment", "examples", "deprecated", "readOnly", "writeOnly"})
+ANNOTATIONS: frozenset[str] = frozenset(
+    {"$schema", "$comment", "examples", "deprecated", "readOnly", "writeOnly"}
+)
 """Annotation-only keywords: they constrain nothing, so Gemini ignoring them changes no contract."""
 
-TOOL_PARAMETER_KEYWORDS: frozenset[str] = GEMINI_JSON_SCHEMA_KEYWORDS | GEMINI_OPENAPI_SCHEMA_FIELDS | ANNOTATIONS
+TOOL_PARAMETER_KEYWORDS: frozenset[str] = (
+    GEMINI_JSON_SCHEMA_KEYWORDS | GEMINI_OPENAPI_SCHEMA_FIELDS | ANNOTATIONS
+)
 
 _PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$")
@@ -166,17 +222,22 @@ def tool_schema_problems(tool_name: str, schema: dict[str, Any], path: str = "in
     problems: list[str] = []
     if not _FUNCTION_NAME.match(tool_name):
         problems.append(f"name {tool_name!r}: Gemini function names must match {_FUNCTION_NAME.pattern}")
-    for name in (schema.get("properties") or {}):
+    for name in schema.get("properties") or {}:
         if not _PARAM_NAME.match(str(name)):
-            problems.append(f"{path}.properties.{name}: Gemini parameter names must match {_PARAM_NAME.pattern}")
+            problems.append(
+                f"{path}.properties.{name}: Gemini parameter names must match {_PARAM_NAME.pattern}"
+            )
     for where, sub in _walk(schema, path):
         for key in sub:
             if key not in TOOL_PARAMETER_KEYWORDS:
-                problems.append(f"{where}.{key}: JSON Schema keyword {key!r} is not supported by Gemini "
-                                "function declarations")
+                problems.append(
+                    f"{where}.{key}: JSON Schema keyword {key!r} is not supported by Gemini "
+                    "function declarations"
+                )
         enum = sub.get("enum")
-        if isinstance(enum, list) and any(isinstance(v, bool) or not isinstance(v, str | int | float)
-                                          for v in enum):
+        if isinstance(enum, list) and any(
+            isinstance(v, bool) or not isinstance(v, str | int | float) for v in enum
+        ):
             problems.append(f"{where}.enum: Gemini supports enum values that are strings or numbers only")
         if "$ref" in sub and any(not k.startswith("$") for k in sub):
             problems.append(f"{where}.$ref: Gemini allows no sibling keywords next to $ref (only '$…' ones)")
@@ -193,12 +254,16 @@ def output_schema_problems(schema: dict[str, Any], path: str = "output_schema") 
     for where, sub in _walk(schema, path):
         for key in sub:
             if key not in GEMINI_OPENAPI_SCHEMA_FIELDS:
-                problems.append(f"{where}.{key}: keyword {key!r} is not supported by ADK's output_schema "
-                                "(google-genai types.Schema)")
+                problems.append(
+                    f"{where}.{key}: keyword {key!r} is not supported by ADK's output_schema "
+                    "(google-genai types.Schema)"
+                )
         enum = sub.get("enum")
         if isinstance(enum, list) and not all(isinstance(v, str) for v in enum):
             problems.append(f"{where}.enum: ADK's output_schema supports string enum values only")
         if "type" in sub and not isinstance(sub["type"], str):
-            problems.append(f"{where}.type: ADK's output_schema needs one type name (use nullable: true "
-                            "instead of a type list)")
+            problems.append(
+                f"{where}.type: ADK's output_schema needs one type name (use nullable: true "
+                "instead of a type list)"
+            )
     return problems

@@ -104,7 +104,9 @@ class _Run(_ToolHooks):
         """``tool_use`` id → (agent, prepared call) allowed in ``can_use_tool``, awaiting execution."""
         self.started: dict[str, float] = {}
         self.delegating = any(n.edges for n in self.bundle.agents.values())
-        self.builtins = {name: sorted(set(node.spec.builtin_tools)) for name, node in self.bundle.agents.items()}
+        self.builtins = {
+            name: sorted(set(node.spec.builtin_tools)) for name, node in self.bundle.agents.items()
+        }
 
     # --- checks before anything starts -----------------------------------------------------------
 
@@ -112,32 +114,46 @@ class _Run(_ToolHooks):
         for name, node in self.bundle.agents.items():
             if name != self.root and node.edges:
                 raise UnsupportedFeatureError(
-                    "claude", "nested delegation",
+                    "claude",
+                    "nested delegation",
                     f"{name!r} delegates to {node.edges[0].target!r}, but Claude Code subagents cannot start "
-                    "subagents; delegate from the root agent only")
+                    "subagents; delegate from the root agent only",
+                )
             for b in node.spec.builtin_tools:
                 if b in DELEGATION_TOOLS:
-                    raise UsageError(f"agent {name!r} grants the built-in {b!r}: declare subagents with "
-                                     "'delegation' (kind agent_as_tool) instead")
+                    raise UsageError(
+                        f"agent {name!r} grants the built-in {b!r}: declare subagents with "
+                        "'delegation' (kind agent_as_tool) instead"
+                    )
         shared = self.bundle.spec.models
         if shared.force_shared_settings and shared.temperature is not None:
-            raise UnsupportedFeatureError("claude", "a forced temperature",
-                                          "the Claude Code CLI has no temperature setting")
+            raise UnsupportedFeatureError(
+                "claude", "a forced temperature", "the Claude Code CLI has no temperature setting"
+            )
         endpoint = self.session.endpoint
-        if endpoint.mode == "replay" and endpoint.cassette_dir is None and \
-                TRANSPORT_FACTORY_KEY not in self.session.options.extra:
+        if (
+            endpoint.mode == "replay"
+            and endpoint.cassette_dir is None
+            and TRANSPORT_FACTORY_KEY not in self.session.options.extra
+        ):
             # A replay must never start the CLI against a real endpoint: it needs a transport cassette.
-            raise UsageError("a Claude replay needs a transport cassette: set Endpoint.cassette_dir to a recorded "
-                             "run folder (transport.jsonl) or pass a replay transport as "
-                             f"RunOptions.extra[{TRANSPORT_FACTORY_KEY!r}] (see docs/cassettes.md)")
+            raise UsageError(
+                "a Claude replay needs a transport cassette: set Endpoint.cassette_dir to a recorded "
+                "run folder (transport.jsonl) or pass a replay transport as "
+                f"RunOptions.extra[{TRANSPORT_FACTORY_KEY!r}] (see docs/cassettes.md)"
+            )
         cli_path = self.session.options.extra.get("cli_path")
         if cli_path is not None:
             path = Path(cli_path)
             if not path.is_file():
-                raise UsageError(f"cli_path {str(cli_path)!r}: no such file (it must point to a Claude Code binary)")
+                raise UsageError(
+                    f"cli_path {str(cli_path)!r}: no such file (it must point to a Claude Code binary)"
+                )
             if not os.access(path, os.X_OK):
-                raise UsageError(f"cli_path {str(cli_path)!r} is not executable (chmod +x it, or point cli_path "
-                                 "to another Claude Code binary)")
+                raise UsageError(
+                    f"cli_path {str(cli_path)!r} is not executable (chmod +x it, or point cli_path "
+                    "to another Claude Code binary)"
+                )
 
     # --- native objects --------------------------------------------------------------------------
 
@@ -146,8 +162,10 @@ class _Run(_ToolHooks):
         for node in self.bundle.agents.values():
             for name, spec in node.tools.items():
                 if name in specs and specs[name].spec_hash != spec.spec_hash:
-                    raise UsageError(f"two agents define the tool {name!r} differently; Claude exposes every tool "
-                                     f"through one MCP server ({SERVER!r}), so names must be unique")
+                    raise UsageError(
+                        f"two agents define the tool {name!r} differently; Claude exposes every tool "
+                        f"through one MCP server ({SERVER!r}), so names must be unique"
+                    )
                 specs[name] = spec
         return specs
 
@@ -177,12 +195,19 @@ class _Run(_ToolHooks):
         for name, node in self.bundle.agents.items():
             tools = self.agent_tools(name)
             if not tools:  # the CLI refuses an agent whose tool list resolves to nothing
-                tools_arg, disallowed = None, sorted({t for a in self.bundle.agents for t in self.agent_tools(a)})
+                tools_arg, disallowed = (
+                    None,
+                    sorted({t for a in self.bundle.agents for t in self.agent_tools(a)}),
+                )
             else:
                 tools_arg, disallowed = tools, None
             defs[name] = AgentDefinition(
-                description=described.get(name) or node.spec.description or name, prompt=node.spec.instructions,
-                tools=tools_arg, disallowedTools=disallowed, model=self.session.model_for(name))
+                description=described.get(name) or node.spec.description or name,
+                prompt=node.spec.instructions,
+                tools=tools_arg,
+                disallowedTools=disallowed,
+                model=self.session.model_for(name),
+            )
         return defs
 
     def options(self, home: RunHome, base_url: str | None = None) -> ClaudeAgentOptions:
@@ -194,7 +219,9 @@ class _Run(_ToolHooks):
             gateway = s.gateway(name)
             # The approval card shows where a built-in runs. The default working folder is the run's own
             # temporary one: named, not spelled out, so replays give byte-identical traces.
-            where = str(s.options.extra["cwd"]) if s.options.extra.get("cwd") else "<isolated run folder>/work"
+            where = (
+                str(s.options.extra["cwd"]) if s.options.extra.get("cwd") else "<isolated run folder>/work"
+            )
             for b in granted:
                 gateway.register_governed(builtin_spec(b), {"cwd": where})  # decided here, run by the CLI
         builtins = sorted({b for granted in self.builtins.values() for b in granted})
@@ -206,24 +233,44 @@ class _Run(_ToolHooks):
         extra_args: dict[str, str | None] = {"no-session-persistence": None}
         if self.delegating:
             extra_args["agent"] = self.root  # the main thread runs as the root's definition: its tools only
-        server = create_sdk_mcp_server(SERVER, version=__version__, tools=[self.mcp_tool(t) for t in specs.values()])
-        hooks: dict[Any, list[HookMatcher]] = {"PreToolUse": [HookMatcher(matcher=None, hooks=[self.pre_tool_use])]}
+        server = create_sdk_mcp_server(
+            SERVER, version=__version__, tools=[self.mcp_tool(t) for t in specs.values()]
+        )
+        hooks: dict[Any, list[HookMatcher]] = {
+            "PreToolUse": [HookMatcher(matcher=None, hooks=[self.pre_tool_use])]
+        }
         observed = builtins + (["Agent"] if self.delegating else [])
-        if observed:  # results are observed only for built-ins (and the Agent tool's usage): no extra round trips
+        if (
+            observed
+        ):  # results are observed only for built-ins (and the Agent tool's usage): no extra round trips
             matcher = "|".join(observed)
             hooks["PostToolUse"] = [HookMatcher(matcher=matcher, hooks=[self.post_tool_use])]
             hooks["PostToolUseFailure"] = [HookMatcher(matcher=matcher, hooks=[self.post_tool_use_failure])]
         return ClaudeAgentOptions(
-            system_prompt=spec.instructions, model=s.model_for(self.root),
+            system_prompt=spec.instructions,
+            model=s.model_for(self.root),
             tools=builtins + (["Agent"] if self.delegating else []),
-            mcp_servers={SERVER: server} if specs else {}, strict_mcp_config=True,
-            permission_mode="default", can_use_tool=self.can_use_tool, hooks=hooks,
+            mcp_servers={SERVER: server} if specs else {},
+            strict_mcp_config=True,
+            permission_mode="default",
+            can_use_tool=self.can_use_tool,
+            hooks=hooks,
             # portagent counts turns and cost itself; the CLI's own limits are a backstop.
-            max_turns=spec.budget.max_turns, max_budget_usd=spec.budget.max_cost_usd,
-            agents=self.agents(), setting_sources=[], cwd=str(home.cwd), cli_path=s.options.extra.get("cli_path"),
-            env=home.env(base_url=base_url or s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env),
-            extra_args=extra_args, include_partial_messages=True, forward_subagent_text=True,
-            output_format={"type": "json_schema", "schema": spec.output_schema} if spec.output_schema else None,
+            max_turns=spec.budget.max_turns,
+            max_budget_usd=spec.budget.max_cost_usd,
+            agents=self.agents(),
+            setting_sources=[],
+            cwd=str(home.cwd),
+            cli_path=s.options.extra.get("cli_path"),
+            env=home.env(
+                base_url=base_url or s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env
+            ),
+            extra_args=extra_args,
+            include_partial_messages=True,
+            forward_subagent_text=True,
+            output_format={"type": "json_schema", "schema": spec.output_schema}
+            if spec.output_schema
+            else None,
             stderr=self.stderr.append,
         )
 
@@ -287,21 +334,30 @@ class _Run(_ToolHooks):
         s = self.session
         budget = self.bundle.spec.budget
         result = self.trace.results[-1] if self.trace.results else None
-        details: dict[str, Any] = {"cli_version": self.trace.init.get("claude_code_version"),
-                                   "mcp_servers": self.trace.init.get("mcp_servers")}
+        details: dict[str, Any] = {
+            "cli_version": self.trace.init.get("claude_code_version"),
+            "mcp_servers": self.trace.init.get("mcp_servers"),
+        }
         if result is None:
             if s.stop is not None:
                 return AdapterOutcome(final_agent=self.root, details=details)
             raise ProviderError("the Claude Code CLI ended without a result" + self._stderr_tail())
-        details.update(session_id=result.session_id, num_turns=result.num_turns, subtype=result.subtype,
-                       permission_denials=result.permission_denials or [], cli_usage=self.trace.cli_usage(),
-                       terminal_reason=result.terminal_reason)
+        details.update(
+            session_id=result.session_id,
+            num_turns=result.num_turns,
+            subtype=result.subtype,
+            permission_denials=result.permission_denials or [],
+            cli_usage=self.trace.cli_usage(),
+            terminal_reason=result.terminal_reason,
+        )
         if self.trace.retries:
             details["api_retries"] = self.trace.retries
         unattributed = self.trace.unattributed_output_tokens()
         if unattributed:
             details["unattributed_output_tokens"] = unattributed
-        outcome = AdapterOutcome(final_agent=self.root, vendor_cost_usd=result.total_cost_usd, details=details)
+        outcome = AdapterOutcome(
+            final_agent=self.root, vendor_cost_usd=result.total_cost_usd, details=details
+        )
         if s.stop is not None:
             return outcome
         if result.subtype == "error_max_turns":
@@ -315,8 +371,11 @@ class _Run(_ToolHooks):
             return outcome
         if result.is_error:
             status = result.api_error_status
-            raise ProviderError(f"Claude Code failed: {_result_text(result)}", status=status,
-                                retryable=status in (408, 429, 500, 502, 503, 504, 529))
+            raise ProviderError(
+                f"Claude Code failed: {_result_text(result)}",
+                status=status,
+                retryable=status in (408, 429, 500, 502, 503, 504, 529),
+            )
         final: Any = result.result
         if self.bundle.spec.output_schema is not None and result.structured_output is not None:
             final = result.structured_output
@@ -345,14 +404,20 @@ def _raise_mapped(e: BaseException, run: _Run) -> None:
     if isinstance(e, CLINotFoundError):
         raise UsageError(
             f"cannot start {where}: {e}. claude-agent-sdk bundles the CLI only in its glibc wheels (none for "
-            "musl/Alpine); install Claude Code and pass its path as cli_path") from e
+            "musl/Alpine); install Claude Code and pass its path as cli_path"
+        ) from e
     if isinstance(e, ResultError):
         status = e.api_error_status
-        raise ProviderError(f"Claude Code failed: {e.result or '; '.join(e.errors) or e}", status=status,
-                            retryable=status in (408, 429, 500, 502, 503, 504, 529)) from e
+        raise ProviderError(
+            f"Claude Code failed: {e.result or '; '.join(e.errors) or e}",
+            status=status,
+            retryable=status in (408, 429, 500, 502, 503, 504, 529),
+        ) from e
     if isinstance(e, CLIConnectionError):
         if isinstance(e.__cause__, OSError) and not run.trace.init:
-            raise UsageError(f"cannot start {where}: {e} (set cli_path to an executable Claude Code binary)") from e
+            raise UsageError(
+                f"cannot start {where}: {e} (set cli_path to an executable Claude Code binary)"
+            ) from e
         raise ProviderError(f"lost the connection to the Claude Code CLI: {e}{run._stderr_tail()}") from e
     if isinstance(e, ProcessError):
         raise ProviderError(f"the Claude Code CLI exited with code {e.exit_code}{run._stderr_tail()}") from e

@@ -72,6 +72,7 @@ _RUN_HOME = re.compile(r"(?:/[^\s\"'/]+)*/portagent-claude-[A-Za-z0-9_]+")
 
 # --- normalization -----------------------------------------------------------------------------------
 
+
 def _normalize_text(text: str) -> Any:
     text = _RUN_HOME.sub("<run_home>", text)
     text = _UUID.sub("<uuid>", text)
@@ -107,21 +108,34 @@ def option_summary(options: ClaudeAgentOptions) -> dict[str, Any]:
     """What the CLI is started with, as recorded in the header: the options that change what the CLI
     sends or does, without callbacks, the environment's paths and key, or the CLI's path."""
     servers = options.mcp_servers if isinstance(options.mcp_servers, dict) else {}
-    env = {k: v for k, v in sorted((options.env or {}).items())
-           if k.startswith("CLAUDE_CODE_") and k != "CLAUDE_CODE_TMPDIR" and v}
+    env = {
+        k: v
+        for k, v in sorted((options.env or {}).items())
+        if k.startswith("CLAUDE_CODE_") and k != "CLAUDE_CODE_TMPDIR" and v
+    }
     system = options.system_prompt
     return {
-        "model": options.model, "system_prompt": system if isinstance(system, str | None) else dict(system),
-        "tools": options.tools, "allowed_tools": list(options.allowed_tools),
-        "disallowed_tools": list(options.disallowed_tools), "permission_mode": options.permission_mode,
+        "model": options.model,
+        "system_prompt": system if isinstance(system, str | None) else dict(system),
+        "tools": options.tools,
+        "allowed_tools": list(options.allowed_tools),
+        "disallowed_tools": list(options.disallowed_tools),
+        "permission_mode": options.permission_mode,
         "permission_prompt_tool_name": options.permission_prompt_tool_name,
-        "mcp_servers": {name: (cfg.get("type") if isinstance(cfg, dict) else str(cfg)) for name, cfg in servers.items()},
-        "strict_mcp_config": options.strict_mcp_config, "setting_sources": options.setting_sources,
-        "extra_args": dict(options.extra_args), "include_partial_messages": options.include_partial_messages,
-        "forward_subagent_text": options.forward_subagent_text, "output_format": options.output_format,
+        "mcp_servers": {
+            name: (cfg.get("type") if isinstance(cfg, dict) else str(cfg)) for name, cfg in servers.items()
+        },
+        "strict_mcp_config": options.strict_mcp_config,
+        "setting_sources": options.setting_sources,
+        "extra_args": dict(options.extra_args),
+        "include_partial_messages": options.include_partial_messages,
+        "forward_subagent_text": options.forward_subagent_text,
+        "output_format": options.output_format,
         "agents": sorted(options.agents) if options.agents else None,
-        "max_turns": options.max_turns, "max_budget_usd": options.max_budget_usd,
-        "cwd": str(options.cwd) if options.cwd is not None else None, "env": env,
+        "max_turns": options.max_turns,
+        "max_budget_usd": options.max_budget_usd,
+        "cwd": str(options.cwd) if options.cwd is not None else None,
+        "env": env,
     }
 
 
@@ -132,6 +146,7 @@ def compared_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- the file -----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Entry:
@@ -187,28 +202,38 @@ class TransportCassette:
     def load(cls, path: Path) -> TransportCassette:
         """Read and check a cassette; every problem is a ``RecordingError`` naming the file."""
         if not path.is_file():
-            raise RecordingError(f"{path}: cassette not found (record it with 'portagent record … --providers claude')")
+            raise RecordingError(
+                f"{path}: cassette not found (record it with 'portagent record … --providers claude')"
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise RecordingError(f"{path}: not readable as a transport cassette ({type(e).__name__}: {e})") from None
+            raise RecordingError(
+                f"{path}: not readable as a transport cassette ({type(e).__name__}: {e})"
+            ) from None
         rows = text.splitlines()
         if not rows or not rows[0].strip():
             raise RecordingError(f"{path}: empty transport cassette (re-record it)")
         try:
             header = json.loads(rows[0])
         except ValueError:
-            hint = (" — it looks like a vcrpy HTTP cassette (openai / adk), not a Claude transport cassette"
-                    if rows[0].startswith(("interactions:", "version:", "- request:")) else "")
+            hint = (
+                " — it looks like a vcrpy HTTP cassette (openai / adk), not a Claude transport cassette"
+                if rows[0].startswith(("interactions:", "version:", "- request:"))
+                else ""
+            )
             raise RecordingError(f"{path}: line 1 is not a transport cassette header{hint}") from None
         if not isinstance(header, dict) or header.get("kind") != KIND:
-            raise RecordingError(f"{path}: not a portagent Claude transport cassette (line 1 has no "
-                                 f"kind: {KIND!r})")
+            raise RecordingError(
+                f"{path}: not a portagent Claude transport cassette (line 1 has no kind: {KIND!r})"
+            )
         if header.get("provider") != "claude":
             raise RecordingError(f"{path}: a cassette of provider {header.get('provider')!r}, not 'claude'")
         if header.get("version") != VERSION:
-            raise RecordingError(f"{path}: transport cassette version {header.get('version')!r}; this portagent "
-                                 f"reads version {VERSION} (re-record it)")
+            raise RecordingError(
+                f"{path}: transport cassette version {header.get('version')!r}; this portagent "
+                f"reads version {VERSION} (re-record it)"
+            )
         cassette = cls(path, header)
         for n, row in enumerate(rows[1:], 2):
             if not row.strip():
@@ -216,8 +241,9 @@ class TransportCassette:
             try:
                 data = json.loads(row)
             except ValueError:
-                raise RecordingError(f"{path}: line {n} is not JSON (a truncated or corrupt transport "
-                                     "cassette; re-record it)") from None
+                raise RecordingError(
+                    f"{path}: line {n} is not JSON (a truncated or corrupt transport cassette; re-record it)"
+                ) from None
             cassette.entries.append(_entry(data, path, n))
         return cassette
 
@@ -239,11 +265,19 @@ def new_header(options: dict[str, Any]) -> dict[str, Any]:
 
     from portagent.adapters.base import package_version
 
-    return {"kind": KIND, "version": VERSION, "provider": "claude", "sdk": "claude-agent-sdk",
-            "sdk_version": package_version("claude-agent-sdk"), "cli_version": __cli_version__, "options": options}
+    return {
+        "kind": KIND,
+        "version": VERSION,
+        "provider": "claude",
+        "sdk": "claude-agent-sdk",
+        "sdk_version": package_version("claude-agent-sdk"),
+        "cli_version": __cli_version__,
+        "options": options,
+    }
 
 
 # --- describing lines (reports, diffs) ----------------------------------------------------------------
+
 
 def describe(entry: Entry, requests: dict[str, dict[str, Any]] | None = None) -> str:
     """A short label: ``cli->sdk control_request can_use_tool mcp__portagent__send_email``."""
@@ -283,6 +317,7 @@ def _describe_request(request: dict[str, Any]) -> str:
 
 # --- drift ---------------------------------------------------------------------------------------------
 
+
 class _Line:
     """A transport line in the shape ``vcr_cassette.describe_mismatch`` reads (method, path, body)."""
 
@@ -299,13 +334,15 @@ class TransportDrift(CannotOverwriteExistingCassetteException):  # type: ignore[
     into ``stop_reason: cassette_drift`` with ``describe_mismatch``'s readable diff, for every provider.
     """
 
-    def __init__(self, what: str, reason: str, *, sent: Any = None, recorded: Any = None,
-                 aspect: str = "answer") -> None:
+    def __init__(
+        self, what: str, reason: str, *, sent: Any = None, recorded: Any = None, aspect: str = "answer"
+    ) -> None:
         self.cassette = None
         self.reason = reason
         self.failed_request = _Line(what.split(" ", 1)[0], what.split(" ", 1)[1] if " " in what else "", sent)
         self.similar_requests: list[tuple[_Line, list[str], list[tuple[str, str]]]] = (
-            [(_Line("", "", recorded), [], [(aspect, reason)])] if recorded is not None else [])
+            [(_Line("", "", recorded), [], [(aspect, reason)])] if recorded is not None else []
+        )
         Exception.__init__(self, f"the SDK sent {what} ({reason})")
 
 

@@ -39,8 +39,20 @@ HTTP_CASSETTE = "http.yaml"
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-                         "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
 CHUNK = 65536
 
 
@@ -64,8 +76,14 @@ class ClaudeProxy:
     call :meth:`save` after the run (record mode).
     """
 
-    def __init__(self, *, upstream: str | None = None, cassette: Path | None = None, mode: str = "record",
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        upstream: str | None = None,
+        cassette: Path | None = None,
+        mode: str = "record",
+        api_key: str | None = None,
+    ) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"mode must be 'record' or 'replay', not {mode!r}")
         self.mode = mode
@@ -93,8 +111,12 @@ class ClaudeProxy:
     def start(self) -> str:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
-        self._thread = threading.Thread(target=self._server.serve_forever, name="portagent-claude-proxy",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            name="portagent-claude-proxy",
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+        )
         self._thread.start()
         return self.base_url
 
@@ -120,9 +142,15 @@ class ClaudeProxy:
         from vcr.serializers import compat
 
         data = self._cassette_dict()
-        return {"interactions": [{"request": compat.convert_to_unicode(r._to_dict()),
-                                  "response": compat.convert_to_unicode(resp)}
-                                 for r, resp in zip(data["requests"], data["responses"], strict=True)]}
+        return {
+            "interactions": [
+                {
+                    "request": compat.convert_to_unicode(r._to_dict()),
+                    "response": compat.convert_to_unicode(resp),
+                }
+                for r, resp in zip(data["requests"], data["responses"], strict=True)
+            ]
+        }
 
     def check(self, secrets: list[str] | None = None) -> None:
         """Refuse (``RecordingError``) a recording in which a secret survived scrubbing."""
@@ -157,8 +185,12 @@ class ClaudeProxy:
         try:
             requests, responses, *_ = FilesystemPersister.load_cassette(str(self.cassette), yamlserializer)
         except Exception as e:
-            raise RecordingError(f"{self.cassette}: not a readable vcrpy cassette ({type(e).__name__}: {e})") from None
-        self.interactions = [(i, r, resp) for i, (r, resp) in enumerate(zip(requests, responses, strict=True))]
+            raise RecordingError(
+                f"{self.cassette}: not a readable vcrpy cassette ({type(e).__name__}: {e})"
+            ) from None
+        self.interactions = [
+            (i, r, resp) for i, (r, resp) in enumerate(zip(requests, responses, strict=True))
+        ]
 
     # --- serving -------------------------------------------------------------------------------------
 
@@ -180,7 +212,9 @@ class ClaudeProxy:
 
     @property
     def unplayed(self) -> list[str]:
-        return [f"{r.method} {urlsplit(r.uri).path}" for i, r, _ in self.interactions if i not in self._played]
+        return [
+            f"{r.method} {urlsplit(r.uri).path}" for i, r, _ in self.interactions if i not in self._played
+        ]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -245,20 +279,34 @@ class _Handler(BaseHTTPRequestHandler):
             received = self._relay(upstream)
         finally:
             conn.close()
-        request = Request(self.command, f"{up.scheme}://{up.netloc}{target}", body,
-                          {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP})
+        request = Request(
+            self.command,
+            f"{up.scheme}://{up.netloc}{target}",
+            body,
+            {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP},
+        )
         request.uri = scrub_url(request.uri)
         for name in list(request.headers):
             if name.lower() in SECRET_HEADERS:
                 del request.headers[name]
-        reply_headers = {k: [v] for k, v in upstream.getheaders()
-                         if k.lower() not in SECRET_HEADERS and k.lower() not in _HOP_BY_HOP}
+        reply_headers = {
+            k: [v]
+            for k, v in upstream.getheaders()
+            if k.lower() not in SECRET_HEADERS and k.lower() not in _HOP_BY_HOP
+        }
         if (upstream.getheader("Content-Encoding") or "").lower() == "gzip":
             with contextlib.suppress(OSError, EOFError):
                 received = gzip.decompress(received)
                 reply_headers = {k: v for k, v in reply_headers.items() if k.lower() != "content-encoding"}
-        proxy._record(seq, request, {"status": {"code": upstream.status, "message": upstream.reason},
-                                     "headers": reply_headers, "body": {"string": received}})
+        proxy._record(
+            seq,
+            request,
+            {
+                "status": {"code": upstream.status, "message": upstream.reason},
+                "headers": reply_headers,
+                "body": {"string": received},
+            },
+        )
 
     def _relay(self, upstream: http.client.HTTPResponse) -> bytes:
         """Send the upstream answer on as it arrives; return the whole body."""
@@ -313,8 +361,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_error(self, status: int, message: str) -> None:
         import json
 
-        body = json.dumps({"type": "error", "error": {"type": "invalid_request_error" if status == 400 else
-                                                      "api_error", "message": message}}).encode()
+        body = json.dumps(
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error" if status == 400 else "api_error",
+                    "message": message,
+                },
+            }
+        ).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

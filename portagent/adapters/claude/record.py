@@ -61,9 +61,18 @@ class RecordingTransport(Transport):
                 self._keep(Entry(CLI, json.loads(json.dumps(message))))
                 yield message
         except Exception as e:
-            self._keep(Entry(CLI, event="error", error={
-                "type": type(e).__name__, "message": str(e.args[0]) if e.args else str(e),
-                "exit_code": getattr(e, "exit_code", None), "stderr": getattr(e, "stderr", None)}))
+            self._keep(
+                Entry(
+                    CLI,
+                    event="error",
+                    error={
+                        "type": type(e).__name__,
+                        "message": str(e.args[0]) if e.args else str(e),
+                        "exit_code": getattr(e, "exit_code", None),
+                        "stderr": getattr(e, "stderr", None),
+                    },
+                )
+            )
             raise
         self._keep(Entry(CLI, event="eof"))
 

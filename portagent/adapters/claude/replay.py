@@ -69,7 +69,9 @@ logging.getLogger("claude_agent_sdk._internal.query").addFilter(_QuietDrift())
 class ReplayTransport(Transport):
     """Plays the CLI side of a recorded run; checks the SDK side against it."""
 
-    def __init__(self, cassette: TransportCassette, options: dict[str, Any], *, stall_s: float = 30.0) -> None:
+    def __init__(
+        self, cassette: TransportCassette, options: dict[str, Any], *, stall_s: float = 30.0
+    ) -> None:
         self.cassette = cassette
         self.entries: list[Entry] = cassette.entries
         self.options = options
@@ -113,9 +115,15 @@ class ReplayTransport(Transport):
     async def connect(self) -> None:
         recorded = self.cassette.header.get("options") or {}
         if compared_options(recorded) != compared_options(self.options):
-            self._set_drift(TransportDrift(
-                "CLI options", f"they differ from the header of {self.cassette.path.name}",
-                sent=compared_options(self.options), recorded=compared_options(recorded), aspect="options"))
+            self._set_drift(
+                TransportDrift(
+                    "CLI options",
+                    f"they differ from the header of {self.cassette.path.name}",
+                    sent=compared_options(self.options),
+                    recorded=compared_options(recorded),
+                    aspect="options",
+                )
+            )
             assert self.drift is not None
             raise self.drift
         self._ready = True
@@ -195,11 +203,15 @@ class ReplayTransport(Transport):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 waited = self.entries[self._sdk_lines[self._next_sdk]]
-                self._set_drift(TransportDrift(
-                    f"nothing within {self.stall_s:g} s",
-                    f"{self._where(self._sdk_lines[self._next_sdk])} has "
-                    f"{describe_message(waited.msg or {}, self._requests)} before the CLI's next line",
-                    sent=None, recorded=normalize(waited.msg)))
+                self._set_drift(
+                    TransportDrift(
+                        f"nothing within {self.stall_s:g} s",
+                        f"{self._where(self._sdk_lines[self._next_sdk])} has "
+                        f"{describe_message(waited.msg or {}, self._requests)} before the CLI's next line",
+                        sent=None,
+                        recorded=normalize(waited.msg),
+                    )
+                )
                 assert self.drift is not None
                 raise self.drift
             self._wake.clear()
@@ -221,8 +233,11 @@ class ReplayTransport(Transport):
             index = self._sdk_others.popleft() if self._sdk_others else None
         label = describe_message(msg, self._requests)
         if index is None:
-            self._set_drift(TransportDrift(label, f"{self.cassette.path.name} has no such line",
-                                           sent=normalize(msg), recorded=None))
+            self._set_drift(
+                TransportDrift(
+                    label, f"{self.cassette.path.name} has no such line", sent=normalize(msg), recorded=None
+                )
+            )
             return
         recorded = self.entries[index].msg or {}
         if kind == "control_request":
@@ -232,8 +247,11 @@ class ReplayTransport(Transport):
         if want == got:
             self._ok.add(index)
         else:
-            self._set_drift(TransportDrift(f"{label} ({self._where(index)})", "differs from the recording",
-                                           sent=got, recorded=want))
+            self._set_drift(
+                TransportDrift(
+                    f"{label} ({self._where(index)})", "differs from the recording", sent=got, recorded=want
+                )
+            )
         self._wake.set()
 
     def _set_drift(self, drift: TransportDrift) -> None:
@@ -249,8 +267,11 @@ class ReplayTransport(Transport):
     def fill(self, report: TransportReport) -> None:
         """Played / unplayed lines (see the module docstring) and drift, after the run."""
         frontier = next((i for i in self._sdk_lines if i not in self._ok), len(self.entries))
-        played = {i for i, e in enumerate(self.entries) if e.msg is not None and (
-            i in self._ok if e.dir == SDK else i < frontier)}
+        played = {
+            i
+            for i, e in enumerate(self.entries)
+            if e.msg is not None and (i in self._ok if e.dir == SDK else i < frontier)
+        }
         unplayed = [i for i, e in enumerate(self.entries) if e.msg is not None and i not in played]
         report.total = sum(1 for e in self.entries if e.msg is not None)
         report.played = len(played)
@@ -271,4 +292,3 @@ def _rebuild(error: dict[str, Any]) -> Exception:
         failure.stderr = error.get("stderr")
         return failure
     return CLIConnectionError(message)
-

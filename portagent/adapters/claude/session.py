@@ -56,13 +56,17 @@ class ClaudeCassette:
         endpoint = session.endpoint
         assert endpoint.cassette_dir is not None
         if endpoint.record_mode not in RECORD_MODES:
-            raise RecordingError(f"unknown record mode {endpoint.record_mode!r}; expected one of "
-                                 f"{', '.join(RECORD_MODES)}")
+            raise RecordingError(
+                f"unknown record mode {endpoint.record_mode!r}; expected one of {', '.join(RECORD_MODES)}"
+            )
         self.session = session
         self.folder = Path(endpoint.cassette_dir)
         self.path = self.folder / TRANSPORT_FILE
-        self.replaying = endpoint.mode == "replay" or endpoint.record_mode == "none" or (
-            endpoint.record_mode == "once" and self.path.exists())
+        self.replaying = (
+            endpoint.mode == "replay"
+            or endpoint.record_mode == "none"
+            or (endpoint.record_mode == "once" and self.path.exists())
+        )
         self.report = TransportReport()
         self.recorded: TransportCassette | None = None
         self.recording: RecordingTransport | None = None
@@ -76,7 +80,9 @@ class ClaudeCassette:
     @property
     def records_http(self) -> bool:
         wanted = self.session.options.extra.get(HTTP_CASSETTE_KEY)
-        return not self.replaying and (bool(wanted) if wanted is not None else self.session.endpoint.source == "live")
+        return not self.replaying and (
+            bool(wanted) if wanted is not None else self.session.endpoint.source == "live"
+        )
 
     def start(self) -> str | None:
         """Start what the run needs before the CLI starts; returns the base URL the CLI must use
@@ -86,8 +92,9 @@ class ClaudeCassette:
         from portagent.adapters.claude.proxy import HTTP_CASSETTE, ClaudeProxy
 
         endpoint = self.session.endpoint
-        self.proxy = ClaudeProxy(upstream=endpoint.base_url, cassette=self.folder / HTTP_CASSETTE,
-                                 api_key=endpoint.api_key)
+        self.proxy = ClaudeProxy(
+            upstream=endpoint.base_url, cassette=self.folder / HTTP_CASSETTE, api_key=endpoint.api_key
+        )
         return self.proxy.start()
 
     def transport_factory(self, inner: TransportFactory) -> TransportFactory:
@@ -101,8 +108,9 @@ class ClaudeCassette:
                 stall = float(self.session.options.extra.get(STALL_KEY, STALL_S))
                 self.replay = ReplayTransport(self.recorded, options, stall_s=stall)
                 return self.replay
-            self.recording = RecordingTransport(inner(prompt, cli_options),
-                                                TransportCassette(self.path, new_header(options)))
+            self.recording = RecordingTransport(
+                inner(prompt, cli_options), TransportCassette(self.path, new_header(options))
+            )
             return self.recording
 
         return make
@@ -129,8 +137,10 @@ class ClaudeCassette:
         self.report.total = self.recording.cassette.messages
         if self.proxy is not None:
             self.proxy.save(secrets)
-            self.report.http = {"file": self.proxy.cassette.name if self.proxy.cassette else None,
-                                "interactions": len(self.proxy.interactions)}
+            self.report.http = {
+                "file": self.proxy.cassette.name if self.proxy.cassette else None,
+                "interactions": len(self.proxy.interactions),
+            }
 
 
 def _version_changes(header: dict[str, Any]) -> list[str]:

@@ -32,8 +32,14 @@ DELEGATION_TOOLS = ("Agent", "Task")
 """Claude Code's subagent tool (``Task`` was renamed ``Agent``; 2.1.332 declares ``Agent``)."""
 
 BUILTIN_EFFECTS: dict[str, Effect] = {
-    "Read": "read", "Glob": "read", "Grep": "read", "LS": "read", "NotebookRead": "read",
-    "Write": "reversible_write", "Edit": "reversible_write", "MultiEdit": "reversible_write",
+    "Read": "read",
+    "Glob": "read",
+    "Grep": "read",
+    "LS": "read",
+    "NotebookRead": "read",
+    "Write": "reversible_write",
+    "Edit": "reversible_write",
+    "MultiEdit": "reversible_write",
     "NotebookEdit": "reversible_write",
 }
 """Effect class of each granted built-in; anything else (``Bash``, ``WebFetch`` …) is a
@@ -49,8 +55,10 @@ def builtin_spec(name: str) -> ToolSpec:
     """A decision-only ToolSpec for a granted built-in: permissive schema, effect from the table."""
     effect: Effect = BUILTIN_EFFECTS.get(name, "privileged_operation")
     return ToolSpec(
-        name=name, description=f"Claude Code built-in tool {name} (governed by portagent, run by the CLI)",
-        effect=effect, input_schema={"type": "object", "properties": {}, "additionalProperties": True},
+        name=name,
+        description=f"Claude Code built-in tool {name} (governed by portagent, run by the CLI)",
+        effect=effect,
+        input_schema={"type": "object", "properties": {}, "additionalProperties": True},
         # Write effects must declare idempotency; the key is never used: built-ins are not executed here.
         idempotency=Idempotency(required=effect in ("reversible_write", "external_effect")),
         handler="portagent.adapters.claude.tools:builtin_not_executed",
@@ -59,8 +67,6 @@ def builtin_spec(name: str) -> ToolSpec:
 
 def _text(obs: Observation) -> str:
     return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
-
-
 
 
 class _ToolHooks:
@@ -88,44 +94,75 @@ class _ToolHooks:
         name = data.get("tool_name")
         if name in DELEGATION_TOOLS:
             return await self.delegate(caller, tool_use_id, data.get("tool_input") or {})
-        if isinstance(name, str) and (name.startswith(TOOL_PREFIX) or any(name in b for b in self.builtins.values())):
+        if isinstance(name, str) and (
+            name.startswith(TOOL_PREFIX) or any(name in b for b in self.builtins.values())
+        ):
             # Claude Code approves what it deems read-only (Read, `echo`, …) without asking can_use_tool;
             # "ask" makes it ask for every call portagent governs.
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
-                                           "permissionDecisionReason": "portagent's policy decides this call"}}
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason": "portagent's policy decides this call",
+                }
+            }
         return {}
 
-    async def delegate(self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]) -> dict[str, Any]:
+    async def delegate(
+        self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]
+    ) -> dict[str, Any]:
         target = tool_input.get("subagent_type")
-        edges = [e.target for e in self.bundle.agents[caller].edges if e.kind == "agent_as_tool"] if caller else []
+        edges = (
+            [e.target for e in self.bundle.agents[caller].edges if e.kind == "agent_as_tool"]
+            if caller
+            else []
+        )
         if self.session.stop is not None or target not in edges:
-            reason = "the run is stopping" if self.session.stop is not None else (
-                f"{caller or 'this agent'} may only delegate to: {', '.join(edges) or 'nobody'}")
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": reason}}
+            reason = (
+                "the run is stopping"
+                if self.session.stop is not None
+                else (f"{caller or 'this agent'} may only delegate to: {', '.join(edges) or 'nobody'}")
+            )
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }
         await self.trace.wait_recorded(tool_use_id)
         assert caller is not None and isinstance(target, str)
         if tool_use_id:
             self.trace.threads[tool_use_id] = target
-        self.session.record_handoff(caller, target, "agent_as_tool", reason=str(tool_input.get("description") or ""),
-                                    details={"vendor_call_id": tool_use_id})
+        self.session.record_handoff(
+            caller,
+            target,
+            "agent_as_tool",
+            reason=str(tool_input.get("description") or ""),
+            details={"vendor_call_id": tool_use_id},
+        )
         return {}
 
-    async def can_use_tool(self, tool_name: str, tool_input: dict[str, Any],
-                           context: ToolPermissionContext) -> PermissionResultAllow | PermissionResultDeny:
+    async def can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
         vendor_id = context.tool_use_id
         await self.trace.wait_recorded(vendor_id)
         agent = self.caller(vendor_id)
         if agent is None:  # a call from an agent portagent did not define: nobody may allow it
-            return PermissionResultDeny(message=json.dumps({"ok": False, "error": "permission_denied",
-                                                            "message": "unknown calling agent"}))
+            return PermissionResultDeny(
+                message=json.dumps(
+                    {"ok": False, "error": "permission_denied", "message": "unknown calling agent"}
+                )
+            )
         gateway = self.session.gateway(agent)
         builtin = tool_name in self.builtins[agent]
         name = tool_name.removeprefix(TOOL_PREFIX)
         try:
             async with self.session.tool_lock:
-                prepared = await gateway.prepare(name, tool_input, vendor_call_id=vendor_id,
-                                                 via="builtin" if builtin else "function")
+                prepared = await gateway.prepare(
+                    name, tool_input, vendor_call_id=vendor_id, via="builtin" if builtin else "function"
+                )
         except RunSignal as sig:  # a deferred approval or a budget stop: end the run here
             done = gateway.prepared(vendor_id) if vendor_id else None
             message = _text(done.result) if done is not None and done.result is not None else str(sig)
@@ -139,8 +176,11 @@ class _ToolHooks:
                 self.observe(gateway, prepared, checked)
                 return PermissionResultDeny(message=_text(checked))
             args = checked
-        elif prepared.card is not None and prepared.card.status == "edited" and revalidate(
-                gateway.inner, prepared.tool, args):
+        elif (
+            prepared.card is not None
+            and prepared.card.status == "edited"
+            and revalidate(gateway.inner, prepared.tool, args)
+        ):
             # The edit would be refused at execution: let the gateway refuse it now (its handler never
             # runs), since the SDK's own MCP validation would otherwise answer first, untraced.
             obs = await gateway.execute(prepared)
@@ -155,14 +195,24 @@ class _ToolHooks:
         """The MCP tool body: run the call ``can_use_tool`` allowed (found by its ``tool_use`` id)."""
         vendor_id = self.transport.take_tool_use_id(SERVER, tool_name, args) if self.transport else None
         if vendor_id is None:  # no _meta id (another CLI version?): the allowed call with these arguments
-            vendor_id = next((k for k, (_, p) in self.allowed.items()
-                              if p.tool_name == tool_name and p.via != "builtin" and p.effective_args == args), None)
+            vendor_id = next(
+                (
+                    k
+                    for k, (_, p) in self.allowed.items()
+                    if p.tool_name == tool_name and p.via != "builtin" and p.effective_args == args
+                ),
+                None,
+            )
         found = self.allowed.pop(vendor_id, None) if vendor_id else None
         try:
             async with self.session.tool_lock:
-                if found is None:  # never asked through can_use_tool: the gateway decides here (never a silent allow)
+                if (
+                    found is None
+                ):  # never asked through can_use_tool: the gateway decides here (never a silent allow)
                     agent = self.caller(vendor_id) or self.root
-                    prepared = await self.session.gateway(agent).prepare(tool_name, args, vendor_call_id=vendor_id)
+                    prepared = await self.session.gateway(agent).prepare(
+                        tool_name, args, vendor_call_id=vendor_id
+                    )
                 else:
                     agent, prepared = found
                 obs: Observation = await self.session.gateway(agent).execute(prepared)
@@ -179,16 +229,23 @@ class _ToolHooks:
         found = self._builtin_call(tool_use_id)
         if found is not None:
             agent, prepared = found
-            self.observe(self.session.gateway(agent), prepared,
-                         success_observation(prepared.tool, data.get("tool_response")), tool_use_id)
+            self.observe(
+                self.session.gateway(agent),
+                prepared,
+                success_observation(prepared.tool, data.get("tool_response")),
+                tool_use_id,
+            )
         return {}
 
     async def post_tool_use_failure(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         found = self._builtin_call(tool_use_id)
         if found is not None:
             agent, prepared = found
-            obs = Observation.failure("handler_error", str(data.get("error") or "the built-in tool failed"),
-                                      {"builtin": prepared.tool_name})
+            obs = Observation.failure(
+                "handler_error",
+                str(data.get("error") or "the built-in tool failed"),
+                {"builtin": prepared.tool_name},
+            )
             self.observe(self.session.gateway(agent), prepared, obs, tool_use_id)
         return {}
 
@@ -205,4 +262,3 @@ class _ToolHooks:
         gateway.observe(prepared, obs, latency)
 
     # --- running ---------------------------------------------------------------------------------
-

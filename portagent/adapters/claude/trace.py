@@ -45,8 +45,15 @@ from claude_agent_sdk import (
 
 from portagent.adapters.port import RunSession
 
-FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-          "model_context_window_exceeded": "length", "refusal": "other", "pause_turn": "other"}
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "other",
+    "pause_turn": "other",
+}
 """Anthropic ``stop_reason`` → portagent ``finish_reason``."""
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -74,6 +81,7 @@ class _Call:
 
 def otel_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Anthropic usage → portagent token fields (input includes cache reads and writes)."""
+
     def num(key: str) -> int:
         value = usage.get(key)
         return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
@@ -81,9 +89,13 @@ def otel_usage(usage: dict[str, Any]) -> dict[str, int]:
     cache_read, cache_write = num("cache_read_input_tokens"), num("cache_creation_input_tokens")
     details = usage.get("output_tokens_details") or {}
     thinking = details.get("thinking_tokens") if isinstance(details, dict) else 0
-    return {"input_tokens": num("input_tokens") + cache_read + cache_write, "output_tokens": num("output_tokens"),
-            "cache_read_tokens": cache_read, "cache_write_tokens": cache_write,
-            "reasoning_tokens": int(thinking) if isinstance(thinking, int) else 0}
+    return {
+        "input_tokens": num("input_tokens") + cache_read + cache_write,
+        "output_tokens": num("output_tokens"),
+        "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write,
+        "reasoning_tokens": int(thinking) if isinstance(thinking, int) else 0,
+    }
 
 
 class ClaudeTrace:
@@ -128,8 +140,11 @@ class ClaudeTrace:
         """Feed one SDK message. May raise ``BudgetStop`` (``max_turns`` / ``max_cost_usd``)."""
         # A pending subagent response is complete once anything but its own blocks or a system
         # notice (task progress) arrives.
-        if self._pending is not None and not isinstance(message, SystemMessage) and not (
-                isinstance(message, AssistantMessage) and message.message_id == self._pending.message_id):
+        if (
+            self._pending is not None
+            and not isinstance(message, SystemMessage)
+            and not (isinstance(message, AssistantMessage) and message.message_id == self._pending.message_id)
+        ):
             self._flush_pending()
         if isinstance(message, StreamEvent):
             if message.parent_tool_use_id is None:
@@ -157,8 +172,15 @@ class ClaudeTrace:
         if kind == "message_start":
             msg = event.get("message") or {}
             self.session.before_model_call(self.root)
-            self._stream = _Call(self.root, str(msg.get("id") or ""), str(msg.get("model") or ""),
-                                 dict(msg.get("usage") or {}), None, "stream", self._request_at)
+            self._stream = _Call(
+                self.root,
+                str(msg.get("id") or ""),
+                str(msg.get("model") or ""),
+                dict(msg.get("usage") or {}),
+                None,
+                "stream",
+                self._request_at,
+            )
         elif kind == "message_delta" and self._stream is not None:
             self._stream.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
             self._stream.stop_reason = (event.get("delta") or {}).get("stop_reason")
@@ -184,8 +206,15 @@ class ClaudeTrace:
             thread = message.parent_tool_use_id
             agent = self.threads.get(thread, self.root) if thread else self.root
             self.session.before_model_call(agent)
-            call = self._pending = _Call(agent, mid, message.model, dict(message.usage or {}), thread,
-                                         "message_start", self._request_at)
+            call = self._pending = _Call(
+                agent,
+                mid,
+                message.model,
+                dict(message.usage or {}),
+                thread,
+                "message_start",
+                self._request_at,
+            )
         call.tool_use_ids.extend(tool_ids)
         if tool_ids:  # tool_use blocks close a response: record it now so its tools can be decided
             call.has_tool_use = True
@@ -201,7 +230,9 @@ class ClaudeTrace:
         call, self._pending = self._pending, None
         if call is not None:
             call.stop_reason = call.stop_reason or ("tool_use" if call.has_tool_use else "end_turn")
-            final = self._final_usage.pop(call.thread, None) if call.thread and not call.has_tool_use else None
+            final = (
+                self._final_usage.pop(call.thread, None) if call.thread and not call.has_tool_use else None
+            )
             if final is not None:
                 call.usage, call.source = dict(final), "agent_result"
             self._record(call)
@@ -212,16 +243,30 @@ class ClaudeTrace:
             usage = otel_usage(call.usage)
             self.recorded_usage["input_tokens"] += usage["input_tokens"]
             self.recorded_usage["output_tokens"] += usage["output_tokens"]
-            latency = round((time.perf_counter() - call.started) * 1000, 3) if call.source == "stream" else None
-            details: dict[str, Any] = {"message_id": call.message_id, "stop_reason": call.stop_reason,
-                                       "usage_source": call.source}
+            latency = (
+                round((time.perf_counter() - call.started) * 1000, 3) if call.source == "stream" else None
+            )
+            details: dict[str, Any] = {
+                "message_id": call.message_id,
+                "stop_reason": call.stop_reason,
+                "usage_source": call.source,
+            }
             if call.thread:
                 details["parent_tool_use_id"] = call.thread
-            model = call.model if call.model and call.model != SYNTHETIC_MODEL else self.session.model_for(call.agent)
+            model = (
+                call.model
+                if call.model and call.model != SYNTHETIC_MODEL
+                else self.session.model_for(call.agent)
+            )
             self.session.record_model_call(
-                agent=call.agent, model=model, latency_ms=latency,
+                agent=call.agent,
+                model=model,
+                latency_ms=latency,
                 finish_reason=FINISH.get(call.stop_reason or "", "other" if call.stop_reason else None),
-                response_id=call.message_id, details=details, **usage)
+                response_id=call.message_id,
+                details=details,
+                **usage,
+            )
         finally:
             for tid in call.tool_use_ids:
                 self._event(tid).set()
@@ -233,13 +278,19 @@ class ClaudeTrace:
             self._request_at = time.perf_counter()  # the CLI is up: the first request goes out now
         elif message.subtype == "api_retry":
             # The CLI retries 429/5xx itself (up to 10 times); make each retry visible in the trace.
-            info = {k: data.get(k) for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")}
+            info = {
+                k: data.get(k) for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+            }
             self.retries.append(info)
             status = info["error_status"]
             cause = f"HTTP {status} {info['error']}" if status else f"a connection error ({info['error']})"
             self.session.record_error(
-                "api_retry", f"Claude Code retries the model call after {cause} "
-                f"(attempt {info['attempt']} of {info['max_retries']})", retryable=True, details=info)
+                "api_retry",
+                f"Claude Code retries the model call after {cause} "
+                f"(attempt {info['attempt']} of {info['max_retries']})",
+                retryable=True,
+                details=info,
+            )
         elif message.subtype == "task_started":
             tool_use_id, agent = data.get("tool_use_id"), data.get("subagent_type")
             if isinstance(tool_use_id, str) and agent in self.session.bundle.agents:

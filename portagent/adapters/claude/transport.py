@@ -55,7 +55,9 @@ TOOL_USE_META = "claudecode/toolUseId"
 """Where Claude Code 2.1 puts the ``tool_use`` id in an MCP ``tools/call`` request."""
 
 
-def subprocess_transport(prompt: str | AsyncIterable[dict[str, Any]], cli_options: ClaudeAgentOptions) -> Transport:
+def subprocess_transport(
+    prompt: str | AsyncIterable[dict[str, Any]], cli_options: ClaudeAgentOptions
+) -> Transport:
     """The default: the SDK's own subprocess transport (starts the CLI)."""
     # Private module path in claude-agent-sdk 0.2.189; imported lazily so a replay needs no CLI.
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
@@ -94,7 +96,11 @@ class PortagentTransport(Transport):
         params = rpc.get("params") or {}
         tool_use_id = (params.get("_meta") or {}).get(TOOL_USE_META)
         if isinstance(tool_use_id, str):
-            key = (str(request.get("server_name")), str(params.get("name")), canonical_json(params.get("arguments") or {}))
+            key = (
+                str(request.get("server_name")),
+                str(params.get("name")),
+                canonical_json(params.get("arguments") or {}),
+            )
             self._tool_use_ids[key].append(tool_use_id)
 
     def take_tool_use_id(self, server: str, tool: str, arguments: Any) -> str | None:
@@ -189,31 +195,38 @@ class RunHome:
         for d in (self.config, self.tmp, self.cwd):
             d.mkdir(parents=True, exist_ok=True)
 
-    def env(self, *, base_url: str | None, api_key: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    def env(
+        self, *, base_url: str | None, api_key: str | None, extra: dict[str, str] | None = None
+    ) -> dict[str, str]:
         """The CLI's environment overrides (merged by the SDK over ``os.environ``)."""
-        env = {k: "" for k in os.environ
-               if k.startswith(_INHERITED_PREFIXES) and not k.startswith("CLAUDE_AGENT_SDK_")}
-        env.update({
-            "HOME": str(self.home),
-            "CLAUDE_CONFIG_DIR": str(self.config),
-            # Claude Code keeps task outputs under /tmp/claude-<uid>/ unless told otherwise.
-            "CLAUDE_CODE_TMPDIR": str(self.tmp),
-            "TMPDIR": str(self.tmp),
-            "XDG_CONFIG_HOME": str(self.home / ".config"),
-            "XDG_CACHE_HOME": str(self.home / ".cache"),
-            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
-            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
-            # The only switch that stops every call to api.anthropic.com other than the model calls
-            # (bootstrap, telemetry, MCP registry) and the extra title-generation model call (§4.5).
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            # Claude Code 2.1 starts Agent-tool subagents in the background by default: the parent gets
-            # "Async agent launched" at once and is woken later. Agent-as-tool means the coordinator
-            # waits for the answer, so background tasks are turned off (verified: is_backgrounded false).
-            "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
-            "ANTHROPIC_BASE_URL": (base_url or _DEFAULT_BASE_URL).rstrip("/"),
-            # "" rather than inheriting the caller's key: a run without a key fails "Not logged in".
-            "ANTHROPIC_API_KEY": api_key or "",
-        })
+        env = {
+            k: ""
+            for k in os.environ
+            if k.startswith(_INHERITED_PREFIXES) and not k.startswith("CLAUDE_AGENT_SDK_")
+        }
+        env.update(
+            {
+                "HOME": str(self.home),
+                "CLAUDE_CONFIG_DIR": str(self.config),
+                # Claude Code keeps task outputs under /tmp/claude-<uid>/ unless told otherwise.
+                "CLAUDE_CODE_TMPDIR": str(self.tmp),
+                "TMPDIR": str(self.tmp),
+                "XDG_CONFIG_HOME": str(self.home / ".config"),
+                "XDG_CACHE_HOME": str(self.home / ".cache"),
+                "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+                "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+                # The only switch that stops every call to api.anthropic.com other than the model calls
+                # (bootstrap, telemetry, MCP registry) and the extra title-generation model call (§4.5).
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                # Claude Code 2.1 starts Agent-tool subagents in the background by default: the parent gets
+                # "Async agent launched" at once and is woken later. Agent-as-tool means the coordinator
+                # waits for the answer, so background tasks are turned off (verified: is_backgrounded false).
+                "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+                "ANTHROPIC_BASE_URL": (base_url or _DEFAULT_BASE_URL).rstrip("/"),
+                # "" rather than inheriting the caller's key: a run without a key fails "Not logged in".
+                "ANTHROPIC_API_KEY": api_key or "",
+            }
+        )
         env.update(extra or {})
         return env
 

@@ -65,6 +65,7 @@ set_trace_processors([_NoUpload()])
 
 # --- schemas ---------------------------------------------------------------------------------------
 
+
 def strict_compatible(schema: Any) -> bool:
     """True when OpenAI strict mode would not change the schema's meaning.
 
@@ -151,9 +152,15 @@ class _Hooks(RunHooks[Any]):
         cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
         reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
         self.session.record_model_call(
-            agent=agent.name, model=self.session.model_for(agent.name), input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens, cache_read_tokens=cached, reasoning_tokens=reasoning,
-            latency_ms=latency, finish_reason=finish, response_id=response.response_id,
+            agent=agent.name,
+            model=self.session.model_for(agent.name),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=cached,
+            reasoning_tokens=reasoning,
+            latency_ms=latency,
+            finish_reason=finish,
+            response_id=response.response_id,
             details={"response_id": response.response_id},
         )
 
@@ -162,6 +169,7 @@ class _Hooks(RunHooks[Any]):
 
 
 # --- building --------------------------------------------------------------------------------------
+
 
 class _Builder:
     def __init__(self, session: RunSession) -> None:
@@ -172,9 +180,12 @@ class _Builder:
         base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests.
-        http = openai.DefaultAsyncHttpx2Client(event_hooks={"response": [self._on_response]}, verify=_ssl_context())
-        self.client = openai.AsyncOpenAI(api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url,
-                                         http_client=http)
+        http = openai.DefaultAsyncHttpx2Client(
+            event_hooks={"response": [self._on_response]}, verify=_ssl_context()
+        )
+        self.client = openai.AsyncOpenAI(
+            api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url, http_client=http
+        )
         api = session.options.openai_api or session.bundle.spec.models.openai_api
         self.api = api
         self.strict_fallbacks: list[str] = []
@@ -186,7 +197,8 @@ class _Builder:
             self.session.record_error(
                 f"http_{response.status_code}",
                 f"HTTP {response.status_code} from {response.request.url.path}"
-                + (f" (retry-after {retry_after} s)" if retry_after else "") + "; the OpenAI client may retry",
+                + (f" (retry-after {retry_after} s)" if retry_after else "")
+                + "; the OpenAI client may retry",
                 retryable=response.status_code in (408, 409, 429, 500, 502, 503, 504),
                 agent=self.session.current_agent,
             )
@@ -202,15 +214,20 @@ class _Builder:
 
         async def invoke(ctx: Any, raw_args: str) -> str:
             obs = await session.gateway(agent_name).call(
-                spec.name, raw_args, vendor_call_id=getattr(ctx, "tool_call_id", None), via="function")
+                spec.name, raw_args, vendor_call_id=getattr(ctx, "tool_call_id", None), via="function"
+            )
             return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
 
         strict = strict_compatible(spec.input_schema)
         if not strict and spec.name not in self.strict_fallbacks:
             self.strict_fallbacks.append(spec.name)
-        return FunctionTool(name=spec.name, description=spec.model_description(),
-                            params_json_schema=spec.input_schema, on_invoke_tool=invoke,
-                            strict_json_schema=strict)
+        return FunctionTool(
+            name=spec.name,
+            description=spec.model_description(),
+            params_json_schema=spec.input_schema,
+            on_invoke_tool=invoke,
+            strict_json_schema=strict,
+        )
 
     def agent(self, name: str) -> Agent[Any]:
         if name in self.agents:
@@ -218,7 +235,9 @@ class _Builder:
         node = self.session.bundle.agents[name]
         spec = node.spec
         agent: Agent[Any] = Agent(
-            name=spec.name, instructions=spec.instructions, model=self.model(name),
+            name=spec.name,
+            instructions=spec.instructions,
+            model=self.model(name),
             tools=[self.tool(name, t) for t in node.tools.values()],
             output_type=_SpecOutput(spec.output_schema) if spec.output_schema else None,
             model_settings=self._settings(),
@@ -237,16 +256,23 @@ class _Builder:
     def agent_tool(self, parent: str, target: Agent[Any], description: str) -> FunctionTool:
         node = self.session.bundle.agents[target.name]
         tool = target.as_tool(
-            tool_name=target.name, tool_description=description or node.spec.description or target.name,
-            hooks=self.hooks, run_config=RunConfig(tracing_disabled=True),
-            max_turns=node.spec.budget.max_turns + 1, failure_error_function=None,
+            tool_name=target.name,
+            tool_description=description or node.spec.description or target.name,
+            hooks=self.hooks,
+            run_config=RunConfig(tracing_disabled=True),
+            max_turns=node.spec.budget.max_turns + 1,
+            failure_error_function=None,
         )
         session = self.session
         inner = tool.on_invoke_tool
 
         async def invoke(ctx: Any, raw_args: str) -> Any:
-            session.record_handoff(parent, target.name, "agent_as_tool",
-                                   details={"vendor_call_id": getattr(ctx, "tool_call_id", None)})
+            session.record_handoff(
+                parent,
+                target.name,
+                "agent_as_tool",
+                details={"vendor_call_id": getattr(ctx, "tool_call_id", None)},
+            )
             return await inner(ctx, raw_args)
 
         return replace(tool, on_invoke_tool=invoke)
@@ -262,6 +288,7 @@ class _Builder:
 
 # --- running ---------------------------------------------------------------------------------------
 
+
 class OpenAIAgentsAdapter:
     name = "openai"
     capabilities = PROFILES["openai"]
@@ -275,7 +302,9 @@ class OpenAIAgentsAdapter:
     async def run(self, session: RunSession) -> AdapterOutcome:
         builder = _Builder(session)
         starting = builder.agent(session.bundle.root)
-        backstop = session.bundle.spec.budget.max_turns + 1  # portagent counts turns; the SDK limit is a backstop
+        backstop = (
+            session.bundle.spec.budget.max_turns + 1
+        )  # portagent counts turns; the SDK limit is a backstop
         config = RunConfig(tracing_disabled=False, workflow_name=f"portagent:{session.bundle.root}")
         history: list[Any] = []
         result: Any = None
@@ -284,27 +313,33 @@ class OpenAIAgentsAdapter:
             for message in session.request.messages:
                 run_input: Any = [*history, {"role": "user", "content": message}] if history else message
                 if session.options.streaming:
-                    streamed = Runner.run_streamed(current, run_input, max_turns=backstop, hooks=builder.hooks,
-                                                   run_config=config)
+                    streamed = Runner.run_streamed(
+                        current, run_input, max_turns=backstop, hooks=builder.hooks, run_config=config
+                    )
                     async for _ in streamed.stream_events():
                         pass
                     result = streamed
                 else:
-                    result = await Runner.run(current, run_input, max_turns=backstop, hooks=builder.hooks,
-                                              run_config=config)
+                    result = await Runner.run(
+                        current, run_input, max_turns=backstop, hooks=builder.hooks, run_config=config
+                    )
                 history = result.to_input_list()
                 current = result.last_agent
             session.check_stopped()
         except MaxTurnsExceeded:
             session.check_stopped()
-            return AdapterOutcome(vendor_stop="max_turns", final_agent=current.name,
-                                  details=self._details(builder))
+            return AdapterOutcome(
+                vendor_stop="max_turns", final_agent=current.name, details=self._details(builder)
+            )
         except Exception as e:
             _raise_mapped(e, session)
         await builder.client.close()
         final = result.final_output if result is not None else None
-        return AdapterOutcome(final_output=final, final_agent=result.last_agent.name if result else None,
-                              details=self._details(builder))
+        return AdapterOutcome(
+            final_output=final,
+            final_agent=result.last_agent.name if result else None,
+            details=self._details(builder),
+        )
 
     @staticmethod
     def _details(builder: _Builder) -> dict[str, Any]:
@@ -329,11 +364,18 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
     if isinstance(cause, openai.APIStatusError):
         body = cause.response.text if cause.response is not None else None
         retryable = cause.status_code in (408, 409, 429, 500, 502, 503, 504, 529)
-        raise ProviderError(f"OpenAI API error {cause.status_code}: {cause.message}", status=cause.status_code,
-                            body=body, retryable=retryable) from e
+        raise ProviderError(
+            f"OpenAI API error {cause.status_code}: {cause.message}",
+            status=cause.status_code,
+            body=body,
+            retryable=retryable,
+        ) from e
     if isinstance(cause, openai.APIConnectionError):
-        raise ProviderError(f"cannot reach the OpenAI endpoint {session.endpoint.base_url or 'api.openai.com'}: "
-                            f"{cause.__cause__ or cause}", retryable=True) from e
+        raise ProviderError(
+            f"cannot reach the OpenAI endpoint {session.endpoint.base_url or 'api.openai.com'}: "
+            f"{cause.__cause__ or cause}",
+            retryable=True,
+        ) from e
     if isinstance(cause, openai.OpenAIError):
         raise UsageError(f"OpenAI client configuration error: {cause}") from e
     if isinstance(e, ModelBehaviorError):

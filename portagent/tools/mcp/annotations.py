@@ -71,5 +71,9 @@ def effect_from_hints(annotations: Any) -> Effect:
 
 
 def _attr(wire: str) -> str:
-    return {"readOnlyHint": "read_only_hint", "destructiveHint": "destructive_hint",
-            "idempotentHint": "idempotent_hint", "openWorldHint": "open_world_hint"}[wire]
+    return {
+        "readOnlyHint": "read_only_hint",
+        "destructiveHint": "destructive_hint",
+        "idempotentHint": "idempotent_hint",
+        "openWorldHint": "open_world_hint",
+    }[wire]

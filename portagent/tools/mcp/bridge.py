@@ -63,8 +63,11 @@ class _Handler:
 
         backend = ACTIVE.get() or _BY_RUN.get(str(context.get("run_id")))
         if backend is None:
-            raise ToolFailure("handler_error", "this tool comes from an MCP server and runs only inside a "
-                              "portagent run of the agent that names the server (no MCP connection here)")
+            raise ToolFailure(
+                "handler_error",
+                "this tool comes from an MCP server and runs only inside a "
+                "portagent run of the agent that names the server (no MCP connection here)",
+            )
         return await backend.call(self.ident, args, context)
 
 

@@ -39,8 +39,13 @@ class RecordedCall:
     used: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"server": self.server, "tool": self.tool, "args": self.args, "args_hash": self.args_hash,
-                "result": self.result}
+        return {
+            "server": self.server,
+            "tool": self.tool,
+            "args": self.args,
+            "args_hash": self.args_hash,
+            "result": self.result,
+        }
 
 
 @dataclass
@@ -57,14 +62,18 @@ class McpCassette:
     def load(cls, folder: Path) -> McpCassette:
         path = folder / MCP_CASSETTE
         if not path.is_file():
-            raise RecordingError(f"{path}: missing from the cassette folder; the agent uses MCP servers, so "
-                                 "its recording must hold their answers (re-record it with 'portagent record')")
+            raise RecordingError(
+                f"{path}: missing from the cassette folder; the agent uses MCP servers, so "
+                "its recording must hold their answers (re-record it with 'portagent record')"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("schema_version") != SCHEMA_VERSION:
                 raise ValueError(f"unsupported schema_version {data.get('schema_version')!r}")
-            calls = [RecordedCall(c["server"], c["tool"], c["args"], c["args_hash"], c["result"])
-                     for c in data["calls"]]
+            calls = [
+                RecordedCall(c["server"], c["tool"], c["args"], c["args_hash"], c["result"])
+                for c in data["calls"]
+            ]
             servers = dict(data["servers"])
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise RecordingError(f"{path}: corrupt MCP cassette ({type(e).__name__}: {e})") from None
@@ -88,8 +97,11 @@ class McpCassette:
         self.calls.append(RecordedCall(server, tool, args, compute_args_hash(args), result))
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "servers": self.servers,
-                "calls": [c.to_json() for c in self.calls]}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "servers": self.servers,
+            "calls": [c.to_json() for c in self.calls],
+        }
 
     def save(self, folder: Path) -> Path:
         from portagent.recording.scrub import refuse_if_secret
@@ -111,7 +123,9 @@ def answer_diff(recorded: dict[str, Any], live: dict[str, Any], limit: int = 20)
     a = json.dumps(recorded, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
     b = json.dumps(live, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
     lines = list(difflib.unified_diff(a, b, "recorded", "live", n=0, lineterm=""))
-    return "\n".join(lines[:limit]) + (f"\n... ({len(lines) - limit} more lines)" if len(lines) > limit else "")
+    return "\n".join(lines[:limit]) + (
+        f"\n... ({len(lines) - limit} more lines)" if len(lines) > limit else ""
+    )
 
 
 def same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -46,8 +46,10 @@ def expand_env(ref: McpServerRef) -> dict[str, str]:
     for key, value in ref.env.items():
         missing = [m.group(1) for m in _VAR.finditer(value) if m.group(1) not in os.environ]
         if missing:
-            raise McpConfigError(f"MCP server {ref.name!r}: env {key} refers to ${{{missing[0]}}}, which is "
-                                 "not set in portagent's environment")
+            raise McpConfigError(
+                f"MCP server {ref.name!r}: env {key} refers to ${{{missing[0]}}}, which is "
+                "not set in portagent's environment"
+            )
         out[key] = _VAR.sub(lambda m: os.environ[m.group(1)], value)
     return out
 
@@ -55,7 +57,11 @@ def expand_env(ref: McpServerRef) -> dict[str, str]:
 def resolve_command(ref: McpServerRef, base_dir: Path) -> tuple[str, list[str], Path]:
     """The executable (found now, so a typo is a clear configuration error), its arguments, the cwd."""
     assert ref.command is not None
-    cwd = base_dir if ref.cwd is None else (base_dir / ref.cwd if not Path(ref.cwd).is_absolute() else Path(ref.cwd))
+    cwd = (
+        base_dir
+        if ref.cwd is None
+        else (base_dir / ref.cwd if not Path(ref.cwd).is_absolute() else Path(ref.cwd))
+    )
     if not cwd.is_dir():
         raise McpConfigError(f"MCP server {ref.name!r}: cwd {str(cwd)!r} is not a folder")
     exe = ref.command[0]
@@ -67,9 +73,11 @@ def resolve_command(ref: McpServerRef, base_dir: Path) -> tuple[str, list[str], 
     else:
         found = shutil.which(exe)
     if found is None:
-        raise McpConfigError(f"MCP server {ref.name!r}: command {exe!r} not found (searched "
-                             f"{'the folder ' + str(cwd) if os.sep in exe else 'PATH'}); "
-                             f"fix mcp_servers[{ref.name}].command")
+        raise McpConfigError(
+            f"MCP server {ref.name!r}: command {exe!r} not found (searched "
+            f"{'the folder ' + str(cwd) if os.sep in exe else 'PATH'}); "
+            f"fix mcp_servers[{ref.name}].command"
+        )
     return found, list(ref.command[1:]), cwd
 
 
@@ -114,8 +122,9 @@ class McpConnection:
         self._task = asyncio.create_task(self._own(transport), name=f"mcp:{self.name}")
         waiter = asyncio.create_task(self._ready.wait())
         try:
-            done, _ = await asyncio.wait({self._task, waiter}, timeout=self.ref.timeout_s,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {self._task, waiter}, timeout=self.ref.timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             waiter.cancel()
         if self._ready.is_set():
@@ -123,12 +132,16 @@ class McpConnection:
         if self._task in done:
             exc = self._task.exception()
             verb = "start" if self.ref.command is not None else "connect"
-            raise McpServerError(f"MCP server {self.name!r} ({describe(self.ref)}) failed to {verb}: "
-                                 f"{_reason(exc)}{self._stderr_tail()}") from exc
+            raise McpServerError(
+                f"MCP server {self.name!r} ({describe(self.ref)}) failed to {verb}: "
+                f"{_reason(exc)}{self._stderr_tail()}"
+            ) from exc
         await self._stop()
-        raise McpServerError(f"MCP server {self.name!r} ({describe(self.ref)}) did not complete initialize within "
-                             f"{self.ref.timeout_s:g} s (mcp_servers[{self.name}].timeout_s){self._stderr_tail()}",
-                             retryable=True)
+        raise McpServerError(
+            f"MCP server {self.name!r} ({describe(self.ref)}) did not complete initialize within "
+            f"{self.ref.timeout_s:g} s (mcp_servers[{self.name}].timeout_s){self._stderr_tail()}",
+            retryable=True,
+        )
 
     async def _own(self, transport: Any) -> None:
         from mcp import Client, Implementation
@@ -140,7 +153,8 @@ class McpConnection:
             if self._http is not None:  # a client we hand to the SDK is ours to close
                 await stack.enter_async_context(self._http)
             client = await stack.enter_async_context(
-                Client(transport, client_info=info, read_timeout_seconds=self.ref.call_timeout_s))
+                Client(transport, client_info=info, read_timeout_seconds=self.ref.call_timeout_s)
+            )
             self.client = client
             self._ready.set()
             await self._closing.wait()
@@ -184,13 +198,16 @@ class McpConnection:
         try:
             await asyncio.wait_for(walk(), timeout=self.ref.timeout_s)
         except TimeoutError:
-            raise McpServerError(f"MCP server {self.name!r} did not list its tools within {self.ref.timeout_s:g} s",
-                                 retryable=True) from None
+            raise McpServerError(
+                f"MCP server {self.name!r} did not list its tools within {self.ref.timeout_s:g} s",
+                retryable=True,
+            ) from None
         except McpServerError:
             raise
         except Exception as e:
-            raise McpServerError(f"MCP server {self.name!r} failed to list its tools: {_reason(e)}"
-                                 f"{self._stderr_tail()}") from e
+            raise McpServerError(
+                f"MCP server {self.name!r} failed to list its tools: {_reason(e)}{self._stderr_tail()}"
+            ) from e
         return tools
 
     async def call(self, tool: str, args: dict[str, Any]) -> Any:
@@ -201,9 +218,11 @@ class McpConnection:
             return await self.client.call_tool(tool, args)
         except Exception as e:
             if _is_closed(e) or (self._task is not None and self._task.done()):
-                self.closed_reason = (f"MCP server {self.name!r} ({describe(self.ref)}) closed the connection "
-                                      f"(it exited or crashed) while {tool!r} was running; later calls to it fail"
-                                      f"{self._stderr_tail()}")
+                self.closed_reason = (
+                    f"MCP server {self.name!r} ({describe(self.ref)}) closed the connection "
+                    f"(it exited or crashed) while {tool!r} was running; later calls to it fail"
+                    f"{self._stderr_tail()}"
+                )
                 raise McpServerError(self.closed_reason) from e
             raise McpServerError(f"MCP server {self.name!r} failed on {tool!r}: {_reason(e)}") from e
 
@@ -235,8 +254,10 @@ def _is_closed(e: BaseException) -> bool:
     from mcp.shared.exceptions import MCPError
 
     if isinstance(e, MCPError):
-        return getattr(e, "code", None) == CONNECTION_CLOSED or getattr(getattr(e, "error", None), "code",
-                                                                       None) == CONNECTION_CLOSED
+        return (
+            getattr(e, "code", None) == CONNECTION_CLOSED
+            or getattr(getattr(e, "error", None), "code", None) == CONNECTION_CLOSED
+        )
     return isinstance(e, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | EOFError)
 
 
@@ -262,7 +283,9 @@ def _direct_http_client(read_timeout_s: float) -> Any:
     class _Direct(httpx2.AsyncHTTPTransport):
         async def handle_async_request(self, request: Any) -> Any:
             patch = sys.modules.get("vcr.patch")
-            original = getattr(patch, "_Httpx2AsyncHttpTransport_handle_async_request", None) if patch else None
+            original = (
+                getattr(patch, "_Httpx2AsyncHttpTransport_handle_async_request", None) if patch else None
+            )
             if original is None:
                 return await super().handle_async_request(request)
             return await original(self, request)

@@ -1,10 +1,10 @@
 """MCP errors, as part of portagent's error tree (``contracts/errors.py``)::
 
-    UsageError (exit 2)
-    └── McpConfigError      command not found, allow-list names an unknown tool, invalid listed schema,
-                            tool names that collide, recording without an MCP cassette
-    ProviderError (exit 3)
-    └── McpServerError      the server timed out on initialize, exited, or broke the protocol
+UsageError (exit 2)
+└── McpConfigError      command not found, allow-list names an unknown tool, invalid listed schema,
+                        tool names that collide, recording without an MCP cassette
+ProviderError (exit 3)
+└── McpServerError      the server timed out on initialize, exited, or broke the protocol
 """
 
 from __future__ import annotations

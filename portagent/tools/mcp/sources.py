@@ -74,8 +74,12 @@ class _Server:
 
     @property
     def fingerprint(self) -> str:
-        return short_hash({"server": {k: self.info.get(k) for k in ("name", "version")},
-                           "tools": sorted(self.listed, key=lambda t: t["name"])})
+        return short_hash(
+            {
+                "server": {k: self.info.get(k) for k in ("name", "version")},
+                "tools": sorted(self.listed, key=lambda t: t["name"]),
+            }
+        )
 
 
 @dataclass
@@ -100,8 +104,10 @@ def _servers_of(bundle: AgentBundle) -> dict[str, _Server]:
             if found is None:
                 out[ref.name] = _Server(ref, base.resolve(), [agent])
             elif found.ref != ref or (ref.command is not None and found.base_dir != base.resolve()):
-                raise McpConfigError(f"agents {found.agents[0]!r} and {agent!r} both name an MCP server "
-                                     f"{ref.name!r} but configure it differently; give them different names")
+                raise McpConfigError(
+                    f"agents {found.agents[0]!r} and {agent!r} both name an MCP server "
+                    f"{ref.name!r} but configure it differently; give them different names"
+                )
             else:
                 found.agents.append(agent)
     return out
@@ -137,8 +143,11 @@ def to_output(result: dict[str, Any]) -> Any:
     if result.get("isError"):
         if isinstance(structured, dict) and structured.get("ok") is False and structured.get("error"):
             return structured
-        return {"ok": False, "error": "handler_error",
-                "message": "\n".join(texts) or "the MCP tool reported an error without a message"}
+        return {
+            "ok": False,
+            "error": "handler_error",
+            "message": "\n".join(texts) or "the MCP tool reported an error without a message",
+        }
     if structured is not None:
         return structured if isinstance(structured, dict) else {"result": structured}
     if len(texts) == len(content):
@@ -148,13 +157,15 @@ def to_output(result: dict[str, Any]) -> Any:
 
 # --- wrapping -------------------------------------------------------------------------------------------
 
+
 def _portable_name(server: _Server, tool: str) -> str:
     name = server.ref.tool_prefix + re.sub(r"[^A-Za-z0-9_-]", "_", tool)
     if not re.match(TOOL_NAME_RE, name):
         raise McpConfigError(
             f"MCP server {server.ref.name!r}: tool {tool!r} becomes {name!r}, which is not a valid tool name "
             "(a letter first, then up to 63 letters, digits, '_' or '-'); set a shorter or letter-first "
-            f"mcp_servers[{server.ref.name}].prefix, or leave the tool out of 'allow'")
+            f"mcp_servers[{server.ref.name}].prefix, or leave the tool out of 'allow'"
+        )
     return name
 
 
@@ -163,7 +174,7 @@ def _schema(server: _Server, tool: dict[str, Any]) -> dict[str, Any]:
     from jsonschema.exceptions import SchemaError
 
     where = f"MCP server {server.ref.name!r} lists tool {tool['name']!r} with an invalid inputSchema"
-    hint = (f"; fix the server, or leave the tool out with mcp_servers[{server.ref.name}].allow")
+    hint = f"; fix the server, or leave the tool out with mcp_servers[{server.ref.name}].allow"
     schema = tool.get("inputSchema")
     if not isinstance(schema, dict):
         raise McpConfigError(f"{where}: expected a JSON object, got {type(schema).__name__}{hint}")
@@ -189,11 +200,18 @@ def _wrap(server: _Server, tool: dict[str, Any]) -> ToolSpec:
         effect = stated if stated in EFFECTS else effect_from_hints(tool.get("annotations"))
     effect = effect or "external_effect"
     version = str(server.info.get("version") or "")
-    description = (tool.get("description") or tool.get("title") or
-                   f"{tool['name']} (a tool of the MCP server {ref.name})").strip()
+    description = (
+        tool.get("description")
+        or tool.get("title")
+        or f"{tool['name']} (a tool of the MCP server {ref.name})"
+    ).strip()
     return ToolSpec(
-        name=name, version=version if re.match(SEMVER_RE, version) else "0.0.0", owner=f"mcp:{ref.name}",
-        description=description, effect=effect, input_schema=_schema(server, tool),
+        name=name,
+        version=version if re.match(SEMVER_RE, version) else "0.0.0",
+        owner=f"mcp:{ref.name}",
+        description=description,
+        effect=effect,
+        input_schema=_schema(server, tool),
         reversible=True if effect == "reversible_write" else None,
         budgets=ToolBudgets(timeout_ms=int(ref.call_timeout_s * 1000)),
         idempotency=Idempotency(required=effect in WRITE_EFFECTS),
@@ -218,7 +236,8 @@ def _select(server: _Server) -> list[dict[str, Any]]:
             raise McpConfigError(
                 f"MCP server {ref.name!r} ({describe(ref)}) has no tool {missing[0]!r}"
                 f"{_close(missing[0], list(listed))}, named in mcp_servers[{ref.name}].{label}{note}; "
-                f"it lists: {', '.join(sorted(listed)) or '(no tools)'}")
+                f"it lists: {', '.join(sorted(listed)) or '(no tools)'}"
+            )
     if not ref.allow:
         return list(listed.values())
     return [listed[n] for n in ref.allow]
@@ -238,7 +257,8 @@ def _augment(bundle: AgentBundle, servers: dict[str, _Server]) -> tuple[AgentBun
                 if spec.name in origin:
                     raise McpConfigError(
                         f"agent {agent!r}: {here} would be named {spec.name!r}, which {origin[spec.name]} already "
-                        f"use; set a distinct mcp_servers[{ref.name}].prefix")
+                        f"use; set a distinct mcp_servers[{ref.name}].prefix"
+                    )
                 origin[spec.name] = here
                 tools[spec.name] = spec
                 wrapped[bridge.ident_for(spec.name)] = _Wrapped(spec, ref.name, tool["name"])
@@ -247,6 +267,7 @@ def _augment(bundle: AgentBundle, servers: dict[str, _Server]) -> tuple[AgentBun
 
 
 # --- the listing memory -------------------------------------------------------------------------------
+
 
 def _identity(server: _Server) -> str:
     ref = server.ref
@@ -281,11 +302,18 @@ def _compare_with_last_listing(servers: dict[str, _Server]) -> None:
 
 # --- the run's sources --------------------------------------------------------------------------------
 
+
 class RunSources:
     """The MCP side of one run: its servers, wrapped tools, and how calls are answered."""
 
-    def __init__(self, bundle: AgentBundle, servers: dict[str, _Server], mode: str, cassette_dir: Path | None,
-                 recorded: McpCassette | None) -> None:
+    def __init__(
+        self,
+        bundle: AgentBundle,
+        servers: dict[str, _Server],
+        mode: str,
+        cassette_dir: Path | None,
+        recorded: McpCassette | None,
+    ) -> None:
         self.source_bundle = bundle
         self.servers = servers
         self.mode = mode
@@ -308,12 +336,16 @@ class RunSources:
         bridge.register_run(session.run_id, self)
         notes = [(s, t) for s in self.servers.values() for t in s.removed]
         if notes:
+
             def after_start(event: Any) -> None:
                 if event.type == "run.started" and event.provider_details.get("mcp") is not None:
                     for server, tool in notes:
                         session.record_error(
-                            "McpToolRemoved", f"MCP server {server.ref.name!r} no longer lists the tool {tool!r} "
-                            "(it did at the last run); it is not declared to the model and cannot be called")
+                            "McpToolRemoved",
+                            f"MCP server {server.ref.name!r} no longer lists the tool {tool!r} "
+                            "(it did at the last run); it is not declared to the model and cannot be called",
+                        )
+
             session.recorder.subscribe(after_start)
 
     def details(self) -> dict[str, Any]:
@@ -322,7 +354,8 @@ class RunSources:
         for name, s in sorted(self.servers.items()):
             entry: dict[str, Any] = {
                 "transport": "stdio" if s.ref.command is not None else "streamable-http",
-                "server": s.info, "fingerprint": s.fingerprint,
+                "server": s.info,
+                "fingerprint": s.fingerprint,
                 "tools": sorted(w.spec.name for w in self.tools.values() if w.server == name),
                 "listing": "recording" if self.mode == "replay" else "live",
             }
@@ -344,8 +377,10 @@ class RunSources:
             assert self.recorded is not None
             hit = self.recorded.take(wrapped.server, wrapped.tool, args)
             if hit is None:
-                message = (f"the MCP recording holds no answer to {wrapped.server}.{wrapped.tool} with these "
-                           "arguments (the run asked something the recording never did): re-record the cassette")
+                message = (
+                    f"the MCP recording holds no answer to {wrapped.server}.{wrapped.tool} with these "
+                    "arguments (the run asked something the recording never did): re-record the cassette"
+                )
                 self._error("McpCassetteDrift", message)
                 raise ToolFailure("handler_error", message, {"server": wrapped.server, "tool": wrapped.tool})
             return to_output(hit.result)
@@ -368,11 +403,16 @@ class RunSources:
         assert self.recorded is not None
         hit = self.recorded.take(wrapped.server, wrapped.tool, args)
         if hit is None:
-            self._error("McpDrift", f"{wrapped.server}.{wrapped.tool} was called with arguments the recording "
-                        "never used")
+            self._error(
+                "McpDrift",
+                f"{wrapped.server}.{wrapped.tool} was called with arguments the recording never used",
+            )
         elif not same_answer(hit.result, raw):
-            self._error("McpDrift", f"MCP server {wrapped.server!r} answered {wrapped.tool!r} differently from the "
-                        f"recording:\n{answer_diff(hit.result, raw)}")
+            self._error(
+                "McpDrift",
+                f"MCP server {wrapped.server!r} answered {wrapped.tool!r} differently from the "
+                f"recording:\n{answer_diff(hit.result, raw)}",
+            )
 
     def _error(self, error_type: str, message: str) -> None:
         if self.session is not None:
@@ -388,8 +428,10 @@ class RunSources:
 
     def save_recording(self) -> None:
         if self.mode == "record" and self.log is not None and self.cassette_dir is not None:
-            self.log.servers = {name: {"server": s.info, "fingerprint": s.fingerprint, "tools": s.listed}
-                                for name, s in sorted(self.servers.items())}
+            self.log.servers = {
+                name: {"server": s.info, "fingerprint": s.fingerprint, "tools": s.listed}
+                for name, s in sorted(self.servers.items())
+            }
             self.log.save(self.cassette_dir)
 
 
@@ -403,6 +445,7 @@ def _mode(endpoint: Any, options: Any) -> str:
 
 async def _connect(servers: dict[str, _Server]) -> None:
     """Open and list every server concurrently; on any failure close them all and raise the first."""
+
     async def one(server: _Server) -> None:
         server.conn = McpConnection(server.ref, server.base_dir)
         await server.conn.open()
@@ -412,8 +455,9 @@ async def _connect(servers: dict[str, _Server]) -> None:
     results = await asyncio.gather(*(one(s) for s in servers.values()), return_exceptions=True)
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:
-        await asyncio.gather(*(s.conn.aclose() for s in servers.values() if s.conn is not None),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(s.conn.aclose() for s in servers.values() if s.conn is not None), return_exceptions=True
+        )
         first = failures[0]
         if isinstance(first, McpConfigError | McpServerError) or not isinstance(first, Exception):
             raise first
@@ -421,7 +465,9 @@ async def _connect(servers: dict[str, _Server]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_sources(bundle: AgentBundle, endpoint: Any = None, options: Any = None) -> AsyncIterator[RunSources]:
+async def open_sources(
+    bundle: AgentBundle, endpoint: Any = None, options: Any = None
+) -> AsyncIterator[RunSources]:
     """The run's MCP sources, open for the length of the ``async with`` (closed whatever happens)."""
     servers = _servers_of(bundle)
     mode = _mode(endpoint, options)
@@ -441,8 +487,10 @@ async def open_sources(bundle: AgentBundle, endpoint: Any = None, options: Any =
             for name, server in servers.items():
                 listing = recorded.servers.get(name)
                 if listing is None:
-                    raise McpConfigError(f"the MCP recording in {cassette_dir} has no listing of server {name!r} "
-                                         "(the agent's mcp_servers changed since it was recorded): re-record it")
+                    raise McpConfigError(
+                        f"the MCP recording in {cassette_dir} has no listing of server {name!r} "
+                        "(the agent's mcp_servers changed since it was recorded): re-record it"
+                    )
                 server.listed, server.info = list(listing.get("tools", [])), dict(listing.get("server", {}))
         else:
             await _connect(servers)

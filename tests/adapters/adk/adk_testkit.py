@@ -46,7 +46,11 @@ def fresh_handlers_fixture() -> Any:
     yield
 
 
-DUMMY_KEYS = {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}
+DUMMY_KEYS = {
+    "openai": "sk-portagent-dummy",
+    "claude": "sk-ant-portagent-dummy",
+    "adk": "portagent-dummy-key",
+}
 
 
 def bundle(name: str = "desk") -> AgentBundle:
@@ -65,7 +69,9 @@ def with_policy(b: AgentBundle, policy: dict[str, Any], agent: str | None = None
     """The same bundle with one agent's policy replaced."""
     name = agent or b.root
     node = b.agents[name]
-    return AgentBundle(b.root, {**b.agents, name: replace(node, policy=PermissionPolicy.model_validate(policy))})
+    return AgentBundle(
+        b.root, {**b.agents, name: replace(node, policy=PermissionPolicy.model_validate(policy))}
+    )
 
 
 def with_spec(b: AgentBundle, agent: str | None = None, **changes: Any) -> AgentBundle:
@@ -98,21 +104,40 @@ class Run:
         return [parse_request(r) for r in self.requests]
 
 
-async def run(emu: Any, agent: AgentBundle | str, text: str | list[str], *, provider: str = "adk",
-              approver: Any = "auto-deny", streaming: bool = False, seeded: bool = True,
-              idempotency_key: str | None = None, session_id: str | None = None, extra: dict[str, Any] | None = None,
-              base_url: str | None = None, out_dir: Path | None = None, scope: str | None = None) -> Run:
+async def run(
+    emu: Any,
+    agent: AgentBundle | str,
+    text: str | list[str],
+    *,
+    provider: str = "adk",
+    approver: Any = "auto-deny",
+    streaming: bool = False,
+    seeded: bool = True,
+    idempotency_key: str | None = None,
+    session_id: str | None = None,
+    extra: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    out_dir: Path | None = None,
+    scope: str | None = None,
+) -> Run:
     """Run ``agent`` once; ``seeded`` injects a fixed clock and seeded ids (deterministic traces)."""
     target = bundle(agent) if isinstance(agent, str) else agent
     before = len(emu.requests())
     config = RunConfig(
         endpoint=Endpoint(source="emulator", base_url=base_url or emu.base_url, api_key=DUMMY_KEYS[provider]),
-        approver=approver, out_dir=out_dir, scope=scope,
+        approver=approver,
+        out_dir=out_dir,
+        scope=scope,
         options=RunOptions(streaming=streaming, extra=dict(extra or {})),
-        clock=FixedClock() if seeded else None, ids=IdFactory("adk-tests") if seeded else None,
+        clock=FixedClock() if seeded else None,
+        ids=IdFactory("adk-tests") if seeded else None,
     )
-    request = RunRequest(input=text, provider=provider, idempotency_key=idempotency_key,  # type: ignore[arg-type]
-                         session_id=session_id)
+    request = RunRequest(
+        input=text,
+        provider=provider,
+        idempotency_key=idempotency_key,  # type: ignore[arg-type]
+        session_id=session_id,
+    )
     out = await arun_full(target, request, config)
     return Run(out, emu.requests()[before:])
 

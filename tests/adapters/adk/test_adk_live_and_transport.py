@@ -33,8 +33,18 @@ def test_live_path_sends_the_key_as_gemini_expects_and_writes_it_nowhere(emu, tm
     monkeypatch.setenv("GOOGLE_API_KEY", SECRET)
     out = tmp_path / "out"
     code, stdout, stderr = run_cli_in_process(
-        "run", str(DATA / "desk.yaml"), "--provider", "adk", "--live", "--base-url", emu.base_url,
-        "--input", "Where is order ORD-7 and how fast do you ship?", "--out", str(out))
+        "run",
+        str(DATA / "desk.yaml"),
+        "--provider",
+        "adk",
+        "--live",
+        "--base-url",
+        emu.base_url,
+        "--input",
+        "Where is order ORD-7 and how fast do you ship?",
+        "--out",
+        str(out),
+    )
     assert code == 0, stderr
     assert "status     completed" in stdout
     requests = emu.requests()
@@ -52,8 +62,16 @@ def test_live_path_sends_the_key_as_gemini_expects_and_writes_it_nowhere(emu, tm
 def test_live_without_key_is_a_usage_error(emu, monkeypatch):
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     code, _, stderr = run_cli_in_process(
-        "run", str(DATA / "desk.yaml"), "--provider", "adk", "--live", "--base-url", emu.base_url,
-        "--input", "Are you open?")
+        "run",
+        str(DATA / "desk.yaml"),
+        "--provider",
+        "adk",
+        "--live",
+        "--base-url",
+        emu.base_url,
+        "--input",
+        "Are you open?",
+    )
     assert code == 2 and "GOOGLE_API_KEY" in stderr
     assert emu.requests() == []
 

@@ -57,16 +57,36 @@ def _no_cli_left_behind():
     import subprocess
 
     yield
-    ps = subprocess.run(["ps", "--ppid", str(os.getpid()), "-o", "stat=,cmd="], capture_output=True, text=True)
+    ps = subprocess.run(
+        ["ps", "--ppid", str(os.getpid()), "-o", "stat=,cmd="], capture_output=True, text=True
+    )
     assert [line for line in ps.stdout.splitlines() if "claude" in line] == []
 
 
-def go(emu: Any, text: str | list[str], agent: Path = AGENT, *, approver: Any = "auto-deny", key: str | None = None,
-       out: Path | None = None, options: RunOptions | None = None, clock: Any = None, ids: Any = None,
-       api_key: str = "sk-ant-dummy") -> Any:
-    req = RunRequest(input=text, provider="claude", idempotency_key=key, scopes=["tickets:write", "email:send"])
-    cfg = RunConfig(endpoint=Endpoint(base_url=emu.base_url, api_key=api_key), approver=approver, out_dir=out,
-                    options=options or RunOptions(), clock=clock, ids=ids)
+def go(
+    emu: Any,
+    text: str | list[str],
+    agent: Path = AGENT,
+    *,
+    approver: Any = "auto-deny",
+    key: str | None = None,
+    out: Path | None = None,
+    options: RunOptions | None = None,
+    clock: Any = None,
+    ids: Any = None,
+    api_key: str = "sk-ant-dummy",
+) -> Any:
+    req = RunRequest(
+        input=text, provider="claude", idempotency_key=key, scopes=["tickets:write", "email:send"]
+    )
+    cfg = RunConfig(
+        endpoint=Endpoint(base_url=emu.base_url, api_key=api_key),
+        approver=approver,
+        out_dir=out,
+        options=options or RunOptions(),
+        clock=clock,
+        ids=ids,
+    )
     return asyncio.run(arun_full(agent, req, cfg))
 
 
@@ -103,6 +123,7 @@ def of(out: Any, kind: str) -> list[Any]:
 
 # --- happy path and what the CLI declared --------------------------------------------------------
 
+
 def test_two_tools_happy_path_and_what_the_cli_sent(emu):
     from portagent.adapters.claude.agent import DEFAULT_CLAUDE_MODEL
     from portagent.contracts.bundle import load_agent
@@ -111,8 +132,10 @@ def test_two_tools_happy_path_and_what_the_cli_sent(emu):
     r = out.result
     assert r.status == "completed" and r.stop_reason == "final_output"
     assert r.final_output.startswith("Your case lacks the DNI. Enrolment needs a DNI")
-    assert [(e.tool, e.via) for e in of(out, "tool.call")] == [("get_student_record", "function"),
-                                                               ("search_policy", "function")]
+    assert [(e.tool, e.via) for e in of(out, "tool.call")] == [
+        ("get_student_record", "function"),
+        ("search_policy", "function"),
+    ]
     assert [e.call_id for e in of(out, "tool.call")] == ["call_1", "call_2"]
     # model.call precedes the tool calls it asked for (the hooks wait for it), usage in OTel semantics.
     assert types(out)[1:5] == ["model.call", "tool.call", "permission.decision", "tool.result"]
@@ -155,11 +178,14 @@ def test_denied_tool_is_never_run_and_the_model_gets_permission_denied(emu):
     assert sent["ok"] is False and sent["error"] == "permission_denied"
     assert out.result.final_output == "I could not send it: permission_denied."
     # The CLI counts our denial as one of its permission_denials.
-    assert of(out, "run.completed")[0].provider_details["permission_denials"][0]["tool_name"] == \
-        "mcp__portagent__send_email"
+    assert (
+        of(out, "run.completed")[0].provider_details["permission_denials"][0]["tool_name"]
+        == "mcp__portagent__send_email"
+    )
 
 
 # --- approvals -----------------------------------------------------------------------------------
+
 
 def test_approval_approve_and_reject(emu):
     before = len(handlers.SENT_EMAILS)
@@ -179,16 +205,25 @@ def test_approval_approve_and_reject(emu):
 def test_approval_edit_is_revalidated_and_returned_as_updated_input(emu):
     before = len(handlers.SENT_EMAILS)
     edited = {"to": "ana.garcia@uni.example", "subject": "Your DNI", "body": "Please upload your DNI today."}
-    out = go(emu, EMAIL_INSIDE, approver={"type": "scripted", "decisions": [
-        {"tool": "send_email", "decision": "edit", "args": edited}]})
+    out = go(
+        emu,
+        EMAIL_INSIDE,
+        approver={
+            "type": "scripted",
+            "decisions": [{"tool": "send_email", "decision": "edit", "args": edited}],
+        },
+    )
     assert handlers.SENT_EMAILS[before:] == [edited]  # the handler ran once, with the edited input
     assert of(out, "approval.resolved")[0].effective_args == edited
     assert of(out, "tool.call")[0].args["subject"] == "Missing DNI"  # the model's proposal stays in the trace
 
     # An edit the policy denies (outside the university) is refused before the CLI runs anything.
     bad = dict(edited, to="ana@gmail.com")
-    out = go(emu, EMAIL_INSIDE, approver={"type": "scripted", "decisions": [
-        {"tool": "send_email", "decision": "edit", "args": bad}]})
+    out = go(
+        emu,
+        EMAIL_INSIDE,
+        approver={"type": "scripted", "decisions": [{"tool": "send_email", "decision": "edit", "args": bad}]},
+    )
     assert len(handlers.SENT_EMAILS) == before + 1
     res = of(out, "tool.result")[0]
     assert res.ok is False and res.error == "approval_rejected" and res.output["details"]["edit_refused"]
@@ -207,7 +242,9 @@ def test_defer_waits_then_resumes_with_exactly_one_effect(emu, tmp_path):
 
     ApprovalStore().approve(r.pending_approvals[0], reviewer="lead")
     again = go(emu, EMAIL_INSIDE, approver="defer", key=key)
-    assert again.result.status == "completed" and again.result.run_id == r.run_id and again.result.attempt == 2
+    assert (
+        again.result.status == "completed" and again.result.run_id == r.run_id and again.result.attempt == 2
+    )
     assert len(handlers.SENT_EMAILS) == before + 1
     assert of(again, "approval.resolved")[0].status == "approved"
     third = go(emu, EMAIL_INSIDE, approver="defer", key=key)
@@ -215,6 +252,7 @@ def test_defer_waits_then_resumes_with_exactly_one_effect(emu, tmp_path):
 
 
 # --- budgets -------------------------------------------------------------------------------------
+
 
 def test_max_turns_stops_before_the_extra_model_call(emu2):
     out = go(emu2, "Keep looking it up.", DATA / "budget_agent.yaml")
@@ -250,11 +288,14 @@ def test_cli_retry_after_429_is_visible(emu):
     out = go(emu, "Are you there?")
     assert out.result.status == "completed" and out.result.final_output == "Yes, the desk is open."
     retry = of(out, "error")[0]
-    assert retry.error_type == "api_retry" and retry.retryable and retry.provider_details["error_status"] == 429
+    assert (
+        retry.error_type == "api_retry" and retry.retryable and retry.provider_details["error_status"] == 429
+    )
     assert [r["status"] for r in requests_for(emu, "Are you there?")] == [429, 200]
 
 
 # --- malformed model output ----------------------------------------------------------------------
+
 
 def test_schema_invalid_arguments_reach_the_model_as_validation_error(emu):
     q = "Look up case 42 with payments."
@@ -288,6 +329,7 @@ def test_builtin_tool_not_granted_is_unavailable_and_the_run_continues(emu2):
 
 # --- built-in tools: governed, not executed ------------------------------------------------------
 
+
 def test_granted_builtins_are_decided_by_the_policy_and_observed(tmp_path):
     work = tmp_path / "scratch"
     victim = work / "keep"
@@ -295,39 +337,92 @@ def test_granted_builtins_are_decided_by_the_policy_and_observed(tmp_path):
     (victim / "important.txt").write_text("do not delete")
     (work / "notes.txt").write_text("alpha\nbeta\n")
     q = "Tidy the scratch folder."
-    script = {"kind": "emulator-script", "schema_version": 1, "defaults": {"usage": {"input_tokens": 100,
-                                                                                      "output_tokens": 10}},
-              "conversations": [{"name": "shell", "match": {"first_user": q}, "turns": [
-                  {"tool_calls": [{"name": "Bash", "arguments": {"command": f"rm -rf {victim}",
-                                                                 "description": "Remove old files"}}]},
-                  {"tool_calls": [{"name": "Bash", "arguments": {"command": "echo tidy", "description": "Say"}}]},
-                  {"tool_calls": [{"name": "Read", "arguments": {"file_path": str(work / "notes.txt")}}]},
-                  {"tool_calls": [{"name": "Write", "arguments": {"file_path": str(work / "summary.txt"),
-                                                                  "content": "draft"}}]},
-                  {"text": "Done."}]}]}
-    approver = {"type": "scripted", "decisions": [{"tool": "Write", "decision": "edit", "args": {
-        "file_path": str(work / "summary.txt"), "content": "reviewed summary"}}]}
+    script = {
+        "kind": "emulator-script",
+        "schema_version": 1,
+        "defaults": {"usage": {"input_tokens": 100, "output_tokens": 10}},
+        "conversations": [
+            {
+                "name": "shell",
+                "match": {"first_user": q},
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "Bash",
+                                "arguments": {
+                                    "command": f"rm -rf {victim}",
+                                    "description": "Remove old files",
+                                },
+                            }
+                        ]
+                    },
+                    {
+                        "tool_calls": [
+                            {"name": "Bash", "arguments": {"command": "echo tidy", "description": "Say"}}
+                        ]
+                    },
+                    {"tool_calls": [{"name": "Read", "arguments": {"file_path": str(work / "notes.txt")}}]},
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "Write",
+                                "arguments": {"file_path": str(work / "summary.txt"), "content": "draft"},
+                            }
+                        ]
+                    },
+                    {"text": "Done."},
+                ],
+            }
+        ],
+    }
+    approver = {
+        "type": "scripted",
+        "decisions": [
+            {
+                "tool": "Write",
+                "decision": "edit",
+                "args": {"file_path": str(work / "summary.txt"), "content": "reviewed summary"},
+            }
+        ],
+    }
     with serve(script) as e:
-        out = go(e, q, DATA / "shell_agent.yaml", approver=approver,
-                 options=RunOptions(workdir=tmp_path / "runs", extra={"cwd": str(work)}))
+        out = go(
+            e,
+            q,
+            DATA / "shell_agent.yaml",
+            approver=approver,
+            options=RunOptions(workdir=tmp_path / "runs", extra={"cwd": str(work)}),
+        )
         reqs = requests_for(e, q)
     assert out.result.status == "completed", out.result.error
     assert victim.exists() and (victim / "important.txt").read_text() == "do not delete"  # never executed
     calls = of(out, "tool.call")
-    assert [(c.tool, c.via) for c in calls] == [("Bash", "builtin"), ("Bash", "builtin"), ("Read", "builtin"),
-                                                ("Write", "builtin")]
+    assert [(c.tool, c.via) for c in calls] == [
+        ("Bash", "builtin"),
+        ("Bash", "builtin"),
+        ("Read", "builtin"),
+        ("Write", "builtin"),
+    ]
     decisions = of(out, "permission.decision")
     assert [(d.decision, d.rule) for d in decisions] == [
-        ("deny", "no-rm"), ("allow", "shell-allowed"), ("allow", "default:read"),
-        ("approval_required", "default:reversible_write")]
+        ("deny", "no-rm"),
+        ("allow", "shell-allowed"),
+        ("allow", "default:read"),
+        ("approval_required", "default:reversible_write"),
+    ]
     results = {r.call_id: r for r in of(out, "tool.result")}
     assert results["call_1"].error == "permission_denied"
-    assert results["call_2"].ok and results["call_2"].output["stdout"].strip() == "tidy"  # seen via PostToolUse
+    assert (
+        results["call_2"].ok and results["call_2"].output["stdout"].strip() == "tidy"
+    )  # seen via PostToolUse
     assert results["call_3"].ok and "alpha" in json.dumps(results["call_3"].output)
     assert (work / "summary.txt").read_text() == "reviewed summary"  # the edit went back as updatedInput
     card = of(out, "approval.requested")[0].card
-    assert card["args"] == {"file_path": str(work / "summary.txt"), "content": "draft"} and card["effect"] == \
-        "reversible_write"
+    assert (
+        card["args"] == {"file_path": str(work / "summary.txt"), "content": "draft"}
+        and card["effect"] == "reversible_write"
+    )
     assert card["context"] == {"cwd": str(work)}  # where the built-in runs, beside (not in) its arguments
     # Only the granted built-ins were declared, and the denial reached the model as an observation.
     assert {t["name"] for t in reqs[0]["body"]["tools"]} == {"Bash", "Read", "Write"}
@@ -335,6 +430,7 @@ def test_granted_builtins_are_decided_by_the_policy_and_observed(tmp_path):
 
 
 # --- isolation -----------------------------------------------------------------------------------
+
 
 def test_isolated_home_is_removed_and_the_users_config_never_leaks_in(emu, tmp_path, monkeypatch):
     fake_home = tmp_path / "user-home"
@@ -347,8 +443,7 @@ def test_isolated_home_is_removed_and_the_users_config_never_leaks_in(emu, tmp_p
     runs = tmp_path / "runs"
     q = "What is the refund deadline?"
     seen: list[Path] = []
-    out = go(emu, q, options=RunOptions(workdir=runs, extra={
-        "claude_transport_factory": _spy_factory(seen)}))
+    out = go(emu, q, options=RunOptions(workdir=runs, extra={"claude_transport_factory": _spy_factory(seen)}))
     assert out.result.status == "completed"
     assert seen and not seen[0].exists()  # the run's HOME existed during the run and is gone now
     assert list(runs.iterdir()) == []
@@ -409,7 +504,9 @@ def test_transport_seam_gets_the_stdio_permission_flag_and_sees_every_line(emu):
         options_seen.append(cli_options)
         return Recording(subprocess_transport(prompt, cli_options))
 
-    out = go(emu, "What is the refund deadline?", options=RunOptions(extra={"claude_transport_factory": factory}))
+    out = go(
+        emu, "What is the refund deadline?", options=RunOptions(extra={"claude_transport_factory": factory})
+    )
     assert out.result.status == "completed"
     opts = options_seen[0]
     assert opts.permission_prompt_tool_name == "stdio" and opts.permission_mode == "default"
@@ -420,6 +517,7 @@ def test_transport_seam_gets_the_stdio_permission_flag_and_sees_every_line(emu):
 
 # --- structured output, subagents, multi-turn ----------------------------------------------------
 
+
 def test_structured_output_is_validated_by_the_cli_then_by_portagent(emu2):
     q = "Report EXP-42 as JSON."
     out = go(emu2, q, DATA / "structured_agent.yaml")
@@ -429,7 +527,9 @@ def test_structured_output_is_validated_by_the_cli_then_by_portagent(emu2):
     reqs = requests_for(emu2, q)
     declared = {t["name"]: t for t in reqs[0]["body"]["tools"]}
     assert declared["StructuredOutput"]["input_schema"]["properties"] == {
-        "case_id": {"type": "string"}, "balance_due": {"type": "integer"}}
+        "case_id": {"type": "string"},
+        "balance_due": {"type": "integer"},
+    }
     # Pinned: the CLI checks the first (invalid) attempt itself and tells the model to try again.
     assert "does not match required schema" in result_text(tool_results_sent(reqs[1])[0])
     assert of(out, "tool.call") == []  # StructuredOutput is the output channel, not a tool call
@@ -441,11 +541,17 @@ def test_agent_as_tool_subagent(emu2):
     r = out.result
     assert r.status == "completed" and r.final_output == "Billing answered; EXP-42 owes 180 EUR."
     handoff = of(out, "handoff")[0]
-    assert (handoff.from_agent, handoff.to_agent, handoff.kind) == ("support_desk", "billing_specialist",
-                                                                   "agent_as_tool")
+    assert (handoff.from_agent, handoff.to_agent, handoff.kind) == (
+        "support_desk",
+        "billing_specialist",
+        "agent_as_tool",
+    )
     assert [(c.agent, c.provider_details["usage_source"]) for c in of(out, "model.call")] == [
-        ("support_desk", "stream"), ("billing_specialist", "message_start"),
-        ("billing_specialist", "agent_result"), ("support_desk", "stream")]
+        ("support_desk", "stream"),
+        ("billing_specialist", "message_start"),
+        ("billing_specialist", "agent_result"),
+        ("support_desk", "stream"),
+    ]
     call = of(out, "tool.call")[0]
     assert call.tool == "get_student_record" and call.args["include_payments"] is True
     assert of(out, "tool.result")[0].output["balance_due"] == 180
@@ -481,6 +587,7 @@ def test_multi_turn_input_is_one_conversation(emu2):
 
 # --- determinism and errors ----------------------------------------------------------------------
 
+
 def test_same_script_twice_gives_the_same_normalized_trace(emu, tmp_path):
     from portagent.tracing.recorder import read_trace
 
@@ -513,7 +620,11 @@ def test_unreachable_endpoint_fails_after_the_clis_retries(tmp_path):
 
 def test_cli_path_missing_or_not_executable_is_a_usage_error(emu, tmp_path):
     with pytest.raises(UsageError, match=r"cli_path .*no such file"):
-        go(emu, "What is the refund deadline?", options=RunOptions(extra={"cli_path": str(tmp_path / "nope")}))
+        go(
+            emu,
+            "What is the refund deadline?",
+            options=RunOptions(extra={"cli_path": str(tmp_path / "nope")}),
+        )
     plain = tmp_path / "claude"
     plain.write_text("not a binary")
     with pytest.raises(UsageError, match=r"cli_path .*not executable"):
@@ -537,23 +648,33 @@ def test_timeout_stops_the_cli_at_once_and_cleans_up(emu2, tmp_path):
 def test_same_script_gives_equivalent_traces_across_providers(emu, other):
     from portagent.tracing.compare import equivalent
 
-    for q in (TWO_TOOLS, "Email ana.garcia@gmail.com that her DNI is missing.", "Look up case 42 with payments.",
-              "Search the handbook for everything about fees."):
+    for q in (
+        TWO_TOOLS,
+        "Email ana.garcia@gmail.com that her DNI is missing.",
+        "Look up case 42 with payments.",
+        "Search the handbook for everything about fees.",
+    ):
         # (A ticket's effect_id comes from the id factory, whose draw count differs between SDKs.)
         traces = {}
         for provider in ("claude", other):
             req = RunRequest(input=q, provider=provider, scopes=["tickets:write", "email:send"])
-            cfg = RunConfig(endpoint=Endpoint(base_url=emu.base_url, api_key="sk-dummy"), approver="auto-approve",
-                            clock=FixedClock(), ids=IdFactory("seed"), scope=f"equivalence:{provider}:{q}")
+            cfg = RunConfig(
+                endpoint=Endpoint(base_url=emu.base_url, api_key="sk-dummy"),
+                approver="auto-approve",
+                clock=FixedClock(),
+                ids=IdFactory("seed"),
+                scope=f"equivalence:{provider}:{q}",
+            )
             traces[provider] = asyncio.run(arun_full(AGENT, req, cfg)).events
         verdict = equivalent(traces["claude"], traces[other])
         assert verdict, f"{q!r}:\n{verdict.report()}"
 
 
-
 def test_replay_without_a_transport_cassette_is_refused(emu):
     req = RunRequest(input="What is the refund deadline?", provider="claude")
-    cfg = RunConfig(endpoint=Endpoint(source="emulator", mode="replay", base_url=emu.base_url, api_key="sk-ant-dummy"))
+    cfg = RunConfig(
+        endpoint=Endpoint(source="emulator", mode="replay", base_url=emu.base_url, api_key="sk-ant-dummy")
+    )
     before = len(emu.requests())
     with pytest.raises(UsageError, match="transport cassette"):
         asyncio.run(arun_full(AGENT, req, cfg))

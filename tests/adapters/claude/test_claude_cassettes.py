@@ -75,6 +75,7 @@ def nothing_started() -> Any:
 
 # --- recording helpers -------------------------------------------------------------------------------
 
+
 @contextmanager
 def own_home(path: Path) -> Any:
     """Record in a PORTAGENT_HOME of its own: a replay must not find the recording's approval cards."""
@@ -82,9 +83,18 @@ def own_home(path: Path) -> Any:
         yield
 
 
-def record(folder: Path, question: str | list[str], *, agent: Path = AGENT, script: Path = SCRIPT,
-           approver: Any = "auto-deny", source: str = "emulator", key: str = "sk-ant-dummy",
-           extra: dict[str, Any] | None = None, case: str = "c1") -> Any:
+def record(
+    folder: Path,
+    question: str | list[str],
+    *,
+    agent: Path = AGENT,
+    script: Path = SCRIPT,
+    approver: Any = "auto-deny",
+    source: str = "emulator",
+    key: str = "sk-ant-dummy",
+    extra: dict[str, Any] | None = None,
+    case: str = "c1",
+) -> Any:
     """Record one Claude run against the emulator (which is gone once this returns)."""
     bundle = load_agent(agent)
 
@@ -92,20 +102,36 @@ def record(folder: Path, question: str | list[str], *, agent: Path = AGENT, scri
 
     async def go() -> Any:
         with serve(load_script(script)) as emu:
-            req = RunRequest(input=question, provider="claude", case_id=case, scopes=["tickets:write", "email:send"])
+            req = RunRequest(
+                input=question, provider="claude", case_id=case, scopes=["tickets:write", "email:send"]
+            )
             if extra:  # adapter options: record_run has none, so the runner is called as record_run does
-                ep = Endpoint(source=source, mode="record", base_url=emu.base_url, api_key=key, cassette_dir=folder)
-                return await arun_full(bundle, req, RunConfig(endpoint=ep, approver=approver, out_dir=folder, ids=ids,
-                                                              options=RunOptions(extra=extra)))
+                ep = Endpoint(
+                    source=source, mode="record", base_url=emu.base_url, api_key=key, cassette_dir=folder
+                )
+                return await arun_full(
+                    bundle,
+                    req,
+                    RunConfig(
+                        endpoint=ep,
+                        approver=approver,
+                        out_dir=folder,
+                        ids=ids,
+                        options=RunOptions(extra=extra),
+                    ),
+                )
             ep = Endpoint(source=source, base_url=emu.base_url, api_key=key)
             return await record_run(bundle, req, folder, ep, approver=approver, ids=ids)
+
     return asyncio.run(go())
 
 
 def normalized(path: Path) -> list[str]:
     """The normalized trace with the run mode left out (record vs replay)."""
-    return [line.replace('"mode": "record"', '"mode": "replay"')
-            for line in normalized_jsonl(read_trace(path)).splitlines()]
+    return [
+        line.replace('"mode": "record"', '"mode": "replay"')
+        for line in normalized_jsonl(read_trace(path)).splitlines()
+    ]
 
 
 def lines(folder: Path) -> list[dict[str, Any]]:
@@ -145,13 +171,18 @@ def with_http(tmp_path_factory: Any) -> Path:
 
 # --- record -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_record_writes_a_transport_cassette_both_ways(recorded):
     from claude_agent_sdk._cli_version import __cli_version__
 
     assert sorted(p.name for p in recorded.iterdir()) == ["run.json", "trace.jsonl", "transport.jsonl"]
     header, *rows = lines(recorded)
-    assert header["kind"] == "portagent-claude-transport" and header["version"] == 1 and header["provider"] == "claude"
+    assert (
+        header["kind"] == "portagent-claude-transport"
+        and header["version"] == 1
+        and header["provider"] == "claude"
+    )
     assert header["cli_version"] == __cli_version__
     # The options query() would have given the CLI: the permission prompt goes over stdio (SDK_NOTES §4.6).
     opts = header["options"]
@@ -159,9 +190,15 @@ def test_record_writes_a_transport_cassette_both_ways(recorded):
     assert opts["model"] == "claude-sonnet-4-6" and "search_policy" in opts["system_prompt"]
     assert "env" in opts and not any("API_KEY" in k or "BASE_URL" in k for k in opts["env"])
     assert {r["dir"] for r in rows} == {"sdk->cli", "cli->sdk"}
-    asked = [(r["msg"]["request"]["subtype"], r["dir"]) for r in rows if r.get("msg", {}).get("type") == "control_request"]
+    asked = [
+        (r["msg"]["request"]["subtype"], r["dir"])
+        for r in rows
+        if r.get("msg", {}).get("type") == "control_request"
+    ]
     assert ("initialize", "sdk->cli") in asked
-    assert {("can_use_tool", "cli->sdk"), ("hook_callback", "cli->sdk"), ("mcp_message", "cli->sdk")} <= set(asked)
+    assert {("can_use_tool", "cli->sdk"), ("hook_callback", "cli->sdk"), ("mcp_message", "cli->sdk")} <= set(
+        asked
+    )
     run = json.loads((recorded / "run.json").read_text())
     assert run["manifest"]["cli_version"] == __cli_version__ and run["manifest"]["mode"] == "record"
     assert run["manifest"]["cassette"] == {"played": 0, "recorded": len(rows)}
@@ -169,6 +206,7 @@ def test_record_writes_a_transport_cassette_both_ways(recorded):
 
 
 # --- replay -------------------------------------------------------------------------------------------
+
 
 def test_replay_starts_no_cli_opens_no_socket_and_is_byte_identical(recorded, tmp_path, monkeypatch):
     import subprocess
@@ -192,8 +230,10 @@ def test_replay_starts_no_cli_opens_no_socket_and_is_byte_identical(recorded, tm
     rec = json.loads((tmp_path / "a" / "run.json").read_text())
     orig = json.loads((recorded / "run.json").read_text())
     assert rec["result"]["duration_ms"] == orig["result"]["duration_ms"]  # timing from the recording
-    assert rec["manifest"]["cassette"] == {"played": orig["manifest"]["cassette"]["recorded"],
-                                           "recorded": orig["manifest"]["cassette"]["recorded"]}
+    assert rec["manifest"]["cassette"] == {
+        "played": orig["manifest"]["cassette"]["recorded"],
+        "recorded": orig["manifest"]["cassette"]["recorded"],
+    }
     latencies = [e.latency_ms for e in read_trace(tmp_path / "a" / "trace.jsonl") if e.type == "model.call"]
     assert latencies == [e.latency_ms for e in read_trace(recorded / "trace.jsonl") if e.type == "model.call"]
 
@@ -212,8 +252,9 @@ def test_drift_changed_tool_description(recorded, tmp_path):
     work = tmp_path / "agent"
     shutil.copytree(SUPPORT, work, ignore=shutil.ignore_patterns("__pycache__"))
     tools = (work / "tools.yaml").read_text()
-    (work / "tools.yaml").write_text(tools.replace("Search the student-services policy handbook",
-                                                  "Search the NEW handbook"))
+    (work / "tools.yaml").write_text(
+        tools.replace("Search the student-services policy handbook", "Search the NEW handbook")
+    )
     out = asyncio.run(replay_folder(load_agent(work / "agent.yaml"), recorded))
     assert out.result.stop_reason == "cassette_drift"
     assert "tools/list" in out.result.error and "Search the NEW handbook" in out.result.error
@@ -234,8 +275,17 @@ def test_unplayed_lines_are_reported(recorded, tmp_path):
     folder = tmp_path / "extra"
     shutil.copytree(recorded, folder)
     rows = lines(folder)
-    rows.append({"dir": "sdk->cli", "msg": {"type": "user", "message": {"role": "user", "content": "one more"},
-                                            "parent_tool_use_id": None, "session_id": "default"}})
+    rows.append(
+        {
+            "dir": "sdk->cli",
+            "msg": {
+                "type": "user",
+                "message": {"role": "user", "content": "one more"},
+                "parent_tool_use_id": None,
+                "session_id": "default",
+            },
+        }
+    )
     write_lines(folder, rows)
     out = asyncio.run(replay_folder(AGENT, folder))
     assert out.result.status == "completed"
@@ -252,8 +302,18 @@ def test_an_answer_that_never_comes_is_drift_after_the_stall_timeout(recorded, t
     shutil.copytree(recorded, folder)
     rows = lines(folder)
     first_user = next(i for i, r in enumerate(rows) if r.get("msg", {}).get("type") == "user")
-    rows.insert(first_user + 1, {"dir": "sdk->cli", "msg": {"type": "user", "message": {"role": "user",
-                                 "content": "never sent"}, "parent_tool_use_id": None, "session_id": "default"}})
+    rows.insert(
+        first_user + 1,
+        {
+            "dir": "sdk->cli",
+            "msg": {
+                "type": "user",
+                "message": {"role": "user", "content": "never sent"},
+                "parent_tool_use_id": None,
+                "session_id": "default",
+            },
+        },
+    )
     write_lines(folder, rows)
     config, request = replay_config(folder, load_recorded(folder))
     config.options = RunOptions(extra={STALL_KEY: 0.3})
@@ -268,13 +328,21 @@ def test_an_answer_the_recording_lacks_is_drift(recorded, tmp_path):
     folder = tmp_path / "lacks"
     shutil.copytree(recorded, folder)
     rows = lines(folder)
-    hook_answers = [i for i, r in enumerate(rows) if r.get("dir") == "sdk->cli" and
-                    r["msg"]["type"] == "control_response" and "PreToolUse" in json.dumps(r)]
+    hook_answers = [
+        i
+        for i, r in enumerate(rows)
+        if r.get("dir") == "sdk->cli"
+        and r["msg"]["type"] == "control_response"
+        and "PreToolUse" in json.dumps(r)
+    ]
     del rows[hook_answers[0]]
     write_lines(folder, rows)
     out = asyncio.run(replay_folder(AGENT, folder))
     assert out.result.stop_reason == "cassette_drift"
-    assert "hook_callback PreToolUse" in out.result.error and "transport.jsonl has no such line" in out.result.error
+    assert (
+        "hook_callback PreToolUse" in out.result.error
+        and "transport.jsonl has no such line" in out.result.error
+    )
 
 
 @pytest.mark.slow
@@ -284,7 +352,9 @@ def test_parallel_calls_and_a_budget_stop_replay_deterministically(tmp_path):
         rec = record(folder, PARALLEL)
     assert rec.result.status == "budget_exhausted" and rec.result.stop_reason == "max_tool_calls"
     outs = [asyncio.run(replay_folder(AGENT, folder, out_dir=tmp_path / n)) for n in ("a", "b")]
-    assert [(o.result.status, o.result.stop_reason) for o in outs] == [("budget_exhausted", "max_tool_calls")] * 2
+    assert [(o.result.status, o.result.stop_reason) for o in outs] == [
+        ("budget_exhausted", "max_tool_calls")
+    ] * 2
     for name in ("trace.jsonl", "run.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     assert normalized(tmp_path / "a" / "trace.jsonl") == normalized(folder / "trace.jsonl")
@@ -292,6 +362,7 @@ def test_parallel_calls_and_a_budget_stop_replay_deterministically(tmp_path):
 
 
 # --- approvals ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_approval_flow_replays_with_the_recorded_decision(approved, tmp_path):
@@ -315,18 +386,23 @@ def test_a_run_waiting_for_approval_replays_waiting(tmp_path):
         rec = record(folder, EMAIL_INSIDE, approver="defer")
     assert rec.result.status == "waiting_approval"
     out = asyncio.run(replay_folder(AGENT, folder))
-    assert (out.result.status, out.result.stop_reason) == ("waiting_approval", "approval_pending"), out.result.error
+    assert (out.result.status, out.result.stop_reason) == ("waiting_approval", "approval_pending"), (
+        out.result.error
+    )
     assert "unplayed" not in out.record.manifest.cassette
 
 
 # --- secrets ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_secret_in_a_tool_result_refuses_the_recording(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(DATA))
     folder = tmp_path / "leak" / "claude" / "r0"
     with pytest.raises(RecordingError, match=r"transport\.jsonl \(line \d+\): a secret survived scrubbing"):
-        record(folder, "Show me the API config.", agent=DATA / "leaky.yaml", script=DATA / "leaky_script.yaml")
+        record(
+            folder, "Show me the API config.", agent=DATA / "leaky.yaml", script=DATA / "leaky_script.yaml"
+        )
     assert not folder.exists()
     assert not [p for p in folder.parent.glob("*") if p.name.startswith(".")]  # no half-written temp folder
 
@@ -340,7 +416,12 @@ def test_planted_keys_never_reach_any_file_of_a_live_recording(tmp_path, monkeyp
     endpoint_key = "sk-ant-api03-PLANTEDENDPOINTKEYPLANTED0002"
     out = record(folder, REFUND, source="live", key=endpoint_key)
     assert out.result.status == "completed"
-    assert sorted(p.name for p in folder.iterdir()) == ["http.yaml", "run.json", "trace.jsonl", "transport.jsonl"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "http.yaml",
+        "run.json",
+        "trace.jsonl",
+        "transport.jsonl",
+    ]
     for f in folder.iterdir():
         text = f.read_text()
         assert "PLANTED" not in text and "x-api-key" not in text.lower(), f.name
@@ -349,6 +430,7 @@ def test_planted_keys_never_reach_any_file_of_a_live_recording(tmp_path, monkeyp
 
 
 # --- corrupt or foreign cassettes ---------------------------------------------------------------------
+
 
 def test_corrupt_transport_cassettes_name_the_file(recorded, tmp_path):
     def variant(name: str, edit: Any) -> Path:
@@ -377,8 +459,9 @@ def test_corrupt_transport_cassettes_name_the_file(recorded, tmp_path):
 
 
 def test_cli_replay_and_a_version_change_is_reported(recorded, tmp_path):
-    code, out, err = run_cli("run", str(AGENT), "--provider", "claude", "--replay", str(recorded),
-                             "--out", str(tmp_path / "o"))
+    code, out, err = run_cli(
+        "run", str(AGENT), "--provider", "claude", "--replay", str(recorded), "--out", str(tmp_path / "o")
+    )
     assert code == 0, err
     assert "status     completed" in out and "note" not in out
     code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--replay", str(recorded))
@@ -412,10 +495,20 @@ def test_record_mode_once_replays_an_existing_transport_cassette(recorded, tmp_p
     shutil.copytree(recorded, folder)
     before = (folder / "transport.jsonl").read_bytes()
     bundle = load_agent(AGENT)
-    request = RunRequest(input=TWO_TOOLS, provider="claude", case_id="c1", scopes=["tickets:write", "email:send"])
+    request = RunRequest(
+        input=TWO_TOOLS, provider="claude", case_id="c1", scopes=["tickets:write", "email:send"]
+    )
     nowhere = Endpoint(source="emulator", base_url="http://127.0.0.1:9", api_key="sk-ant-dummy")
-    out = asyncio.run(record_run(bundle, request, folder, nowhere, record_mode="once",
-                                 ids=replay_ids(bundle.root, bundle.spec.version, "c1", "claude", 0)))
+    out = asyncio.run(
+        record_run(
+            bundle,
+            request,
+            folder,
+            nowhere,
+            record_mode="once",
+            ids=replay_ids(bundle.root, bundle.spec.version, "c1", "claude", 0),
+        )
+    )
     assert out.result.status == "completed", out.result.error
     assert (folder / "transport.jsonl").read_bytes() == before
     assert out.record.manifest.cassette["played"] == out.record.manifest.cassette["recorded"]
@@ -430,6 +523,7 @@ def test_replay_without_a_cassette_folder_is_still_refused():
 
 
 # --- the recording proxy ------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_http_cassette_through_the_proxy_loads_in_vcrpy(with_http):
@@ -461,8 +555,13 @@ def test_proxy_replay_drives_the_real_cli_offline(with_http):
 
     proxy = ClaudeProxy(cassette=with_http / "http.yaml", mode="replay")
     with proxy as url:
-        out = asyncio.run(arun_full(AGENT, RunRequest(input=REFUND, provider="claude"),
-                                    RunConfig(endpoint=Endpoint(base_url=url, api_key="sk-ant-dummy"))))
+        out = asyncio.run(
+            arun_full(
+                AGENT,
+                RunRequest(input=REFUND, provider="claude"),
+                RunConfig(endpoint=Endpoint(base_url=url, api_key="sk-ant-dummy")),
+            )
+        )
     assert out.result.status == "completed", out.result.error
     recorded = json.loads((with_http / "run.json").read_text())["result"]["final_output"]
     assert out.result.final_output == recorded
@@ -487,7 +586,7 @@ class _SlowSSE(BaseHTTPRequestHandler):
         self.send_header("anthropic-organization-id", "org-PLANTED")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for i, event in enumerate((b"event: a\ndata: {\"n\": 1}\n\n", b"event: b\ndata: {\"n\": 2}\n\n")):
+        for i, event in enumerate((b'event: a\ndata: {"n": 1}\n\n', b'event: b\ndata: {"n": 2}\n\n')):
             if i:
                 _SlowSSE.release.wait(10)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
@@ -519,10 +618,17 @@ def test_proxy_streams_through_without_buffering_and_scrubs_before_writing(tmp_p
         with proxy as url:
             port = int(url.rsplit(":", 1)[1])
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            conn.request("POST", "/v1/messages?beta=true&key=AIzaPLANTEDPLANTEDPLANTEDPLANTED12345",
-                         body=b'{"stream": true}', headers={
-                             "x-api-key": "sk-ant-api03-THEKEYTHEKEYTHEKEY", "Authorization": "Bearer abcdefghijklmnopqrstu",
-                             "Cookie": "c=1", "Content-Type": "application/json"})
+            conn.request(
+                "POST",
+                "/v1/messages?beta=true&key=AIzaPLANTEDPLANTEDPLANTEDPLANTED12345",
+                body=b'{"stream": true}',
+                headers={
+                    "x-api-key": "sk-ant-api03-THEKEYTHEKEYTHEKEY",
+                    "Authorization": "Bearer abcdefghijklmnopqrstu",
+                    "Cookie": "c=1",
+                    "Content-Type": "application/json",
+                },
+            )
             resp = conn.getresponse()
             # The upstream holds the second event until the first reached us: a buffering proxy would
             # deliver both at once (after the upstream's 10 s wait), so this proves streaming without timing.
@@ -562,6 +668,7 @@ def test_proxy_refuses_a_recording_holding_a_secret(tmp_path):
 
 # --- MCP-sourced tools --------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_mcp_sourced_tools_replay_without_the_cli_or_the_mcp_servers(tmp_path, monkeypatch):
     """An agent whose tools come from MCP servers: mcp.json answers the calls, transport.jsonl the CLI."""
@@ -573,12 +680,19 @@ def test_mcp_sourced_tools_replay_without_the_cli_or_the_mcp_servers(tmp_path, m
     monkeypatch.setenv("MCP_TEST_MODE", "")
     monkeypatch.setenv("MCP_TEST_FORECAST", "sunny")
     mode = {"MCP_TEST_MODE": "${MCP_TEST_MODE}", "MCP_TEST_FORECAST": "${MCP_TEST_FORECAST}"}
-    spec = write_agent(tmp_path / "agent", [server("weather", env=mode), server("glossary", allow=["lookup"])])
+    spec = write_agent(
+        tmp_path / "agent", [server("weather", env=mode), server("glossary", allow=["lookup"])]
+    )
     folder = tmp_path / "weather" / "claude" / "r0"
     with own_home(tmp_path / "home"):
         rec = record(folder, "What is the weather in Paris?", agent=spec, script=MCP_DATA / "emulator.yaml")
     assert rec.result.final_output == "Paris: sunny."
-    assert sorted(p.name for p in folder.iterdir()) == ["mcp.json", "run.json", "trace.jsonl", "transport.jsonl"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "mcp.json",
+        "run.json",
+        "trace.jsonl",
+        "transport.jsonl",
+    ]
     monkeypatch.setenv("MCP_TEST_MODE", "exit")  # a server started now would exit at once
     with nothing_started() as seen:
         out = asyncio.run(replay_folder(load_agent(spec), folder, out_dir=tmp_path / "a"))

@@ -42,11 +42,29 @@ def emu2():
         yield e
 
 
-def go(emu: Any, text: str | list[str], agent: Path = AGENT, *, approver: Any = "auto-deny", key: str | None = None,
-       out: Path | None = None, options: RunOptions | None = None, clock: Any = None, ids: Any = None) -> Any:
-    req = RunRequest(input=text, provider="openai", idempotency_key=key, scopes=["tickets:write", "email:send"])
-    cfg = RunConfig(endpoint=Endpoint(base_url=emu.base_url, api_key="sk-test-dummy"), approver=approver,
-                    out_dir=out, options=options or RunOptions(), clock=clock, ids=ids)
+def go(
+    emu: Any,
+    text: str | list[str],
+    agent: Path = AGENT,
+    *,
+    approver: Any = "auto-deny",
+    key: str | None = None,
+    out: Path | None = None,
+    options: RunOptions | None = None,
+    clock: Any = None,
+    ids: Any = None,
+) -> Any:
+    req = RunRequest(
+        input=text, provider="openai", idempotency_key=key, scopes=["tickets:write", "email:send"]
+    )
+    cfg = RunConfig(
+        endpoint=Endpoint(base_url=emu.base_url, api_key="sk-test-dummy"),
+        approver=approver,
+        out_dir=out,
+        options=options or RunOptions(),
+        clock=clock,
+        ids=ids,
+    )
     return asyncio.run(arun_full(agent, req, cfg))
 
 
@@ -63,8 +81,11 @@ def requests_for(emu: Any, first_user: str) -> list[dict[str, Any]]:
 
 def tool_outputs_sent(req: dict[str, Any]) -> list[dict[str, Any]]:
     """function_call_output items the SDK sent back to the model (Responses API)."""
-    return [json.loads(i["output"]) for i in req["body"].get("input", [])
-            if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    return [
+        json.loads(i["output"])
+        for i in req["body"].get("input", [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
 
 
 def types(out: Any) -> list[str]:
@@ -73,12 +94,15 @@ def types(out: Any) -> list[str]:
 
 # --- happy path, request log -------------------------------------------------------------------------
 
+
 def test_two_tools_happy_path_and_what_the_sdk_sent(emu):
     q = "Case EXP-42: what is missing and what do the rules say about documents?"
     out = go(emu, q)
     r = out.result
     assert r.status == "completed" and r.stop_reason == "final_output"
-    assert r.final_output == "Your case lacks the DNI. Enrolment needs a DNI (or passport) and the signed form."
+    assert (
+        r.final_output == "Your case lacks the DNI. Enrolment needs a DNI (or passport) and the signed form."
+    )
     assert [e.tool for e in out.events if e.type == "tool.call"] == ["get_student_record", "search_policy"]
     assert [e.call_id for e in out.events if e.type == "tool.call"] == ["call_1", "call_2"]
     assert r.usage.model_calls == 3 and r.usage.input_tokens == 1200 and r.cost_source == "computed"
@@ -87,10 +111,20 @@ def test_two_tools_happy_path_and_what_the_sdk_sent(emu):
     assert len(reqs) == 3
     first = reqs[0]["body"]
     declared = {t["name"]: t for t in first["tools"]}
-    assert set(declared) == {"search_policy", "get_student_record", "prepare_reply_for_review", "create_ticket",
-                             "send_email", "billing_specialist"}
-    assert declared["get_student_record"]["parameters"]["properties"]["case_id"]["pattern"] == "^EXP-[0-9]{2,8}$"
-    assert declared["get_student_record"]["strict"] is False  # pattern/optional fields: strict would rewrite it
+    assert set(declared) == {
+        "search_policy",
+        "get_student_record",
+        "prepare_reply_for_review",
+        "create_ticket",
+        "send_email",
+        "billing_specialist",
+    }
+    assert (
+        declared["get_student_record"]["parameters"]["properties"]["case_id"]["pattern"] == "^EXP-[0-9]{2,8}$"
+    )
+    assert (
+        declared["get_student_record"]["strict"] is False
+    )  # pattern/optional fields: strict would rewrite it
     assert "student-services desk" in first["instructions"]
     sent = tool_outputs_sent(reqs[1])
     assert sent == [{"ok": True, "status": "incompleto", "missing_documents": ["DNI"], "balance_due": 180}]
@@ -131,16 +165,30 @@ def test_approval_reject_never_runs(emu):
 
 
 def test_approval_edit_is_revalidated(emu):
-    good = {"type": "scripted", "decisions": [
-        {"tool": "create_ticket", "decision": "edit",
-         "args": {"case_id": "EXP-42", "summary": "Missing DNI (edited)", "priority": "low"}}]}
+    good = {
+        "type": "scripted",
+        "decisions": [
+            {
+                "tool": "create_ticket",
+                "decision": "edit",
+                "args": {"case_id": "EXP-42", "summary": "Missing DNI (edited)", "priority": "low"},
+            }
+        ],
+    }
     out = go(emu, TICKET, approver=good)
     res = next(e for e in out.events if e.type == "tool.result")
     assert res.ok and next(e for e in out.events if e.type == "approval.resolved").status == "edited"
     # An edit that breaks the schema (priority "urgent") is refused, never executed.
-    bad = {"type": "scripted", "decisions": [
-        {"tool": "create_ticket", "decision": "edit",
-         "args": {"case_id": "EXP-42", "summary": "Missing DNI", "priority": "urgent"}}]}
+    bad = {
+        "type": "scripted",
+        "decisions": [
+            {
+                "tool": "create_ticket",
+                "decision": "edit",
+                "args": {"case_id": "EXP-42", "summary": "Missing DNI", "priority": "urgent"},
+            }
+        ],
+    }
     out = go(emu, TICKET, approver=bad)
     res = next(e for e in out.events if e.type == "tool.result")
     assert res.ok is False and res.error in ("validation_error", "approval_rejected")
@@ -150,19 +198,34 @@ def test_defer_waits_then_resumes_with_exactly_one_effect(emu, tmp_path):
     from portagent.tools.approvals import ApprovalStore
     from portagent.tools.ledger import EffectLedger
 
-    out = go(emu, TICKET, approver="defer", key="user-42:create-ticket:access-2026-06-10", out=tmp_path / "run")
+    out = go(
+        emu, TICKET, approver="defer", key="user-42:create-ticket:access-2026-06-10", out=tmp_path / "run"
+    )
     r = out.result
     assert r.status == "waiting_approval" and r.stop_reason == "approval_pending"
     assert len(r.pending_approvals) == 1
     assert out.events[-2].type == "tool.result" and out.events[-2].error == "approval_required"
     # Re-running while the card is pending: a clear message, no second attempt.
-    code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", TICKET, "--emulator",
-                           str(SUPPORT / "emulator.yaml"), "--idempotency-key",
-                           "user-42:create-ticket:access-2026-06-10", "--approver", "defer")
+    code, _, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input",
+        TICKET,
+        "--emulator",
+        str(SUPPORT / "emulator.yaml"),
+        "--idempotency-key",
+        "user-42:create-ticket:access-2026-06-10",
+        "--approver",
+        "defer",
+    )
     assert code == 2 and f"still waiting for approval {r.pending_approvals[0]}" in err
     ApprovalStore().approve(r.pending_approvals[0], reviewer="lead")
     again = go(emu, TICKET, approver="defer", key="user-42:create-ticket:access-2026-06-10")
-    assert again.result.status == "completed" and again.result.run_id == r.run_id and again.result.attempt == 2
+    assert (
+        again.result.status == "completed" and again.result.run_id == r.run_id and again.result.attempt == 2
+    )
     res = next(e for e in again.events if e.type == "tool.result")
     assert res.ok and res.output["ticket_id"] == "TCK-0001"
     third = go(emu, TICKET, approver="defer", key="user-42:create-ticket:access-2026-06-10")
@@ -176,6 +239,7 @@ def test_defer_waits_then_resumes_with_exactly_one_effect(emu, tmp_path):
 
 
 # --- budgets -----------------------------------------------------------------------------------------
+
 
 def test_max_tool_calls_rejects_the_seventh_call(emu):
     out = go(emu, "Search the handbook for everything about fees.")
@@ -210,6 +274,7 @@ def test_timeout_cancels_the_run(emu2):
 
 
 # --- faults and bad arguments ------------------------------------------------------------------------
+
 
 def test_429_is_retried_by_the_sdk_and_visible(emu):
     out = go(emu, "Are you there?")
@@ -249,10 +314,13 @@ def test_unknown_tool_name_pinned(emu2):
 
 # --- structured output, delegation -------------------------------------------------------------------
 
+
 def test_structured_output_valid_and_invalid(emu2):
     good = go(emu2, "Give me JSON for EXP-42.", DATA / "structured.yaml")
-    assert good.result.output_valid is True and good.result.final_output == {"answer": "incomplete",
-                                                                              "case_id": "EXP-42"}
+    assert good.result.output_valid is True and good.result.final_output == {
+        "answer": "incomplete",
+        "case_id": "EXP-42",
+    }
     bad = go(emu2, "Give me broken JSON.", DATA / "structured.yaml")
     assert bad.result.status == "completed" and bad.result.output_valid is False
     req = requests_for(emu2, "Give me JSON for EXP-42.")[0]["body"]
@@ -281,16 +349,19 @@ def test_agent_as_tool_keeps_control(emu2):
 
 # --- equivalence across wire APIs and streaming; determinism -----------------------------------------
 
-@pytest.mark.parametrize("api,stream", [("responses", True), ("chat_completions", False),
-                                        ("chat_completions", True)])
+
+@pytest.mark.parametrize(
+    "api,stream", [("responses", True), ("chat_completions", False), ("chat_completions", True)]
+)
 def test_wire_api_and_streaming_give_equivalent_traces(emu, api, stream):
     q = "Case EXP-42: what is missing and what do the rules say about documents?"
     base = go(emu, q)
     other = go(emu, q, options=RunOptions(streaming=stream, openai_api=api))
     diff = equivalent(base.events, other.events)
     assert diff, diff.report()
-    assert [e.input_tokens for e in base.events if e.type == "model.call"] == \
-           [e.input_tokens for e in other.events if e.type == "model.call"]
+    assert [e.input_tokens for e in base.events if e.type == "model.call"] == [
+        e.input_tokens for e in other.events if e.type == "model.call"
+    ]
     reqs = requests_for(emu, q)
     chat = [r for r in reqs if r["path"].endswith("/chat/completions")]
     resp = [r for r in reqs if r["path"].endswith("/responses")]
@@ -317,8 +388,9 @@ def test_same_script_twice_is_byte_identical(emu, tmp_path):
     strip = lambda t: re.sub(r'"latency_ms":[0-9.]+', "", t)  # noqa: E731
     assert strip(a) == strip(b)
 
-    assert normalized_jsonl(read_trace(tmp_path / "a" / "trace.jsonl")) == \
-        normalized_jsonl(read_trace(tmp_path / "b" / "trace.jsonl"))
+    assert normalized_jsonl(read_trace(tmp_path / "a" / "trace.jsonl")) == normalized_jsonl(
+        read_trace(tmp_path / "b" / "trace.jsonl")
+    )
 
 
 def test_otel_export_with_the_sdk_in_memory_exporter(emu):
@@ -332,7 +404,11 @@ def test_otel_export_with_the_sdk_in_memory_exporter(emu):
     spans = exporter.get_finished_spans()
     assert n == len(spans)
     names = [s.name for s in spans]
-    assert "invoke_agent support_desk" in names and "chat gpt-4.1-mini" in names and "execute_tool send_email" in names
+    assert (
+        "invoke_agent support_desk" in names
+        and "chat gpt-4.1-mini" in names
+        and "execute_tool send_email" in names
+    )
     tool = next(s for s in spans if s.name == "execute_tool send_email")
     assert tool.attributes["gen_ai.tool.call.id"] == "call_1"
     assert [ev.name for ev in tool.events] == ["portagent.permission.decision"]
@@ -344,13 +420,28 @@ def test_otel_export_with_the_sdk_in_memory_exporter(emu):
 
 # --- CLI and bad input -------------------------------------------------------------------------------
 
+
 def test_cli_run_writes_trace_and_run_json(tmp_path):
-    code, out, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", "What is the refund deadline?",
-                             "--emulator", str(SUPPORT / "emulator.yaml"), "--out", str(tmp_path / "o"))
+    code, out, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input",
+        "What is the refund deadline?",
+        "--emulator",
+        str(SUPPORT / "emulator.yaml"),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert code == 0, err
     assert "status     completed" in out and "search_policy  decision=allow  result=ok" in out
     rec = json.loads((tmp_path / "o" / "run.json").read_text())
-    assert rec["kind"] == "run" and rec["manifest"]["source"] == "emulator" and rec["manifest"]["sdk"] == "openai-agents"
+    assert (
+        rec["kind"] == "run"
+        and rec["manifest"]["source"] == "emulator"
+        and rec["manifest"]["sdk"] == "openai-agents"
+    )
     code, shown, _ = run_cli("trace", "show", str(tmp_path / "o" / "trace.jsonl"))
     assert code == 0 and "tool call    call_1 search_policy@1.0.0" in shown
 
@@ -358,8 +449,19 @@ def test_cli_run_writes_trace_and_run_json(tmp_path):
 def test_live_path_sends_the_key_as_the_vendor_expects_and_writes_it_nowhere(emu, tmp_path, monkeypatch):
     secret = "sk-live-looking-secret-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
-    code, out, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", "What is the refund deadline?",
-                             "--live", "--base-url", emu.base_url, "--out", str(tmp_path / "live"))
+    code, out, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input",
+        "What is the refund deadline?",
+        "--live",
+        "--base-url",
+        emu.base_url,
+        "--out",
+        str(tmp_path / "live"),
+    )
     assert code == 0, err
     req = requests_for(emu, "What is the refund deadline?")[-1]
     auth = {k.lower(): v for k, v in req["headers"].items()}["authorization"]
@@ -377,27 +479,62 @@ def test_live_without_key_is_a_usage_error(monkeypatch):
 
 
 def test_input_file_not_found():
-    code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--input-file", "nope.txt",
-                           "--emulator", str(SUPPORT / "emulator.yaml"))
+    code, _, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input-file",
+        "nope.txt",
+        "--emulator",
+        str(SUPPORT / "emulator.yaml"),
+    )
     assert code == 2 and "nope.txt" in err
 
 
 def test_no_model_id_for_the_provider(tmp_path):
     spec = tmp_path / "a.yaml"
-    spec.write_text("kind: agent\nschema_version: 1\nname: a\ninstructions: hi\nmodels: {adk: gemini-2.5-flash}\n")
-    code, _, err = run_cli("run", str(spec), "--provider", "openai", "--input", "hi",
-                           "--emulator", str(SUPPORT / "emulator.yaml"))
+    spec.write_text(
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: hi\nmodels: {adk: gemini-2.5-flash}\n"
+    )
+    code, _, err = run_cli(
+        "run",
+        str(spec),
+        "--provider",
+        "openai",
+        "--input",
+        "hi",
+        "--emulator",
+        str(SUPPORT / "emulator.yaml"),
+    )
     assert code == 2 and "no model id for provider 'openai'" in err and "models.openai" in err
 
 
 def test_missing_extra_gives_install_hint(monkeypatch):
     from portagent.adapters import base
 
-    monkeypatch.setitem(base.REGISTRY, "openai", base.AdapterInfo(
-        "portagent.adapters.openai.agent", "agents_not_installed_here", "openai-agents", "openai",
-        "OPENAI_API_KEY", "OPENAI_BASE_URL"))
-    code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", "hi",
-                           "--emulator", str(SUPPORT / "emulator.yaml"))
+    monkeypatch.setitem(
+        base.REGISTRY,
+        "openai",
+        base.AdapterInfo(
+            "portagent.adapters.openai.agent",
+            "agents_not_installed_here",
+            "openai-agents",
+            "openai",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+        ),
+    )
+    code, _, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input",
+        "hi",
+        "--emulator",
+        str(SUPPORT / "emulator.yaml"),
+    )
     assert code == 2 and "pip install 'portagent[openai]'" in err
 
 
@@ -409,8 +546,19 @@ def test_unreachable_endpoint_exit_3_with_error_event(tmp_path, monkeypatch):
     port = s.getsockname()[1]
     s.close()  # nothing listens here now
     monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
-    code, out, err = run_cli("run", str(AGENT), "--provider", "openai", "--input", "hi", "--live",
-                             "--base-url", f"http://127.0.0.1:{port}", "--out", str(tmp_path / "x"))
+    code, out, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--input",
+        "hi",
+        "--live",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert code == 3 and "Traceback" not in err
     events = [json.loads(x) for x in (tmp_path / "x" / "trace.jsonl").read_text().splitlines()]
     assert events[-2]["type"] == "error" and "cannot reach" in events[-2]["message"]

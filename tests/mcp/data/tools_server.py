@@ -37,25 +37,60 @@ if MODE == "exit":
 OBJ = "object"
 READ = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 TOOLS = [
-    types.Tool(name="get_forecast", description="Forecast for a city.", annotations=READ,
-               input_schema={"type": OBJ, "properties": {"city": {"type": "string", "minLength": 2}},
-                             "required": ["city"], "additionalProperties": False}),
-    types.Tool(name="add_note", description="Add a note to the city's file.",
-               annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
-               input_schema={"type": OBJ, "properties": {"city": {"type": "string"}, "text": {"type": "string"}},
-                             "required": ["city", "text"]}),
-    types.Tool(name="book_table", description="Book a table at a restaurant.",
-               input_schema={"type": OBJ, "properties": {"restaurant": {"type": "string"},
-                                                        "people": {"type": "integer", "minimum": 1}},
-                             "required": ["restaurant", "people"]}),
-    types.Tool(name="lookup", description=f"Look a word up in the {NAME} glossary.", annotations=READ,
-               input_schema={"type": OBJ, "properties": {"word": {"type": "string"}}, "required": ["word"]}),
-    types.Tool(name="crash", description="Makes the server exit.", annotations=READ, input_schema={"type": OBJ}),
-    types.Tool(name="fail", description="Always reports an error.", annotations=READ, input_schema={"type": OBJ}),
+    types.Tool(
+        name="get_forecast",
+        description="Forecast for a city.",
+        annotations=READ,
+        input_schema={
+            "type": OBJ,
+            "properties": {"city": {"type": "string", "minLength": 2}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    ),
+    types.Tool(
+        name="add_note",
+        description="Add a note to the city's file.",
+        annotations=types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=False
+        ),
+        input_schema={
+            "type": OBJ,
+            "properties": {"city": {"type": "string"}, "text": {"type": "string"}},
+            "required": ["city", "text"],
+        },
+    ),
+    types.Tool(
+        name="book_table",
+        description="Book a table at a restaurant.",
+        input_schema={
+            "type": OBJ,
+            "properties": {"restaurant": {"type": "string"}, "people": {"type": "integer", "minimum": 1}},
+            "required": ["restaurant", "people"],
+        },
+    ),
+    types.Tool(
+        name="lookup",
+        description=f"Look a word up in the {NAME} glossary.",
+        annotations=READ,
+        input_schema={"type": OBJ, "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    ),
+    types.Tool(
+        name="crash", description="Makes the server exit.", annotations=READ, input_schema={"type": OBJ}
+    ),
+    types.Tool(
+        name="fail", description="Always reports an error.", annotations=READ, input_schema={"type": OBJ}
+    ),
 ]
 if MODE == "bad_schema":
-    TOOLS.append(types.Tool(name="broken", description="Bad schema.", annotations=READ,
-                            input_schema={"type": OBJ, "properties": {"x": {"type": "no-such-type"}}}))
+    TOOLS.append(
+        types.Tool(
+            name="broken",
+            description="Bad schema.",
+            annotations=READ,
+            input_schema={"type": OBJ, "properties": {"x": {"type": "no-such-type"}}},
+        )
+    )
 wanted = [t for t in os.environ.get("MCP_TEST_TOOLS", "").split(",") if t]
 if wanted:
     TOOLS = [t for t in TOOLS if t.name in wanted]
@@ -77,24 +112,33 @@ async def call_tool(ctx, params):
     _log(params.name, args)
     if params.name == "get_forecast":
         out = {"city": args["city"], "forecast": os.environ.get("MCP_TEST_FORECAST", "sunny"), "server": NAME}
-        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(out))],
-                                    structured_content=out)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(out))], structured_content=out
+        )
     if params.name == "lookup":
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"{NAME}: {args['word']} means x")])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"{NAME}: {args['word']} means x")]
+        )
     if params.name == "add_note":
-        return types.CallToolResult(content=[types.TextContent(type="text", text=f"noted for {args['city']}")])
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"noted for {args['city']}")]
+        )
     if params.name == "book_table":
-        return types.CallToolResult(content=[types.TextContent(type="text", text="booked")],
-                                    structured_content={"booking": "B-1", "people": args["people"]})
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="booked")],
+            structured_content={"booking": "B-1", "people": args["people"]},
+        )
     if params.name == "crash":
         sys.stderr.write("tools_server: crashing on purpose\n")
         sys.stderr.flush()
         os._exit(3)
     if params.name == "fail":
-        return types.CallToolResult(content=[types.TextContent(type="text", text="the glossary is offline")],
-                                    is_error=True)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=f"unknown tool {params.name}")],
-                                is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="the glossary is offline")], is_error=True
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"unknown tool {params.name}")], is_error=True
+    )
 
 
 server = Server(NAME, version="1.2.0", on_list_tools=list_tools, on_call_tool=call_tool)

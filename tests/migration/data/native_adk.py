@@ -60,8 +60,15 @@ class StockTool(BaseTool):
     """A hand-written ADK tool: its own declaration, and run_async instead of a function."""
 
     def _get_declaration(self) -> types.FunctionDeclaration:
-        return types.FunctionDeclaration(name=self.name, description=self.description, parameters_json_schema={
-            "type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]})
+        return types.FunctionDeclaration(
+            name=self.name,
+            description=self.description,
+            parameters_json_schema={
+                "type": "object",
+                "properties": {"sku": {"type": "string"}},
+                "required": ["sku"],
+            },
+        )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         return {"sku": args["sku"], "in_stock": 3}
@@ -90,7 +97,7 @@ desk = LlmAgent(
     name="shop_desk",
     model="gemini-2.5-flash",
     instruction="You are the shop's front desk. Read orders with get_order before you answer about one; ask "
-                "faq_expert about the FAQ; transfer refund disputes to refunds_specialist.",
+    "faq_expert about the FAQ; transfer refund disputes to refunds_specialist.",
     tools=[get_order, AgentTool(faq_expert), google_search, shout, stock],
     sub_agents=[refunds_specialist],
     before_tool_callback=log_tool,

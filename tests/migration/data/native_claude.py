@@ -15,9 +15,16 @@ def _text(value: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": json.dumps(value)}]}
 
 
-@tool("get_order", "Read one order: its status and amount.",
-      {"type": "object", "properties": {"order_id": {"type": "string", "description": "The order id, like ORD-7."}},
-       "required": ["order_id"], "additionalProperties": False})
+@tool(
+    "get_order",
+    "Read one order: its status and amount.",
+    {
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "description": "The order id, like ORD-7."}},
+        "required": ["order_id"],
+        "additionalProperties": False,
+    },
+)
 async def get_order(args: dict[str, Any]) -> dict[str, Any]:
     order = ORDERS.get(args["order_id"])
     if order is None:
@@ -39,16 +46,19 @@ shop = create_sdk_mcp_server("shop", version="1.0.0", tools=[get_order, search_f
 
 options = ClaudeAgentOptions(
     system_prompt="You are the shop's front desk. Read orders with get_order before you answer about one; ask "
-                  "the faq-expert subagent about the FAQ; read local notes with Read when asked.",
+    "the faq-expert subagent about the FAQ; read local notes with Read when asked.",
     model="claude-sonnet-4-6",
     mcp_servers={"shop": shop},
     tools=["Read"],
     allowed_tools=["mcp__shop__search_faq", "Read"],
     permission_mode="acceptEdits",
     max_turns=8,
-    agents={"faq-expert": AgentDefinition(
-        description="Interprets the FAQ for tricky questions.",
-        prompt="You interpret the shop's FAQ. Search it with search_faq and answer in one sentence.",
-        tools=["mcp__shop__search_faq"])},
+    agents={
+        "faq-expert": AgentDefinition(
+            description="Interprets the FAQ for tricky questions.",
+            prompt="You interpret the shop's FAQ. Search it with search_faq and answer in one sentence.",
+            tools=["mcp__shop__search_faq"],
+        )
+    },
     hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[audit])]},
 )

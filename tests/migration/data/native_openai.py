@@ -75,7 +75,7 @@ refunds_specialist = Agent(
 desk = Agent(
     name="shop_desk",
     instructions="You are the shop's front desk. Read orders with get_order before you answer about one; use "
-                 "search_faq for general questions; hand refund disputes to refunds_specialist.",
+    "search_faq for general questions; hand refund disputes to refunds_specialist.",
     model="gpt-4.1-mini",
     model_settings=ModelSettings(parallel_tool_calls=False),
     tools=[get_order, search_faq, WebSearchTool()],

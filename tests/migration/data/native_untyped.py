@@ -38,9 +38,19 @@ async def _raw(ctx: Any, args: str) -> str:
     return args
 
 
-handmade = FunctionTool(name="handmade", description="Built by hand.", params_json_schema={
-    "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False},
-    on_invoke_tool=_raw)
+handmade = FunctionTool(
+    name="handmade",
+    description="Built by hand.",
+    params_json_schema={
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    },
+    on_invoke_tool=_raw,
+)
 
-partial = Agent(name="partial", instructions="Use the tools.", model="gpt-4.1-mini", tools=[guess, lookup, ping, handmade])
+partial = Agent(
+    name="partial", instructions="Use the tools.", model="gpt-4.1-mini", tools=[guess, lookup, ping, handmade]
+)
 not_an_agent = {"name": "just a dict"}

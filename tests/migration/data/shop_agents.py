@@ -56,7 +56,7 @@ refunds = Agent(
 desk = Agent(
     name="shop_desk",
     instructions="You are the shop's front desk. Read orders with get_order before you answer about one; use "
-                 "search_faq for general questions; pass refunds to the refunds specialist.",
+    "search_faq for general questions; pass refunds to the refunds specialist.",
     model="gpt-4.1-mini",
     tools=[get_order, search_faq],
     handoffs=[refunds],
