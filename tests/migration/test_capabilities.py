@@ -353,7 +353,7 @@ if provider_name == "adk":  # ADK traces through OpenTelemetry's global tracer p
     trace.set_tracer_provider(tracer_provider)
 else:  # openai-agents has tracing of its own: a processor added beside portagent's (which drops spans)
     import agents
-    from portagent.adapters import openai_agents  # installs portagent's processor first
+    from portagent.adapters.openai import agent  # installs portagent's processor first
 
     class Collect(agents.TracingProcessor):
         def on_trace_start(self, trace): ...
