@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from portagent.contracts.providers import PROVIDERS
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -17,8 +19,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or folders")
     p.add_argument(
         "--provider",
-        choices=["openai", "claude", "adk"],
+        choices=PROVIDERS,
         help="also fail when the agent needs something this provider cannot do",
+    )
+    p.add_argument(
+        "--list-mcp",
+        action="store_true",
+        help="start the agents' MCP servers and list their tools, so policy rules naming them are checked "
+        "exactly (default: the listing of the last run, if any)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="print problems only")
 
@@ -26,7 +34,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from portagent.runtime.validate import check_paths
 
-    results = check_paths(args.paths, args.provider)
+    results = check_paths(args.paths, args.provider, list_mcp=args.list_mcp)
     bad = 0
     for r in results:
         if r.ok:

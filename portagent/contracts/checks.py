@@ -7,11 +7,16 @@ what a provider can run is decided by ``adapters.portability``; ``runtime.valida
 from __future__ import annotations
 
 import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from portagent.contracts.agent import McpServerRef
+from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import SpecProblem
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.tool import ToolSpec
@@ -69,22 +74,69 @@ def _rule_hits(rule: Any, tools: list[ToolSpec]) -> list[ToolSpec]:
     ]
 
 
+@dataclass(frozen=True)
+class SourcedTools:
+    """Tools an agent gets from one MCP server at run time (``mcp_servers``), as far as known statically."""
+
+    server: str
+    """The server's name in the spec."""
+    prefix: str
+    """The prefix every tool of it gets (``<server>_`` by default)."""
+    names: tuple[str, ...] | None = None
+    """Portable names from the allow-list or a listing; None when the server was never listed."""
+
+    def describe(self) -> str:
+        if self.names is None:
+            return f"{self.prefix}* (not listed yet)"
+        return ", ".join(self.names) or "none"
+
+    def may_match(self, pattern: str) -> bool:
+        """Could a rule's tool pattern name a tool of this server? Exact when the names are known;
+        otherwise a pattern whose literal head agrees with the prefix is accepted (the listing decides
+        at run time, where the rule is enforced on the listed tools)."""
+        if self.names is not None:
+            return any(fnmatch.fnmatchcase(n, pattern) for n in self.names)
+        head = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+        return head.startswith(self.prefix) or self.prefix.startswith(head)
+
+
+def sourced_tools(refs: list[McpServerRef], listings: Mapping[str, list[str]]) -> list[SourcedTools]:
+    """What each MCP source of an agent will add: its allow-list, else its last listing, else unknown."""
+    out = []
+    for ref in refs:
+        raw = ref.allow or listings.get(ref.name)
+        names = tuple(ref.portable_name(n) for n in raw) if raw is not None else None
+        out.append(SourcedTools(ref.name, ref.tool_prefix, names))
+    return out
+
+
 def policy_problems(
-    policy: PermissionPolicy, tools: list[ToolSpec], label: str, builtins: list[str] | tuple[str, ...] = ()
+    policy: PermissionPolicy,
+    tools: list[ToolSpec],
+    label: str,
+    builtins: list[str] | tuple[str, ...] = (),
+    sourced: list[SourcedTools] | tuple[SourcedTools, ...] = (),
 ) -> list[SpecProblem]:
     """Rules that can match no tool of the agent; allow rules that reach a privileged tool implicitly.
-    Granted vendor built-ins (``builtin_tools``) count as tools a rule may name."""
+    Granted vendor built-ins (``builtin_tools``) and tools from the agent's MCP sources count as tools a
+    rule may name (an effect-only rule may match an MCP tool whose effect only its listing tells)."""
     out = []
     for i, rule in enumerate(policy.rules):
         hits = _rule_hits(rule, tools)
         names_builtin = rule.tool is not None and any(fnmatch.fnmatchcase(b, rule.tool) for b in builtins)
-        if (rule.tool or rule.effect) and not hits and not names_builtin:
+        if rule.tool is not None:
+            names_sourced = any(s.may_match(rule.tool) for s in sourced)
+        else:
+            names_sourced = bool(sourced)
+        if (rule.tool or rule.effect) and not hits and not names_builtin and not names_sourced:
             out.append(
                 SpecProblem(
                     label,
                     f"rules.{i}",
                     f"rule {rule.id!r} matches no tool of the agent "
-                    f"(tools: {', '.join(t.name for t in tools) or 'none'})",
+                    f"(tools: {', '.join(t.name for t in tools) or 'none'}"
+                    + "".join(f"; MCP {s.server}: {s.describe()}" for s in sourced)
+                    + ")",
                 )
             )
         if rule.decision == "allow":
@@ -100,3 +152,29 @@ def policy_problems(
                         )
                     )
     return out
+
+
+def spec_problems(bundle: AgentBundle, listings: Mapping[str, list[str]] | None = None) -> list[SpecProblem]:
+    """Every provider-independent problem of a loaded agent: its tools, output schemas and policies.
+    ``listings``: the last known tool names of its MCP servers (server name → names), if any."""
+    problems: list[SpecProblem] = []
+    for node in bundle.agents.values():
+        label = str(node.path) if node.path else node.name
+        for i, t in enumerate(node.spec.tools):
+            if isinstance(t, ToolSpec):
+                problems += tool_problems(t, label, f"tools.{i}.")
+        problems += schema_problems(node.spec.output_schema, label, "output_schema")
+    # A policy shared by several agents (sub-agents inherit it) is checked against all their tools.
+    groups: dict[
+        int, tuple[PermissionPolicy, str, dict[str, ToolSpec], set[str], dict[str, McpServerRef]]
+    ] = {}
+    for node in bundle.agents.values():
+        label = str(node.policy_path or node.path or node.name)
+        entry = groups.setdefault(id(node.policy), (node.policy, label, {}, set(), {}))
+        entry[2].update(node.tools)
+        entry[3].update(node.spec.builtin_tools)
+        entry[4].update({ref.name: ref for ref in node.spec.mcp_servers})
+    for policy, plabel, tools, builtins, refs in groups.values():
+        sourced = sourced_tools(list(refs.values()), listings or {})
+        problems += policy_problems(policy, list(tools.values()), plabel, sorted(builtins), sourced)
+    return problems

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract, short_hash
 from portagent.contracts.tool import EFFECTS, Effect
@@ -49,6 +50,18 @@ class ArgPredicate(Contract):
     """A number ≥ this."""
     max: float | None = None
     """A number ≤ this."""
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        # Compiled when the spec loads, so ``validate`` refuses what would otherwise fail (or never match)
+        # only when a call reaches the rule.
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as e:
+                raise ValueError(f"regex {value!r} does not compile: {e}") from None
+        return value
 
     @model_validator(mode="after")
     def _one_operator(self) -> ArgPredicate:

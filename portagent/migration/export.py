@@ -16,9 +16,9 @@ import pprint
 from pathlib import Path
 from typing import Any
 
+from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UnsupportedFeatureError, UsageError
-from portagent.migration.portcheck import port_check
 
 TARGETS = ("openai", "adk", "claude")
 
@@ -65,9 +65,9 @@ def export_agent(agent: str | Path, target: str, out: str | Path | None = None) 
     if not spec.is_file():
         raise UsageError(f"{agent}: agent spec not found")
     bundle = load_agent(spec)
-    check = port_check(bundle, target)
-    if check.lacks:
-        lacks = "; ".join(f"{x.feature}: {x.detail}" for x in check.lacks)
+    found = verdict(bundle, target)  # the one portability verdict (what port-check lists)
+    if found.lacks:
+        lacks = "; ".join(f"{x.feature}: {x.detail}" for x in found.lacks)
         raise UnsupportedFeatureError(target, "this spec", f"port-check finds: {lacks}")
     if any(n.spec.mcp_servers for n in bundle.agents.values()):
         raise UnsupportedFeatureError(

@@ -1,13 +1,7 @@
 """``portagent port-check AGENT --to P``: what the spec needs that provider P lacks, and its portability ratio.
 
-What a target can lack comes from two places, both checked before anything runs:
-
-- the capability profile (``PROFILES[P]``): delegation kinds, handoff cycles (the cycle is named),
-  structured output, built-in tools, MCP, the spec's ``required_capabilities``;
-- what an adapter refuses on its own (the same checks it makes when a run starts): Gemini's schema
-  limits for ADK (``adk_events.tool_schema_problems`` / ``output_schema_problems``), a handoff target
-  shared by two agents on ADK (sub-agents form a tree), nested delegation and a forced temperature on
-  Claude, and a missing model id for P.
+What a target lacks is the one portability verdict (``adapters/portability.py``), the same that
+``validate --provider``, ``run``, ``eval`` and ``export`` give: each lack with its field path.
 
 The portability ratio is the design source's: own contracts / (own contracts + provider-specific
 dependencies). Own contracts are what portagent defines and every adapter translates (agent specs,
@@ -26,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle
-from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.portability import Lack
 
 VENDOR_MODULES: dict[str, str] = {
     "agents": "openai-agents",
@@ -38,12 +33,6 @@ VENDOR_MODULES: dict[str, str] = {
     "anthropic": "anthropic",
 }
 """Top-level imports that make a handler module depend on one vendor's SDK."""
-
-
-@dataclass(frozen=True)
-class Lack:
-    feature: str
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -77,7 +66,9 @@ class PortCheck:
             "agent": self.agent,
             "target": self.target,
             "portable": self.portable,
-            "lacks": [{"feature": x.feature, "detail": x.detail} for x in self.lacks],
+            "lacks": [
+                {"feature": x.feature, "detail": x.detail, "file": x.file, "path": x.path} for x in self.lacks
+            ],
             "portability_ratio": self.ratio,
             "own_contracts": [{"what": i.what, "detail": i.detail} for i in self.own],
             "provider_dependencies": [
@@ -91,7 +82,7 @@ class PortCheck:
         lines = [f"{self.agent} → {self.target}: {verdict}"]
         if self.lacks:
             lines.append(f"{self.target} lacks what the spec needs:")
-            lines += [f"  - {x.feature}: {x.detail}" for x in self.lacks]
+            lines += [f"  - {x.feature}: {x.detail} ({_where(x)})" for x in self.lacks]
         n_own, n_dep = len(self.own), len(self.dependencies)
         lines.append(
             f"portability ratio: {n_own}/{n_own + n_dep} = {self.ratio:.2f} "
@@ -114,111 +105,17 @@ def port_check(bundle: AgentBundle, target: str) -> PortCheck:
     return result
 
 
-# --- what the target lacks -----------------------------------------------------------------------
+def _where(lack: Lack) -> str:
+    return f"{Path(lack.file).name}: {lack.path}" if lack.path else Path(lack.file).name
+
+
+# --- what the target lacks: the one portability verdict ----------------------------------------------
 
 
 def _lacks(bundle: AgentBundle, target: str, out: PortCheck) -> None:
-    prof = PROFILES[target]
-    add = out.lacks.append
-    for flag in bundle.spec.required_capabilities:
-        if not getattr(prof, flag):
-            add(Lack(flag, "listed in required_capabilities"))
-    edges = [(n.name, e) for n in bundle.agents.values() for e in n.edges]
-    handoffs = [f"{a} -> {e.target}" for a, e in edges if e.kind == "handoff"]
-    tools = [f"{a} -> {e.target}" for a, e in edges if e.kind == "agent_as_tool"]
-    if handoffs and not prof.handoffs:
-        add(
-            Lack(
-                "handoffs",
-                ", ".join(handoffs) + f" (kind handoff); {target} delegates as agent-as-tool only: "
-                "change those edges to kind agent_as_tool (the coordinator then keeps control)",
-            )
-        )
-    if tools and not prof.agents_as_tools:
-        add(Lack("agents_as_tools", ", ".join(tools)))
-    cycle = bundle.delegation_cycle()
-    if cycle and not prof.handoff_cycles:
-        add(Lack("handoff_cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}"))
-    schemas = [n.name for n in bundle.agents.values() if n.spec.output_schema is not None]
-    if schemas and not prof.structured_output:
-        add(Lack("structured_output", "output_schema on " + ", ".join(schemas)))
-    builtins = [f"{b} (on {n.name})" for n in bundle.agents.values() for b in n.spec.builtin_tools]
-    if builtins and not prof.builtin_tools:
-        add(
-            Lack(
-                "builtin_tools",
-                "granted: " + ", ".join(builtins) + f"; {target} has no built-in tools: replace "
-                "them with ToolSpecs",
-            )
-        )
-    servers = [s.name for n in bundle.agents.values() for s in n.spec.mcp_servers]
-    if servers and not prof.mcp:
-        add(Lack("mcp", "mcp_servers: " + ", ".join(servers)))
-    for node in bundle.agents.values():
-        if not (node.spec.models.for_provider(target) or bundle.spec.models.for_provider(target)):
-            add(Lack("model id", f"{node.name} has no models.{target} (and the root agent gives none)"))
-            break
-    if target == "adk":
-        _adk(bundle, out)
-    if target == "claude":
-        _claude(bundle, out)
-    if target == "openai":
-        try:  # the adapter module imports openai-agents; without it this note is skipped
-            from portagent.adapters.openai.agent import strict_compatible
-        except ImportError:
-            return
-        for name, tool in bundle.all_tools().items():
-            if not strict_compatible(tool.input_schema):
-                out.notes.append(
-                    f"openai: tool {name} is declared with strict_json_schema false (its schema is not "
-                    "strict-compatible); the gateway still enforces every keyword"
-                )
-
-
-def _adk(bundle: AgentBundle, out: PortCheck) -> None:
-    from portagent.adapters.adk.events import output_schema_problems, tool_schema_problems
-
-    for node in bundle.agents.values():
-        for name, tool in node.tools.items():
-            for problem in tool_schema_problems(name, tool.input_schema):
-                out.lacks.append(Lack("Gemini schema limits", f"{node.name}: tool {name}: {problem}"))
-        if node.spec.output_schema is not None:
-            for problem in output_schema_problems(node.spec.output_schema):
-                out.lacks.append(Lack("Gemini schema limits", f"{node.name}: {problem}"))
-    parents: dict[str, str] = {}
-    for node in bundle.agents.values():
-        for edge in node.edges:
-            if edge.kind == "handoff":
-                if edge.target in parents and parents[edge.target] != node.name:
-                    out.lacks.append(
-                        Lack(
-                            "a handoff tree",
-                            f"{edge.target} is a handoff target of both "
-                            f"{parents[edge.target]} and {node.name}; ADK sub-agents have one parent",
-                        )
-                    )
-                parents.setdefault(edge.target, node.name)
-
-
-def _claude(bundle: AgentBundle, out: PortCheck) -> None:
-    for name, node in bundle.agents.items():
-        if name != bundle.root and node.edges:
-            out.lacks.append(
-                Lack(
-                    "nested delegation",
-                    f"{name} delegates to {node.edges[0].target}; Claude Code "
-                    "subagents cannot start subagents: delegate from the root agent only",
-                )
-            )
-    models = bundle.spec.models
-    if models.force_shared_settings and models.temperature is not None:
-        out.lacks.append(
-            Lack(
-                "a forced temperature",
-                "the Claude Code CLI has no temperature setting: set "
-                "force_shared_settings: false or drop models.temperature",
-            )
-        )
+    found = verdict(bundle, target)
+    out.lacks += found.lacks
+    out.notes += found.notes
 
 
 # --- the ratio -----------------------------------------------------------------------------------

@@ -3,16 +3,16 @@ portability verdict when a provider is named (``--provider``)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from portagent.contracts.agent import PROVIDERS
+from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
-from portagent.contracts.capabilities import PROFILES, missing_capabilities
-from portagent.contracts.checks import policy_problems, schema_problems, tool_problems
+from portagent.contracts.checks import spec_problems, tool_problems
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
 from portagent.contracts.loader import iter_spec_files, load_spec_file
+from portagent.contracts.providers import PROVIDERS
 from portagent.contracts.tool import ToolSet, ToolSpec
 
 
@@ -28,62 +28,32 @@ class FileResult:
         return not self.problems
 
 
-def bundle_problems(bundle: AgentBundle, provider: str | None) -> tuple[list[SpecProblem], list[str]]:
-    problems: list[SpecProblem] = []
-    notes: list[str] = []
-    for node in bundle.agents.values():
-        label = str(node.path) if node.path else node.name
-        for i, t in enumerate(node.spec.tools):
-            if isinstance(t, ToolSpec):
-                problems += tool_problems(t, label, f"tools.{i}.")
-        problems += schema_problems(node.spec.output_schema, label, "output_schema")
-    # A policy shared by several agents (sub-agents inherit it) is checked against all their tools.
-    groups: dict[int, tuple[Any, str, dict[str, ToolSpec], set[str]]] = {}
-    for node in bundle.agents.values():
-        label = str(node.policy_path or node.path or node.name)
-        entry = groups.setdefault(id(node.policy), (node.policy, label, {}, set()))
-        entry[2].update(node.tools)
-        entry[3].update(node.spec.builtin_tools)
-    for policy, plabel, tools, builtins in groups.values():
-        problems += policy_problems(policy, list(tools.values()), plabel, sorted(builtins))
-    root_label = str(bundle.node.path)
-    if provider == "adk":
-        # Gemini function declarations express a subset of JSON Schema (adk_events cites the list);
-        # adk_events imports no SDK, so this stays a static check.
-        from portagent.adapters.adk.events import output_schema_problems, tool_schema_problems
+def bundle_problems(
+    bundle: AgentBundle, provider: str | None, *, list_mcp: bool = False
+) -> tuple[list[SpecProblem], list[str]]:
+    """Spec-level problems plus the portability verdict: with ``provider`` its lacks are problems (each
+    with its field path); without, each provider that cannot run the agent is a note.
 
-        for node in bundle.agents.values():
-            label = str(node.path) if node.path else node.name
-            for name, t in node.tools.items():
-                for msg in tool_schema_problems(name, t.input_schema):
-                    problems.append(SpecProblem(label, f"tools[{name}]", f"adk: {msg}"))
-            if node.spec.output_schema is not None:
-                for msg in output_schema_problems(node.spec.output_schema):
-                    problems.append(SpecProblem(label, "output_schema", f"adk: {msg}"))
-    providers = [provider] if provider else list(PROVIDERS)
-    cycle = bundle.delegation_cycle()
-    kinds = {e.kind for n in bundle.agents.values() for e in n.edges}
-    needed = list(bundle.spec.required_capabilities)
-    for p in providers:
-        prof = PROFILES[p]
-        lacks = missing_capabilities(needed, prof)
-        if "handoff" in kinds and not prof.handoffs:
-            lacks.append("handoffs")
-        if "agent_as_tool" in kinds and not prof.agents_as_tools:
-            lacks.append("agents_as_tools")
-        if cycle and not prof.handoff_cycles:
-            lacks.append(f"handoff_cycles (cycle: {' -> '.join(cycle)})")
-        if not lacks:
-            continue
-        msg = f"provider {p!r} cannot run this agent: lacks {', '.join(dict.fromkeys(lacks))}"
+    Rules may name the tools of a declared MCP source: its last live listing (kept by every run) makes
+    that check exact; ``list_mcp`` lists the servers now (starting them) instead."""
+    listings: dict[str, list[str]] = {}
+    if any(n.spec.mcp_servers for n in bundle.agents.values()):
+        from portagent.tools.mcp.sources import list_live, remembered_listings
+
+        listings = asyncio.run(list_live(bundle)) if list_mcp else remembered_listings(bundle)
+    problems = spec_problems(bundle, listings)
+    notes: list[str] = []
+    for p in [provider] if provider else list(PROVIDERS):
+        found = verdict(bundle, p)
         if provider:
-            problems.append(SpecProblem(root_label, "", msg))
+            problems += found.problems()
+            notes += found.notes
         else:
-            notes.append(msg)
+            notes += [problem.message for problem in found.problems()]
     return problems, notes
 
 
-def check_file(path: Path, provider: str | None = None) -> FileResult:
+def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = False) -> FileResult:
     label = str(path)
     try:
         doc = load_spec_file(path)
@@ -107,7 +77,7 @@ def check_file(path: Path, provider: str | None = None) -> FileResult:
         except SpecError as e:
             result.problems += e.problems
         else:
-            probs, notes = bundle_problems(bundle, provider)
+            probs, notes = bundle_problems(bundle, provider, list_mcp=list_mcp)
             result.problems += probs
             result.notes += notes
     elif kind == "suite":
@@ -120,11 +90,11 @@ def check_file(path: Path, provider: str | None = None) -> FileResult:
     return result
 
 
-def check_paths(paths: list[str], provider: str | None = None) -> list[FileResult]:
+def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool = False) -> list[FileResult]:
     """Check files and folders. Raises UsageError when a path is missing or a folder holds no spec."""
     for raw in paths:
         if not Path(raw).exists():
             raise UsageError(f"{raw}: no such file or directory")
         if Path(raw).is_dir() and not iter_spec_files([raw]):
             raise UsageError(f"{raw}: no spec files (*.yaml, *.yml, *.json) in this folder")
-    return [check_file(f, provider) for f in iter_spec_files(paths)]
+    return [check_file(f, provider, list_mcp=list_mcp) for f in iter_spec_files(paths)]

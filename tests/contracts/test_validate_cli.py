@@ -90,7 +90,7 @@ def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
     a = tmp_path / "a.yaml"
     b = tmp_path / "b.yaml"
     a.write_text(
-        "kind: agent\nschema_version: 1\nname: a\ninstructions: hi\n"
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: hi\nmodels: {openai: gpt-4.1-mini}\n"
         "delegation: [{agent: b.yaml, kind: handoff}]\n"
     )
     b.write_text(
@@ -98,11 +98,14 @@ def test_provider_flag_turns_incompatibility_into_failure(tmp_path):
         "delegation: [{agent: a.yaml, kind: handoff}]\n"
     )
     code, out, _ = run_cli("validate", str(a))
-    assert code == 0 and "handoff_cycles (cycle: a -> b -> a)" in out
+    assert code == 0 and "lacks handoff_cycles: the delegation graph has a cycle: a -> b -> a" in out
     code, _, err = run_cli("validate", "--provider", "adk", str(a))
     assert code == 1 and "provider 'adk' cannot run this agent" in err and "a -> b -> a" in err
     code, _, _ = run_cli("validate", "--provider", "openai", str(a))
     assert code == 0
+    # No claude model id: a configuration mistake the run would refuse, so validate refuses it too.
+    code, _, err = run_cli("validate", "--provider", "claude", str(a))
+    assert code == 1 and "[models.claude]" in err and "no model id for provider 'claude'" in err
     assert base.exists()
 
 
@@ -126,7 +129,7 @@ def test_schema_command_writes_every_kind(tmp_path):
 def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path):
     spec = tmp_path / "a.yaml"
     spec.write_text(
-        "kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash}\n"
+        "kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash, openai: gpt-4.1-mini}\n"
         "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
         "    input_schema: {type: object, properties: {a: {allOf: [{type: string}]}}}\n"
     )

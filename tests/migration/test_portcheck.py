@@ -113,7 +113,7 @@ tools:
     code, out, _ = check(spec, "adk")
     assert code == 1
     assert "Gemini schema limits: top: tool pick: input_schema.properties.v.const" in out
-    assert "a handoff tree: leaf is a handoff target of both" in out
+    assert "a handoff tree: 'leaf' is a handoff target of both 'top' and 'mid'" in out
     assert check(spec, "openai")[0] == 0
 
 

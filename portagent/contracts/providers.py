@@ -1,0 +1,15 @@
+"""The providers portagent runs on — the one list every floor and the CLI read.
+
+Standard library only, so the CLI's argument parser can offer the names without loading pydantic.
+The adapter registry (``adapters/base.py``) holds each provider's facts under these names; a test
+keeps both in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ProviderName = Literal["openai", "claude", "adk"]
+"""The providers portagent runs on."""
+
+PROVIDERS: tuple[ProviderName, ...] = ("openai", "claude", "adk")
