@@ -1,4 +1,4 @@
-"""The adapter protocol and the lazy registry.
+"""The adapter protocol, the lazy registry, and each provider's facts as data.
 
 An adapter translates only: it builds the vendor's native agent from contracts, runs it with the
 vendor's own runtime and model client, reports what happens through the ``RunSession`` it is given
@@ -6,7 +6,9 @@ vendor's own runtime and model client, reports what happens through the ``RunSes
 It holds no policy, retry, budget or evaluation logic: those live in the session and the gateway.
 
 Registry: ``get_adapter("openai")`` imports ``portagent.adapters.openai.agent`` only when asked;
-a missing SDK gives ``MissingExtraError`` (``pip install 'portagent[openai]'``).
+a missing SDK gives ``MissingExtraError`` (``pip install 'portagent[openai]'``). ``REGISTRY`` is also
+the one table of provider facts (API key and base-URL variables, the dummy key sent to the emulator
+and in replays, the HTTP statuses worth retrying): the CLI, the eval plan and replays read it here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from portagent.contracts.capabilities import PROFILES, ProviderCapabilities
 from portagent.contracts.errors import MissingExtraError, UsageError
 from portagent.core.versions import package_version
+from portagent.wire.response import RETRYABLE_STATUS
 
 if TYPE_CHECKING:
     from portagent.adapters.port import RunSession
@@ -39,34 +42,49 @@ class AdapterInfo:
     """Environment variable holding the vendor API key for ``--live``."""
     base_url_env: str
     """Environment variable conventionally holding a custom base URL."""
+    dummy_key: str
+    """Key sent to the emulator and in replays: the vendor clients refuse to start without one, and
+    it is shaped like the vendor's (``sk-`` / ``sk-ant-``) without being one a scrubber could take
+    for a real secret. Cassettes record it, so it never changes."""
+    retryable_statuses: frozenset[int] = field(default=RETRYABLE_STATUS)
+    """HTTP statuses worth retrying (``error`` events and ``ProviderError.retryable``): 408, 409,
+    429, the 5xx server errors and Anthropic's 529 overloaded — one set, shared with the wire parsers."""
+
+    def retryable(self, status: int | None) -> bool:
+        """Is an answer with this HTTP status worth retrying? (No status: no.)"""
+        return status is not None and status in self.retryable_statuses
 
 
 REGISTRY: dict[str, AdapterInfo] = {
     "openai": AdapterInfo(
-        "portagent.adapters.openai.agent",
-        "agents",
-        "openai-agents",
-        "openai",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
+        module="portagent.adapters.openai.agent",
+        sdk_module="agents",
+        package="openai-agents",
+        extra="openai",
+        key_env="OPENAI_API_KEY",
+        base_url_env="OPENAI_BASE_URL",
+        dummy_key="sk-portagent-dummy",
     ),
     "claude": AdapterInfo(
-        "portagent.adapters.claude.agent",
-        "claude_agent_sdk",
-        "claude-agent-sdk",
-        "claude",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
+        module="portagent.adapters.claude.agent",
+        sdk_module="claude_agent_sdk",
+        package="claude-agent-sdk",
+        extra="claude",
+        key_env="ANTHROPIC_API_KEY",
+        base_url_env="ANTHROPIC_BASE_URL",
+        dummy_key="sk-ant-portagent-dummy",
     ),
     "adk": AdapterInfo(
-        "portagent.adapters.adk.agent",
-        "google.adk",
-        "google-adk",
-        "adk",
-        "GOOGLE_API_KEY",
-        "GOOGLE_GEMINI_BASE_URL",
+        module="portagent.adapters.adk.agent",
+        sdk_module="google.adk",
+        package="google-adk",
+        extra="adk",
+        key_env="GOOGLE_API_KEY",
+        base_url_env="GOOGLE_GEMINI_BASE_URL",
+        dummy_key="portagent-dummy-key",
     ),
 }
+"""Every provider portagent runs on, in ``contracts.agent.PROVIDERS`` order (a test keeps them equal)."""
 
 
 @dataclass

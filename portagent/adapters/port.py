@@ -1,4 +1,10 @@
-"""RunSession: what an adapter is given for one run, and the only way it reports what happens.
+"""The session port: the one typed way an adapter talks back to the run it was given.
+
+An adapter enters through ``Adapter.run(session)`` (``adapters/base.py``) and reports through this
+``RunSession`` only: model calls (``before_model_call`` / ``record_model_call``), handoffs, errors, and
+tool calls through ``gateway(agent)`` (a ``SessionGateway``). Every field is declared here, typed; the
+runner fills them in the constructor (the approval set-up is one small holder, ``RunApprovals``) and
+sets nothing else afterwards except ``cassette_report`` (declared below).
 
 The session owns the provider-independent bookkeeping: model-call events and the ``max_turns`` /
 ``max_cost_usd`` budgets (counted by portagent, not the SDK), handoff events, one tool gateway per
@@ -8,22 +14,33 @@ agent, and the two control-flow signals an adapter must let through:
 - ``ApprovalPause``: a call needs approval and the approver deferred; the run ends ``waiting_approval``.
 
 SDKs wrap exceptions raised in hooks; the session also remembers the first signal in ``stop``, so the
-runner ends the run correctly even if an SDK swallowed it. Adapters use ``unwrap_signal`` on errors.
+runner ends the run correctly even if an SDK swallowed it. Each adapter's error mapping starts with
+``session.reraise_signal(e)``, which re-raises that signal before any vendor error is looked at.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import UsageError
 from portagent.contracts.run import RunRequest
+from portagent.core.budgets import Limit, RunBudget
 from portagent.core.clock import Clock, IdFactory
 from portagent.core.pricing import model_cost
 from portagent.tracing.recorder import TraceRecorder
+
+if TYPE_CHECKING:
+    from portagent.adapters.session_gateway import SessionGateway
+    from portagent.contracts.policy import ApprovalCard
+    from portagent.recording.vcr_cassette import CassetteReport
+    from portagent.tools.approvals import ApprovalStore
+    from portagent.tools.approvers import Approver
+    from portagent.tools.ledger import EffectLedger
 
 
 class RunSignal(Exception):
@@ -98,7 +115,59 @@ class RunOptions:
     """Adapter-specific options (documented by each adapter)."""
 
 
+ApproverSpec: TypeAlias = "str | dict[str, Any] | Approver | Callable[[ApprovalCard], Any] | None"
+"""What ``tools.approvers.make_approver`` accepts: a name, a scripted/callback dict, a callable, an object."""
+
+
+@dataclass
+class RunApprovals:
+    """Who decides the run's approval cards, and where cards and effects are kept: one per run,
+    shared by every agent's gateway (a scripted approver's decisions are used up across agents)."""
+
+    approver: ApproverSpec = "auto-deny"
+    """The approver as configured; made into an ``Approver`` on first use (``decider``)."""
+    store: ApprovalStore | None = None
+    """A shared approval store; None: each gateway opens the default one when it first needs it."""
+    ledger: EffectLedger | None = None
+    """A shared effect ledger; None: each gateway opens the default one when it first needs it."""
+    _decider: Approver | None = field(default=None, init=False, repr=False)
+
+    def decider(self) -> Approver:
+        """The run's one approver, made when the first gateway is built (inside the run, so a bad
+        approver spec fails the run like any other configuration error found there)."""
+        if self._decider is None:
+            from portagent.tools.approvers import make_approver
+
+            self._decider = make_approver(self.approver)
+        return self._decider
+
+
 class RunSession:
+    """One run as an adapter sees it (see the module docstring). Slotted: an attribute the port does
+    not declare cannot be set on it from outside."""
+
+    __slots__ = (
+        "_gateways",
+        "approvals",
+        "attempt",
+        "budget",
+        "bundle",
+        "cassette_report",
+        "clock",
+        "current_agent",
+        "endpoint",
+        "ids",
+        "model_costs",
+        "options",
+        "provider",
+        "recorder",
+        "request",
+        "run_id",
+        "scope",
+        "stop",
+        "tool_lock",
+    )
+
     def __init__(
         self,
         *,
@@ -106,14 +175,14 @@ class RunSession:
         request: RunRequest,
         endpoint: Endpoint,
         recorder: TraceRecorder,
-        budget: Any,
-        gateway_factory: Any,
+        budget: RunBudget,
         clock: Clock,
         ids: IdFactory,
         run_id: str,
         attempt: int,
         scope: str,
         options: RunOptions,
+        approvals: RunApprovals | None = None,
     ) -> None:
         self.bundle = bundle
         self.request = request
@@ -121,19 +190,24 @@ class RunSession:
         self.recorder = recorder
         self.budget = budget
         self.clock = clock
+        """The run's clock: event times, and every latency (model calls and tools) is measured on it."""
         self.ids = ids
         self.run_id = run_id
         self.attempt = attempt
         self.scope = scope
         self.options = options
-        self.provider = request.provider
-        self._gateway_factory = gateway_factory
-        self._gateways: dict[str, Any] = {}
+        self.approvals = approvals if approvals is not None else RunApprovals()
+        self.provider: str = request.provider
         self.stop: RunSignal | None = None
+        """The first stop signal raised in this run (kept even if an SDK swallowed the exception)."""
         self.model_costs: list[float | None] = []
         self.current_agent = bundle.root
         self.tool_lock = asyncio.Lock()
         """Serializes the run's tool calls (deterministic order; see SessionGateway.call)."""
+        self.cassette_report: CassetteReport | None = None
+        """Record/replay runs: what the cassette saw (played, unplayed, drift), for ``run.json``. Set by
+        the runner around a Python SDK's vcrpy session, or by the Claude adapter for its transport."""
+        self._gateways: dict[str, SessionGateway] = {}
 
     # --- agents, models, tools -------------------------------------------------------------------
     def model_for(self, agent: str | None = None) -> str:
@@ -148,14 +222,18 @@ class RunSession:
             )
         return model
 
-    def gateway(self, agent: str | None = None) -> Any:
+    def gateway(self, agent: str | None = None) -> SessionGateway:
         """The tool gateway for one agent (its tools and policy; budget, ledger and trace shared)."""
         name = agent or self.bundle.root
         if name not in self._gateways:
-            self._gateways[name] = self._gateway_factory(self, self.bundle.agents[name])
+            # Imported here: session_gateway imports this module's signals, and the tools floor is only
+            # loaded once a run asks for its first gateway.
+            from portagent.adapters.session_gateway import build_gateway
+
+            self._gateways[name] = build_gateway(self, self.bundle.agents[name])
         return self._gateways[name]
 
-    def all_gateways(self) -> list[Any]:
+    def all_gateways(self) -> list[SessionGateway]:
         return list(self._gateways.values())
 
     # --- signals ---------------------------------------------------------------------------------
@@ -170,15 +248,30 @@ class RunSession:
         if self.stop is not None:
             raise self.stop
 
+    def reraise_signal(self, error: BaseException, wrapped: object = None) -> None:
+        """The first lines of every adapter's error mapping: a run signal raised in a hook (found in
+        the error's chain, or in ``wrapped``, an error an SDK keeps outside the chain, like ADK's
+        ``DynamicNodeFailError.error``) or remembered in ``stop`` ends the run, whatever the SDK made
+        of it. Returns when there is none: the error is the vendor's to map."""
+        sig = unwrap_signal(error)
+        if sig is None and isinstance(wrapped, BaseException):
+            sig = unwrap_signal(wrapped)
+        if sig is not None:
+            raise sig from error
+        if self.stop is not None:
+            raise self.stop from error
+
     def budget_stop(
-        self, limit: str, limit_value: float, observed: float, agent: str | None = None
-    ) -> BudgetStop:
+        self, limit: Limit, limit_value: float, observed: float, agent: str | None = None
+    ) -> RunSignal:
+        """Trace ``budget.exceeded`` and remember the stop; returns the run's stop signal for raising
+        (the first one: an earlier budget stop or approval pause wins)."""
         if isinstance(self.stop, BudgetStop):
             return self.stop
         self.recorder.emit(
             "budget.exceeded", agent=agent, limit=limit, limit_value=limit_value, observed=observed
         )
-        return self.signal(BudgetStop(limit, limit_value, observed))  # type: ignore[return-value]
+        return self.signal(BudgetStop(limit, limit_value, observed))
 
     # --- model calls -----------------------------------------------------------------------------
     @property

@@ -1,31 +1,38 @@
-"""Building one run's gateways from a RunSession (the seam between the runner and the gateway).
+"""Building one run's gateways from a RunSession (the seam between the session and the gateway).
 
 One ``ToolGateway`` per agent (its tools, its policy), all sharing the run's budget, trace recorder,
-approver, approval store and ledger namespace. The wrapper turns a deferred approval into the
-session's ``ApprovalPause`` signal, so every adapter ends the run the same way.
+approver, approval store and ledger namespace (``RunSession.approvals``). The wrapper turns a deferred
+approval into the session's ``ApprovalPause`` signal, and a run-level budget rejection into its
+``BudgetStop``, so every adapter ends the run the same way.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from portagent.tools.approvers import make_approver
+from portagent.adapters.port import ApprovalPause, BudgetStop, RunSession
+from portagent.contracts.bundle import AgentNode
+from portagent.contracts.tool import ToolSpec
+from portagent.contracts.trace import ToolVia
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import PreparedCall, ToolGateway
 from portagent.tools.mcp.bridge import is_mcp_tool
 from portagent.tools.observations import Observation
 
+RUN_LEVEL_LIMITS = ("max_tool_calls", "max_cost_usd")
+"""Budgets of the whole run a tool call can exhaust (a tool's own limits only fail that call)."""
+
 
 class SessionGateway:
-    """A ToolGateway bound to a RunSession: same API, plus the approval-pause signal."""
+    """A ToolGateway bound to a RunSession: same API, plus the approval-pause and budget-stop signals."""
 
-    def __init__(self, session: Any, gateway: ToolGateway) -> None:
+    def __init__(self, session: RunSession, gateway: ToolGateway) -> None:
         self.session = session
         self.inner = gateway
         self._seen = 0
 
     @property
-    def tools(self) -> dict[str, Any]:
+    def tools(self) -> dict[str, ToolSpec]:
         return self.inner.tools
 
     @property
@@ -35,7 +42,7 @@ class SessionGateway:
     def prepared(self, call_id: str) -> PreparedCall | None:
         return self.inner.prepared(call_id)
 
-    def register_governed(self, spec: Any, card_context: dict[str, Any] | None = None) -> None:
+    def register_governed(self, spec: ToolSpec, card_context: dict[str, Any] | None = None) -> None:
         """A tool the vendor runtime executes (Claude Code built-ins): decided here, never run here."""
         self.inner.register_governed(spec, card_context)
 
@@ -46,20 +53,23 @@ class SessionGateway:
         return self.inner.observe(prepared, obs, latency_ms)
 
     def _pause_if_deferred(self, call_id: str) -> None:
-        from portagent.adapters.port import ApprovalPause
-
         pending = self.inner.pending_approvals
         if len(pending) > self._seen:
             self._seen = len(pending)
             raise self.session.signal(ApprovalPause(pending[-1], call_id))
 
-    async def prepare(self, tool_name: str, raw_args: Any, **kw: Any) -> PreparedCall:
+    async def prepare(
+        self,
+        tool_name: str,
+        raw_args: object,
+        *,
+        vendor_call_id: str | None = None,
+        via: ToolVia = "function",
+    ) -> PreparedCall:
         self.session.check_stopped()
         if is_mcp_tool(self.inner.tools.get(tool_name)):
-            kw["via"] = (
-                "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
-            )
-        p = await self.inner.prepare(tool_name, raw_args, **kw)
+            via = "mcp"  # a tool sourced from an MCP server (docs/mcp.md), whichever SDK hook reached it
+        p = await self.inner.prepare(tool_name, raw_args, vendor_call_id=vendor_call_id, via=via)
         if p.rejection is not None:
             self._stop_if_budget_exhausted(p.rejection)  # ends the run after the rejection is traced
         self._pause_if_deferred(p.call_id)
@@ -71,30 +81,42 @@ class SessionGateway:
         self._stop_if_budget_exhausted(obs)
         return obs
 
-    async def call(self, tool_name: str, raw_args: Any, **kw: Any) -> Observation:
+    async def call(
+        self,
+        tool_name: str,
+        raw_args: object,
+        *,
+        vendor_call_id: str | None = None,
+        via: ToolVia = "function",
+    ) -> Observation:
         """Prepare and execute one call. Calls of one run are serialized in arrival order: SDKs run
         parallel tool calls concurrently, and a deterministic trace needs one order."""
         async with self.session.tool_lock:
-            prepared = await self.prepare(tool_name, raw_args, **kw)
+            prepared = await self.prepare(tool_name, raw_args, vendor_call_id=vendor_call_id, via=via)
             return await self.execute(prepared)
 
     def _stop_if_budget_exhausted(self, obs: Observation) -> None:
         """A run-level budget (tool calls, cost) rejected a call: the run ends ``budget_exhausted``
-        after the rejection is traced (the gateway already emitted ``budget.exceeded``)."""
-        from portagent.adapters.port import BudgetStop
-
-        if obs.error != "budget_exhausted":
-            return
-        event = next((e for e in reversed(self.session.recorder.events) if e.type == "budget.exceeded"), None)
-        if event is not None and event.limit in ("max_tool_calls", "max_cost_usd"):
-            raise self.session.signal(BudgetStop(event.limit, event.limit_value, event.observed))
+        after the rejection is traced (the gateway already emitted ``budget.exceeded``). The stop is
+        built from the rejection itself, whose ``details`` are that event's fields."""
+        stop = budget_stop_of(obs)
+        if stop is not None:
+            raise self.session.signal(stop)
 
 
-def build_gateway(session: Any, node: Any) -> SessionGateway:
-    approver = getattr(session, "approver", None)
-    if approver is None:
-        approver = make_approver(getattr(session, "approver_spec", "auto-deny"))
-        session.approver = approver
+def budget_stop_of(obs: Observation) -> BudgetStop | None:
+    """The run's ``BudgetStop`` when ``obs`` is a run-level budget rejection (``details`` carry
+    ``limit`` / ``limit_value`` / ``observed``: ``BudgetCheck.event_fields``), else None."""
+    details = obs.details
+    if obs.error != "budget_exhausted" or not isinstance(details, dict):
+        return None
+    limit = details.get("limit")
+    if limit not in RUN_LEVEL_LIMITS:
+        return None
+    return BudgetStop(str(limit), float(details["limit_value"]), float(details["observed"]))
+
+
+def build_gateway(session: RunSession, node: AgentNode) -> SessionGateway:
     request = session.request
     ctx = GatewayContext(
         run_id=session.run_id,
@@ -110,13 +132,13 @@ def build_gateway(session: Any, node: Any) -> SessionGateway:
         clock=session.clock,
         ids=session.ids,
     )
-    shared = getattr(session, "_stores", None)
+    approvals = session.approvals
     gateway = ToolGateway(
         node.tools,
         ctx,
         policy=node.policy,
-        approver=approver,
-        approvals=shared[0] if shared else None,
-        ledger=shared[1] if shared else None,
+        approver=approvals.decider(),
+        approvals=approvals.store,
+        ledger=approvals.ledger,
     )
     return SessionGateway(session, gateway)

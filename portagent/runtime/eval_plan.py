@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from portagent.contracts.errors import RecordingError, UsageError
+from portagent.contracts.errors import RecordingError, UnsupportedFeatureError, UsageError
 from portagent.contracts.suite import Case, LoadedSuite, Thresholds
 from portagent.evals.scoring import RunScore
 
@@ -21,14 +21,6 @@ Mode = Literal["replay", "emulator", "live"]
 """Where a run's model answers come from."""
 
 MODES: tuple[Mode, ...] = ("replay", "emulator", "live")
-
-DUMMY_KEYS = {
-    "openai": "sk-portagent-dummy",
-    "claude": "sk-ant-portagent-dummy",
-    "adk": "portagent-dummy-key",
-}
-"""Keys sent to the emulator (it checks that a key is sent, not which)."""
-
 
 # -- what runs ---------------------------------------------------------------------------------------
 
@@ -155,7 +147,7 @@ def request_for(case: Case, provider: str, repeat: int) -> Any:
         input=case.input,
         provider=provider,
         case_id=case.case_id,
-        repeat=repeat,  # type: ignore[arg-type]
+        repeat=repeat,
         actor=ctx.actor,
         scopes=list(ctx.scopes),
         env=ctx.env,
@@ -176,6 +168,26 @@ def approver_for(case: Case, suite_approver: str) -> Any:
 def script_hash(path: Path) -> str:
     """Hash of an emulator script file, for the manifest."""
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def check_portable(agents: Sequence[AgentRef], providers: Sequence[str]) -> None:
+    """Refuse, before any worker starts, an agent version a chosen provider cannot run: the one
+    portability verdict (the same ``validate --provider``, ``run`` and ``port-check`` give)."""
+    from portagent.adapters.portability import verdict
+    from portagent.contracts.bundle import load_agent
+
+    for ref in agents:
+        bundle = load_agent(ref.path)
+        for provider in providers:
+            found = verdict(bundle, provider)
+            if not found.runnable:
+                raise UnsupportedFeatureError(
+                    provider,
+                    ", ".join(lack.label for lack in found.lacks),
+                    f"agent {ref.label} ({ref.role}, {ref.path.name}): "
+                    + "; ".join(f"{lack.detail} [{lack.path or 'spec'}]" for lack in found.lacks)
+                    + "; run `portagent port-check` for the whole list, or leave this provider out of the suite",
+                )
 
 
 def check_providers_installed(providers: Sequence[str]) -> None:
@@ -271,6 +283,7 @@ def plan_runs(
                 f"{loaded.path}: --emulator needs an emulator_script (suite or case); "
                 f"none for: {', '.join(lacking)}"
             )
+    check_portable(refs, chosen)
     tasks: list[RunTask] = []
     for ref in refs:
         for case in cases:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.evals.scoring import Provenance, score_run
 from portagent.runtime.eval_plan import (
-    DUMMY_KEYS,
     RunOutcome,
     RunTask,
     WorkerStats,
@@ -144,12 +144,10 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
             source="emulator",
             mode="direct",
             base_url=emu.base_url,
-            api_key=DUMMY_KEYS[task.provider],
+            api_key=REGISTRY[task.provider].dummy_key,
             script_hash=script_hash(task.emulator_script),
         )
     else:
-        from portagent.adapters.base import REGISTRY
-
         endpoint = Endpoint(
             source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env)
         )

@@ -16,7 +16,7 @@ A run is one ``RunTask``: an agent version, a case, a provider, a repeat and a m
 
 Every run gets its own ledger and approval namespace, ``eval:<suite>:<agent>@<version>:<case>:
 <provider>:r<repeat>``, cleared before it starts: a rerun executes its writes again instead of
-answering "duplicate", and seeded ids (``recording.replay.replay_ids``) stay in step with the
+answering "duplicate", and seeded ids (``runtime.replay.replay_ids``) stay in step with the
 recording. Runs never share state, so they can go to any worker in any order.
 
 Workers are processes (``forkserver``: the parent may hold threads — the progress bar, an emulator —
@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.contracts.suite import LoadedSuite
 
 # The runner is the module other code imports; planning and the pool live beside it.
 from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
-    DUMMY_KEYS,
     AgentRef,
     Mode,
     RunOutcome,
@@ -279,12 +279,10 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
         endpoint = Endpoint(
             source="emulator",
             base_url=emu.base_url,
-            api_key=DUMMY_KEYS[task.provider],
+            api_key=REGISTRY[task.provider].dummy_key,
             script_hash=script_hash(script),
         )
     else:
-        from portagent.adapters.base import REGISTRY
-
         endpoint = Endpoint(source="live", api_key=os.environ.get(REGISTRY[task.provider].key_env))
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
     return await record_run(

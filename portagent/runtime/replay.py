@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -22,11 +22,8 @@ from portagent.contracts.run import RunRecord, RunRequest
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import FixedClock, IdFactory
 
-DUMMY_KEYS = {
-    "openai": "sk-portagent-dummy",
-    "claude": "sk-ant-portagent-dummy",
-    "adk": "portagent-dummy-key",
-}
+if TYPE_CHECKING:
+    from portagent.runtime.runner import RunConfig
 
 
 @dataclass
@@ -137,7 +134,7 @@ def replay_ids(agent: str, version: str, case_id: str | None, provider: str, rep
 
 def replay_config(
     folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None
-) -> Any:
+) -> tuple[RunConfig, RunRequest]:
     """RunConfig and RunRequest for replaying ``folder`` (deterministic clock/ids, recorded timing)."""
     from datetime import datetime
 
@@ -152,7 +149,7 @@ def replay_config(
         source=m.source,
         mode="replay",
         base_url="http://replay.portagent.invalid",
-        api_key=DUMMY_KEYS[m.provider],
+        api_key=REGISTRY[m.provider].dummy_key,
         script_hash=m.emulator_script_hash,
         cassette_dir=folder,
     )
@@ -174,7 +171,7 @@ def replay_config(
     if m.request:
         request = RunRequest.model_validate(m.request)
     else:
-        request = RunRequest(input=start.input, provider=m.provider, case_id=m.case_id, repeat=m.repeat)  # type: ignore[arg-type]
+        request = RunRequest(input=start.input, provider=m.provider, case_id=m.case_id, repeat=m.repeat)
     return config, request
 
 
@@ -193,6 +190,7 @@ async def replay_folder(
     folder = Path(folder)
     recorded = load_recorded(folder)
     config, req = replay_config(folder, recorded, out_dir=out_dir, approver=approver)
+    assert config.scope is not None  # replay_config names the recording's scope
     clear_scope_state(config.scope)  # a replay starts clean and stays deterministic
     return await arun_full(agent, request or req, config)
 

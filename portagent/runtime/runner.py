@@ -18,25 +18,30 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from portagent.adapters.base import REGISTRY, AdapterOutcome, get_adapter
+from portagent.adapters.base import REGISTRY, Adapter, AdapterOutcome, get_adapter
 from portagent.adapters.port import (
     ApprovalPause,
+    ApproverSpec,
     BudgetStop,
     Endpoint,
+    RunApprovals,
     RunOptions,
     RunSession,
     unwrap_signal,
 )
+from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
-from portagent.contracts.capabilities import PROFILES
-from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError, UnsupportedFeatureError
+from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError
 from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.tracing.recorder import TraceRecorder
+
+if TYPE_CHECKING:
+    from portagent.runtime.replay import Recorded
 
 
 @dataclass
@@ -44,7 +49,7 @@ class RunConfig:
     """How to run (not what): endpoint, approver, output folder, determinism hooks."""
 
     endpoint: Endpoint = field(default_factory=Endpoint)
-    approver: Any = "auto-deny"
+    approver: ApproverSpec = "auto-deny"
     """An approver name (``auto-approve``, ``auto-deny``, ``defer``, ``interactive``), a scripted list, or an object."""
     out_dir: Path | None = None
     """Where ``trace.jsonl`` and ``run.json`` go; None keeps the trace in memory only."""
@@ -57,8 +62,8 @@ class RunConfig:
     """Fixed ``recorded_at`` for the manifest (replays keep the recording's)."""
     persist: bool = False
     """With no ``out_dir``: write to ``$PORTAGENT_HOME/runs/<run_id>/`` (what the CLI does)."""
-    recorded: Any = None
-    """For replays: the recorded run (``recording.replay.Recorded``) whose latencies, duration and
+    recorded: Recorded | None = None
+    """For replays: the recorded run (``runtime.replay.Recorded``) whose latencies, duration and
     approval decisions are reused — timing is never taken from replay wall time."""
 
 
@@ -71,37 +76,10 @@ class RunOutput:
     record: RunRecord | None
 
 
-def _make_gateway(session: RunSession, node: Any) -> Any:
-    from portagent.adapters.session_gateway import build_gateway
-
-    return build_gateway(session, node)
-
-
 def check_runnable(bundle: AgentBundle, provider: str) -> None:
-    """Refuse, before anything runs, a spec the provider cannot express (DESIGN principle 4)."""
-    prof = PROFILES[provider]
-    missing = [c for c in bundle.spec.required_capabilities if not getattr(prof, c)]
-    if missing:
-        raise UnsupportedFeatureError(
-            provider, ", ".join(missing), "required by the agent's required_capabilities"
-        )
-    kinds = {e.kind for n in bundle.agents.values() for e in n.edges}
-    if "handoff" in kinds and not prof.handoffs:
-        raise UnsupportedFeatureError(
-            provider, "handoffs", "use delegation kind agent_as_tool for this provider"
-        )
-    if "agent_as_tool" in kinds and not prof.agents_as_tools:
-        raise UnsupportedFeatureError(provider, "agents_as_tools")
-    cycle = bundle.delegation_cycle()
-    if cycle and not prof.handoff_cycles:
-        raise UnsupportedFeatureError(
-            provider, "handoff cycles", f"the delegation graph has a cycle: {' -> '.join(cycle)}"
-        )
-    if bundle.spec.output_schema is not None and not prof.structured_output:
-        raise UnsupportedFeatureError(provider, "structured output")
-    builtins = [b for n in bundle.agents.values() for b in n.spec.builtin_tools]
-    if builtins and not prof.builtin_tools:
-        raise UnsupportedFeatureError(provider, "built-in tools", f"granted: {', '.join(builtins)}")
+    """Refuse, before anything runs, a spec the provider cannot express (DESIGN principle 4): the one
+    portability verdict, the same that ``validate --provider``, ``port-check``, eval and export give."""
+    verdict(bundle, provider).raise_if_unrunnable()
 
 
 def _ensure_handler_path(bundle: AgentBundle) -> None:
@@ -237,15 +215,14 @@ async def _arun_full(
         endpoint=config.endpoint,
         recorder=recorder,
         budget=RunBudget(bundle.spec.budget),
-        gateway_factory=_make_gateway,
         clock=clock,
         ids=ids,
         run_id=run_id,
         attempt=attempt,
         scope=scope,
         options=config.options,
+        approvals=RunApprovals(config.approver),
     )
-    session.approver_spec = config.approver  # type: ignore[attr-defined]
     if mcp is not None:
         mcp.bind(session)
     model = session.model_for()
@@ -301,7 +278,7 @@ async def _arun_full(
         if status == "completed"
         else (outcome.final_output, None)
     )
-    pending = [a for g in session.all_gateways() for a in getattr(g, "pending_approvals", [])]
+    pending = [a for g in session.all_gateways() for a in g.pending_approvals]
     if status == "waiting_approval":
         state.advance("waiting_approval")
     else:
@@ -353,12 +330,12 @@ async def _arun_full(
         status=status,
         stop_reason=stop_reason,
         final_output=final,
-        output_valid=output_valid,  # type: ignore[arg-type]
+        output_valid=output_valid,
         usage=usage,
         tool_calls=tool_calls,
         cost_usd=cost,
         cost_source=cost_source,
-        duration_ms=duration_ms,  # type: ignore[arg-type]
+        duration_ms=duration_ms,
         trace_path=_trace_ref(trace_path, config.endpoint.mode),
         pending_approvals=pending,
         attempt=attempt,
@@ -379,14 +356,14 @@ async def _arun_full(
             tool_hashes=bundle.tool_hashes(),
             policy_hash=bundle.policy_hash,
             source=config.endpoint.source,
-            mode=config.endpoint.mode,  # type: ignore[arg-type]
+            mode=config.endpoint.mode,
             recorded_at=config.recorded_at or iso(clock.now()),
             emulator_script_hash=config.endpoint.script_hash,
             case_id=request.case_id,
             repeat=request.repeat,
             request=request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
             approvals=_approval_decisions(recorder.events),
-            cassette=report.as_details() if (report := getattr(session, "cassette_report", None)) else {},
+            cassette=report.as_details() if (report := session.cassette_report) is not None else {},
         ),
     )
     if out_dir is not None:
@@ -397,7 +374,7 @@ async def _arun_full(
     return RunOutput(result, list(recorder.events), record)
 
 
-async def _drive(adapter: Any, session: RunSession) -> AdapterOutcome:
+async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
     """Run the adapter, inside a vcrpy cassette when recording or replaying a Python SDK.
 
     The Claude adapter records and replays its own transport (the CLI's HTTP is invisible to vcrpy).
@@ -410,7 +387,7 @@ async def _drive(adapter: Any, session: RunSession) -> AdapterOutcome:
     assert endpoint.cassette_dir is not None, "record/replay needs endpoint.cassette_dir"
     mode = "none" if endpoint.mode == "replay" else endpoint.record_mode
     with vcr_session(endpoint.cassette_dir, mode, match_body=endpoint.match_body) as report:
-        session.cassette_report = report  # type: ignore[attr-defined]
+        session.cassette_report = report
         return await adapter.run(session)
 
 
@@ -428,7 +405,7 @@ def _require_decided(pending: list[str]) -> None:
     try:
         for approval_id in pending:
             card = approvals.get(approval_id)
-            if card is not None and card.status == "pending":
+            if card.status == "pending":  # (an unknown id raises ApprovalError)
                 raise ApprovalError(
                     f"still waiting for approval {approval_id}: decide it with "
                     f"'portagent approvals approve|reject|edit {approval_id}', then re-run the same request"
@@ -446,9 +423,8 @@ def _from_exception(session: RunSession, e: BaseException) -> tuple[str, str, st
         mismatch = find_mismatch(e)
         if mismatch is not None:
             message = "cassette drift: " + describe_mismatch(mismatch)
-            report = getattr(session, "cassette_report", None)
-            if report is not None:
-                report.drift = message
+            if session.cassette_report is not None:
+                session.cassette_report.drift = message
             session.record_error("CassetteDrift", message)
             return "failed", "cassette_drift", message
     sig = unwrap_signal(e) or session.stop

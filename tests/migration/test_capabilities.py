@@ -198,12 +198,12 @@ def test_handoff_cycles(emu, tmp_path, monkeypatch):
         observed[p] = run.result.status == "completed" and run.result.final_output == "pong"
     assert_profile("handoff_cycles", observed)
     # Not only the profile: with the runner's check bypassed, the adapters refuse the graph themselves
-    # before anything runs (ADK agents have one parent; Claude subagents cannot delegate).
+    # before anything runs, with their vendor's part of the verdict (adk/rules.py, claude/rules.py).
     from portagent.runtime import runner
 
     monkeypatch.setattr(runner, "check_runnable", lambda bundle, provider: None)
     assert refused(
-        "a handoff target shared by two agents",
+        "a handoff tree",
         run_spec,
         specs["handoff"],
         "adk",

@@ -9,8 +9,8 @@ Translation only:
 - delegation ``handoff`` → ``sub_agents`` (ADK's ``transfer_to_agent``; transfers only go down the
   spec's edges: ``disallow_transfer_to_parent/peers``); ``agent_as_tool`` → ``_DelegateTool`` (an
   ``AgentTool`` declaring ``{"input": string}`` like the other providers);
-- ``output_schema`` → ``LlmAgent.output_schema`` (the raw dict; see ``adk_events.output_schema_problems``;
-  with tools, ``adk_events.declare_output_schema`` shows it to the model in ADK's ``set_model_response``);
+- ``output_schema`` → ``LlmAgent.output_schema`` (the raw dict; see ``events.output_schema_problems``;
+  with tools, ``events.declare_output_schema`` shows it to the model in ADK's ``set_model_response``);
 - model calls → ``before_model_callback`` (``session.before_model_call``) and ``after_model_callback``
   (``record_model_call``, non-partial responses only): both fire once per model request, for
   sub-agents and agents run as tools too, *before* ADK's event queue, so the trace keeps call order
@@ -35,18 +35,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import ssl
-import time
 from functools import lru_cache
 from typing import Any
 
-import certifi
 import httpx
 import pydantic
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig as AdkRunConfig
-from google.adk.agents.run_config import StreamingMode
+from google.adk.agents.run_config import (  # type: ignore[attr-defined]  # ADK's documented import path (an implicit re-export)
+    StreamingMode,
+)
 from google.adk.models import Gemini
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
@@ -55,18 +53,19 @@ from google.adk.tools.base_tool import BaseTool
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from portagent.adapters._shared import Stopwatch, http_error_hook, observation_object, tls_context
+from portagent.adapters.adk import rules
 from portagent.adapters.adk.events import (
     declare_output_schema,
     final_text,
     finish_reason,
-    output_schema_problems,
-    tool_schema_problems,
     usage_fields,
 )
-from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
+from portagent.contracts.portability import Verdict
 from portagent.contracts.tool import ToolSpec
 
 APP_NAME = "portagent"
@@ -79,7 +78,6 @@ AGENT_TOOL_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 """What an agent-as-tool takes on every provider (ADK's own AgentTool would declare ``request``)."""
-RETRYABLE = (408, 409, 429, 500, 502, 503, 504)
 
 
 class _QuietSignals(logging.Filter):
@@ -95,26 +93,6 @@ class _QuietSignals(logging.Filter):
 
 for _name in ("google_adk.google.adk.workflow._node_runner", "google_adk.google.adk.runners"):
     logging.getLogger(_name).addFilter(_QuietSignals())
-
-
-@lru_cache(maxsize=4)
-def _tls(cafile: str, capath: str | None) -> ssl.SSLContext:
-    """One TLS context per CA setting for the whole process. google-genai builds two per client (for
-    httpx and for websockets) and the adapter needs one per run: loading the CA bundle costs ~35 ms
-    each time, the largest part of a short run. Same CA sources as google-genai (``SSL_CERT_FILE``,
-    ``SSL_CERT_DIR``, else certifi)."""
-    return ssl.create_default_context(cafile=cafile, capath=capath)
-
-
-def tls_context() -> ssl.SSLContext:
-    return _tls(os.environ.get("SSL_CERT_FILE", certifi.where()), os.environ.get("SSL_CERT_DIR"))
-
-
-def _to_model(obs: Any) -> dict[str, Any]:
-    """The observation as the function response: a JSON object with sorted keys (the same value, in
-    the same order, as the JSON text other adapters send)."""
-    value: dict[str, Any] = json.loads(json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True))
-    return value
 
 
 # --- tools -----------------------------------------------------------------------------------------
@@ -138,7 +116,7 @@ class _GatewayTool(BaseTool):
         obs = await self._session.gateway(self._agent).call(
             self._spec.name, args, vendor_call_id=tool_context.function_call_id, via="function"
         )
-        return _to_model(obs)
+        return observation_object(obs)
 
 
 class _DelegateTool(AgentTool):
@@ -178,7 +156,7 @@ class _Callbacks:
         self.session = session
         self.known: dict[str, set[str]] = {}
         self.output_schemas: dict[str, dict[str, Any]] = {}
-        self._t0: dict[str, float] = {}
+        self.latency = Stopwatch(session.clock)
 
     def before_model(self, callback_context: Any, llm_request: Any) -> None:
         name = callback_context.agent_name
@@ -186,14 +164,13 @@ class _Callbacks:
         schema = self.output_schemas.get(name)
         if schema is not None:
             declare_output_schema(llm_request, schema)
-        self._t0[name] = time.perf_counter()
+        self.latency.start(name)
 
     def after_model(self, callback_context: Any, llm_response: Any) -> None:
         if llm_response.partial:
             return None  # SSE chunks: the aggregated, non-partial response carries the call's usage
         name = callback_context.agent_name
-        started = self._t0.pop(name, None)
-        latency = round((time.perf_counter() - started) * 1000, 3) if started else None
+        latency = self.latency.stop(name)
         parts = llm_response.content.parts if llm_response.content and llm_response.content.parts else []
         vendor_finish = llm_response.finish_reason.name if llm_response.finish_reason else None
         details: dict[str, Any] = {
@@ -226,7 +203,7 @@ class _Callbacks:
         obs = await self.session.gateway(name).call(
             tool.name, args, vendor_call_id=tool_context.function_call_id, via="function"
         )
-        return _to_model(obs)
+        return observation_object(obs)
 
     def after_tool(self, tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
         target = tool_context.actions.transfer_to_agent
@@ -252,21 +229,14 @@ class _Builder:
 
     @staticmethod
     def _check(session: RunSession) -> None:
-        """Refuse, before anything runs, what Gemini/ADK cannot express as the spec says."""
-        problems: list[str] = []
-        for node in session.bundle.agents.values():
-            for tool in node.tools.values():
-                problems += [
-                    f"{node.name}: tool {tool.name}: {p}"
-                    for p in tool_schema_problems(tool.name, tool.input_schema)
-                ]
-            if node.spec.output_schema is not None:
-                problems += [f"{node.name}: {p}" for p in output_schema_problems(node.spec.output_schema)]
-        if problems:
-            raise UnsupportedFeatureError("adk", "this schema", "; ".join(problems))
+        """Refuse, before anything runs, what Gemini/ADK cannot express as the spec says (the runner asks
+        the whole verdict first; asking here too keeps the adapter safe when driven directly)."""
+        Verdict("adk", tuple(rules.lacks(session.bundle))).raise_if_unrunnable()
 
     def model(self, agent_name: str) -> Gemini:
         endpoint = self.session.endpoint
+        # google-genai builds two TLS contexts per client (httpx and websockets): the process's one is
+        # given for both.
         tls = tls_context()
         options = types.HttpOptions(
             base_url=endpoint.base_url or None,
@@ -280,7 +250,7 @@ class _Builder:
         return Gemini(
             model=self.session.model_for(agent_name),
             client_kwargs={
-                "api_key": endpoint.api_key or "portagent-dummy-key",
+                "api_key": endpoint.api_key or REGISTRY["adk"].dummy_key,
                 "vertexai": False,
                 "http_options": options,
             },
@@ -288,7 +258,7 @@ class _Builder:
 
     def _retry(self) -> types.HttpRetryOptions | None:
         """google-genai does not retry unless asked; ``options.extra["adk_retry"]`` (HttpRetryOptions
-        fields) opts in. The retries show up as ``error`` events (see ``_http_hook``)."""
+        fields) opts in. The retries show up as ``error`` events (see ``GoogleAdkAdapter.run``)."""
         spec = self.session.options.extra.get("adk_retry")
         return types.HttpRetryOptions(**spec) if spec else None
 
@@ -366,7 +336,9 @@ class GoogleAdkAdapter:
         http = httpx.AsyncClient(
             timeout=httpx.Timeout(600.0, connect=30.0),
             verify=tls_context(),
-            event_hooks={"response": [_http_hook(session)]},
+            # An HTTP error answer becomes an ``error`` event, so a retry by the SDK (``adk_retry``) is
+            # visible in the trace, not only in the server's log.
+            event_hooks={"response": [http_error_hook(session, _retry_note(session))]},
         )
         try:
             return await self._run(session, http)
@@ -423,27 +395,10 @@ def _sdk_version() -> str:
     return package_version("google-adk")
 
 
-def _http_hook(session: RunSession) -> Any:
-    """An HTTP error answer from the model endpoint becomes an ``error`` event (``http_<status>``), so
-    a retry by the SDK (``adk_retry``) is visible in the trace, not only in the server's log."""
-
-    async def hook(response: httpx.Response) -> None:
-        if response.status_code >= 400:
-            retry_after = response.headers.get("retry-after")
-            session.record_error(
-                f"http_{response.status_code}",
-                f"HTTP {response.status_code} from {response.request.url.path}"
-                + (f" (retry-after {retry_after} s)" if retry_after else "")
-                + (
-                    "; google-genai retries it (adk_retry)"
-                    if session.options.extra.get("adk_retry")
-                    else "; google-genai does not retry without adk_retry"
-                ),
-                retryable=response.status_code in RETRYABLE,
-                agent=session.current_agent,
-            )
-
-    return hook
+def _retry_note(session: RunSession) -> str:
+    if session.options.extra.get("adk_retry"):
+        return "google-genai retries it (adk_retry)"
+    return "google-genai does not retry without adk_retry"
 
 
 def _vendor_cause(e: BaseException) -> BaseException:
@@ -468,13 +423,7 @@ def _vendor_cause(e: BaseException) -> BaseException:
 
 def _raise_mapped(e: Exception, session: RunSession) -> None:
     """The one place SDK and vendor errors become portagent errors."""
-    sig = unwrap_signal(e)
-    if sig is None and isinstance(getattr(e, "error", None), RunSignal):
-        sig = e.error  # type: ignore[attr-defined]
-    if sig is not None:
-        raise sig from e
-    if session.stop is not None:
-        raise session.stop from e
+    session.reraise_signal(e, wrapped=getattr(e, "error", None))  # ADK's DynamicNodeFailError.error
     cause = _vendor_cause(e)
     where = session.endpoint.base_url or "generativelanguage.googleapis.com"
     if isinstance(cause, genai_errors.APIError):
@@ -483,7 +432,7 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             f"Gemini API error {cause.code} {cause.status or ''}: {cause.message}".replace("  ", " "),
             status=cause.code,
             body=body,
-            retryable=cause.code in RETRYABLE,
+            retryable=REGISTRY["adk"].retryable(cause.code),
         ) from e
     if isinstance(cause, httpx.TransportError):
         raise ProviderError(

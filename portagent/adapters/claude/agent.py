@@ -4,7 +4,7 @@ Translation only:
 
 - AgentSpec → ``ClaudeSDKClient(ClaudeAgentOptions(system_prompt, model, tools=[…], mcp_servers, …))``, one
   ``query``/``receive_response`` round per user message, run through portagent's transport wrapper
-  (``claude_transport``: the cassette seam);
+  (``transport``: the cassette seam);
 - ToolSpec → an in-process SDK MCP tool (``tool()`` + ``create_sdk_mcp_server("portagent")``); the
   model sees ``mcp__portagent__<tool>``, every trace event uses the ToolSpec name;
 - permission → ``can_use_tool`` asks the gateway (``prepare``: validation, budget, policy, approval —
@@ -17,7 +17,7 @@ Translation only:
 - delegation (``agent_as_tool``) → ``agents={…}`` subagents run by the built-in Agent tool, enabled
   only when the spec delegates; the main thread runs as the root's own agent definition
   (``--agent``) so each agent sees only its own tools;
-- events → ``claude_trace.ClaudeTrace`` (model calls with usage, subagent threads);
+- events → ``trace.ClaudeTrace`` (model calls with usage, subagent threads);
   ``ResultMessage`` → the outcome (vendor ``total_cost_usd``, turn and budget stops).
 
 Isolation: every run gets a throw-away HOME / CLAUDE_CONFIG_DIR / TMPDIR (removed afterwards),
@@ -27,7 +27,7 @@ Isolation: every run gets a throw-away HOME / CLAUDE_CONFIG_DIR / TMPDIR (remove
 ``session.options.extra`` keys: ``cli_path`` (a Claude Code binary, e.g. on musl/Alpine where no
 wheel bundles one), ``cwd`` (the CLI's working directory; default a folder inside the run home),
 ``max_retries`` (the CLI's model-call retries, default 2), ``claude_transport_factory`` (see
-``claude_transport``).
+``transport``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ from claude_agent_sdk import (
 from claude_agent_sdk._cli_version import __cli_version__
 from claude_agent_sdk._errors import CLIJSONDecodeError, ResultError
 
-from portagent.adapters.base import AdapterOutcome, package_version
+from portagent.adapters._shared import observation_json
+from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.claude import rules
 from portagent.adapters.claude.session import ClaudeCassette, open_cassette
 from portagent.adapters.claude.trace import ClaudeTrace
 from portagent.adapters.claude.transport import (
@@ -65,12 +67,14 @@ from portagent.adapters.claude.transport import (
     RunHome,
     subprocess_transport,
 )
-from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
+from portagent.adapters.port import RunSession, RunSignal
 from portagent.contracts.capabilities import PROFILES
-from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
+from portagent.contracts.errors import ProviderError, UsageError
+from portagent.contracts.portability import Verdict
 from portagent.contracts.tool import ToolSpec
 from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.recording.vcr_cassette import find_mismatch
+from portagent.tools.gateway import PreparedCall
 
 DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 """The Claude model pinned for examples and tests: current, not deprecated (anthropic 2.14 lists
@@ -79,10 +83,8 @@ DEFAULT_CLAUDE_MODEL = "claude-sonnet-4-6"
 matches; ``genai-prices`` agrees)."""
 
 from portagent.adapters.claude.tools import (  # noqa: E402  (constants kept importable from here)
-    DELEGATION_TOOLS,
     SERVER,
     TOOL_PREFIX,
-    _text,
     _ToolHooks,
     builtin_spec,
 )
@@ -100,7 +102,7 @@ class _Run(_ToolHooks):
         self.stderr: deque[str] = deque(maxlen=40)
         self.callers: dict[str, str | None] = {}
         """``tool_use`` id → agent that made the call (from ``PreToolUse``)."""
-        self.allowed: dict[str, tuple[str, Any]] = {}
+        self.allowed: dict[str, tuple[str, PreparedCall]] = {}
         """``tool_use`` id → (agent, prepared call) allowed in ``can_use_tool``, awaiting execution."""
         self.started: dict[str, float] = {}
         self.delegating = any(n.edges for n in self.bundle.agents.values())
@@ -111,25 +113,9 @@ class _Run(_ToolHooks):
     # --- checks before anything starts -----------------------------------------------------------
 
     def preflight(self) -> None:
-        for name, node in self.bundle.agents.items():
-            if name != self.root and node.edges:
-                raise UnsupportedFeatureError(
-                    "claude",
-                    "nested delegation",
-                    f"{name!r} delegates to {node.edges[0].target!r}, but Claude Code subagents cannot start "
-                    "subagents; delegate from the root agent only",
-                )
-            for b in node.spec.builtin_tools:
-                if b in DELEGATION_TOOLS:
-                    raise UsageError(
-                        f"agent {name!r} grants the built-in {b!r}: declare subagents with "
-                        "'delegation' (kind agent_as_tool) instead"
-                    )
-        shared = self.bundle.spec.models
-        if shared.force_shared_settings and shared.temperature is not None:
-            raise UnsupportedFeatureError(
-                "claude", "a forced temperature", "the Claude Code CLI has no temperature setting"
-            )
+        # The runner asks the whole verdict first (adapters/portability.py); asking this vendor's rules here too keeps the adapter safe when it is
+        # driven directly (nested delegation, the reserved subagent tool, a forced temperature).
+        Verdict("claude", tuple(rules.lacks(self.bundle))).raise_if_unrunnable()
         endpoint = self.session.endpoint
         if (
             endpoint.mode == "replay"
@@ -172,7 +158,7 @@ class _Run(_ToolHooks):
     def mcp_tool(self, spec: ToolSpec) -> Any:
         async def body(args: dict[str, Any]) -> dict[str, Any]:
             obs = await self.execute(spec.name, args)
-            return {"content": [{"type": "text", "text": _text(obs)}], "is_error": not obs.ok}
+            return {"content": [{"type": "text", "text": observation_json(obs)}], "is_error": not obs.ok}
 
         return tool(spec.name, spec.model_description(), spec.input_schema)(body)
 
@@ -374,7 +360,7 @@ class _Run(_ToolHooks):
             raise ProviderError(
                 f"Claude Code failed: {_result_text(result)}",
                 status=status,
-                retryable=status in (408, 429, 500, 502, 503, 504, 529),
+                retryable=REGISTRY["claude"].retryable(status),
             )
         final: Any = result.result
         if self.bundle.spec.output_schema is not None and result.structured_output is not None:
@@ -387,18 +373,15 @@ class _Run(_ToolHooks):
 
 
 def _result_text(result: ResultMessage) -> str:
-    errors = [e for e in (result.errors or []) if isinstance(e, str) and e.strip()]
+    raw: list[object] = list(result.errors or [])  # the CLI's JSON: checked, not trusted
+    errors = [e for e in raw if isinstance(e, str) and e.strip()]
     return "; ".join(errors) or (result.result or "").strip() or result.subtype
 
 
 def _raise_mapped(e: BaseException, run: _Run) -> None:
     """The one place SDK and CLI errors become portagent errors."""
     session = run.session
-    sig = unwrap_signal(e)
-    if sig is not None:
-        raise sig from e
-    if session.stop is not None:
-        raise session.stop from e
+    session.reraise_signal(e)
     cli_path = session.options.extra.get("cli_path")
     where = f"cli_path {str(cli_path)!r}" if cli_path else "the bundled Claude Code CLI"
     if isinstance(e, CLINotFoundError):
@@ -411,7 +394,7 @@ def _raise_mapped(e: BaseException, run: _Run) -> None:
         raise ProviderError(
             f"Claude Code failed: {e.result or '; '.join(e.errors) or e}",
             status=status,
-            retryable=status in (408, 429, 500, 502, 503, 504, 529),
+            retryable=REGISTRY["claude"].retryable(status),
         ) from e
     if isinstance(e, CLIConnectionError):
         if isinstance(e.__cause__, OSError) and not run.trace.init:
@@ -444,7 +427,7 @@ class ClaudeAgentAdapter:
             return await _Run(session).go()
         # record / replay: the CLI's side is recorded or played back by the transport (vcrpy cannot see the
         # CLI's HTTP; the runner leaves Claude runs to this adapter). docs/cassettes.md.
-        session.cassette_report = cassette.report  # type: ignore[attr-defined]
+        session.cassette_report = cassette.report
         failure: BaseException | None = None
         try:
             outcome = await _Run(session).go(cassette)

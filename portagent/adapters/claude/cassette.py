@@ -67,7 +67,7 @@ _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z
 """ISO-8601 times: an approval's ``expires_at`` in a deny message comes from the run's clock, which a
 replay seeds from the recording but cannot make tick as the wall clock did."""
 _RUN_HOME = re.compile(r"(?:/[^\s\"'/]+)*/portagent-claude-[A-Za-z0-9_]+")
-"""The per-run home of ``claude_transport.RunHome`` (a temp folder named ``portagent-claude-…``)."""
+"""The per-run home of ``transport.RunHome`` (a temp folder named ``portagent-claude-…``)."""
 
 
 # --- normalization -----------------------------------------------------------------------------------
@@ -122,9 +122,7 @@ def option_summary(options: ClaudeAgentOptions) -> dict[str, Any]:
         "disallowed_tools": list(options.disallowed_tools),
         "permission_mode": options.permission_mode,
         "permission_prompt_tool_name": options.permission_prompt_tool_name,
-        "mcp_servers": {
-            name: (cfg.get("type") if isinstance(cfg, dict) else str(cfg)) for name, cfg in servers.items()
-        },
+        "mcp_servers": {name: cfg.get("type") for name, cfg in servers.items()},
         "strict_mcp_config": options.strict_mcp_config,
         "setting_sources": options.setting_sources,
         "extra_args": dict(options.extra_args),

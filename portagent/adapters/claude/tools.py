@@ -2,25 +2,39 @@
 tool call through portagent's gateway (``can_use_tool`` decides, the SDK MCP tool body executes, the
 ``PreToolUse`` / ``PostToolUse`` hooks keep the stream in step and observe built-ins).
 
-``_ToolHooks`` is mixed into the adapter's per-run object (``claude_agent._Run``), which provides
-``session``, ``bundle``, ``builtins``, ``allowed``, ``started``, ``trace``, ``transport`` and ``root``.
+``_ToolHooks`` is mixed into the adapter's per-run object (``agent._Run``), which provides the
+attributes the class declares (``session``, ``bundle``, ``builtins``, ``callers``, ``allowed``,
+``started``, ``trace``, ``transport`` and ``root``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
+    HookContext,
+    HookInput,
+    HookJSONOutput,
     PermissionResultAllow,
     PermissionResultDeny,
+    PostToolUseFailureHookInput,
+    PostToolUseHookInput,
+    PreToolUseHookInput,
     ToolPermissionContext,
 )
 
-from portagent.adapters.port import ApprovalPause, RunSignal
+from portagent.adapters._shared import elapsed_ms, observation_json
+from portagent.adapters.claude.rules import DELEGATION_BUILTINS as DELEGATION_TOOLS
+from portagent.adapters.claude.trace import ClaudeTrace
+from portagent.adapters.claude.transport import PortagentTransport
+from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
+from portagent.adapters.session_gateway import SessionGateway
+from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.tool import Effect, Idempotency, ToolSpec
 from portagent.tools.approval_flow import recheck, revalidate
 from portagent.tools.execution import success_observation
+from portagent.tools.gateway import PreparedCall
 from portagent.tools.observations import Observation
 
 SERVER = "portagent"
@@ -28,8 +42,6 @@ SERVER = "portagent"
 
 TOOL_PREFIX = f"mcp__{SERVER}__"
 
-DELEGATION_TOOLS = ("Agent", "Task")
-"""Claude Code's subagent tool (``Task`` was renamed ``Agent``; 2.1.332 declares ``Agent``)."""
 
 BUILTIN_EFFECTS: dict[str, Effect] = {
     "Read": "read",
@@ -65,20 +77,17 @@ def builtin_spec(name: str) -> ToolSpec:
     )
 
 
-def _text(obs: Observation) -> str:
-    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
-
-
 class _ToolHooks:
     """SDK callbacks for tools (see the module docstring for the attributes they rely on)."""
 
-    session: Any
-    bundle: Any
+    session: RunSession
+    bundle: AgentBundle
     builtins: dict[str, list[str]]
-    allowed: dict[str, tuple[str, Any]]
+    callers: dict[str, str | None]
+    allowed: dict[str, tuple[str, PreparedCall]]
     started: dict[str, float]
-    trace: Any
-    transport: Any
+    trace: ClaudeTrace
+    transport: PortagentTransport | None
     root: str
 
     def caller(self, tool_use_id: str | None) -> str | None:
@@ -86,14 +95,17 @@ class _ToolHooks:
             return self.callers[tool_use_id]
         return self.root
 
-    async def pre_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        agent_type = data.get("agent_type")
+    async def pre_tool_use(
+        self, data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        hook = cast(PreToolUseHookInput, data)  # registered for PreToolUse only
+        agent_type = hook.get("agent_type")
         caller = self.root if not agent_type else (agent_type if agent_type in self.bundle.agents else None)
         if tool_use_id:
             self.callers[tool_use_id] = caller
-        name = data.get("tool_name")
+        name: object = hook.get("tool_name")  # the CLI's JSON: checked, not trusted
         if name in DELEGATION_TOOLS:
-            return await self.delegate(caller, tool_use_id, data.get("tool_input") or {})
+            return await self.delegate(caller, tool_use_id, hook.get("tool_input") or {})
         if isinstance(name, str) and (
             name.startswith(TOOL_PREFIX) or any(name in b for b in self.builtins.values())
         ):
@@ -110,7 +122,7 @@ class _ToolHooks:
 
     async def delegate(
         self, caller: str | None, tool_use_id: str | None, tool_input: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> HookJSONOutput:
         target = tool_input.get("subagent_type")
         edges = (
             [e.target for e in self.bundle.agents[caller].edges if e.kind == "agent_as_tool"]
@@ -165,26 +177,30 @@ class _ToolHooks:
                 )
         except RunSignal as sig:  # a deferred approval or a budget stop: end the run here
             done = gateway.prepared(vendor_id) if vendor_id else None
-            message = _text(done.result) if done is not None and done.result is not None else str(sig)
+            message = (
+                observation_json(done.result) if done is not None and done.result is not None else str(sig)
+            )
             return PermissionResultDeny(message=message, interrupt=True)
-        if not prepared.allowed:  # (a run-level budget rejection already raised BudgetStop above)
-            return PermissionResultDeny(message=_text(prepared.rejection))
+        if prepared.rejection is not None:  # (a run-level budget rejection already raised BudgetStop above)
+            return PermissionResultDeny(message=observation_json(prepared.rejection))
+        tool = prepared.tool
+        assert tool is not None  # an allowed call names a declared tool (unknown ones are rejected)
         args = prepared.effective_args
         if builtin and prepared.card is not None:
-            checked = recheck(gateway.inner, prepared, prepared.tool)  # no later execute() for a built-in
+            checked = recheck(gateway.inner, prepared, tool)  # no later execute() for a built-in
             if isinstance(checked, Observation):
                 self.observe(gateway, prepared, checked)
-                return PermissionResultDeny(message=_text(checked))
+                return PermissionResultDeny(message=observation_json(checked))
             args = checked
         elif (
             prepared.card is not None
             and prepared.card.status == "edited"
-            and revalidate(gateway.inner, prepared.tool, args)
+            and revalidate(gateway.inner, tool, args)
         ):
             # The edit would be refused at execution: let the gateway refuse it now (its handler never
             # runs), since the SDK's own MCP validation would otherwise answer first, untraced.
             obs = await gateway.execute(prepared)
-            return PermissionResultDeny(message=_text(obs))
+            return PermissionResultDeny(message=observation_json(obs))
         if vendor_id:
             self.allowed[vendor_id] = (agent, prepared)
             if builtin:
@@ -221,44 +237,59 @@ class _ToolHooks:
             return Observation.failure(code, f"the run is stopping: {sig}")
         return obs
 
-    async def post_tool_use(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
-        if data.get("tool_name") in DELEGATION_TOOLS:
-            response = data.get("tool_response")
+    async def post_tool_use(
+        self, data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        hook = cast(PostToolUseHookInput, data)  # registered for PostToolUse only
+        if hook.get("tool_name") in DELEGATION_TOOLS:
+            response = hook.get("tool_response")
             self.trace.thread_done(tool_use_id, response.get("usage") if isinstance(response, dict) else None)
             return {}
         found = self._builtin_call(tool_use_id)
         if found is not None:
             agent, prepared = found
+            assert prepared.tool is not None  # a built-in allowed in can_use_tool: registered, known
             self.observe(
                 self.session.gateway(agent),
                 prepared,
-                success_observation(prepared.tool, data.get("tool_response")),
+                success_observation(prepared.tool, hook.get("tool_response")),
                 tool_use_id,
             )
         return {}
 
-    async def post_tool_use_failure(self, data: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    async def post_tool_use_failure(
+        self, data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        hook = cast(PostToolUseFailureHookInput, data)  # registered for PostToolUseFailure only
         found = self._builtin_call(tool_use_id)
         if found is not None:
             agent, prepared = found
             obs = Observation.failure(
                 "handler_error",
-                str(data.get("error") or "the built-in tool failed"),
+                str(hook.get("error") or "the built-in tool failed"),
                 {"builtin": prepared.tool_name},
             )
             self.observe(self.session.gateway(agent), prepared, obs, tool_use_id)
         return {}
 
-    def _builtin_call(self, tool_use_id: str | None) -> tuple[str, Any] | None:
-        found = self.allowed.get(tool_use_id) if tool_use_id else None
+    def _builtin_call(self, tool_use_id: str | None) -> tuple[str, PreparedCall] | None:
+        if not tool_use_id:
+            return None
+        found = self.allowed.get(tool_use_id)
         if found is not None and found[1].via == "builtin":
-            return self.allowed.pop(tool_use_id)  # type: ignore[arg-type]
+            return self.allowed.pop(tool_use_id)
         return None
 
-    def observe(self, gateway: Any, prepared: Any, obs: Observation, tool_use_id: str | None = None) -> None:
+    def observe(
+        self,
+        gateway: SessionGateway,
+        prepared: PreparedCall,
+        obs: Observation,
+        tool_use_id: str | None = None,
+    ) -> None:
         """Record the result of a call the gateway decided but the CLI ran (a governed built-in)."""
         started = self.started.pop(tool_use_id, None) if tool_use_id else None
-        latency = round((self.session.clock.monotonic() - started) * 1000, 3) if started is not None else None
+        latency = elapsed_ms(self.session.clock, started) if started is not None else None
         gateway.observe(prepared, obs, latency)
 
     # --- running ---------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +42,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 
+from portagent.adapters._shared import elapsed_ms
 from portagent.adapters.port import RunSession
 
 FINISH = {
@@ -115,7 +115,7 @@ class ClaudeTrace:
         self._done: set[str] = set()
         self._events: dict[str, asyncio.Event] = {}
         self._final_usage: dict[str, dict[str, Any]] = {}
-        self._request_at = time.perf_counter()
+        self._request_at = self.session.clock.monotonic()
 
     # --- waiting (used by hooks) -----------------------------------------------------------------
 
@@ -153,10 +153,10 @@ class ClaudeTrace:
             self._on_assistant(message)
         elif isinstance(message, UserMessage):
             if message.parent_tool_use_id is None:
-                self._request_at = time.perf_counter()
+                self._request_at = self.session.clock.monotonic()
         elif isinstance(message, ResultMessage):
             self.results.append(message)
-            self._request_at = time.perf_counter()
+            self._request_at = self.session.clock.monotonic()
         elif isinstance(message, SystemMessage):
             self._on_system(message)
 
@@ -243,9 +243,9 @@ class ClaudeTrace:
             usage = otel_usage(call.usage)
             self.recorded_usage["input_tokens"] += usage["input_tokens"]
             self.recorded_usage["output_tokens"] += usage["output_tokens"]
-            latency = (
-                round((time.perf_counter() - call.started) * 1000, 3) if call.source == "stream" else None
-            )
+            # Measured on the run's clock, from the request going out (the CLI's previous answer) to the
+            # streamed response's end; only main-thread responses are streamed, so only they have one.
+            latency = elapsed_ms(self.session.clock, call.started) if call.source == "stream" else None
             details: dict[str, Any] = {
                 "message_id": call.message_id,
                 "stop_reason": call.stop_reason,
@@ -275,7 +275,7 @@ class ClaudeTrace:
         data = message.data or {}
         if message.subtype == "init":
             self.init = data
-            self._request_at = time.perf_counter()  # the CLI is up: the first request goes out now
+            self._request_at = self.session.clock.monotonic()  # the CLI is up: the first request goes out now
         elif message.subtype == "api_retry":
             # The CLI retries 429/5xx itself (up to 10 times); make each retry visible in the trace.
             info = {

@@ -16,10 +16,7 @@ uploaded — and vcrpy never sees the exporter's background HTTP.
 
 from __future__ import annotations
 
-import functools
 import json
-import ssl
-import time
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +25,7 @@ from agents import (
     Agent,
     AgentOutputSchemaBase,
     FunctionTool,
+    Handoff,
     MaxTurnsExceeded,
     ModelBehaviorError,
     OpenAIChatCompletionsModel,
@@ -39,11 +37,12 @@ from agents import (
     handoff,
     set_trace_processors,
 )
-from agents import __version__ as _agents_version
 from agents.exceptions import AgentsException
 
-from portagent.adapters.base import AdapterOutcome, package_version
-from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
+from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
+from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.openai.schema import strict_compatible
+from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.tool import ToolSpec
@@ -61,38 +60,6 @@ class _NoUpload(TracingProcessor):
 
 
 set_trace_processors([_NoUpload()])
-
-
-# --- schemas ---------------------------------------------------------------------------------------
-
-
-def strict_compatible(schema: Any) -> bool:
-    """True when OpenAI strict mode would not change the schema's meaning.
-
-    Strict mode (``strict_json_schema=True``) rewrites every property as required and forces
-    ``additionalProperties: false`` (SDK_NOTES §5). That is only faithful when every object already
-    lists all its properties as required, forbids extras, and has no free-form objects.
-    """
-    if isinstance(schema, list):
-        return all(strict_compatible(s) for s in schema)
-    if not isinstance(schema, dict):
-        return True
-    if schema.get("type") == "object" or "properties" in schema:
-        props = schema.get("properties")
-        if not isinstance(props, dict) or not props:
-            return False  # free-form object
-        if schema.get("additionalProperties", True) is not False:
-            return False
-        if set(schema.get("required", [])) != set(props):
-            return False
-    for key in ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems"):
-        if key in schema:
-            return False  # strict mode rejects these keywords; keep the ToolSpec's own checks instead
-    children: list[Any] = list((schema.get("properties") or {}).values())
-    for key in ("items", "anyOf", "oneOf", "allOf", "prefixItems"):
-        if key in schema:
-            children.append(schema[key])
-    return all(strict_compatible(c) for c in children)
 
 
 class _SpecOutput(AgentOutputSchemaBase):
@@ -121,12 +88,6 @@ class _SpecOutput(AgentOutputSchemaBase):
             return json_str  # output_valid: false is decided by the runner, not a crash here
 
 
-@functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process: building it costs ~15 ms, and the client is built per run."""
-    return ssl.create_default_context()
-
-
 # --- hooks -----------------------------------------------------------------------------------------
 
 _FINISH = {"function_call": "tool_calls", "message": "stop"}
@@ -137,15 +98,14 @@ class _Hooks(RunHooks[Any]):
 
     def __init__(self, session: RunSession) -> None:
         self.session = session
-        self._t0: dict[str, float] = {}
+        self.latency = Stopwatch(session.clock)
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
         self.session.before_model_call(agent.name)
-        self._t0[agent.name] = time.perf_counter()
+        self.latency.start(agent.name)
 
     async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
-        started = self._t0.pop(agent.name, None)
-        latency = round((time.perf_counter() - started) * 1000, 3) if started else None
+        latency = self.latency.stop(agent.name)
         usage = response.usage
         kinds = [getattr(item, "type", None) for item in response.output]
         finish = "tool_calls" if "function_call" in kinds else "stop"
@@ -179,29 +139,18 @@ class _Builder:
         endpoint = session.endpoint
         base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
-        # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests.
+        # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
+        # (and, through the response hook, as ``error`` events rather than silence).
         http = openai.DefaultAsyncHttpx2Client(
-            event_hooks={"response": [self._on_response]}, verify=_ssl_context()
+            event_hooks={"response": [http_error_hook(session, "the OpenAI client may retry")]},
+            verify=tls_context(),
         )
         self.client = openai.AsyncOpenAI(
-            api_key=endpoint.api_key or "sk-portagent-dummy", base_url=base_url, http_client=http
+            api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
         )
         api = session.options.openai_api or session.bundle.spec.models.openai_api
         self.api = api
         self.strict_fallbacks: list[str] = []
-
-    async def _on_response(self, response: Any) -> None:
-        """HTTP errors the SDK retries by itself (429, 5xx) become ``error`` events, not silence."""
-        if response.status_code >= 400:
-            retry_after = response.headers.get("retry-after")
-            self.session.record_error(
-                f"http_{response.status_code}",
-                f"HTTP {response.status_code} from {response.request.url.path}"
-                + (f" (retry-after {retry_after} s)" if retry_after else "")
-                + "; the OpenAI client may retry",
-                retryable=response.status_code in (408, 409, 429, 500, 502, 503, 504),
-                agent=self.session.current_agent,
-            )
 
     def model(self, name: str) -> Any:
         model_id = self.session.model_for(name)
@@ -216,7 +165,7 @@ class _Builder:
             obs = await session.gateway(agent_name).call(
                 spec.name, raw_args, vendor_call_id=getattr(ctx, "tool_call_id", None), via="function"
             )
-            return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
+            return observation_json(obs)
 
         strict = strict_compatible(spec.input_schema)
         if not strict and spec.name not in self.strict_fallbacks:
@@ -243,7 +192,7 @@ class _Builder:
             model_settings=self._settings(),
         )
         self.agents[name] = agent  # registered before edges, so handoff cycles resolve
-        handoffs = []
+        handoffs: list[Agent[Any] | Handoff[Any, Any]] = []
         for edge in node.edges:
             target = self.agent(edge.target)
             if edge.kind == "handoff":
@@ -294,7 +243,7 @@ class OpenAIAgentsAdapter:
     capabilities = PROFILES["openai"]
 
     def sdk_version(self) -> str:
-        return package_version("openai-agents") if _agents_version else "unknown"
+        return package_version("openai-agents")
 
     def cli_version(self) -> str | None:
         return None
@@ -351,24 +300,17 @@ class OpenAIAgentsAdapter:
 
 def _raise_mapped(e: Exception, session: RunSession) -> None:
     """The one place SDK and vendor errors become portagent errors."""
-    sig = unwrap_signal(e)
-    if sig is not None:
-        raise sig from e
-    if session.stop is not None:
-        raise session.stop from e
-    if isinstance(e, RunSignal):
-        raise e
+    session.reraise_signal(e)
     cause: BaseException | None = e
     while cause is not None and not isinstance(cause, openai.OpenAIError):
         cause = cause.__cause__ or cause.__context__
     if isinstance(cause, openai.APIStatusError):
-        body = cause.response.text if cause.response is not None else None
-        retryable = cause.status_code in (408, 409, 429, 500, 502, 503, 504, 529)
+        body = cause.response.text
         raise ProviderError(
             f"OpenAI API error {cause.status_code}: {cause.message}",
             status=cause.status_code,
             body=body,
-            retryable=retryable,
+            retryable=REGISTRY["openai"].retryable(cause.status_code),
         ) from e
     if isinstance(cause, openai.APIConnectionError):
         raise ProviderError(

@@ -109,10 +109,10 @@ def test_no_network_besides_the_model_endpoint_and_no_span_export(emu):
 
 def test_one_tls_context_per_ca_setting(monkeypatch):
     """The CA bundle is loaded once per process (it dominated short runs), from the same sources as
-    google-genai: SSL_CERT_FILE / SSL_CERT_DIR, else certifi."""
+    google-genai: SSL_CERT_FILE / SSL_CERT_DIR, else certifi. (One context for every adapter.)"""
     import certifi
 
-    from portagent.adapters.adk.agent import tls_context
+    from portagent.adapters._shared import tls_context
 
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)

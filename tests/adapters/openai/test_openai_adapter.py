@@ -511,20 +511,12 @@ def test_no_model_id_for_the_provider(tmp_path):
 
 
 def test_missing_extra_gives_install_hint(monkeypatch):
+    from dataclasses import replace
+
     from portagent.adapters import base
 
-    monkeypatch.setitem(
-        base.REGISTRY,
-        "openai",
-        base.AdapterInfo(
-            "portagent.adapters.openai.agent",
-            "agents_not_installed_here",
-            "openai-agents",
-            "openai",
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-        ),
-    )
+    missing = replace(base.REGISTRY["openai"], sdk_module="agents_not_installed_here")
+    monkeypatch.setitem(base.REGISTRY, "openai", missing)
     code, _, err = run_cli(
         "run",
         str(AGENT),

@@ -1,0 +1,134 @@
+"""What every adapter would otherwise write for itself, said once.
+
+The session port (``port.py``) is what an adapter reports *to*; this module holds the small helpers
+adapters share on their own side of it. Kept apart from ``port.py`` because they are about the
+vendor's wire, not the run: how an observation is encoded for the model, how a model call's latency
+is measured, how an HTTP error answer becomes an ``error`` event, and the TLS context of the model
+client. (The fifth repeat, the prelude that re-raises run signals, is ``RunSession.reraise_signal``:
+it reads the session's own ``stop``.) Provider facts — dummy keys, retryable statuses — are data on
+the registry (``base.REGISTRY``).
+
+No vendor SDK is imported here: every adapter may use it, whichever SDKs are installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from functools import lru_cache
+from typing import Any, Protocol
+
+from portagent.adapters.base import REGISTRY
+from portagent.adapters.port import RunSession
+from portagent.core.clock import Clock
+from portagent.tools.observations import Observation
+
+# --- observations ---------------------------------------------------------------------------------
+
+
+def observation_json(obs: Observation) -> str:
+    """The observation as the JSON text the model sees. Every adapter sends these exact bytes (sorted
+    keys, non-ASCII kept): recorded request bodies and Claude's permission answers are compared
+    byte for byte on replay."""
+    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
+
+
+def observation_object(obs: Observation) -> dict[str, Any]:
+    """The observation as a JSON object (Gemini's function response takes an object, not text): the
+    same value, in the same key order, as :func:`observation_json`."""
+    value: dict[str, Any] = json.loads(observation_json(obs))
+    return value
+
+
+# --- model-call latency -----------------------------------------------------------------------------
+
+
+def elapsed_ms(clock: Clock, started: float) -> float:
+    """Milliseconds since ``started`` (a ``clock.monotonic()`` reading), to the microsecond."""
+    return round((clock.monotonic() - started) * 1000, 3)
+
+
+class Stopwatch:
+    """Model-call latency per key (the agent making the call), measured on the run's injected clock
+    like every other duration in the trace — never on wall time behind the clock's back. Replays use
+    a fixed clock, and take model latencies from the recording anyway."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._started: dict[str, float] = {}
+
+    def start(self, key: str) -> None:
+        self._started[key] = self._clock.monotonic()
+
+    def stop(self, key: str) -> float | None:
+        """Milliseconds since ``start(key)``; None when it was never started."""
+        started = self._started.pop(key, None)
+        return elapsed_ms(self._clock, started) if started is not None else None
+
+
+# --- the model client's HTTP ------------------------------------------------------------------------
+
+
+class _Url(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+class _Request(Protocol):
+    @property
+    def url(self) -> _Url: ...
+
+
+class HttpResponse(Protocol):
+    """What the hook reads of a response: ``httpx.Response`` (google-genai) and ``httpx2.Response``
+    (the openai client's fork of httpx) both fit."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def request(self) -> _Request: ...
+
+
+ResponseHook = Callable[[HttpResponse], Awaitable[None]]
+
+
+def http_error_hook(session: RunSession, retry_note: str) -> ResponseHook:
+    """An httpx response hook for the model client: an HTTP error answer becomes an ``error`` event
+    (``http_<status>``, ``retryable`` from the provider's facts), so a retry the vendor client makes by
+    itself is visible in the trace, not only in the server's log. ``retry_note`` says who retries."""
+    info = REGISTRY[session.provider]
+
+    async def hook(response: HttpResponse) -> None:
+        status = response.status_code
+        if status >= 400:
+            retry_after = response.headers.get("retry-after")
+            session.record_error(
+                f"http_{status}",
+                f"HTTP {status} from {response.request.url.path}"
+                + (f" (retry-after {retry_after} s)" if retry_after else "")
+                + f"; {retry_note}",
+                retryable=info.retryable(status),
+                agent=session.current_agent,
+            )
+
+    return hook
+
+
+@lru_cache(maxsize=4)
+def _tls(cafile: str, capath: str | None) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=cafile, capath=capath)
+
+
+def tls_context() -> ssl.SSLContext:
+    """One TLS context per CA setting for the whole process, for every adapter's model client. The
+    clients are built per run (async clients are bound to their loop), and loading the CA bundle costs
+    ~15-35 ms each time, the largest part of a short run. CA sources as google-genai's (and, but for
+    ``SSL_CERT_DIR`` adding to certifi rather than replacing it, httpx's): ``SSL_CERT_FILE`` else
+    certifi's bundle, plus ``SSL_CERT_DIR``."""
+    import certifi  # httpx's dependency: installed with every SDK that has a model client
+
+    return _tls(os.environ.get("SSL_CERT_FILE", certifi.where()), os.environ.get("SSL_CERT_DIR"))
