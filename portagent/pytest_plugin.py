@@ -24,9 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # types only: the eval core loads when a suite is collected, never at import
+    from portagent.runtime.eval_plan import RunOutcome, RunTask
 
 _SUITES_KEY = pytest.StashKey[set[Path]]()
 
@@ -101,14 +104,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 class CaseRuns:
     """The repeats of one case on one provider and agent version, replayed (or recorded) together."""
 
-    tasks: list[Any]
+    tasks: list[RunTask]
     """RunTasks (portagent.runtime.eval_run), one per repeat."""
     record: bool = False
     """Record instead of replaying."""
     loaded: Any = None
     """The LoadedSuite (for the record command of a missing cassette)."""
     cassettes: str = "cassettes"
-    outcomes: list[Any] = field(default_factory=list)
+    outcomes: list[RunOutcome] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -130,12 +133,14 @@ class CaseRuns:
             return e.render()
 
     def _run(self) -> str | None:
-        from portagent.runtime.eval_run import check_cassettes, record_tasks, run_tasks
+        from portagent.runtime.eval_plan import check_cassettes
+        from portagent.runtime.eval_pool import run_tasks
+        from portagent.runtime.eval_run import record_tasks
 
         if self.record:
             outs = record_tasks(self.tasks, source="emulator", verify=False)
-            bad = [o for o in outs if o.action == "failed"]
-            return "\n".join(f"{o.task.label}: {o.detail}" for o in bad) or None
+            failed = [o for o in outs if o.action == "failed"]
+            return "\n".join(f"{o.task.label}: {o.detail}" for o in failed) or None
         check_cassettes(self.loaded, self.tasks, self.cassettes, repeats_given=False)
         self.outcomes = run_tasks(self.tasks, in_process=True).outcomes
         bad = [o for o in self.outcomes if not o.score.passed]
@@ -163,7 +168,7 @@ def plan_case_runs(
 ) -> Iterator[CaseRuns]:
     """Group a suite's planned runs by agent version × case × provider."""
     from portagent.contracts.suite import load_suite
-    from portagent.runtime.eval_run import plan_runs, resolve_agents
+    from portagent.runtime.eval_plan import plan_runs, resolve_agents
 
     loaded = load_suite(suite)
     agents = [a for a in resolve_agents(loaded) if role == "all" or a.role == role]
@@ -175,7 +180,7 @@ def plan_case_runs(
         agents=agents,
         check=False,
     )
-    groups: dict[tuple[str, str, str], list[Any]] = {}
+    groups: dict[tuple[str, str, str], list[RunTask]] = {}
     for t in tasks:
         groups.setdefault((t.agent.label, t.case.case_id, t.provider), []).append(t)
     for group in groups.values():

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
+    from portagent.contracts.suite import LoadedSuite
 
 SUITE = Path("examples") / "support_desk" / "suite.yaml"
 
@@ -62,13 +65,14 @@ def find_checkout() -> Path | None:
     return source if (source / SUITE).is_file() else None
 
 
-def recorded_providers(loaded: Any, cassettes: Path) -> tuple[list[str], dict[str, str]]:
+def recorded_providers(loaded: LoadedSuite, cassettes: Path) -> tuple[list[str], dict[str, str]]:
     """Providers whose cassettes are all there; the others with the reason they are left out."""
     from portagent.recording.layout import is_recorded
-    from portagent.runtime.eval_run import plan_runs, resolve_agents
+    from portagent.runtime.eval_plan import plan_runs, resolve_agents
 
     agents = resolve_agents(loaded)
-    ok, skipped = [], {}
+    ok: list[str] = []
+    skipped: dict[str, str] = {}
     for provider in loaded.suite.providers:
         tasks = plan_runs(
             loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False

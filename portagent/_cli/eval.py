@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
+    from pathlib import Path
+
+    from portagent.evals.compare import Comparison
+    from portagent.evals.gate import GateDecision
+    from portagent.evals.report import Results
+    from portagent.runtime.eval_plan import Mode
 
 
 def add_parser(sub: Any) -> None:
@@ -76,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
     if not Path(args.suite).is_file():
         raise UsageError(f"{args.suite}: suite file not found")
-    mode = "replay" if args.replay else "live" if args.live else "emulator"
+    mode: Mode = "replay" if args.replay else "live" if args.live else "emulator"
     script = Path(args.emulator).resolve() if args.emulator else None
     if script is not None and not script.is_file():
         raise UsageError(f"--emulator {args.emulator}: emulator script not found")
@@ -98,19 +106,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_suite(
-    suite: str | Any,
+    suite: str | Path,
     *,
-    mode: str,
+    mode: Mode,
     providers: list[str] | None = None,
     repeats: int | None = None,
     workers: int = 2,
-    cassettes: Any = "cassettes",
-    out: Any = None,
+    cassettes: str | Path = "cassettes",
+    out: Path | None = None,
     overwrite: bool = False,
     case_ids: list[str] | None = None,
-    emulator_script: Any = None,
+    emulator_script: Path | None = None,
     progress: bool = True,
-) -> tuple[Any, Any, Any]:
+) -> tuple[Results, GateDecision, Comparison | None]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
     from datetime import UTC, datetime
@@ -134,7 +142,7 @@ def run_suite(
         mode=mode,
         providers=providers,
         repeats=repeats,
-        cassettes=cassettes,  # type: ignore[arg-type]
+        cassettes=cassettes,
         results=out_dir,
         case_ids=case_ids,
         emulator_script=emulator_script,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from portagent.contracts.providers import PROVIDERS
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -28,7 +30,7 @@ def add_parser(sub: Any) -> None:
         "--from",
         dest="sdk",
         required=True,
-        choices=["openai", "adk", "claude"],
+        choices=PROVIDERS,
         help="which SDK the object belongs to",
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: ./imported_<OBJECT>)")
@@ -51,9 +53,9 @@ def _models(values: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in values:
         provider, sep, model = item.partition("=")
-        if not sep or provider not in ("openai", "claude", "adk") or not model.strip():
+        if not sep or provider not in PROVIDERS or not model.strip():
             raise UsageError(
-                f"--model {item!r}: expected PROVIDER=ID with PROVIDER one of openai, claude, adk"
+                f"--model {item!r}: expected PROVIDER=ID with PROVIDER one of {', '.join(PROVIDERS)}"
             )
         out[provider] = model.strip()
     return out

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from portagent.contracts.providers import PROVIDERS
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -19,9 +21,7 @@ def add_parser(sub: Any) -> None:
         "errors.",
     )
     p.add_argument("agent", help="agent spec file")
-    p.add_argument(
-        "--to", dest="target", required=True, choices=["openai", "adk", "claude"], help="target provider"
-    )
+    p.add_argument("--to", dest="target", required=True, choices=PROVIDERS, help="target provider")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 

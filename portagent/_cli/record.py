@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
+    from portagent.contracts.suite import LoadedSuite
+    from portagent.runtime.eval_run import RecordOnly, RecordOutcome
 
 
 def add_parser(sub: Any) -> None:
@@ -73,7 +77,7 @@ def _kind(path: Path) -> str | None:
 
 def _agent_suite(
     args: argparse.Namespace, target: Path, providers: list[str] | None, script: Path | None
-) -> Any:
+) -> LoadedSuite:
     """A one-case suite around an agent spec, so suites and single runs share one code path."""
     from portagent.contracts.errors import UsageError
     from portagent.contracts.suite import Case, LoadedSuite, RunContext, Suite
@@ -99,7 +103,7 @@ def _agent_suite(
         providers=providers,
         cases=[case],
         approver=args.approver,
-    )  # type: ignore[arg-type]
+    )
     scripts = {case.case_id: script} if script else {}
     return LoadedSuite(target, suite, (case,), {"agent": target.resolve()}, scripts)
 
@@ -111,13 +115,13 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
     from portagent.contracts.suite import load_suite
     from portagent.evals.report_terminal import console
-    from portagent.runtime.eval_run import (
+    from portagent.runtime.eval_plan import (
         check_live_keys,
         check_providers_installed,
         plan_runs,
-        record_tasks,
         select_providers,
     )
+    from portagent.runtime.eval_run import record_tasks
 
     target = Path(args.target)
     if not target.is_file():
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.target}: expected a suite (kind: suite) or an agent spec (kind: agent)")
     chosen = select_providers(loaded, providers)
     check_providers_installed(chosen)
-    source = "live" if args.live else "emulator"
+    source: Literal["emulator", "live"] = "live" if args.live else "emulator"
     if args.live:
         check_live_keys(chosen)
     elif script is None:
@@ -153,13 +157,13 @@ def run(args: argparse.Namespace) -> int:
         mode=source,
         providers=chosen,
         repeats=args.repeats,
-        cassettes=args.out,  # type: ignore[arg-type]
+        cassettes=args.out,
         case_ids=split_csv(args.cases),
         check=False,
     )
     if script is not None:
         tasks = [dataclasses.replace(t, emulator_script=script) for t in tasks]
-    only = "missing" if args.missing else "drifted" if args.drifted else "all"
+    only: RecordOnly = "missing" if args.missing else "drifted" if args.drifted else "all"
     out = console()
     out.print(
         f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/",
@@ -167,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     )
     counts = {"recorded": 0, "skipped": 0, "failed": 0}
 
-    def show(o: Any) -> None:
+    def show(o: RecordOutcome) -> None:
         counts[o.action] += 1
         if o.action == "skipped" and only == "missing":
             return
@@ -180,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         source=source,
         only=only,
         record_mode=args.record_mode,
-        emulator_script=script,  # type: ignore[arg-type]
+        emulator_script=script,
         verify=not args.no_verify,
         workers=args.workers,
         on_result=show,

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from portagent.contracts.providers import PROVIDERS
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -17,7 +19,7 @@ def add_parser(sub: Any) -> None:
         "2 on usage errors, 3 when the provider or SDK failed.",
     )
     p.add_argument("agent", help="agent spec file")
-    p.add_argument("--provider", required=True, choices=["openai", "claude", "adk"])
+    p.add_argument("--provider", required=True, choices=PROVIDERS)
     src = p.add_mutually_exclusive_group()
     src.add_argument("--input", help="user message (repeat for a multi-turn conversation)", action="append")
     src.add_argument("--input-file", help="file holding the user message")
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 source="emulator",
                 mode="direct",
                 base_url=emu.base_url,
-                api_key=_dummy_key(args.provider),
+                api_key=info.dummy_key,
                 script_hash=getattr(script, "script_hash", None),
             )
             return await _run(endpoint)
@@ -143,12 +145,6 @@ def _replay(args: argparse.Namespace) -> int:
     if r.stop_reason == "cassette_drift":
         return 1
     return 3 if r.status == "failed" else (1 if r.status == "budget_exhausted" else 0)
-
-
-def _dummy_key(provider: str) -> str:
-    return {"openai": "sk-portagent-dummy", "claude": "sk-ant-portagent-dummy", "adk": "portagent-dummy-key"}[
-        provider
-    ]
 
 
 def _print_summary(output: Any) -> None:

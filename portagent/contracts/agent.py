@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -9,11 +10,6 @@ from pydantic import Field, field_validator, model_validator
 from portagent.contracts._base import Contract, short_hash
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.tool import SEMVER_RE, Effect, ToolSpec
-
-ProviderName = Literal["openai", "claude", "adk"]
-"""The providers portagent runs on."""
-
-PROVIDERS: tuple[ProviderName, ...] = ("openai", "claude", "adk")
 
 
 class Budget(Contract):
@@ -111,6 +107,11 @@ class McpServerRef(Contract):
     @property
     def tool_prefix(self) -> str:
         return f"{self.name}_" if self.prefix is None else self.prefix
+
+    def portable_name(self, tool: str) -> str:
+        """The name an agent's policy and the model know a listed tool by: the prefix, then the server's
+        name with characters outside ``[A-Za-z0-9_-]`` replaced by ``_`` (docs/mcp.md)."""
+        return self.tool_prefix + re.sub(r"[^A-Za-z0-9_-]", "_", tool)
 
 
 class AgentSpec(Contract):

@@ -114,7 +114,9 @@ def _load_tools_file(path: Path, label: str) -> list[ToolSpec]:
         return [data]
     if isinstance(data, ToolSet):
         return list(data.tools)
-    raise SpecError([SpecProblem(label, "kind", f"expected kind 'tool' or 'tools', got {data.kind!r}")])  # type: ignore[attr-defined]
+    raise SpecError(
+        [SpecProblem(label, "kind", f"expected kind 'tool' or 'tools', got {getattr(data, 'kind', None)!r}")]
+    )
 
 
 def _rel(base: Path, ref: str) -> Path:

@@ -15,9 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract
-
-PROVIDERS = ("openai", "claude", "adk")
-"""Provider names used by per-provider overrides: the wire API decides which one applies."""
+from portagent.contracts.providers import ProviderName
 
 
 class _Model(Contract):
@@ -256,7 +254,7 @@ class Conversation(_Model):
     """How requests are recognised; unset: only by name (header ``x-portagent-conversation``)."""
     turns: list[Turn] = Field(min_length=1)
     """The turns, in order."""
-    providers: dict[Literal["openai", "claude", "adk"], ProviderTurns] = Field(default_factory=dict)
+    providers: dict[ProviderName, ProviderTurns] = Field(default_factory=dict)
     """Per-provider replacement turns (openai: Responses + Chat; claude: Messages; adk: Gemini)."""
 
     def turns_for(self, provider: str) -> list[Turn]:

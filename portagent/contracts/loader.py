@@ -10,7 +10,7 @@ import difflib
 import importlib
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -210,15 +210,25 @@ def problems_from_validation(
     return out
 
 
+@overload
+def load_spec_file(path: str | Path, model_cls: type[M], *, expect_kind: str | None = None) -> M: ...
+
+
+@overload
 def load_spec_file(
-    path: str | Path, model_cls: type[M] | None = None, *, expect_kind: str | None = None
-) -> M:
+    path: str | Path, model_cls: None = None, *, expect_kind: str | None = None
+) -> BaseModel: ...
+
+
+def load_spec_file(
+    path: str | Path, model_cls: type[BaseModel] | None = None, *, expect_kind: str | None = None
+) -> BaseModel:
     """Load one spec file. With ``model_cls`` the file must be of that kind; otherwise its ``kind:``
     picks the contract. Raises ``SpecError`` with every problem found."""
     p = Path(path)
     label = str(path)
     data, node = read_document(p)
-    return validate_document(data, label, node, model_cls, expect_kind=expect_kind)  # type: ignore[return-value]
+    return validate_document(data, label, node, model_cls, expect_kind=expect_kind)
 
 
 def validate_document(

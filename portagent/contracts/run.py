@@ -8,6 +8,7 @@ from pydantic import Field
 
 from portagent.contracts._base import Contract
 from portagent.contracts.policy import Environment
+from portagent.contracts.providers import ProviderName
 from portagent.contracts.trace import CostSource, Mode, Source
 
 RUN_RECORD_SCHEMA_VERSION = 1
@@ -66,7 +67,7 @@ class RunRequest(Contract):
 
     input: str | list[str]
     """User message, or several for a multi-turn conversation."""
-    provider: Literal["openai", "claude", "adk"]
+    provider: ProviderName
     """Provider."""
     request_id: str | None = None
     """Caller's id for the request."""

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from portagent.contracts._base import Contract
-from portagent.contracts.agent import PROVIDERS, ProviderName
 from portagent.contracts.errors import SpecError, SpecProblem
 from portagent.contracts.policy import Environment
+from portagent.contracts.providers import PROVIDERS, ProviderName
 from portagent.contracts.run import RunStatus
 
-SUITE_SCHEMA_VERSION = 1
+SUITE_SCHEMA_VERSION: Final = 1
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
 """A score or threshold in [0, 1]."""

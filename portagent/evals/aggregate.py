@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.contracts.run import Usage
@@ -29,7 +29,7 @@ from portagent.evals.stats import (
     wilson_interval,
 )
 
-SUITE_RESULT_SCHEMA_VERSION = 1
+SUITE_RESULT_SCHEMA_VERSION: Final = 1
 
 
 class CaseMeta(Contract):

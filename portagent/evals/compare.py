@@ -23,7 +23,7 @@ Deltas are candidate − baseline, rounded to 6 places before comparing with a t
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -32,7 +32,7 @@ from portagent.contracts.errors import UsageError
 from portagent.evals.aggregate import GroupStats, SuiteResult
 from portagent.evals.scoring import SAFETY_FACTORS, Factor, RunScore
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION: Final = 1
 
 Metric = Literal[
     "quality",
@@ -339,30 +339,30 @@ def compare(
             warnings.append(f"flake rate{where}: not measured (no case was repeated)")
         bc, cc = _cases(b), _cases(c)
         diffs = [_case_diff(cid, bc.get(cid, []), cc.get(cid, [])) for cid in sorted(set(bc) | set(cc))]
-        for d in diffs:
-            if d.status in ("only_baseline", "only_candidate"):
-                warnings.append(f"case {d.case_id}{where}: {d.status.replace('_', ' ')}")
-            if d.status != "regressed":
+        for diff in diffs:
+            if diff.status in ("only_baseline", "only_candidate"):
+                warnings.append(f"case {diff.case_id}{where}: {diff.status.replace('_', ' ')}")
+            if diff.status != "regressed":
                 continue
-            cand_runs = cc[d.case_id]
-            permanent = any(f in SAFETY_FACTORS for f in d.candidate_failed) or any(
+            cand_runs = cc[diff.case_id]
+            permanent = any(f in SAFETY_FACTORS for f in diff.candidate_failed) or any(
                 r.forbidden_called for r in cand_runs
             )
-            m = meta.get(d.case_id)
+            m = meta.get(diff.case_id)
             regressions.append(
                 Regression(
-                    case_id=d.case_id,
+                    case_id=diff.case_id,
                     pair=name,
-                    factors=d.candidate_failed,
-                    notes=d.candidate_notes,
+                    factors=diff.candidate_failed,
+                    notes=diff.candidate_notes,
                     permanent=permanent,
                     tags=list(m.tags) if m else [],
                     why_it_exists=m.why_it_exists if m else "",
                 )
             )
             reasons.append(
-                f"regression{where}: case {d.case_id} passed {d.baseline_pass_rate:g} → {d.candidate_pass_rate:g}"
-                + (f" ({'; '.join(d.candidate_notes)})" if d.candidate_notes else "")
+                f"regression{where}: case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
+                + (f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else "")
             )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons

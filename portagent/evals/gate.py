@@ -16,13 +16,13 @@ regression. A candidate must be good on its own *and* not worse than what it rep
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.evals.aggregate import SuiteResult
 from portagent.evals.compare import Regression, Tolerances, compare
 
-GATE_SCHEMA_VERSION = 1
+GATE_SCHEMA_VERSION: Final = 1
 
 
 class GateDecision(Contract):

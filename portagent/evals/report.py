@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
@@ -31,7 +31,7 @@ from portagent.evals.aggregate import SuiteResult
 from portagent.evals.compare import Comparison
 from portagent.evals.gate import GateDecision
 
-EVAL_META_SCHEMA_VERSION = 1
+EVAL_META_SCHEMA_VERSION: Final = 1
 REPORT_FILES = (
     "report.json",
     "eval.json",

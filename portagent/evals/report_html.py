@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, role_of, sources_line
@@ -104,7 +104,10 @@ def _ok(passed: bool) -> str:
 
 def _interval_svg(g: GroupStats, width: int = 160) -> str:
     """Pass rate as a dot with its Wilson interval as a bar, on [0, 1]."""
-    x = lambda v: 4 + v * (width - 8)  # noqa: E731
+
+    def x(v: float) -> float:
+        return 4 + v * (width - 8)
+
     colour = "#1a7f37" if g.pass_rate == 1 else "#cf222e" if g.pass_rate < 0.5 else "#9a6700"
     return (
         f'<svg width="{width}" height="18" role="img" aria-label="pass rate {g.pass_rate:.2f}, Wilson 95% '
@@ -124,7 +127,10 @@ def _strip_svg(
     hi = max(values) or 1.0
     left, width, row_h = 190, 460, 24
     height = row_h * len(rows) + 26
-    x = lambda v: left + (v / hi) * width  # noqa: E731
+
+    def x(v: float) -> float:
+        return left + (v / hi) * width
+
     parts = [
         f'<svg width="{left + width + 90}" height="{height}" role="img" aria-label="{e(unit)} distribution">'
     ]
@@ -447,7 +453,10 @@ def _runs(results: Results) -> str:
             f"{fmt_ms(x.latency_ms)} · {x.usage.input_tokens + x.usage.output_tokens} tokens</span></summary>"
             f'{notes}<ol class="tl">{body}</ol></details>'
         )
-    opts = lambda vals: "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in vals)  # noqa: E731
+
+    def opts(vals: Iterable[str]) -> str:
+        return "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in vals)
+
     controls = (
         f'<div class="controls"><label>provider <select id="f-provider"><option value="">all</option>'
         f'{opts(r.providers)}</select></label><label>agent <select id="f-version"><option value="">all</option>'

@@ -123,10 +123,10 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
             "| case | pair | factors | permanent | why it exists |",
             "|---|---|---|---|---|",
         ]
-        for g in decision.regressions:
+        for reg in decision.regressions:
             lines.append(
-                f"| {g.case_id} | {g.pair} | {', '.join(g.factors)} | {'yes' if g.permanent else 'no'} | "
-                f"{_cell(g.why_it_exists)} |"
+                f"| {reg.case_id} | {reg.pair} | {', '.join(reg.factors)} | {'yes' if reg.permanent else 'no'} | "
+                f"{_cell(reg.why_it_exists)} |"
             )
         lines.append("")
 

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from portagent.contracts.errors import UsageError
-from portagent.contracts.policy import PermissionPolicy
+from portagent.contracts.policy import Environment, PermissionPolicy
 from portagent.contracts.tool import ToolSpec
 from portagent.core.clock import Clock, IdFactory, SystemClock
 from portagent.tools.mcp.annotations import hints_for
@@ -67,7 +69,8 @@ def load_target(path: str | Path, policy_path: str | Path | None = None) -> Serv
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{path}: no such file (expected a tools file or an agent spec)")
-    data = load_spec_file(p)
+    # Without a model class the file's own ``kind:`` picks the contract: any spec model.
+    data: BaseModel = load_spec_file(p)
     kind = getattr(data, "kind", None)
     if kind == "agent":
         if policy_path is not None:
@@ -173,7 +176,7 @@ class GovernedServer:
         namespace: str | None = None,
         actor: str = "mcp-client",
         scopes: list[str] | None = None,
-        env: str = "dev",
+        env: Environment = "dev",
         clock: Clock | None = None,
         ids: IdFactory | None = None,
     ) -> None:
@@ -205,7 +208,7 @@ class GovernedServer:
             actor=actor,
             scopes=list(scopes or []),
             env=env,
-            budget=RunBudget(None),  # type: ignore[arg-type]
+            budget=RunBudget(None),
             recorder=self.recorder,
             clock=self.clock,
             ids=self.ids,
@@ -321,7 +324,7 @@ async def serve(
     trace_path: Path | None = None,
     namespace: str | None = None,
     scopes: list[str] | None = None,
-    env: str = "dev",
+    env: Environment = "dev",
     announce: Any = None,
 ) -> GovernedServer:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP). ``announce(text)`` is

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from portagent.adapters.base import REGISTRY
-from portagent.contracts.agent import PROVIDERS
 from portagent.contracts.capabilities import CAPABILITY_FLAGS, PROFILES, ProviderCapabilities
+from portagent.contracts.providers import PROVIDERS
 
 NOT_INSTALLED = "not installed"
 

@@ -8,7 +8,7 @@ schema, ``RunHooks`` for model calls and handoffs — written out as plain code.
 
 from __future__ import annotations
 
-from portagent.adapters.openai.agent import strict_compatible
+from portagent.adapters.openai.schema import strict_compatible
 from portagent.contracts.bundle import AgentBundle
 from portagent.migration.export import creation_order, literal, models_for, string_literal
 

@@ -29,7 +29,9 @@ from typing import Any
 
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UsageError
+from portagent.contracts.policy import Environment
 from portagent.contracts.tool import ToolSpec
+from portagent.contracts.trace import ToolVia
 from portagent.core.budgets import RunBudget
 from portagent.core.clock import Clock, IdFactory, SystemClock
 from portagent.core.pricing import model_cost
@@ -63,7 +65,7 @@ class ExportedRun:
         trace_path: str | Path | None = None,
         source: str = "live",
         scopes: list[str] | None = None,
-        env: str = "dev",
+        env: Environment = "dev",
         context: dict[str, Any] | None = None,
         clock: Clock | None = None,
         ids: IdFactory | None = None,
@@ -140,7 +142,7 @@ class ExportedRun:
                 agent=agent,
                 scopes=self.scopes,
                 env=self.env,
-                context=self.context,  # type: ignore[arg-type]
+                context=self.context,
                 budget=self.budget,
                 recorder=self.recorder,
                 clock=self.clock,
@@ -158,7 +160,7 @@ class ExportedRun:
         raw_args: Any,
         *,
         vendor_call_id: str | None = None,
-        via: str = "function",
+        via: ToolVia = "function",
     ) -> dict[str, Any]:
         """Run one tool call through the gateway; returns what the model is sent. Calls are serialized."""
         if self._lock is None:
@@ -166,7 +168,7 @@ class ExportedRun:
         async with self._lock:
             observation = await self.gateway(agent).call(
                 name, raw_args, vendor_call_id=vendor_call_id, via=via
-            )  # type: ignore[arg-type]
+            )
         if observation.error == "budget_exhausted":
             event = next((e for e in reversed(self.recorder.events) if e.type == "budget.exceeded"), None)
             if event is not None and event.limit in ("max_tool_calls", "max_cost_usd"):

@@ -33,6 +33,7 @@ from typing import Any
 from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, SdkMcpTool
 
 from portagent.adapters.base import package_version
+from portagent.adapters.claude.rules import DELEGATION_BUILTINS as DELEGATION_TOOLS
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
     ReaderState,
@@ -44,7 +45,6 @@ from portagent.migration.importing import (
 )
 from portagent.migration.report import ImportReport
 
-DELEGATION_TOOLS = ("Agent", "Task")
 _HANDLED = {
     "tools",
     "allowed_tools",

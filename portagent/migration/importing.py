@@ -28,7 +28,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from portagent.contracts.errors import MissingExtraError, UsageError
-from portagent.migration.draft import ImportDraft
+from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft, PolicyRuleDraft
+from portagent.migration.report import ImportReport
 
 SDKS: dict[str, tuple[str, str, str]] = {
     "openai": ("agents", "openai-agents", "openai"),
@@ -268,11 +269,12 @@ def placeholder_instructions(agent: str, why: str) -> str:
 class ReaderState:
     """What every native-agent reader keeps while it walks an agent graph (one per import)."""
 
-    def __init__(self, report: Any) -> None:
+    def __init__(self, report: ImportReport) -> None:
         self.report = report
-        self.agents: dict[int, Any] = {}
-        self.tools: dict[int, Any] = {}
+        self.agents: dict[int, DraftAgent] = {}
+        self.tools: dict[int, DraftTool | None] = {}
+        """By the native tool's id; ``None`` while it is being read (or when it was not imported)."""
         self.agent_names: Names = agent_names()
         self.tool_names: Names = tool_names()
-        self.rules: list[Any] = []
+        self.rules: list[PolicyRuleDraft] = []
         self.shim_imports: dict[str, str] = {}

@@ -124,7 +124,8 @@ class ApprovalStore:
         return json.loads(row[0]) if row and row[0] else None
 
     def list(self, status: ApprovalStatus | None = None, scope: str | None = None) -> list[ApprovalCard]:
-        sql, params = "SELECT card FROM approval_cards WHERE 1=1", []
+        sql = "SELECT card FROM approval_cards WHERE 1=1"
+        params: list[str] = []
         if status is not None:
             sql += " AND status=?"
             params.append(status)

@@ -118,7 +118,7 @@ class ScriptedApprover:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _parse(i: int, d: dict[str, Any]) -> _Scripted:
+    def _parse(i: int, d: object) -> _Scripted:
         if not isinstance(d, dict) or "decision" not in d:
             raise UsageError(f"scripted approval #{i + 1}: expected an object with 'decision', got {d!r}")
         known = {"decision", "tool", "args_hash", "call_args", "args", "reviewer", "note"}

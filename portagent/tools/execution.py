@@ -72,7 +72,7 @@ def _backoff(attempt: int, details: Any) -> float:
         hint = details.get("retry_after_s")
         if isinstance(hint, int | float) and not isinstance(hint, bool) and hint >= 0:
             return min(float(hint), 5.0)
-    return min(0.01 * 2**attempt, 1.0)
+    return min(0.01 * float(2**attempt), 1.0)
 
 
 def success_observation(tool: ToolSpec, raw: Any, **kw: Any) -> Observation:
@@ -104,6 +104,7 @@ async def invoke(
     timeout_s = tool.budgets.timeout_ms / 1000.0
     t0 = ctx.clock.monotonic()
     attempt = 0
+    obs: Observation  # every pass of the loop assigns it; declared here for the checker
     while True:
         raw: Any = None
         certain = True

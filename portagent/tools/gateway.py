@@ -205,10 +205,11 @@ class ToolGateway:
     async def execute(self, prepared: PreparedCall) -> Observation:
         """Run an allowed call (once, however often this is called); a rejected call returns its
         observation without touching the handler."""
-        if prepared.result is not None:
-            return prepared.result
+        if (done := prepared.result) is not None:
+            return done
         lock = self._locks.setdefault(prepared.call_id, asyncio.Lock())
         async with lock:
+            # Checked again: a concurrent caller may have run the call while this one waited.
             if prepared.result is not None:
                 return prepared.result
             obs, latency = await self._run(prepared)

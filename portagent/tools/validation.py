@@ -46,8 +46,9 @@ def _path(err: ValidationError) -> str:
 
 def _detail(err: ValidationError) -> dict[str, Any]:
     path = _path(err)
-    if err.validator == "required" and isinstance(err.instance, dict):
-        missing = [p for p in err.validator_value if p not in err.instance and repr(p) in err.message]
+    required = err.validator_value  # a list for "required" (the schema was checked when compiled)
+    if err.validator == "required" and isinstance(err.instance, dict) and isinstance(required, list):
+        missing = [p for p in required if p not in err.instance and repr(p) in err.message]
         if missing:
             path = f"{path}.{missing[0]}" if path else str(missing[0])
     return {"path": path, "message": err.message, "rule": str(err.validator)}

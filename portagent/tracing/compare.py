@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 VOLATILE_FIELDS: frozenset[str] = frozenset(
     {
         "run_id",
@@ -62,7 +64,7 @@ PROVIDER_DEPENDENT: frozenset[str] = frozenset(
 )
 
 
-def _as_dict(event: Any) -> dict[str, Any]:
+def _as_dict(event: dict[str, Any] | BaseModel) -> dict[str, Any]:
     if isinstance(event, dict):
         return dict(event)
     return event.model_dump(mode="json")

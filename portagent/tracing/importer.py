@@ -30,7 +30,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from portagent.contracts._base import args_hash
 from portagent.contracts.errors import RecordingError
@@ -58,6 +58,16 @@ MAX_OUTPUT_CHARS = 65_536
 """Text tool outputs longer than this are cut (the full length is kept in provider_details)."""
 EMULATOR_SERVER = "portagent-emulator"
 """The ``Server`` header portagent's emulator answers with (→ ``source: emulator``)."""
+
+
+class _UsageFields(TypedDict, total=False):
+    """The token fields of a ``model.call`` event; none when the response carried no usage."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
 
 
 @dataclass
@@ -312,7 +322,7 @@ class _Importer:
     ) -> None:
         assert self.recorder is not None and self.vendor is not None
         u = resp.usage
-        tokens = (
+        tokens: _UsageFields = (
             {
                 "input_tokens": u.input_tokens,
                 "output_tokens": u.output_tokens,

@@ -41,7 +41,8 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def describe(e: Any) -> str:
-    match e.type:
+    kind: str = e.type
+    match kind:
         case "run.started":
             return f"run started  {e.agent}@{e.agent_version} on {e.provider} ({e.sdk} {e.sdk_version}, {e.model}) source={e.source} mode={e.mode} attempt={e.attempt}"
         case "model.call":
@@ -73,7 +74,7 @@ def describe(e: Any) -> str:
                 f"run done     {e.status} ({e.stop_reason}) tokens in={e.input_tokens} out={e.output_tokens} "
                 f"cost={cost} final={_short(e.final_output, 60)}"
             )
-    return e.type
+    return kind
 
 
 def render_timeline(events: list[Any]) -> str:

@@ -25,7 +25,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from portagent.wire.items import Item, WireFormatError, require_mapping
-from portagent.wire.response import ResponseView, UsageView, as_int, body_form, finish, load_json, sub
+from portagent.wire.response import (
+    ResponseView,
+    UsageView,
+    as_int,
+    body_form,
+    finish,
+    load_json,
+    mapping_or_empty,
+    sub,
+)
 from portagent.wire.sse import parse_sse
 
 _EVENTS = frozenset(
@@ -187,7 +196,7 @@ def _stream(text: str) -> ResponseView:
                 case _:
                     pass  # signature_delta, citations_delta: nothing the trace needs
         elif kind == "message_delta":
-            delta = event.get("delta") if isinstance(event.get("delta"), Mapping) else {}
+            delta = mapping_or_empty(event.get("delta"))
             if delta.get("stop_reason") is not None:
                 message["stop_reason"] = delta["stop_reason"]
             # message_delta usage is cumulative: its fields replace message_start's.
@@ -195,7 +204,7 @@ def _stream(text: str) -> ResponseView:
         elif kind == "message_stop":
             stopped = True
         elif kind == "error":
-            err = event.get("error") if isinstance(event.get("error"), Mapping) else {}
+            err = mapping_or_empty(event.get("error"))
             error = {"type": err.get("type") or "error", "message": err.get("message") or ""}
     if not recognised:
         raise WireFormatError("no Anthropic Messages stream event in the body")

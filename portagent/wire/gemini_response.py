@@ -26,7 +26,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from portagent.wire.items import Item, WireFormatError
-from portagent.wire.response import ResponseView, UsageView, as_int, body_form, finish, load_json, merge_text
+from portagent.wire.response import (
+    ResponseView,
+    UsageView,
+    as_int,
+    body_form,
+    finish,
+    load_json,
+    mapping_or_empty,
+    merge_text,
+)
 from portagent.wire.sse import parse_sse
 
 _FINISH = {
@@ -156,7 +165,7 @@ def parse_generate_content_response(body: Any) -> ResponseView:
         reason = _get(cand, "finishReason", "finish_reason")
         if reason:
             raw_finish = str(reason)
-        content = cand.get("content") if isinstance(cand.get("content"), Mapping) else {}
+        content = mapping_or_empty(cand.get("content"))
         for part in content.get("parts") or []:
             if not isinstance(part, Mapping):
                 continue

@@ -33,6 +33,7 @@ from portagent.wire.response import (
     body_form,
     finish,
     load_json,
+    mapping_or_empty,
     merge_text,
     sub,
 )
@@ -264,7 +265,7 @@ def _chat_view(
     for call in message.get("tool_calls") or []:
         if not isinstance(call, Mapping):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+        fn = mapping_or_empty(call.get("function"))
         items.append(
             Item(
                 "assistant",
@@ -357,7 +358,7 @@ def _chat_stream(text: str) -> ResponseView:
         choice = _first_choice(chunk)
         if as_int(choice.get("index")) != 0:
             continue
-        delta = choice.get("delta") if isinstance(choice.get("delta"), Mapping) else {}
+        delta = mapping_or_empty(choice.get("delta"))
         if isinstance(delta.get("content"), str):
             content.append(delta["content"])
         if isinstance(delta.get("refusal"), str):
@@ -367,7 +368,7 @@ def _chat_stream(text: str) -> ResponseView:
                 continue
             call = calls.setdefault(as_int(piece.get("index")), {"id": None, "name": "", "arguments": ""})
             call["id"] = call["id"] or piece.get("id")
-            fn = piece.get("function") if isinstance(piece.get("function"), Mapping) else {}
+            fn = mapping_or_empty(piece.get("function"))
             # The name arrives whole in the first piece; some compatible servers repeat it later.
             if fn.get("name") and not call["name"]:
                 call["name"] = fn["name"]
@@ -395,7 +396,7 @@ def parse_chat_response(body: Any) -> ResponseView:
     if "choices" not in value:
         raise WireFormatError("a chat completion needs 'choices'")
     choice = _first_choice(value)
-    message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+    message = mapping_or_empty(choice.get("message"))
     return _chat_view(
         value, message, choice.get("finish_reason"), value.get("usage"), stream=False, complete=True
     )

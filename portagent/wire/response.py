@@ -100,6 +100,11 @@ def as_int(value: Any) -> int:
     return 0
 
 
+def mapping_or_empty(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a missing or malformed sub-object)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def sub(obj: Any, *keys: str) -> Any:
     """``obj[k1][k2]…`` or None when any level is missing or not an object."""
     for key in keys:

@@ -60,7 +60,12 @@ def effect_from_hints(annotations: Any) -> Effect:
     """The effect class a listed tool's annotations imply (``external_effect`` without any)."""
     if annotations is None:
         return "external_effect"
-    get = annotations.get if isinstance(annotations, dict) else lambda k: getattr(annotations, _attr(k), None)
+
+    def get(key: str) -> Any:
+        if isinstance(annotations, dict):
+            return annotations.get(key)
+        return getattr(annotations, _attr(key), None)
+
     if get("readOnlyHint") is True:
         return "read"
     if get("openWorldHint") is True:

@@ -44,6 +44,7 @@ from typing import Any
 from portagent.contracts._base import short_hash
 from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle, AgentNode
+from portagent.contracts.errors import UsageError
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, TOOL_NAME_RE, Idempotency, ToolBudgets, ToolSpec
 from portagent.tools.mcp import bridge
 from portagent.tools.mcp.annotations import effect_from_hints
@@ -116,7 +117,7 @@ def _servers_of(bundle: AgentBundle) -> dict[str, _Server]:
 def _wire(tool: Any) -> dict[str, Any]:
     """A listed tool as recorded: wire names, without icons and without ``_meta`` other than
     portagent's own keys (a served ToolSpec's exact effect class)."""
-    data = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data: dict[str, Any] = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
     meta = {k: v for k, v in (data.pop("_meta", None) or {}).items() if k.startswith("portagent/")}
     data.pop("icons", None)
     if meta:
@@ -125,7 +126,7 @@ def _wire(tool: Any) -> dict[str, Any]:
 
 
 def _raw_result(result: Any) -> dict[str, Any]:
-    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     data.pop("_meta", None)
     return data
 
@@ -159,7 +160,7 @@ def to_output(result: dict[str, Any]) -> Any:
 
 
 def _portable_name(server: _Server, tool: str) -> str:
-    name = server.ref.tool_prefix + re.sub(r"[^A-Za-z0-9_-]", "_", tool)
+    name = server.ref.portable_name(tool)
     if not re.match(TOOL_NAME_RE, name):
         raise McpConfigError(
             f"MCP server {server.ref.name!r}: tool {tool!r} becomes {name!r}, which is not a valid tool name "
@@ -502,3 +503,38 @@ async def open_sources(
     finally:
         bridge.ACTIVE.reset(token)
         await sources.aclose()
+
+
+def remembered_listings(bundle: AgentBundle) -> dict[str, list[str]]:
+    """Server name → the tool names (as the server lists them) of its last live listing, kept in
+    ``$PORTAGENT_HOME/mcp_listings.json``; a server never listed live is absent. Starts no server."""
+    from portagent.core.home import state_file
+
+    try:
+        path = state_file(LISTINGS_FILE, create=False)  # validate writes nothing
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        servers = _servers_of(bundle)
+    except (OSError, ValueError, McpConfigError, UsageError):
+        return {}
+    if not isinstance(known, dict):
+        return {}
+    out: dict[str, list[str]] = {}
+    for name, server in servers.items():
+        entry = known.get(_identity(server))
+        if isinstance(entry, dict) and isinstance(entry.get("tools"), list):
+            out[name] = [str(n) for n in entry["tools"]]
+    return out
+
+
+async def list_live(bundle: AgentBundle) -> dict[str, list[str]]:
+    """Start (or reach) every MCP server of the bundle, list its tools and close it again: server name →
+    tool names as listed. The listing is remembered like a run's (``mcp_listings.json``); no tool is called."""
+    servers = _servers_of(bundle)
+    try:
+        await _connect(servers)
+        _compare_with_last_listing(servers)
+        return {name: [str(t["name"]) for t in server.listed] for name, server in servers.items()}
+    finally:
+        await asyncio.gather(
+            *(s.conn.aclose() for s in servers.values() if s.conn is not None), return_exceptions=True
+        )
