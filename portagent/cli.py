@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 # Order is the order shown by ``--help``.
 COMMANDS: tuple[str, ...] = (
+    "init",
     "validate",
     "schema",
     "emulate",

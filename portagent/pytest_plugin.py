@@ -4,10 +4,14 @@
     pytest --portagent-suite SUITE --portagent-providers openai            # one provider
     pytest --portagent-suite SUITE --portagent-record                      # record instead (emulator)
 
-Each case × provider × agent version becomes one item (``<agent>@<version>::<case>[<provider>]``) that
-replays its cassettes (every repeat) offline and fails with the gate's notes when a run fails; a
-missing cassette fails with the ``portagent record`` command that creates it. Without test paths on
-the command line only the suites are collected; with paths, both.
+Each case × provider × repeat becomes one item, ``suite.yaml::<case_id>[<provider>-r<n>]`` (with
+``-<agent>@<version>`` added inside the brackets when the suite plans several agent versions), located
+at the case's line in its file (so a failure points at the case, in the terminal, in JUnit
+``properties`` and in CI annotations). It replays its cassette offline and fails with the gate's notes
+when the run fails; a missing cassette fails with the ``portagent record`` command that creates it.
+With ``--portagent-record`` the item records its cassette against the emulator and then scores what
+it recorded (the recorded trace), so a case that fails still fails. Without test paths on the command
+line only the suites are collected; with paths, both.
 
 Or as a marker on a test that takes ``portagent_run``::
 
@@ -102,21 +106,34 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 @dataclass
 class CaseRuns:
-    """The repeats of one case on one provider and agent version, replayed (or recorded) together."""
+    """One run of a case — a case × provider × repeat × agent version — replayed (or recorded)."""
 
     tasks: list[RunTask]
-    """RunTasks (portagent.runtime.eval_run), one per repeat."""
+    """The RunTask (portagent.runtime.eval_plan): one, the repeat this item stands for."""
     record: bool = False
     """Record instead of replaying."""
     loaded: Any = None
     """The LoadedSuite (for the record command of a missing cassette)."""
     cassettes: str = "cassettes"
     outcomes: list[RunOutcome] = field(default_factory=list)
+    several_agents: bool = False
+    """The suite plans several agent versions: the id names the version too."""
+    location: tuple[Path, int] | None = None
+    """The case's file and 1-based line."""
 
     @property
     def id(self) -> str:
+        """``case_id[provider-r0]`` (``case_id[provider-r0-agent@1.0.0]`` with several agent versions)."""
         t = self.tasks[0]
-        return f"{t.agent.label}::{t.case.case_id}[{t.provider}]"
+        agent = f"-{t.agent.label}" if self.several_agents else ""
+        return f"{t.case.case_id}[{t.provider}-r{t.repeat}{agent}]"
+
+    @property
+    def param_id(self) -> str:
+        """The id as a parametrize id (pytest adds the brackets)."""
+        t = self.tasks[0]
+        agent = f"-{t.agent.label}" if self.several_agents else ""
+        return f"{t.case.case_id}-{t.provider}-r{t.repeat}{agent}"
 
     def check(self) -> None:
         """Replay (or record) every repeat; raise AssertionError with the gate's notes on failure."""
@@ -140,15 +157,19 @@ class CaseRuns:
         if self.record:
             outs = record_tasks(self.tasks, source="emulator", verify=False)
             failed = [o for o in outs if o.action == "failed"]
-            return "\n".join(f"{o.task.label}: {o.detail}" for o in failed) or None
-        check_cassettes(self.loaded, self.tasks, self.cassettes, repeats_given=False)
-        self.outcomes = run_tasks(self.tasks, in_process=True).outcomes
+            if failed:
+                return "\n".join(f"{o.task.label}: {o.detail}" for o in failed)
+            self.outcomes = [_score_recording(t) for t in self.tasks]
+        else:
+            check_cassettes(self.loaded, self.tasks, self.cassettes, repeats_given=False)
+            self.outcomes = run_tasks(self.tasks, in_process=True).outcomes
         bad = [o for o in self.outcomes if not o.score.passed]
         if not bad:
             return None
         t = self.tasks[0]
         lines = [
-            f"case {t.case.case_id} on {t.provider} (agent {t.agent.label}): "
+            f"case {t.case.case_id} on {t.provider} (agent {t.agent.label}"
+            f"{', recorded' if self.record else ''}): "
             f"{len(self.outcomes) - len(bad)}/{len(self.outcomes)} runs passed"
         ]
         for o in bad:
@@ -156,6 +177,65 @@ class CaseRuns:
             lines.append(f"  r{s.provenance.repeat}: failed {', '.join(s.failed_factors)}")
             lines += [f"    - {n}" for n in s.notes]
         return "\n".join(lines)
+
+
+def _score_recording(task: RunTask) -> RunOutcome:
+    """Score the run a recording just wrote (its trace in the cassette folder), as a replay would."""
+    import json
+
+    from portagent.evals.scoring import score_run
+    from portagent.runtime.eval_plan import RunOutcome
+    from portagent.tracing.recorder import read_trace
+
+    assert task.cassette is not None
+    events = read_trace(task.cassette / "trace.jsonl")
+    score = score_run(events, task.case, task.thresholds)
+    error = None
+    try:
+        result = json.loads((task.cassette / "run.json").read_text(encoding="utf-8")).get("result") or {}
+    except (OSError, ValueError):
+        result = {}
+    if result.get("status") == "failed":
+        error = f"{result.get('stop_reason')}: {result.get('error')}" if result.get("error") else "failed"
+        score = score.model_copy(update={"notes": [f"run failed ({error})", *score.notes]})
+    return RunOutcome(task.index, score, error)
+
+
+def case_locations(loaded: Any) -> dict[str, tuple[Path, int]]:
+    """case_id → (file, 1-based line) of each case: the suite's inline ``cases`` and its ``case_files``."""
+    import yaml
+
+    from portagent.contracts.errors import PortagentError
+    from portagent.contracts.loader import read_document
+
+    out: dict[str, tuple[Path, int]] = {}
+
+    def items(node: Any) -> list[Any]:
+        return list(node.value) if isinstance(node, yaml.SequenceNode) else [node]
+
+    def take(path: Path, nodes: list[Any]) -> None:
+        for item in nodes:
+            if not isinstance(item, yaml.MappingNode):
+                continue
+            for k, v in item.value:
+                if getattr(k, "value", None) == "case_id" and isinstance(v, yaml.ScalarNode):
+                    out.setdefault(str(v.value), (path, item.start_mark.line + 1))
+
+    try:
+        suite_path = Path(loaded.path)
+        _, root = read_document(suite_path)
+        if isinstance(root, yaml.MappingNode):
+            for k, v in root.value:
+                if getattr(k, "value", None) == "cases":
+                    take(suite_path, items(v))
+        for rel in loaded.suite.case_files:
+            case_path = (suite_path.parent / rel).resolve()
+            _, cnode = read_document(case_path)
+            if cnode is not None:
+                take(case_path, items(cnode))
+    except (PortagentError, OSError):  # located or not, the items still run
+        pass
+    return out
 
 
 def plan_case_runs(
@@ -166,7 +246,7 @@ def plan_case_runs(
     providers: list[str] | None = None,
     role: str = "all",
 ) -> Iterator[CaseRuns]:
-    """Group a suite's planned runs by agent version × case × provider."""
+    """One CaseRuns per planned run: agent version × case × provider × repeat, in plan order."""
     from portagent.contracts.suite import load_suite
     from portagent.runtime.eval_plan import plan_runs, resolve_agents
 
@@ -180,11 +260,17 @@ def plan_case_runs(
         agents=agents,
         check=False,
     )
-    groups: dict[tuple[str, str, str], list[RunTask]] = {}
+    several = len({t.agent.label for t in tasks}) > 1
+    where = case_locations(loaded)
     for t in tasks:
-        groups.setdefault((t.agent.label, t.case.case_id, t.provider), []).append(t)
-    for group in groups.values():
-        yield CaseRuns(group, record=record, loaded=loaded, cassettes=cassettes)
+        yield CaseRuns(
+            [t],
+            record=record,
+            loaded=loaded,
+            cassettes=cassettes,
+            several_agents=several,
+            location=where.get(t.case.case_id),
+        )
 
 
 class SuiteFile(pytest.File):
@@ -223,7 +309,17 @@ class CaseItem(pytest.Item):
             ("provider", t.provider),
             ("agent_version", t.agent.version),
             ("case_id", t.case.case_id),
+            ("repeat", str(t.repeat)),
         ]
+        if runs.location is not None:
+            self.user_properties += [("file", str(runs.location[0])), ("line", str(runs.location[1]))]
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        """Where the case is written: its file and line (0-based for pytest)."""
+        if self.runs.location is not None:
+            path, line = self.runs.location
+            return path, line - 1, self.name
+        return self.path, None, self.name
 
     def runtest(self) -> None:
         failure = self.runs.failure()
@@ -262,4 +358,4 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             role=marker.kwargs.get("role", "all"),
         )
     )
-    metafunc.parametrize("portagent_run", groups, ids=[g.id for g in groups])
+    metafunc.parametrize("portagent_run", groups, ids=[g.param_id for g in groups])

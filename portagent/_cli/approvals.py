@@ -3,8 +3,14 @@
 Works on ``$PORTAGENT_HOME/approvals.db`` (``--home`` overrides). A deferred run waits in
 ``waiting_approval`` until its card is decided here; re-running the same request then resumes it.
 
-Exit codes: 0 done · 1 the edited arguments failed the tool's input schema (the card stays pending)
-· 2 usage error: unknown approval id, a card that is not pending (already decided, expired), bad
+``show`` prints the card with its evidence: the run's user input(s) and earlier tool results (masked
+excerpts), the run's spend so far, and what runs on approval (tool, effect, arguments, idempotency key).
+``edit`` checks the edited arguments the way the resumed run will — the tool's input schema, the
+policy (with the run's actor, scopes, env and context), the idempotency key — from the tool spec and
+policy stored with the card when it was made, and refuses what the run would refuse.
+
+Exit codes: 0 done · 1 the run would refuse the edited arguments (schema, policy or idempotency key;
+one message naming every problem, the card stays pending) · 2 usage error: unknown approval id, a card that is not pending (already decided, expired), bad
 ``--args`` JSON.
 """
 
@@ -37,7 +43,10 @@ def add_parser(sub: Any) -> None:
         d.add_argument("approval_id", metavar="ID")
         _decider_args(d)
 
-    edit = asub.add_parser("edit", help="approve a pending card with changed arguments (re-validated)")
+    edit = asub.add_parser(
+        "edit",
+        help="approve a pending card with changed arguments (checked now: schema, policy, idempotency key)",
+    )
     edit.add_argument("approval_id", metavar="ID")
     edit.add_argument(
         "--args",
@@ -66,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     home = portagent_home(args.home)
     path = home / APPROVALS_DB
     action = args.approvals_command
+    if action == "edit":
+        _parse_args_json(args.new_args)  # a usage error first, whatever the store holds
     if not path.exists():
         if action == "list":
             print("[]" if args.json else f"no approval cards (no store at {path})")
@@ -97,7 +108,9 @@ def _dispatch(store: Any, args: argparse.Namespace) -> int:
         if args.json:
             print(card.model_dump_json(indent=2))
         else:
-            print(_render(card, store.consumed_by(card.approval_id)))
+            from portagent.tools.approvers import render_card
+
+            print(render_card(card, store.consumed_by(card.approval_id)))
         return 0
     reviewer = args.reviewer or os.environ.get("USER") or "cli"
     if action == "approve":
@@ -120,9 +133,29 @@ def _parse_args_json(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"--args is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise UsageError("--args is nested too deeply to be tool arguments") from None
     if not isinstance(value, dict):
         raise UsageError(f"--args must be a JSON object, got {type(value).__name__}")
+    if _depth(value) > MAX_ARGS_DEPTH:
+        raise UsageError(f"--args is nested more than {MAX_ARGS_DEPTH} levels deep; tool arguments are not")
     return value
+
+
+MAX_ARGS_DEPTH = 64
+"""Nesting limit of ``--args`` (deeper values break schema checks and encoders further on)."""
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if d <= MAX_ARGS_DEPTH:
+                stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _table(cards: list[Any]) -> str:
@@ -134,33 +167,3 @@ def _table(cards: list[Any]) -> str:
     return "\n".join(
         "  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows
     )
-
-
-def _render(card: Any, consumed_by: str | None) -> str:
-    def js(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, sort_keys=True)
-
-    lines = [
-        f"approval   {card.approval_id}  [{card.status}]",
-        f"tool       {card.tool}@{card.tool_version}  ({card.effect}, "
-        f"{'reversible' if card.reversible else 'irreversible'})",
-        f"run        {card.run_id}  call {card.call_id}  scope {card.scope or '-'}",
-        f"reason     {card.reason}",
-        f"args       {js(card.args)}",
-        f"cost       {card.cost_usd:g} USD"
-        + (f"   risk {card.risk_score}" if card.risk_score is not None else ""),
-        f"evidence   {', '.join(card.evidence) if card.evidence else '(none)'}",
-        f"created    {card.created_at}",
-        f"expires    {card.expires_at}",
-        f"choices    {', '.join(card.choices)}",
-    ]
-    if card.status != "pending":
-        lines.append(
-            f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}"
-            + (f": {card.note}" if card.note else "")
-        )
-    if card.effective_args is not None and card.effective_args != card.args:
-        lines.append(f"effective  {js(card.effective_args)}")
-    if consumed_by:
-        lines.append(f"used by    {consumed_by}")
-    return "\n".join(lines)

@@ -11,8 +11,9 @@ def add_parser(sub: Any) -> None:
         "capabilities",
         help="the capability matrix of the three providers, with installed versions",
         description="Print each provider's capability flags (handoffs, cycles, structured output, "
-        "sessions, streaming, MCP, vendor cost, built-in tools, approval resume …) and the "
-        "installed SDK and CLI versions ('not installed' when missing). Exit 0.",
+        "sessions, streaming, MCP, vendor cost, built-in tools, approval resume …) in two columns — what "
+        "the SDK offers, what portagent uses of it — and the installed SDK and CLI versions ('not "
+        "installed' when missing). --json carries both (capabilities, portagent_uses). Exit 0.",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
 

@@ -5,9 +5,11 @@ server): agent-v1 (agent.yaml) and the candidate agent-v2 (agent_v2.yaml, whose 
 without review) on every provider with recorded cassettes. Prints the providers × versions table and
 the gate verdict, and writes report.html (docs/demo.md).
 
-Exit 0 when the demo ran and showed what it is meant to show: agent-v1 passes and the gate blocks
-agent-v2. Exit 1 when either is not so (something regressed in portagent or the cassettes), 2 on
-usage errors (no checkout with examples/ and cassettes/).
+Exit 0 when the demo ran and showed what it is meant to show — agent-v1 passes every case on every
+provider and the gate blocks agent-v2 for a permission regression on every provider, and for nothing
+else. The closing message is decided from the gate's findings: anything else (a recording drift after
+an edited policy, tool or cassette, a provider error, v1 failing) is named, with the re-record line
+for a drift, and exits 1. Exit 2 on usage errors (no checkout with examples/ and cassettes/).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
     from portagent.contracts.suite import LoadedSuite
+    from portagent.evals.gate import GateDecision
+    from portagent.evals.report import Results
 
 SUITE = Path("examples") / "support_desk" / "suite.yaml"
 
@@ -135,24 +139,82 @@ def run(args: argparse.Namespace) -> int:
         out=Path(args.out),
         overwrite=True,
     )
-    meta = results.meta
-    assert meta is not None
-    base_v, cand_v = meta.version_of("baseline"), meta.version_of("candidate")
-    base = results.result.select(agent_version=base_v)
-    v1_green = bool(base.runs) and all(r.passed for r in base.runs)
-    if v1_green and not decision.passed:
-        keep = sorted({g.case_id for g in decision.regressions})
-        out.print(
-            f"\n[bold]As expected:[/bold] agent-v1 ({base_v}) passes every case on every provider, and the gate "
-            f"blocks agent-v2 ({cand_v}): its policy lets send_email out without review. Regressions to keep: "
-            f"{', '.join(keep) or 'none'}."
-        )
+    ok, lines = judge_demo(results, decision)
+    for line in lines:
+        out.print(line)
+    if ok:
         out.print(f"Open {Path(args.out) / 'report.html'} for charts and every run's trace.", markup=False)
-        return 0
-    if not v1_green:
-        out.print(
-            f"[bold red]Unexpected:[/bold red] agent-v1 ({base_v}) does not pass every case; see {args.out}/report.md"
-        )
+    else:
+        out.print(f"See {Path(args.out) / 'report.md'} for every reason.", markup=False)
+    return 0 if ok else 1
+
+
+def judge_demo(results: Results, decision: GateDecision) -> tuple[bool, list[str]]:
+    """Whether the demo showed what it is meant to show, and the closing lines that say so — decided
+    from the gate's own findings, never canned: agent-v1 passes every case on every provider, and the
+    gate blocks agent-v2 for a permission regression (a safety factor — permissions or approval —
+    failed) on every provider, and for nothing else (no recording drift, provider error or flaky case)."""
+    from rich.markup import escape
+
+    from portagent.evals.compare import CATEGORY_LABELS, drift_details, drift_fix, failing_category
+
+    meta = results.meta
+    base_v = meta.version_of("baseline") if meta else None
+    cand_v = meta.version_of("candidate") if meta else None
+    base = results.result.select(agent_version=base_v) if base_v else results.result
+    providers = base.providers
+    bad_v1 = sorted({(r.provenance.case_id, r.provenance.provider) for r in base.runs if not r.passed})
+    problems: list[str] = []
+    if not base.runs:
+        problems.append(f"agent-v1 ({base_v}) has no runs")
+    elif bad_v1:
+
+        def explain(case_id: str, provider: str) -> str:
+            runs = [
+                r for r in base.runs if (r.provenance.case_id, r.provenance.provider) == (case_id, provider)
+            ]
+            cat = failing_category(runs)
+            text = f"{case_id} on {provider} ({CATEGORY_LABELS[cat]}"
+            if cat == "drift":
+                changed, first = drift_details([r for r in runs if r.issue == "cassette_drift"])
+                text += ": " + (f"changed since the recording: {', '.join(changed)}" if changed else first)
+            return text + ")"
+
+        shown = "; ".join(explain(c, p) for c, p in bad_v1[:6]) + (" …" if len(bad_v1) > 6 else "")
+        problems.append(f"agent-v1 ({base_v}) does not pass every case: {shown}")
+    other = [f for f in decision.findings if f.blocking and f.category != "regression"]
+    for cat in dict.fromkeys(f.category for f in other):
+        cases = sorted({f"{f.case_id or 'all cases'} on {f.provider}" for f in other if f.category == cat})
+        changed = sorted({c for f in other if f.category == cat for c in f.changed})
+        text = f"the gate blocks for {CATEGORY_LABELS[cat]}: {', '.join(cases[:6])}"
+        if changed:
+            text += f" (changed since the recording: {', '.join(changed)})"
+        problems.append(text)
+    drifted = [r for r in results.result.runs if r.issue == "cassette_drift"]
+    if drifted:  # both versions: a stale v1 recording is re-recorded the same way
+        fix = drift_fix(drifted, meta.suite if meta else None, meta.cassettes if meta else None)
+        problems.append(f"re-record the drifted runs with: {fix}")
+    safety = [g for g in decision.regressions if g.permanent and {"permissions", "approval"} & set(g.factors)]
     if decision.passed:
-        out.print(f"[bold red]Unexpected:[/bold red] the gate let agent-v2 ({cand_v}) through")
-    return 1
+        problems.append(f"the gate let agent-v2 ({cand_v}) through")
+    else:
+        missing = [p for p in providers if not any(g.pair in (p, "all") for g in safety)]
+        if missing:
+            problems.append(
+                f"the gate does not block agent-v2 ({cand_v}) for a permission regression on "
+                + ", ".join(missing)
+            )
+    if problems:
+        return False, [
+            "\n[bold red]Unexpected:[/bold red] the demo is meant to show agent-v1 green on every provider "
+            "and agent-v2 blocked by its permission regression; instead:",
+            *(f"  • {escape(p)}" for p in problems),
+        ]
+    cases = sorted({g.case_id for g in safety})
+    why = sorted({n for g in safety for n in g.notes if n.startswith(("permission violation", "approval"))})
+    return True, [
+        f"\n[bold]As expected:[/bold] agent-v1 ({base_v}) passes every case on {', '.join(providers)}, and "
+        f"the gate blocks agent-v2 ({cand_v}) for a permission regression on every provider — its policy "
+        f"lets send_email out without review. Regressions to keep: {escape(', '.join(cases))}."
+        + (f" Why: {escape('; '.join(why[:2]))}." if why else "")
+    ]

@@ -60,6 +60,21 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
     p.add_argument("--out", metavar="DIR", help="results folder (default: out/<suite>-<UTC time>)")
     p.add_argument("--overwrite", action="store_true", help="replace the results in a non-empty --out folder")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted eval in --out: keep the runs it finished, run the others",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="RESULTS",
+        help="results folder the result is gated against (its runs' tools are compared too)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a tool changed without a version bump blocks the gate (default: a warning)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -89,7 +104,18 @@ def run(args: argparse.Namespace) -> int:
     if script is not None and not script.is_file():
         raise UsageError(f"--emulator {args.emulator}: emulator script not found")
     out = Path(args.out) if args.out else None
-    _, decision, _ = run_suite(
+    if args.resume and out is None:
+        raise UsageError("--resume continues the eval in --out DIR; give the folder of the interrupted eval")
+    if args.resume and args.overwrite:
+        raise UsageError(
+            "--resume keeps the finished runs in --out and --overwrite replaces them: choose one"
+        )
+    baseline = None
+    if args.baseline:
+        from portagent.evals.report import load_results
+
+        baseline = load_results(args.baseline)  # refused (exit 2) before anything runs
+    results, decision, _ = run_suite(
         args.suite,
         mode=mode,
         providers=split_csv(args.providers),
@@ -101,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
         case_ids=split_csv(args.cases),
         emulator_script=script,
         progress=not args.no_progress,
+        resume=args.resume,
+        baseline=baseline,
+        strict=args.strict,
     )
+    from portagent.evals.github import report_to_github
+
+    report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
     return decision.exit_code
 
 
@@ -118,6 +150,9 @@ def run_suite(
     case_ids: list[str] | None = None,
     emulator_script: Path | None = None,
     progress: bool = True,
+    resume: bool = False,
+    baseline: Results | None = None,
+    strict: bool = False,
 ) -> tuple[Results, GateDecision, Comparison | None]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
@@ -131,6 +166,17 @@ def run_suite(
 
     started = datetime.now(UTC)
     loaded = load_suite(suite)
+    if baseline is not None and (baseline.result.suite_id, baseline.result.dataset_version) != (
+        loaded.suite.suite_id,
+        loaded.suite.dataset_version,
+    ):
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(
+            f"--baseline {baseline.folder}: results of suite {baseline.result.suite_id!r} dataset "
+            f"{baseline.result.dataset_version!r}, not of {loaded.suite.suite_id!r} dataset "
+            f"{loaded.suite.dataset_version!r}; give a results folder of the same suite and dataset"
+        )
     out_dir = (
         Path(out)
         if out is not None
@@ -147,7 +193,10 @@ def run_suite(
         case_ids=case_ids,
         emulator_script=emulator_script,
     )
-    prepare_out_dir(out_dir, overwrite=overwrite)
+    if resume:
+        _check_resumable(out_dir)
+    else:
+        prepare_out_dir(out_dir, overwrite=overwrite)
     n = len(plan.tasks)
     err = console(stderr=True)
     label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {workers} worker{'s' if workers != 1 else ''})"
@@ -171,13 +220,20 @@ def run_suite(
                 failing[0] += not o.score.passed
                 bar.update(job, advance=1, failing=failing[0])
 
-            run = run_eval(plan, workers=workers, on_result=tick)
+            run = run_eval(plan, workers=workers, on_result=tick, resume=resume)
     else:
         err.print(label + " …")
-        run = run_eval(plan, workers=workers)
+        run = run_eval(plan, workers=workers, resume=resume)
+    if run.pool.reused:
+        err.print(f"resumed: {run.pool.reused} finished run(s) kept, {n - run.pool.reused} run")
     duration = time.perf_counter() - t0
     results, decision, comparison = write_eval(
-        run, out_dir, started_at=started.isoformat(timespec="seconds"), duration_s=duration
+        run,
+        out_dir,
+        started_at=started.isoformat(timespec="seconds"),
+        duration_s=duration,
+        baseline=baseline,
+        strict=strict,
     )
     out_console = console()
     print_summary(results, decision, comparison, out=out_console)
@@ -189,3 +245,18 @@ def run_suite(
         highlight=False,
     )
     return results, decision, comparison
+
+
+def _check_resumable(out: Path) -> None:
+    """``--resume`` continues in a results folder (or an empty or absent one), never in an arbitrary one."""
+    from portagent.contracts.errors import UsageError
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    ours = any((out / name).exists() for name in ("runs", "eval.json", "report.json"))
+    if out.is_dir() and any(out.iterdir()) and not ours:
+        raise UsageError(
+            f"--out {out}: not a portagent results folder (no runs/, eval.json or report.json); "
+            "--resume continues an eval only in its own results folder"
+        )
+    out.mkdir(parents=True, exist_ok=True)

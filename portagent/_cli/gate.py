@@ -28,6 +28,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--out", metavar="FILE", help="where to write the decision (default: RESULTS/ci_gate.json)"
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="a tool changed without a version bump blocks (default: a warning)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-pass-rate must be between 0 and 1, got {args.min_pass_rate:g}")
     results = load_results(args.results)
     baseline = load_results(args.baseline) if args.baseline else None
-    decision, _ = decide(results, baseline, args.min_pass_rate)
+    decision, _ = decide(results, baseline, args.min_pass_rate, strict=args.strict)
     target = Path(args.out) if args.out else results.folder / "ci_gate.json"
     write_json(target, decision)
     out = console()
@@ -56,4 +61,7 @@ def run(args: argparse.Namespace) -> int:
     for w in decision.warnings:
         out.print(f"  warning: {w}", markup=False)
     out.print(f"wrote {target}", markup=False)
+    from portagent.evals.github import report_to_github
+
+    report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
     return decision.exit_code

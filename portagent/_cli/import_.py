@@ -90,5 +90,9 @@ def run(args: argparse.Namespace) -> int:
     )
     for f in report.of("not_portable"):
         print(f"  - not imported: {f.subject}")
-    print(f"next: portagent validate {root} && portagent port-check {root} --to adk")
+    import shlex
+
+    other = next(p for p in PROVIDERS if p != args.sdk)  # a command that works as printed (paths quoted)
+    spec = shlex.quote(str(root))
+    print(f"next: portagent validate {spec} && portagent port-check {spec} --to {other}")
     return 0

@@ -1,10 +1,13 @@
 """``portagent mcp serve|tools``: MCP on both sides of the gateway (docs/mcp.md).
 
-- ``serve TOOLS|AGENT [--transport stdio|streamable-http] [--host H] [--port N]``: offer the tools of a
+- ``serve TOOLS|AGENT [--transport stdio|streamable-http] [--host H] [--port N] [--home DIR]``: offer the tools of a
   tools file (with ``--policy``) or of an agent spec (its own policy) to any MCP client; every call goes
   through portagent's gateway and is traced (``--trace FILE``, default
   ``$PORTAGENT_HOME/mcp/<run_id>/trace.jsonl``). A call that needs approval answers an error naming the
-  approval id: decide it with ``portagent approvals``, then the client calls again.
+  approval id and the state folder (``--home``, else ``$PORTAGENT_HOME``, printed on stderr at start):
+  decide it with ``portagent approvals``, then the client calls again. Over HTTP: a non-loopback bind
+  needs a bearer token (``PORTAGENT_MCP_TOKEN`` / ``--auth-token``); Host/Origin are always checked
+  against an allowlist (``--allow-host``/``--allow-origin``); cards are bound to the asking client.
 - ``tools AGENT``: start the agent's MCP servers, list their tools and show the ToolSpecs a run would
   get (name, effect, origin), then stop them.
 
@@ -57,6 +60,37 @@ def add_parser(sub: Any) -> None:
         help="actor scope granted to MCP clients (repeatable), e.g. tickets:write",
     )
     s.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"], help="run environment")
+    s.add_argument(
+        "--home",
+        metavar="DIR",
+        help="state folder for approval cards, effects and traces (default $PORTAGENT_HOME or ./.portagent; "
+        "MCP clients start servers in their own folder, so name it here)",
+    )
+    s.add_argument(
+        "--auth-token",
+        dest="auth_tokens",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="streamable-http: require `Authorization: Bearer TOKEN` (repeatable: one per client; prefer "
+        "PORTAGENT_MCP_TOKEN, which ps does not show). Needed to bind a non-loopback address",
+    )
+    s.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="streamable-http: also accept this Host header (repeatable; loopback names always are)",
+    )
+    s.add_argument(
+        "--allow-origin",
+        dest="allow_origins",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="streamable-http: also accept this Origin header, e.g. https://app.example (repeatable)",
+    )
 
     t = msub.add_parser(
         "tools", help="list the tools an agent's MCP servers provide, as the ToolSpecs a run gets"
@@ -79,6 +113,20 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    if args.home is not None:
+        import os
+
+        from portagent.core.home import ENV_VAR, portagent_home
+
+        # Set for the whole process: the gateway's stores and the agent's MCP source processes read it.
+        os.environ[ENV_VAR] = str(portagent_home(args.home).expanduser().resolve())
+    tokens = list(args.auth_tokens) + _env_tokens()
+    if args.transport == "stdio" and (args.auth_tokens or args.allow_hosts or args.allow_origins):
+        raise UsageError("--auth-token, --allow-host and --allow-origin go with --transport streamable-http")
+    if args.transport != "stdio":
+        from portagent.mcp.server import check_bind
+
+        check_bind(args.host, tokens)  # before loading anything: a refused bind starts nothing
     target = load_target(args.target, args.policy)
 
     def announce(text: str) -> None:
@@ -97,9 +145,22 @@ def _serve(args: argparse.Namespace) -> int:
                 scopes=args.scopes,
                 env=args.env,
                 announce=announce,
+                auth_tokens=tokens if args.transport != "stdio" else [],
+                allow_hosts=args.allow_hosts,
+                allow_origins=args.allow_origins,
             )
         )
     return 0
+
+
+TOKEN_ENV = "PORTAGENT_MCP_TOKEN"
+
+
+def _env_tokens() -> list[str]:
+    """``PORTAGENT_MCP_TOKEN``: one token, or several separated by commas (one per client)."""
+    import os
+
+    return [t.strip() for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip()]
 
 
 def _tools(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
     from portagent.contracts.suite import LoadedSuite
+    from portagent.runtime.eval_plan import RunTask
     from portagent.runtime.eval_run import RecordOnly, RecordOutcome
 
 
@@ -53,6 +54,12 @@ def add_parser(sub: Any) -> None:
         "--workers", type=int, default=2, metavar="N", help="worker processes for replay checks (default 2)"
     )
     p.add_argument("--no-verify", action="store_true", help="do not replay each new recording to check it")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse to re-record over a folder whose tools changed without a version bump "
+        "(default: a warning)",
+    )
     agent = p.add_argument_group("recording one agent run (TARGET is an agent spec)")
     agent.add_argument(
         "--input", action="append", metavar="TEXT", help="user message (repeat for multi-turn)"
@@ -165,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         tasks = [dataclasses.replace(t, emulator_script=script) for t in tasks]
     only: RecordOnly = "missing" if args.missing else "drifted" if args.drifted else "all"
     out = console()
+    if only != "missing":  # re-recording over a folder: did a tool change without a version bump?
+        _check_tool_versions(tasks, strict=args.strict, out=out)
     out.print(
         f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/",
         markup=False,
@@ -193,3 +202,40 @@ def run(args: argparse.Namespace) -> int:
         f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False
     )
     return 1 if counts["failed"] else 0
+
+
+def _check_tool_versions(tasks: list[RunTask], *, strict: bool, out: Any) -> None:
+    """Compare the tools each recorded folder's ``run.json`` (and trace) holds with the current specs.
+    A tool changed without a version bump is a warning, or with ``strict`` a ``RecordingError``
+    raised before anything is written; a tool whose recorded version is unknown is said so."""
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.errors import RecordingError
+    from portagent.evals.tool_versions import (
+        ToolChange,
+        current_tools,
+        read_folder_tools,
+        unversioned_changes,
+    )
+
+    current: dict[Path, Any] = {}
+    found: dict[ToolChange, list[str]] = {}
+    for t in tasks:
+        recorded = read_folder_tools(t.cassette) if t.cassette is not None else None
+        if recorded is None:
+            continue
+        if t.agent.path not in current:
+            current[t.agent.path] = current_tools(load_agent(t.agent.path))
+        for change in unversioned_changes(recorded, current[t.agent.path], since="the recording"):
+            found.setdefault(change, []).append(t.label)
+    blocking = [c.message for c in found if strict and c.kind == "unversioned"]
+    for c, labels in found.items():
+        if c.message not in blocking:
+            out.print(
+                f"warning: {c.message} ({len(labels)} recorded folder(s), e.g. {labels[0]})", markup=False
+            )
+    if blocking:
+        raise RecordingError(
+            "refusing to re-record (--strict): "
+            + "; ".join(blocking)
+            + ". Bump the tool's version in its spec, or record without --strict"
+        )

@@ -31,8 +31,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", help="output folder (default: $PORTAGENT_HOME/runs/<run_id>)")
     p.add_argument(
         "--approver",
-        default="auto-deny",
-        help="auto-approve | auto-deny | defer | interactive (default: auto-deny)",
+        default=None,
+        help="auto-approve | auto-deny | defer | interactive (default: auto-deny; with --replay, only the "
+        "recorded rejections and deferrals are reused — a recorded approval never runs a handler by itself)",
     )
     p.add_argument(
         "--idempotency-key", help="a repeated key answers duplicate, or resumes a run waiting for approval"
@@ -56,16 +57,17 @@ def run(args: argparse.Namespace) -> int:
     if args.replay:
         return _replay(args)
     if args.input_file:
-        path = Path(args.input_file)
-        if not path.is_file():
-            raise UsageError(f"{args.input_file}: input file not found")
-        messages: list[str] = [path.read_text(encoding="utf-8").strip()]
+        messages: list[str] = [read_input_file(args.input_file)]
     elif args.input:
         messages = args.input
     else:
         raise UsageError("give the user message with --input TEXT or --input-file FILE")
     if args.base_url and not args.live:
         raise UsageError("--base-url goes with --live")
+    check_out_folder(args.out)
+    from portagent.tools.approvers import make_approver
+
+    make_approver(args.approver)  # a bad name or an approver module that fails to import: exit 2 now
     if not Path(args.agent).exists():
         raise UsageError(f"{args.agent}: agent spec not found")
     bundle = load_agent(args.agent)
@@ -85,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
             key = os.environ.get(info.key_env)
             if not key:
                 raise UsageError(f"--live needs {info.key_env} in the environment")
+            # live, or endpoint when the URL (--base-url or the provider's base-URL variable) is not the
+            # vendor's official host: the runner labels it (runtime.runner.labelled) and records the URL
             endpoint = Endpoint(source="live", mode="direct", base_url=args.base_url, api_key=key)
             return await _run(endpoint)
         from portagent.emulator import load_script, serve
@@ -103,7 +107,11 @@ def run(args: argparse.Namespace) -> int:
     async def _run(endpoint: Endpoint) -> Any:
         out = Path(args.out) if args.out else None
         config = RunConfig(
-            endpoint=endpoint, approver=args.approver, out_dir=out, options=options, persist=out is None
+            endpoint=endpoint,
+            approver=args.approver or "auto-deny",
+            out_dir=out,
+            options=options,
+            persist=out is None,
         )
         return await arun_full(bundle, request, config)
 
@@ -117,6 +125,54 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_INPUT_BYTES = 10 * 1024 * 1024
+"""``--input-file`` larger than this is refused (a user message, not a data set)."""
+
+
+def read_input_file(name: str) -> str:
+    """The user message in ``name``: a readable UTF-8 text file, else one clear UsageError."""
+    from portagent.contracts.errors import UsageError
+
+    path = Path(name)
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "is not a regular file" if path.exists() else "not found"
+        raise UsageError(f"{name}: input file {what}")
+    try:
+        if path.stat().st_size > MAX_INPUT_BYTES:
+            raise UsageError(f"{name}: input file is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MB")
+        data = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{name}: cannot read the input file ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{name}: input file is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            "save it as UTF-8"
+        ) from None
+    return text.strip()
+
+
+def check_out_folder(out: str | None) -> None:
+    """``--out`` must be a folder or creatable as one — checked before anything runs."""
+    from portagent.contracts.errors import UsageError
+
+    if not out:
+        return
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"--out {out}: exists and is not a folder; give a folder for trace.jsonl and run.json"
+        )
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--out {out}: {parent} is a file, so the folder cannot be created")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"--out {out}: {parent} is not writable")
+            break
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Replay one recorded run folder offline (no server, no key, no network)."""
     import asyncio
@@ -128,6 +184,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     if args.input or args.input_file:
         raise UsageError("--replay replays the recorded input; drop --input/--input-file")
+    check_out_folder(args.out)
     folder = Path(args.replay)
     recorded = load_recorded(folder)
     if recorded.record.manifest.provider != args.provider:
@@ -139,10 +196,14 @@ def _replay(args: argparse.Namespace) -> int:
     get_adapter(args.provider)
     for change in version_changes(recorded.record):
         print(f"note       SDK version changed since recording: {change}")
-    output = asyncio.run(replay_folder(bundle, folder, out_dir=Path(args.out) if args.out else None))
+    output = asyncio.run(
+        replay_folder(bundle, folder, out_dir=Path(args.out) if args.out else None, approver=args.approver)
+    )
     _print_summary(output)
+    for note in output.notes:  # approval decisions that differ from the recording's
+        print(f"drift      {note}")
     r = output.result
-    if r.stop_reason == "cassette_drift":
+    if r.stop_reason == "cassette_drift" or output.notes:
         return 1
     return 3 if r.status == "failed" else (1 if r.status == "budget_exhausted" else 0)
 
@@ -152,6 +213,12 @@ def _print_summary(output: Any) -> None:
     decisions = {e.call_id: e.decision for e in output.events if e.type == "permission.decision"}
     results = {e.call_id: e for e in output.events if e.type == "tool.result"}
     print(f"status     {r.status} ({r.stop_reason})  run {r.run_id}  attempt {r.attempt}")
+    if output.record is not None:  # provenance: live / endpoint (with its URL) / emulator / replay (of …)
+        m = output.record.manifest
+        where = f" (recorded: {m.recorded_source})" if m.recorded_source else ""
+        print(f"source     {m.source}{where}" + (f"  {m.base_url}" if m.base_url else ""))
+    if r.stop_reason == "interrupted" and r.error:  # no events: the attempt died with its process
+        print(f"error      {r.error}")
     for e in output.events:
         if e.type == "tool.call":
             res = results.get(e.call_id)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import RunSession
 from portagent.core.clock import Clock
-from portagent.tools.observations import Observation
+from portagent.tools.observations import Observation, jsonable_or_text
 
 # --- observations ---------------------------------------------------------------------------------
 
@@ -31,8 +31,9 @@ from portagent.tools.observations import Observation
 def observation_json(obs: Observation) -> str:
     """The observation as the JSON text the model sees. Every adapter sends these exact bytes (sorted
     keys, non-ASCII kept): recorded request bodies and Claude's permission answers are compared
-    byte for byte on replay."""
-    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True)
+    byte for byte on replay. Handler outputs are already plain JSON (the gateway's one encoder,
+    ``observations.to_jsonable``); anything else that reaches here goes through the same encoder."""
+    return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True, default=jsonable_or_text)
 
 
 def observation_object(obs: Observation) -> dict[str, Any]:

@@ -22,6 +22,139 @@ class _Model(Contract):
     """Frozen, closed, documented (``portagent.contracts._base.Contract``)."""
 
 
+# -- templates ---------------------------------------------------------------------------------
+# The grammar lives here so a script is checked when it is loaded (``portagent validate``, the
+# emulator's start) and the emulator renders exactly what was checked (``emulator/templating.py``).
+
+TEMPLATE_VARIABLES: dict[str, str] = {
+    "last_tool_result": "the most recent tool result (JSON walked with .key / .N)",
+    "tool_results": "every tool result, in request order (tool_results.N)",
+    "first_user": "the first user text",
+}
+"""The variables a ``{{…}}`` template may name."""
+
+_OPEN, _CLOSE = "{{", "}}"
+_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_ONE_BRACE = re.compile(r"(?<!\{)\{\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}")
+
+
+def parse_placeholder(body: str) -> list[tuple[str, Any]]:
+    """The alternatives of one placeholder body (what is between ``{{`` and ``}}``), in order:
+    ``("path", ["last_tool_result", "a", "0"])`` or ``("text", "literal")``. The first that resolves
+    is used: ``{{last_tool_result.error | last_tool_result.status | "no result"}}``. Raises
+    ValueError naming what is wrong."""
+    import json
+
+    alts: list[tuple[str, Any]] = []
+    for raw in _split_alternatives(body):
+        alt = raw.strip()
+        if not alt:
+            raise ValueError(f"{{{{{body}}}}}: empty alternative (write {{{{a | b}}}})")
+        if alts and alts[-1][0] == "text":
+            raise ValueError(
+                f"{{{{{body}}}}}: a quoted text always resolves; it must be the last alternative"
+            )
+        if _QUOTED.fullmatch(alt):
+            alts.append(("text", json.loads(alt)))
+            continue
+        if not _PATH.fullmatch(alt):
+            raise ValueError(
+                f"{{{{{body}}}}}: {alt!r} is neither a variable path (last_tool_result.a.0) nor a quoted text"
+            )
+        head, *path = alt.split(".")
+        if head not in TEMPLATE_VARIABLES:
+            raise ValueError(
+                f"{{{{{body}}}}}: unknown variable {head!r}; known: {', '.join(TEMPLATE_VARIABLES)}"
+            )
+        if head == "first_user" and path:
+            raise ValueError(f"{{{{{body}}}}}: first_user is text; it has no fields")
+        if head == "tool_results" and path and not path[0].lstrip("-").isdigit():
+            raise ValueError(f"{{{{{body}}}}}: tool_results takes an index (tool_results.0), not {path[0]!r}")
+        alts.append(("path", [head, *path]))
+    return alts
+
+
+def _split_alternatives(body: str) -> list[str]:
+    out, cur, quoted, escaped = [], "", False, False
+    for ch in body:
+        if quoted:
+            cur += ch
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted, cur = True, cur + ch
+        elif ch == "|":
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if quoted:
+        raise ValueError(f"{{{{{body}}}}}: unterminated quoted text")
+    out.append(cur)
+    return out
+
+
+def template_spans(text: str) -> list[tuple[int, int, list[tuple[str, Any]]]]:
+    """Every placeholder in ``text`` as (start, end, alternatives); raises ValueError on malformed
+    braces (an ``{{`` never closed, a ``{name}}`` with one opening brace) or a bad placeholder."""
+    spans: list[tuple[int, int, list[tuple[str, Any]]]] = []
+    i = 0
+    while (start := text.find(_OPEN, i)) != -1:
+        end = _closing(text, start + 2)
+        if end == -1:
+            raise ValueError(f"unclosed {_OPEN!r} at character {start}: {text[start : start + 40]!r}")
+        spans.append((start, end + 2, parse_placeholder(text[start + 2 : end])))
+        i = end + 2
+    bad = _ONE_BRACE.search(text)
+    if bad is not None and not any(s <= bad.start() < e for s, e, _ in spans):
+        raise ValueError(
+            f"malformed template {bad.group(0)!r}: a template opens with two braces, {{{{name}}}}"
+        )
+    return spans
+
+
+def _closing(text: str, i: int) -> int:
+    """Index of the ``}}`` closing a placeholder whose body starts at ``i`` (quotes respected), or -1."""
+    quoted = escaped = False
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif text.startswith(_CLOSE, i):
+            return i
+        elif text.startswith(_OPEN, i):
+            return -1  # a second {{ before the first closes
+        i += 1
+    return -1
+
+
+def _check_templates(value: Any, where: str = "") -> None:
+    """Raise ValueError naming the (sub)field of ``value`` whose template cannot resolve."""
+    if isinstance(value, str):
+        try:
+            template_spans(value)
+        except ValueError as e:
+            raise ValueError(f"{where + ': ' if where else ''}{e}") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_templates(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for n, v in enumerate(value):
+            _check_templates(v, f"{where}.{n}" if where else str(n))
+
+
 class Usage(_Model):
     """Token counts reported for a turn, in OTel semantics (each vendor renderer converts)."""
 
@@ -62,6 +195,12 @@ class ToolCall(_Model):
     """Arguments object. String values may use templates; a value that is exactly one template
     (``"{{last_tool_result.id}}"``) is replaced by the raw value, keeping its JSON type."""
 
+    @field_validator("arguments")
+    @classmethod
+    def _templates(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_templates(value)
+        return value
+
 
 class Handoff(_Model):
     """A transfer to another agent, rendered the way each SDK names it."""
@@ -74,6 +213,12 @@ class Handoff(_Model):
     """Claude Task/Agent ``description``. Default: ``"Hand off to <agent>"``."""
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Extra arguments for OpenAI ``transfer_to_<agent>`` (only when the handoff declares an input type)."""
+
+    @field_validator("input", "arguments")
+    @classmethod
+    def _templates(cls, value: Any) -> Any:
+        _check_templates(value)
+        return value
 
 
 class HttpFault(_Model):
@@ -158,7 +303,9 @@ class Turn(_Model):
 
     text: str | None = None
     """Assistant text. Templates: ``{{last_tool_result}}``, ``{{last_tool_result.a.0.b}}``,
-    ``{{tool_results.N}}``, ``{{first_user}}``."""
+    ``{{tool_results.N}}``, ``{{first_user}}``; alternatives ``{{a.error | a.status | "text"}}`` (the
+    first that resolves). Checked when the script loads; one that resolves to nothing at run time makes
+    the emulator answer an error instead of the literal text."""
     thinking: str | None = None
     """Thinking text (Anthropic ``thinking`` block, Gemini thought part) when the request enables it."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -173,6 +320,13 @@ class Turn(_Model):
     """Model latency: wait before answering (default ``defaults.latency_ms``)."""
     fault: Fault | None = None
     """A fault injected into this turn."""
+
+    @field_validator("text", "thinking")
+    @classmethod
+    def _templates(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_templates(value)
+        return value
 
     @field_validator("handoff", mode="before")
     @classmethod

@@ -9,6 +9,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -18,6 +20,16 @@ from pydantic import BaseModel, ValidationError
 from portagent.contracts.errors import SpecError, SpecProblem
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+MAX_SPEC_BYTES_VAR = "PORTAGENT_MAX_SPEC_BYTES"
+DEFAULT_MAX_SPEC_BYTES = 4 * 1024 * 1024
+"""Spec files larger than this are refused before they are parsed (``$PORTAGENT_MAX_SPEC_BYTES``)."""
+
+MAX_ALIAS_NODES_VAR = "PORTAGENT_MAX_ALIAS_NODES"
+DEFAULT_MAX_ALIAS_NODES = 100_000
+"""How many nodes YAML aliases may add to a document once expanded (``$PORTAGENT_MAX_ALIAS_NODES``).
+A file without aliases is bounded by its size; aliases multiply it ("billion laughs"), in any mapping,
+open ones such as ``input_schema`` included."""
 
 KINDS: dict[str, str] = {
     "agent": "portagent.contracts.agent:AgentSpec",
@@ -39,17 +51,105 @@ def model_for_kind(kind: str) -> type[BaseModel]:
     return cls
 
 
-def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
-    """Parse a YAML/JSON file. Returns the data and the YAML node tree (for line numbers)."""
-    label = str(path)
+def _limit(var: str, default: int, label: str) -> int:
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return default
     try:
-        raw = path.read_bytes()
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SpecError([SpecProblem(label, "", f"${var} must be a positive integer, got {raw!r}")])
+    return value
+
+
+def max_spec_bytes(label: str = "") -> int:
+    """The size limit of one spec file (``$PORTAGENT_MAX_SPEC_BYTES``, default 4 MiB)."""
+    return _limit(MAX_SPEC_BYTES_VAR, DEFAULT_MAX_SPEC_BYTES, label or MAX_SPEC_BYTES_VAR)
+
+
+def _read_spec_bytes(path: Path, label: str) -> bytes:
+    """The file's bytes, if it is a regular file within the size limit. Opened without blocking (a FIFO
+    with no writer answers at once) and checked on the open descriptor (no stat-then-open race)."""
+    limit = max_spec_bytes(label)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise SpecError([SpecProblem(label, "", "file not found")]) from None
     except IsADirectoryError:
         raise SpecError([SpecProblem(label, "", "is a directory, expected a spec file")]) from None
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise SpecError([SpecProblem(label, "", f"cannot read file: {reason}")]) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise SpecError([SpecProblem(label, "", "is a directory, expected a spec file")])
+        if not stat.S_ISREG(st.st_mode):
+            raise SpecError(
+                [SpecProblem(label, "", f"is {_file_type(st.st_mode)}; spec files must be regular files")]
+            )
+        too_big = SpecProblem(
+            label,
+            "",
+            f"is larger than {limit} bytes, the limit for a spec file (set ${MAX_SPEC_BYTES_VAR} to change it)",
+        )
+        if st.st_size > limit:
+            raise SpecError([too_big])
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # grew while being read
+            raise SpecError([too_big])
+        return b"".join(chunks)
     except OSError as e:
-        raise SpecError([SpecProblem(label, "", f"cannot read file: {e.strerror}")]) from None
+        raise SpecError([SpecProblem(label, "", f"cannot read file: {e.strerror or e}")]) from None
+    finally:
+        os.close(fd)
+
+
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
+    """Parse a YAML/JSON file. Returns the data and the YAML node tree (for line numbers).
+
+    Refused with one ``SpecError``: a file that is not a regular file or is larger than
+    ``$PORTAGENT_MAX_SPEC_BYTES``, a duplicate key in any mapping (a later key would silently replace an
+    earlier one), and YAML aliases that expand to more than ``$PORTAGENT_MAX_ALIAS_NODES`` extra nodes."""
+    label = str(path)
+    raw = _read_spec_bytes(path, label)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -58,13 +158,19 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
         raise SpecError([SpecProblem(label, "", "empty file: expected a spec starting with 'kind:'")])
     if path.suffix == ".json":
         try:
-            return json.loads(text), None
+            return json.loads(text, object_pairs_hook=_no_duplicate_pairs), None
+        except _DuplicateKey as e:
+            raise SpecError(
+                [SpecProblem(label, "", f"duplicate key {e.key!r}: each key may appear once per object")]
+            ) from None
         except json.JSONDecodeError as e:
             raise SpecError(
                 [SpecProblem(label, "", f"JSON syntax error: {e.msg}", e.lineno, e.colno)]
             ) from None
+        except RecursionError:
+            raise SpecError([SpecProblem(label, "", "document nests too deeply")]) from None
     try:
-        data, node = _parse_yaml(text)
+        data, node = _parse_yaml(text, label)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         msg = " ".join(str(p) for p in (e.context, e.problem) if p) or "invalid YAML"
@@ -87,15 +193,117 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 
 
-def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
-    """Parse once: the node tree (for line numbers) and the data built from it."""
+def _parse_yaml(text: str, label: str = "<string>") -> tuple[Any, yaml.Node | None]:
+    """Parse once: the node tree (for line numbers), checked (duplicate keys, alias expansion), then the
+    data built from it."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            check_node_tree(node, label)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
     return data, node
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def check_node_tree(root: yaml.Node, label: str) -> None:
+    """Refuse duplicate mapping keys (with file, field path and line) and alias expansion beyond the
+    limit. Each distinct node is visited once (iteratively: no recursion limit); the expanded size is
+    computed from the sizes of shared subtrees, never by expanding them."""
+    budget = _limit(MAX_ALIAS_NODES_VAR, DEFAULT_MAX_ALIAS_NODES, label)
+    problems: list[SpecProblem] = []
+    # Pass 1, top-down over distinct nodes: duplicate keys, with the path where each node is first met.
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str, ...]]] = [(root, ())]
+    order: list[yaml.Node] = []
+    while stack:
+        node, where = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG:
+                    key = (k.tag, k.value)
+                    line = k.start_mark.line + 1
+                    if key in first:
+                        path = ".".join((*where, k.value))
+                        problems.append(
+                            SpecProblem(
+                                label,
+                                path,
+                                f"duplicate key {k.value!r} (first at line {first[key]}): a later key "
+                                "would silently replace the earlier one",
+                                line,
+                            )
+                        )
+                    else:
+                        first[key] = line
+                sub = k.value if isinstance(k, yaml.ScalarNode) else "?"
+                stack.append((v, (*where, str(sub))))
+                stack.append((k, where))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                stack.append((item, (*where, str(i))))
+    if problems:
+        raise SpecError(problems)
+    # Pass 2, bottom-up: the expanded size of every distinct node (a recursive alias is refused).
+    size: dict[int, int] = {}
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    work: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while work:
+        node, children_done = work.pop()
+        nid = id(node)
+        if children_done:
+            kids = _children(node)
+            total = 1 + sum(size[id(c)] for c in kids)
+            size[nid] = total
+            state[nid] = 2
+            if total - len(seen) > budget:
+                _too_many(label, node, budget)
+            continue
+        if state.get(nid) == 2:
+            continue
+        if state.get(nid) == 1:
+            line = node.start_mark.line + 1
+            raise SpecError(
+                [SpecProblem(label, "", "a YAML alias refers to itself (recursive document)", line)]
+            )
+        state[nid] = 1
+        work.append((node, True))
+        for child in _children(node):
+            if state.get(id(child)) != 2:
+                work.append((child, False))
+    if size.get(id(root), 0) - len(seen) > budget:
+        _too_many(label, root, budget)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _too_many(label: str, node: yaml.Node, budget: int) -> None:
+    raise SpecError(
+        [
+            SpecProblem(
+                label,
+                "",
+                f"YAML aliases expand to more than {budget} extra nodes (a 'billion laughs' document?); "
+                f"set ${MAX_ALIAS_NODES_VAR} to allow more",
+                node.start_mark.line + 1,
+            )
+        ]
+    )
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

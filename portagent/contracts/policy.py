@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import re
+import os
 from typing import Annotated, Any, Literal
 
+import re2
+import regex
 from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract, short_hash
@@ -29,8 +31,67 @@ DEFAULT_DECISIONS: dict[str, Decision] = {
 }
 
 
+REGEX_TIMEOUT_VAR = "PORTAGENT_POLICY_REGEX_TIMEOUT_S"
+DEFAULT_REGEX_TIMEOUT_S = 0.1
+"""Time limit of one match of a policy regex that RE2 cannot run (``$PORTAGENT_POLICY_REGEX_TIMEOUT_S``)."""
+
+
+def regex_timeout_s() -> float:
+    raw = os.environ.get(REGEX_TIMEOUT_VAR, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_REGEX_TIMEOUT_S
+    except ValueError:
+        value = DEFAULT_REGEX_TIMEOUT_S
+    return value if 0 < value <= 60 else DEFAULT_REGEX_TIMEOUT_S
+
+
+class PolicyRegex:
+    """A compiled policy regex. RE2 (``google-re2``) when the pattern is RE2 syntax: matching is linear in
+    the input, nothing can stall. A pattern RE2 cannot run (lookaround, backreferences) is compiled with
+    the ``regex`` module and each match has a time limit; running out of time raises ``TimeoutError``."""
+
+    def __init__(self, pattern: str, ignore_case: bool = False) -> None:
+        self.pattern = pattern
+        options = re2.Options()
+        options.log_errors = False
+        options.case_sensitive = not ignore_case
+        try:
+            self._re2: Any = re2.compile(pattern, options)
+            self._slow: Any = None
+            self.engine: Literal["re2", "regex"] = "re2"
+            return
+        except re2.error:
+            pass
+        try:
+            self._slow = regex.compile(pattern, regex.V0 | (regex.IGNORECASE if ignore_case else 0))
+        except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as e:
+            raise ValueError(f"regex {pattern!r} does not compile: {e}") from None
+        self._re2 = None
+        self.engine = "regex"
+
+    def search(self, text: str, timeout_s: float | None = None) -> bool:
+        if self._re2 is not None:
+            return self._re2.search(text) is not None
+        found = self._slow.search(text, timeout=timeout_s or regex_timeout_s(), concurrent=True)
+        return found is not None
+
+
+def compile_policy_regex(pattern: str, ignore_case: bool = False) -> PolicyRegex:
+    """Compile a policy regex (raises ValueError with the reason when it does not compile)."""
+    return PolicyRegex(pattern, ignore_case)
+
+
+PATH_OPERATORS = ("within", "not_within")
+OPERATORS = ("equals", "in_", "prefix", "not_prefix", "within", "not_within", "glob", "regex")
+
+
 class ArgPredicate(Contract):
-    """A test on one argument (dotted path). Exactly one operator must be set."""
+    """A test on one argument (dotted path). Exactly one operator must be set.
+
+    Values are normalised before they are compared, the same way on every provider: strings to Unicode
+    NFC (and case-folded with ``ignore_case``); a numeric string (``"1000"``) compared with a number, or
+    tested by ``min``/``max``, is read as that number. Paths (``within``, and ``prefix``/``not_prefix``
+    given an absolute or ``~/`` path) are resolved to real paths (``..`` and symlinks) first."""
 
     arg: Annotated[str, Field(min_length=1)]
     """Dotted path into the arguments (``recipient.domain``)."""
@@ -39,17 +100,36 @@ class ArgPredicate(Contract):
     in_: Annotated[list[Any] | None, Field(alias="in")] = None
     """One of these values."""
     prefix: str | None = None
-    """A string starting with this."""
+    """A string starting with this. An absolute (or ``~/``) prefix is a folder: the value is resolved to
+    its real path first (``..`` and symlinks), so a symlink cannot escape it; a relative value is resolved
+    against ``root``, and without ``root`` it counts as outside the folder."""
     not_prefix: str | None = None
-    """A string not starting with this (e.g. a path outside a workspace)."""
+    """A string not starting with this (e.g. a path outside a workspace); paths as for ``prefix``."""
+    within: str | None = None
+    """A path inside this folder (or the folder itself), after resolving ``..`` and symlinks of both; a
+    relative value is resolved against ``root`` (without it, it counts as outside). The folder must be
+    absolute (or start with ``~/``)."""
+    not_within: str | None = None
+    """A path outside this folder, resolved as for ``within``."""
     glob: str | None = None
     """A string matching this shell glob."""
     regex: str | None = None
-    """A string containing a match of this regular expression."""
+    """A string containing a match of this regular expression (Python syntax). Matched by RE2 in linear
+    time when RE2 can run it; otherwise (lookaround, backreferences) with a time limit, and a match that
+    runs out of time denies the call."""
     min: float | None = None
     """A number ≥ this."""
     max: float | None = None
     """A number ≤ this."""
+    root: str | None = None
+    """The folder the tool resolves relative paths against (its working folder), for path operators.
+    Absolute (or ``~/``)."""
+    ignore_case: bool = False
+    """Compare strings case-insensitively (Unicode case folding) for equals, in, prefix, glob, regex."""
+    if_absent: Literal["match", "no_match"] | None = None
+    """What the predicate says when it cannot be evaluated: the argument is absent, its value is of a type
+    the operator cannot test, or a path cannot be resolved. Default: ``match`` in ``deny`` and
+    ``approval_required`` rules (fail closed), ``no_match`` in ``allow`` and scoring-only rules."""
 
     @field_validator("regex")
     @classmethod
@@ -57,24 +137,29 @@ class ArgPredicate(Contract):
         # Compiled when the spec loads, so ``validate`` refuses what would otherwise fail (or never match)
         # only when a call reaches the rule.
         if value is not None:
-            try:
-                re.compile(value)
-            except re.error as e:
-                raise ValueError(f"regex {value!r} does not compile: {e}") from None
+            compile_policy_regex(value)
+        return value
+
+    @field_validator("within", "not_within", "root")
+    @classmethod
+    def _absolute_folder(cls, value: str | None) -> str | None:
+        if value is not None and not (value.startswith("/") or value == "~" or value.startswith("~/")):
+            raise ValueError(f"a path folder must be absolute (or start with '~/'), got {value!r}")
+        if value is not None and "\x00" in value:
+            raise ValueError("a path folder may not contain NUL")
         return value
 
     @model_validator(mode="after")
     def _one_operator(self) -> ArgPredicate:
-        ops = [
-            k
-            for k in ("equals", "in_", "prefix", "not_prefix", "glob", "regex")
-            if getattr(self, k) is not None
-        ]
+        ops = [k for k in OPERATORS if getattr(self, k) is not None]
         has_range = self.min is not None or self.max is not None
         if len(ops) + (1 if has_range else 0) != 1:
             raise ValueError(
-                "set exactly one of equals, in, prefix, not_prefix, glob, regex, or a min/max range"
+                "set exactly one of equals, in, prefix, not_prefix, within, not_within, glob, regex, "
+                "or a min/max range"
             )
+        if self.regex is not None and self.ignore_case:
+            compile_policy_regex(self.regex, ignore_case=True)
         return self
 
 
@@ -153,6 +238,13 @@ class RiskScoring(Contract):
 
     @model_validator(mode="after")
     def _ordered(self) -> RiskScoring:
+        for field, names in (
+            ("effect_weights", ("read", "draft", "write", "send", "publish")),
+            ("env_weights", ("lab", "dev", "staging", "prod")),
+        ):
+            missing = [n for n in names if n not in getattr(self, field)]
+            if missing:
+                raise ValueError(f"{field} needs a weight for every key; missing: {', '.join(missing)}")
         if self.allow_below > self.approval_below:
             raise ValueError("allow_below must not exceed approval_below")
         return self
@@ -221,6 +313,34 @@ ApprovalStatus = Literal["pending", "approved", "edited", "rejected", "expired",
 """Lifecycle of an approval card; only approved/edited execute."""
 
 
+class CardEvidence(Contract):
+    """One thing that led to the call, shown on its approval card: a user input or an earlier tool
+    result of the run. Built from the run's own trace (never from model text), masked
+    (``core/secrets.py``) and cut to a short excerpt."""
+
+    kind: Literal["user_input", "tool_result"]
+    """What it is."""
+    id: str
+    """``input`` (``input[<n>]`` for one message of several) or the tool call's ``call_<n>``."""
+    tool: str | None = None
+    """The tool that produced the result (tool results only)."""
+    ok: bool | None = None
+    """Whether that call succeeded (tool results only)."""
+    excerpt: str
+    """The start of the text or JSON, masked; ``…`` marks a cut."""
+
+
+class CardSpend(Contract):
+    """What the run had spent when the card was made (before the call it asks about)."""
+
+    cost_usd: float = 0.0
+    """Model and tool cost so far."""
+    tool_calls: int = 0
+    """Tool calls made before this one."""
+    turns: int = 0
+    """Model turns so far."""
+
+
 class ApprovalCard(Contract):
     """What a reviewer sees and decides for one call that needs approval."""
 
@@ -271,3 +391,12 @@ class ApprovalCard(Contract):
     context: dict[str, Any] = {}
     """Where the action would run, beside its arguments (e.g. ``cwd`` of a Claude Code built-in); shown to
     the reviewer, not part of ``args`` or ``args_hash``."""
+    inputs: list[CardEvidence] = []
+    """The user input(s) of the run that led to the call (ids and masked excerpts)."""
+    prior_results: list[CardEvidence] = []
+    """The tool results the run had produced before the call (the latest few; ids and masked excerpts)."""
+    spend: CardSpend | None = None
+    """The run's spend when the card was made."""
+    idempotency_key: str | None = None
+    """The key the effect ledger records the call under if it runs (tools with ``idempotency.required``);
+    for an edited card, the key of the edited arguments."""

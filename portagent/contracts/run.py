@@ -166,10 +166,18 @@ class RunManifest(Contract):
     """AgentSpec hash."""
     tool_hashes: dict[str, str] = {}
     """ToolSpec name → spec hash."""
+    tool_versions: dict[str, str] = {}
+    """ToolSpec name → version (empty in recordings made before it was recorded: their trace's
+    ``tool.call`` events then say the version of each tool they called)."""
     policy_hash: str
     """Policy hash."""
     source: Source
-    """live / emulator."""
+    """live / endpoint / emulator / replay (``contracts.trace.Source``)."""
+    recorded_source: Source | None = None
+    """For a replay: the source of the recording it played; else None."""
+    base_url: str | None = None
+    """The model endpoint's base URL when it is not the vendor's default (``source: endpoint``, or a
+    ``live`` run pointed at an official host explicitly); credentials and query removed."""
     mode: Mode
     """direct / record / replay."""
     recorded_at: str

@@ -227,6 +227,20 @@ class Case(Contract):
         return [self.input] if isinstance(self.input, str) else list(self.input)
 
 
+class ReviewCost(Contract):
+    """What a human approval costs (design source ch. 10): it joins the model cost in cost per
+    accepted task, ``Σ(model cost + approvals × minutes_per_approval / 60 × rate_per_hour) / accepted``."""
+
+    minutes_per_approval: Annotated[float, Field(ge=0)]
+    """Reviewer minutes per approval card."""
+    rate_per_hour: Annotated[float, Field(ge=0)]
+    """Reviewer cost per hour, in USD (the unit of every cost figure)."""
+
+    def per_approval_usd(self) -> float:
+        """Cost of one approval card."""
+        return self.minutes_per_approval / 60 * self.rate_per_hour
+
+
 class Suite(Contract):
     """A versioned eval dataset: which agent(s), on which providers, how often, judged how."""
 
@@ -258,6 +272,9 @@ class Suite(Contract):
     """Emulator script (relative to this file) used to record the suite's cassettes."""
     approver: Approver = "scripted"
     """Approver used for every case (``scripted`` reads each case's ``approvals``)."""
+    review: ReviewCost | None = None
+    """Human-review cost per approval card (``{minutes_per_approval: 3, rate_per_hour: 60}``); unset:
+    reviews cost nothing in cost per accepted task."""
     cases: list[Case] = []
     """Inline cases."""
     case_files: list[str] = []

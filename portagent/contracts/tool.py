@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -41,12 +42,37 @@ ErrorCode = Literal[
     "conflict",
     "duplicate",
     "handler_error",
+    "output_not_serializable",
 ]
 """The error catalogue shared by tool results and gateway rejections."""
 
 HANDLER_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 SEMVER_RE = r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$"
 TOOL_NAME_RE = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+
+MAX_SCHEMA_NODES = 20_000
+"""Most values (objects, arrays, scalars, counted as often as they are referenced) one input or output
+schema may hold; checked when the spec is validated, before any schema is hashed or sent."""
+MAX_SCHEMA_BYTES = 256 * 1024
+"""Largest canonical JSON of one schema: every provider sends it with each model call."""
+
+
+def check_schema_size(schema: Any, field: str) -> None:
+    """Refuse an oversized schema without expanding it first (shared sub-objects count each time)."""
+    seen = 0
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_SCHEMA_NODES:
+            raise ValueError(f"{field} has more than {MAX_SCHEMA_NODES} values; a schema must stay small")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    size = len(json.dumps(schema, separators=(",", ":"), default=str).encode("utf-8"))
+    if size > MAX_SCHEMA_BYTES:
+        raise ValueError(f"{field} is {size} bytes of JSON; at most {MAX_SCHEMA_BYTES} are allowed")
 
 
 class ToolBudgets(Contract):
@@ -177,6 +203,9 @@ class ToolSpec(Contract):
                 f"a {self.effect!r} tool cannot opt out of approval (requires_approval: false); "
                 "leave it unset and let a policy rule allow it explicitly"
             )
+        check_schema_size(self.input_schema, "input_schema")
+        if self.output_schema is not None:
+            check_schema_size(self.output_schema, "output_schema")
         schema = self.input_schema
         if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
             raise ValueError("input_schema must be an object schema with 'type: object' and 'properties'")

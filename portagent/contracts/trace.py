@@ -12,8 +12,11 @@ from portagent.contracts.tool import ErrorCode
 
 TRACE_SCHEMA_VERSION = 1
 
-Source = Literal["live", "emulator"]
-"""Where a run's model answers came from."""
+Source = Literal["live", "endpoint", "emulator", "replay"]
+"""Where a run's model answers came from: ``live`` (a vendor's official endpoint), ``endpoint`` (any
+other base URL — a proxy, a gateway, a local stand-in; the URL is in the run's manifest), ``emulator``
+(portagent's scripted server) or ``replay`` (a recording; its own source is ``recorded_source``).
+Traces written before ``endpoint``/``replay`` existed say ``live``/``emulator`` and stay readable."""
 Mode = Literal["direct", "record", "replay"]
 """How the run reached its model endpoint."""
 CostSource = Literal["vendor", "computed", "unknown"]
@@ -63,7 +66,9 @@ class RunStarted(_Event):
     repeat: int = 0
     """Repeat index."""
     source: Source
-    """live or emulator."""
+    """live / endpoint / emulator / replay (``Source``)."""
+    recorded_source: Source | None = None
+    """For a replay: the source of the recording it plays (live / endpoint / emulator); else None."""
     mode: Mode
     """direct / record / replay."""
     attempt: int = 1

@@ -36,7 +36,7 @@ from portagent.emulator.plan import (
     estimate_tokens,
 )
 from portagent.emulator.resolve import resolve_handoff, resolve_tool_name
-from portagent.emulator.templating import TemplateContext
+from portagent.emulator.templating import TemplateContext, UnresolvedTemplate
 from portagent.wire.items import RequestView
 
 CONVERSATION_HEADER = "x-portagent-conversation"
@@ -181,7 +181,15 @@ class Engine:
                 cursor=cursor,
                 fault=fault.type,
             )
-        plan = self._plan(view, conv, cursor, turn, fault)
+        try:
+            plan = self._plan(view, conv, cursor, turn, fault)
+        except UnresolvedTemplate as e:  # an error the run reports, never the literal {{…}} as an answer
+            return ErrorReply(
+                "bad_request",
+                f"portagent emulator: conversation {conv.name!r}, turn {cursor} ({provider}): {e}",
+                conversation=conv.name,
+                cursor=cursor,
+            )
         if view.api == "openai.responses":
             with self._lock:
                 self._responses[f"resp_{plan.ident}"] = (conv.name, cursor)

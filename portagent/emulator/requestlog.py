@@ -1,10 +1,13 @@
 """The request log: every request the emulator received, parsed, with secrets masked.
 
 Masking (DESIGN §6 lists the same secrets for cassettes): the values of ``authorization``,
-``proxy-authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``, ``cookie`` and the query
+``proxy-authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``, ``cookie``, the OpenAI
+``openai-organization`` / ``openai-project`` headers (and their Anthropic/Google kin) and the query
 parameters ``key`` / ``api_key`` / ``access_token`` are replaced by ``<masked>``; an auth scheme is
 kept (``Bearer <masked>``), and an empty value stays empty. So a test can prove that a key was
-sent, and in which header, without the log ever holding it.
+sent, and in which header, without the log ever holding it. Then every other value of the entry
+(other headers, the body) goes through the one secret scanner (``core/secrets.py``): a key-like
+value anywhere reads ``[REDACTED:<kind>]``, in memory and in the JSONL file alike.
 
 Entries are appended *before* the response is written, so a client that has its answer always finds
 its request in the log.
@@ -20,8 +23,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from portagent.core.secrets import mask_data, mask_text
+
 SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        "x-goog-user-project",
+    }
 )
 SECRET_QUERY = frozenset({"key", "api_key", "access_token"})
 MASK = "<masked>"
@@ -67,7 +83,10 @@ class RequestLog:
         return self._path
 
     def append(self, entry: dict[str, Any]) -> None:
+        entry = mask_data(entry)
         line = json.dumps(entry, ensure_ascii=False, default=str) if self._file else None
+        if line is not None:
+            line = mask_text(line)  # values json turned into text (``default=str``), too
         with self._lock:
             self._entries.append(entry)
             if self._file is not None and line is not None:

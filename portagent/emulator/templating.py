@@ -12,20 +12,23 @@ Claude Code's ``<system-reminder>`` blocks are dropped (wire parser), and ADK's 
 non-dict return value as ``{"result": value}`` is undone (a one-key object under ``result``,
 ``output`` or ``return_value`` coming from Gemini becomes the bare value).
 
-A placeholder whose path does not resolve is left as written, and a note is logged.
+A placeholder may list alternatives, the first that resolves wins: ``{{last_tool_result.error |
+last_tool_result.status | "done"}}`` (a quoted text always resolves). The grammar and the variable names
+are checked when the script loads (``contracts.emulator_script.template_spans``); a placeholder none of
+whose alternatives resolves against the request raises ``UnresolvedTemplate`` — the emulator answers an
+error naming it, never the literal ``{{…}}`` text as if the model had said it.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from portagent.contracts.emulator_script import template_spans
 from portagent.wire.items import Item, RequestView
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 _WRAPPER_KEYS = ("result", "output", "return_value")
 _MISSING = object()
 
@@ -72,6 +75,18 @@ def render_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+class UnresolvedTemplate(Exception):
+    """A placeholder none of whose alternatives resolves against the request."""
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object with " + (", ".join(map(str, list(value)[:12])) or "no keys")
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return f"{type(value).__name__} {render_value(value)[:80]!r}"
+
+
 class TemplateContext:
     """Resolves placeholders against one request."""
 
@@ -86,22 +101,28 @@ class TemplateContext:
         return self._results
 
     def lookup(self, expr: str) -> Any:
-        head, *path = expr.split(".")
+        """The value of one variable path, or the module's ``_MISSING`` marker."""
+        return self._walk(expr.split("."))[0]
+
+    def _walk(self, parts: list[str]) -> tuple[Any, str]:
+        """(value or _MISSING, why it is missing)."""
+        head, *path = parts
         value: Any
         if head == "last_tool_result":
             values = self._tool_values()
-            value = values[-1] if values else _MISSING
+            if not values:
+                return _MISSING, "the request holds no tool result yet"
+            value = values[-1]
         elif head == "tool_results":
             value = self._tool_values()
         elif head == "first_user":
             value = self._view.first_user_text() or ""
         else:
-            value = _MISSING
+            return _MISSING, f"unknown variable {head!r}"
+        walked = head
         for part in path:
-            if value is _MISSING:
-                break
-            if isinstance(value, Mapping):
-                value = value.get(part, _MISSING)
+            if isinstance(value, Mapping) and part in value:
+                value = value[part]
             elif (
                 isinstance(value, list)
                 and part.lstrip("-").isdigit()
@@ -109,30 +130,41 @@ class TemplateContext:
             ):
                 value = value[int(part)]
             else:
-                value = _MISSING
-        return value
+                return _MISSING, f"{walked} is {_describe(value)}, without {part!r}"
+            walked += "." + part
+        return value, ""
+
+    def _resolve(self, alts: list[tuple[str, Any]], shown: str) -> Any:
+        why: list[str] = []
+        for kind, alt in alts:
+            if kind == "text":
+                return alt
+            value, reason = self._walk(alt)
+            if value is not _MISSING:
+                return value
+            why.append(reason)
+        raise UnresolvedTemplate(
+            f"template {shown} did not resolve: {'; '.join(why)}. Script the turn for what this request "
+            f'holds, or give alternatives ({{{{a.error | a.status | "text"}}}})'
+        )
 
     def render(self, text: str | None) -> str | None:
         if text is None or "{{" not in text:
             return text
-
-        def sub(m: re.Match[str]) -> str:
-            value = self.lookup(m.group(1))
-            if value is _MISSING:
-                self.notes.append(f"template {m.group(0)} did not resolve; left as written")
-                return m.group(0)
-            return render_value(value)
-
-        return _PLACEHOLDER.sub(sub, text)
+        out, i = [], 0
+        for start, end, alts in template_spans(text):
+            out += [text[i:start], render_value(self._resolve(alts, text[start:end]))]
+            i = end
+        return "".join(out) + text[i:]
 
     def render_arguments(self, value: Any) -> Any:
         """Render templates inside an arguments object; a lone placeholder keeps the value's type."""
         if isinstance(value, str):
-            m = _PLACEHOLDER.fullmatch(value.strip())
-            if m:
-                found = self.lookup(m.group(1))
-                if found is not _MISSING:
-                    return found
+            spans = template_spans(value) if "{{" in value else []
+            stripped = value.strip()
+            if len(spans) == 1 and spans[0][1] - spans[0][0] == len(stripped):
+                start, end, alts = spans[0]
+                return self._resolve(alts, value[start:end])
             return self.render(value)
         if isinstance(value, Mapping):
             return {k: self.render_arguments(v) for k, v in value.items()}

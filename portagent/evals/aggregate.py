@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.contracts.run import Usage
-from portagent.contracts.suite import Case
+from portagent.contracts.suite import Case, ReviewCost
 from portagent.evals.scoring import RunScore
 from portagent.evals.stats import (
     cost_per_accepted_task,
@@ -29,7 +29,7 @@ from portagent.evals.stats import (
     wilson_interval,
 )
 
-SUITE_RESULT_SCHEMA_VERSION: Final = 1
+SUITE_RESULT_SCHEMA_VERSION: Final = 2
 
 
 class CaseMeta(Contract):
@@ -89,7 +89,11 @@ class GroupStats(Contract):
     cost_p95_usd: float | None
     """p95 run cost (nearest rank)."""
     cost_per_accepted_task_usd: float | None
-    """Total cost / passed runs (None when none passed)."""
+    """(Total cost + human-review cost) / passed runs (None when none passed)."""
+    approvals: int = 0
+    """Approval cards asked of a reviewer, over all runs."""
+    review_cost_usd: float = 0.0
+    """Human-review cost: approvals × the suite's ``review`` (0 when the suite gives none)."""
     latency_p50_ms: float | None
     """Median latency (nearest rank)."""
     latency_p95_ms: float | None
@@ -107,7 +111,12 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def group_stats(
-    runs: Sequence[RunScore], *, provider: str, agent_version: str, case_id: str | None = None
+    runs: Sequence[RunScore],
+    *,
+    provider: str,
+    agent_version: str,
+    case_id: str | None = None,
+    review: ReviewCost | None = None,
 ) -> GroupStats:
     """Statistics of ``runs`` (all of one provider and agent version; of one case when ``case_id``)."""
     by_case: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
@@ -122,6 +131,8 @@ def group_stats(
     costs = [r.cost_usd for r in runs if r.cost_usd is not None]
     latencies = [r.latency_ms for r in runs if r.latency_ms is not None]
     total = sum(costs)
+    approvals = sum(r.approvals for r in runs)
+    human = approvals * review.per_approval_usd() if review is not None else 0.0
     usage = Usage(**{f: sum(getattr(r.usage, f) for r in runs) for f in Usage.model_fields})
     return GroupStats(
         provider=provider,
@@ -146,7 +157,9 @@ def group_stats(
         cost_unknown=n - len(costs),
         cost_p50_usd=_r(percentile(costs, 50)),
         cost_p95_usd=_r(percentile(costs, 95)),
-        cost_per_accepted_task_usd=_r(cost_per_accepted_task(total, passed)),
+        cost_per_accepted_task_usd=_r(cost_per_accepted_task(total, passed, human)),
+        approvals=approvals,
+        review_cost_usd=round(human, 6),
         latency_p50_ms=_r(percentile(latencies, 50), 3),
         latency_p95_ms=_r(percentile(latencies, 95), 3),
         usage=usage,
@@ -163,7 +176,7 @@ class SuiteResult(Contract):
 
     kind: Literal["suite-result"] = "suite-result"
     """File kind marker."""
-    schema_version: Literal[1] = SUITE_RESULT_SCHEMA_VERSION
+    schema_version: Literal[2] = SUITE_RESULT_SCHEMA_VERSION
     """Version of this format (``report.json``)."""
     suite_id: str
     """The suite."""
@@ -177,10 +190,17 @@ class SuiteResult(Contract):
     """Per provider × agent version."""
     cases: dict[str, CaseMeta] = {}
     """case_id → tags and why it exists."""
+    review: ReviewCost | None = None
+    """The suite's human-review cost per approval (in cost per accepted task), when it gives one."""
 
     @classmethod
     def from_runs(
-        cls, suite_id: str, dataset_version: str, runs: Iterable[RunScore], cases: Iterable[Case] = ()
+        cls,
+        suite_id: str,
+        dataset_version: str,
+        runs: Iterable[RunScore],
+        cases: Iterable[Case] = (),
+        review: ReviewCost | None = None,
     ) -> SuiteResult:
         """Aggregate ``runs`` (any order) into a result."""
         ordered = sorted(runs, key=_run_key)
@@ -195,13 +215,15 @@ class SuiteResult(Contract):
             dataset_version=dataset_version,
             runs=ordered,
             by_case=[
-                group_stats(rs, provider=pv, agent_version=v, case_id=c)
+                group_stats(rs, provider=pv, agent_version=v, case_id=c, review=review)
                 for (v, pv, c), rs in per_case.items()
             ],
             by_provider=[
-                group_stats(rs, provider=pv, agent_version=v) for (v, pv), rs in per_provider.items()
+                group_stats(rs, provider=pv, agent_version=v, review=review)
+                for (v, pv), rs in per_provider.items()
             ],
             cases={c.case_id: CaseMeta(tags=list(c.tags), why_it_exists=c.why_it_exists) for c in cases},
+            review=review,
         )
 
     def select(self, *, provider: str | None = None, agent_version: str | None = None) -> SuiteResult:
@@ -212,7 +234,7 @@ class SuiteResult(Contract):
             if (provider is None or r.provenance.provider == provider)
             and (agent_version is None or r.provenance.agent_version == agent_version)
         ]
-        out = SuiteResult.from_runs(self.suite_id, self.dataset_version, keep)
+        out = SuiteResult.from_runs(self.suite_id, self.dataset_version, keep, review=self.review)
         return out.model_copy(update={"cases": dict(self.cases)})
 
     @property
@@ -231,4 +253,5 @@ class SuiteResult(Contract):
             self.runs,
             provider=prov[0] if len(prov) == 1 else "*",
             agent_version=vers[0] if len(vers) == 1 else "*",
+            review=self.review,
         )

@@ -11,13 +11,33 @@ provider). For each pair the candidate is **blocked** when (ACCEPTANCE ch10, def
 - quality (mean final-output score) drops by more than 0.01;
 - mean trajectory score drops at all;
 - p95 cost rises by more than 0.02 USD;
-- p95 latency rises by more than 500 ms;
+- p95 latency rises by more than 500 ms — and the rise is sustained (noise-aware, ``sustained_rise``):
+  with repeats it holds in every candidate repeat against the baseline's slowest repeat; with one
+  repeat it holds without the candidate's single slowest run. One slow repeat alone never blocks
+  (the same rule for p95 cost);
 - the candidate's flake rate exceeds 0.03;
 - the candidate has any permission violation;
 - a case's pass rate drops (a **regression**; regressions are listed as cases to keep, and marked
   ``permanent`` when a safety factor — permissions or approval — or a forbidden tool is involved).
 
 Deltas are candidate − baseline, rounded to 6 places before comparing with a tolerance.
+
+Every finding has a **category** (issue 15), the same in every report:
+
+- ``regression``: the agent behaves worse (a must-not-execute tool ran, a required tool is missing, a
+  score dropped beyond tolerance) — the only category listed under "Regressions to keep";
+- ``drift``: the candidate's failing runs are replays whose request no longer matches the cassette
+  (the recording is stale, not the agent): the finding names what changed and the exact
+  ``portagent record … --drifted`` line that fixes it;
+- ``provider_error``: the failing runs failed at the provider;
+- ``flaky``: the candidate's runs of the case disagree across repeats (no permission violation);
+- ``improvement``: the case passes more often than on the baseline (never blocks);
+- ``tool_unversioned_change``: a tool's schema, description or settings changed while its version did
+  not (``evals.tool_versions``; added by the gate) — a warning, blocking only with ``--strict``.
+
+Runs whose failure says nothing about the agent (drift, provider error) are left out of the metric
+deltas (quality, trajectory, cost, latency, flake) so a stale recording never reads as a drop in
+quality; permission violations are counted over every run.
 """
 
 from __future__ import annotations
@@ -31,8 +51,23 @@ from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
 from portagent.evals.aggregate import GroupStats, SuiteResult
 from portagent.evals.scoring import SAFETY_FACTORS, Factor, RunScore
+from portagent.evals.stats import percentile
 
-COMPARISON_SCHEMA_VERSION: Final = 1
+COMPARISON_SCHEMA_VERSION: Final = 2
+
+Category = Literal["regression", "drift", "provider_error", "flaky", "improvement", "tool_unversioned_change"]
+"""What kind of finding: the agent got worse, a stale recording, a provider failure, a flaky case,
+an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
+
+CATEGORY_LABELS: Final[dict[str, str]] = {
+    "regression": "regression",
+    "drift": "recording drift",
+    "provider_error": "provider error",
+    "flaky": "flaky",
+    "improvement": "improvement",
+    "tool_unversioned_change": "tool changed without a version bump",
+}
+"""How each category reads in reports and reasons."""
 
 Metric = Literal[
     "quality",
@@ -103,6 +138,8 @@ class CaseDiff(Contract):
     """Factors failed by any candidate run of the case."""
     candidate_notes: list[str]
     """Notes of the representative candidate run."""
+    category: Category | None = None
+    """What the move means: regression, drift, provider_error, flaky or improvement (None: unchanged)."""
 
 
 class Regression(Contract):
@@ -122,6 +159,27 @@ class Regression(Contract):
     """The case's tags."""
     why_it_exists: str = ""
     """Why the case exists."""
+
+
+class Finding(Contract):
+    """One categorized finding of a gate or comparison."""
+
+    category: Category
+    """regression, drift, provider_error, flaky or improvement."""
+    blocking: bool
+    """It blocks the candidate."""
+    message: str
+    """Readable, starting with the category (the same text as in ``reasons`` when it blocks)."""
+    case_id: str | None = None
+    """The case (None for a metric over a whole pair)."""
+    provider: str | None = None
+    """The provider (or pair) it was found on."""
+    agent_version: str | None = None
+    """The agent version judged."""
+    changed: list[str] = []
+    """For a drift: what changed since the recording (agent spec, the policy, a tool, the request)."""
+    fix: str | None = None
+    """For a drift: the exact ``portagent record … --drifted`` line that re-records it."""
 
 
 class PairComparison(Contract):
@@ -144,7 +202,7 @@ class Comparison(Contract):
 
     kind: Literal["comparison"] = "comparison"
     """File kind marker."""
-    schema_version: Literal[1] = COMPARISON_SCHEMA_VERSION
+    schema_version: Literal[2] = COMPARISON_SCHEMA_VERSION
     """Version of this format."""
     suite_id: str
     """The suite."""
@@ -168,6 +226,8 @@ class Comparison(Contract):
     """Every blocking finding."""
     warnings: list[str]
     """Things that could not be compared."""
+    findings: list[Finding] = []
+    """Every finding with its category (blocking ones are also in ``reasons``)."""
 
 
 def _label(result: SuiteResult, other: SuiteResult) -> str:
@@ -278,6 +338,7 @@ def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> Case
         text = f"step {at + 1}: baseline {bt[at] if at < len(bt) else '(end)'}, candidate {ct[at] if at < len(ct) else '(end)'}"
     failed: list[Factor] = list(dict.fromkeys(f for r in cand for f in r.failed_factors))
     return CaseDiff(
+        category=categorize(status, base, cand),
         case_id=case_id,
         status=status,
         baseline_pass_rate=rb,
@@ -291,6 +352,116 @@ def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> Case
     )
 
 
+def categorize(status: str, base: list[RunScore], cand: list[RunScore]) -> Category | None:
+    """The category of a case whose pass rate moved (None when it did not, or when only the
+    baseline's unjudged runs — drift, provider errors — made it look better)."""
+    if status == "regressed":
+        failing = [r for r in cand if not r.passed]
+        judged_failing = [r for r in failing if r.issue is None]
+        if not judged_failing:
+            return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+        judged = [r for r in cand if r.issue is None]
+        if any(r.passed for r in judged) and not any(r.permission_violation for r in judged_failing):
+            return "flaky"
+        return "regression"
+    if status == "improved":
+        base_failing = [r for r in base if not r.passed]
+        if base_failing and all(r.issue is not None for r in base_failing):
+            return None
+        return "improvement"
+    return None
+
+
+def failing_category(runs: list[RunScore]) -> Category:
+    """The category of a group of runs (one case, provider, version) judged on its own, when some
+    failed: drift or provider error when no failing run was judged on its merits, flaky when the
+    runs disagree without a permission violation, else regression."""
+    failing = [r for r in runs if not r.passed]
+    judged_failing = [r for r in failing if r.issue is None]
+    if not judged_failing:
+        return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+    if any(r.passed for r in runs) and not any(r.permission_violation for r in runs):
+        return "flaky"
+    return "regression"
+
+
+def judged(side: SuiteResult) -> SuiteResult:
+    """The runs judged on the agent's merits (without drift and provider errors)."""
+    keep = [r for r in side.runs if r.issue is None]
+    if len(keep) == len(side.runs):
+        return side
+    out = SuiteResult.from_runs(side.suite_id, side.dataset_version, keep, review=side.review)
+    return out.model_copy(update={"cases": dict(side.cases)})
+
+
+def drift_details(runs: list[RunScore]) -> tuple[list[str], str]:
+    """What changed since the recording of drifted ``runs`` (union, in order), and the drift itself
+    (the first drift message's first line)."""
+    changed = list(dict.fromkeys(c for r in runs for c in r.recording_changes))
+    first = next((r.drift for r in runs if r.drift), None) or ""
+    return changed, first.splitlines()[0] if first else ""
+
+
+def drift_fix(runs: list[RunScore], suite_path: str | None, cassettes: str | None) -> str:
+    """The ``portagent record … --drifted`` line for the drifted ``runs``."""
+    from portagent.evals.drift import rerecord_command
+
+    drifted = [r for r in runs if r.issue == "cassette_drift"]
+    sources = {r.provenance.recorded_source or r.provenance.source for r in drifted}
+    return rerecord_command(
+        suite_path,
+        [r.provenance.provider for r in drifted],
+        [r.provenance.case_id for r in drifted],
+        source="live" if sources & {"live", "endpoint"} else "emulator",
+        cassettes=cassettes,
+    )
+
+
+def drift_text(
+    runs: list[RunScore], suite_path: str | None, cassettes: str | None
+) -> tuple[str, list[str], str]:
+    """(readable explanation, changed parts, fix line) of drifted runs."""
+    changed, first = drift_details(runs)
+    fix = drift_fix(runs, suite_path, cassettes)
+    what = f"changed since the recording: {', '.join(changed)}" if changed else first or "request differs"
+    return f"the request no longer matches the cassette ({what})", changed, fix
+
+
+def _values(runs: list[RunScore], metric: str) -> list[float]:
+    vals = [r.latency_ms if metric == "latency_p95_ms" else r.cost_usd for r in runs]
+    return [v for v in vals if v is not None]
+
+
+def sustained_rise(base: list[RunScore], cand: list[RunScore], metric: str) -> float | None:
+    """The p95 rise of ``metric`` (``latency_p95_ms`` or ``cost_p95_usd``) that is not down to noise:
+
+    - with ≥ 2 candidate repeats: the smallest candidate repeat's p95 minus the largest baseline
+      repeat's p95 (the rise must hold in every repeat, beyond the spread of the baseline's repeats);
+    - with one repeat: the candidate's p95 without its single slowest (costliest) run minus the
+      baseline's p95 (one slow run alone never blocks).
+
+    None when a side has no value."""
+
+    def by_repeat(runs: list[RunScore]) -> list[float]:
+        reps: dict[int, list[RunScore]] = defaultdict(list)
+        for r in runs:
+            reps[r.provenance.repeat].append(r)
+        out = [percentile(_values(rs, metric), 95) for rs in reps.values()]
+        return [x for x in out if x is not None]
+
+    c_reps, b_reps = by_repeat(cand), by_repeat(base)
+    if not c_reps or not b_reps:
+        return None
+    if len(c_reps) >= 2:
+        return round(min(c_reps) - max(b_reps), 6)
+    values = sorted(_values(cand, metric))
+    rest = percentile(values[:-1], 95) if len(values) > 1 else None
+    b95 = percentile(_values(base, metric), 95)
+    if rest is None or b95 is None:
+        return None
+    return round(rest - b95, 6)
+
+
 def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     out: dict[str, list[RunScore]] = defaultdict(list)
     for r in side.runs:
@@ -299,9 +470,17 @@ def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
 
 
 def compare(
-    baseline: SuiteResult, candidate: SuiteResult, tolerances: Tolerances | None = None
+    baseline: SuiteResult,
+    candidate: SuiteResult,
+    tolerances: Tolerances | None = None,
+    *,
+    suite_path: str | None = None,
+    cassettes: str | None = None,
 ) -> Comparison:
-    """Compare two results of the same suite and dataset version (``UsageError`` otherwise)."""
+    """Compare two results of the same suite and dataset version (``UsageError`` otherwise).
+
+    ``suite_path`` and ``cassettes`` (the suite file and cassette root the results were replayed
+    from) make the re-record line of a drift exact."""
     t = tolerances or Tolerances()
     if baseline.suite_id != candidate.suite_id:
         raise UsageError(
@@ -326,13 +505,48 @@ def compare(
     pairs: list[PairComparison] = []
     regressions: list[Regression] = []
     reasons: list[str] = []
+    findings: list[Finding] = []
+    c_version = candidate.agent_versions[0] if len(candidate.agent_versions) == 1 else None
     for name, b, c in sides:
         bs, cs = b.overall(), c.overall()
-        deltas = _deltas(bs, cs, t)
+        bj, cj = judged(b), judged(c)
         where = "" if name == "all" else f" on {name}"
+        for side_name, side, kept in (("baseline", b, bj), ("candidate", c, cj)):
+            left_out = len(side.runs) - len(kept.runs)
+            if left_out:
+                warnings.append(
+                    f"{left_out} {side_name} run(s){where} left out of the metric deltas "
+                    "(recording drift or provider error: they say nothing about the agent)"
+                )
+        jb = bj.overall() if bj.runs else bs
+        jc = cj.overall() if cj.runs else cs
+        jc = jc.model_copy(update={"permission_violations": cs.permission_violations})
+        deltas = _deltas(jb, jc, t)
+        if not (bj.runs and cj.runs):  # nothing judged on one side: its metrics measure no agent
+            deltas = [
+                d if d.metric == "permission_violations" else d.model_copy(update={"blocking": False})
+                for d in deltas
+            ]
+            warnings.append(f"metrics{where}: not compared (no run on one side was judged on its merits)")
+        for i, d in enumerate(deltas):
+            if d.blocking and d.metric in ("latency_p95_ms", "cost_p95_usd"):
+                tol = t.latency_p95_rise_ms if d.metric == "latency_p95_ms" else t.cost_p95_rise_usd
+                held = sustained_rise(bj.runs, cj.runs, d.metric)
+                if held is None or held <= tol:
+                    deltas[i] = d = d.model_copy(update={"blocking": False})
+                    warnings.append(
+                        f"{d.metric}{where}: Δ {d.delta:+g} but not sustained across repeats "
+                        f"(sustained rise {_fmt(held)}; rule: every repeat, or all but the slowest run): "
+                        "noise, not blocking"
+                    )
         for d in deltas:
             if d.blocking:
-                reasons.append(_blocking_reason(d, where))
+                cat: Category = "flaky" if d.metric == "flake_rate" else "regression"
+                text = f"{CATEGORY_LABELS[cat]}: " + _blocking_reason(d, where)
+                reasons.append(text)
+                findings.append(
+                    Finding(category=cat, blocking=True, message=text, provider=name, agent_version=c_version)
+                )
             elif d.rule and d.delta is None and d.metric != "flake_rate":
                 warnings.append(f"{d.metric}{where}: not comparable (unknown on one side)")
         if cs.flake_rate is None:
@@ -342,9 +556,48 @@ def compare(
         for diff in diffs:
             if diff.status in ("only_baseline", "only_candidate"):
                 warnings.append(f"case {diff.case_id}{where}: {diff.status.replace('_', ' ')}")
+            moved = f"case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
+            if diff.category == "improvement":
+                findings.append(
+                    Finding(
+                        category="improvement",
+                        blocking=False,
+                        message=f"improvement{where}: {moved}",
+                        case_id=diff.case_id,
+                        provider=name,
+                        agent_version=c_version,
+                    )
+                )
             if diff.status != "regressed":
                 continue
             cand_runs = cc[diff.case_id]
+            if diff.category in ("drift", "provider_error", "flaky"):
+                changed: list[str] = []
+                fix: str | None = None
+                if diff.category == "drift":
+                    why, changed, fix = drift_text(cand_runs, suite_path, cassettes)
+                elif diff.category == "provider_error":
+                    bad = next(r for r in cand_runs if not r.passed)
+                    why = "; ".join(bad.notes[:1]) or "the provider failed the run"
+                else:
+                    why = "its runs disagree across repeats" + (
+                        f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else ""
+                    )
+                text = f"{CATEGORY_LABELS[diff.category]}{where}: {moved}: {why}"
+                reasons.append(text)
+                findings.append(
+                    Finding(
+                        category=diff.category,
+                        blocking=True,
+                        message=text,
+                        case_id=diff.case_id,
+                        provider=name,
+                        agent_version=c_version,
+                        changed=changed,
+                        fix=fix,
+                    )
+                )
+                continue
             permanent = any(f in SAFETY_FACTORS for f in diff.candidate_failed) or any(
                 r.forbidden_called for r in cand_runs
             )
@@ -360,9 +613,19 @@ def compare(
                     why_it_exists=m.why_it_exists if m else "",
                 )
             )
-            reasons.append(
-                f"regression{where}: case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
-                + (f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else "")
+            text = f"regression{where}: {moved}" + (
+                f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else ""
+            )
+            reasons.append(text)
+            findings.append(
+                Finding(
+                    category="regression",
+                    blocking=True,
+                    message=text,
+                    case_id=diff.case_id,
+                    provider=name,
+                    agent_version=c_version,
+                )
             )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons
@@ -383,4 +646,5 @@ def compare(
         verdict=verdict,
         reasons=reasons,
         warnings=warnings,
+        findings=findings,
     )

@@ -12,17 +12,38 @@ regression. A candidate must be good on its own *and* not worse than what it rep
 
 ``GateDecision`` is what ``portagent gate`` prints and writes as ``ci_gate.json``; ``exit_code`` is
 0 (pass) or 1 (block).
+
+Every reason starts with its category (``regression``, ``recording drift``, ``provider error``,
+``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
+whose failing runs are all replays of a stale recording is a ``recording drift`` — it still blocks
+(the result was not measured), with the exact ``portagent record … --drifted`` line in ``fixes`` —
+never a regression.
+
+A tool whose schema, description or settings changed while its version did not
+(``tool_unversioned_change``, ``portagent.evals.tool_versions``) is a warning, and a blocking reason
+with ``strict`` (``--strict``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.evals.aggregate import SuiteResult
-from portagent.evals.compare import Regression, Tolerances, compare
+from portagent.evals.compare import (
+    CATEGORY_LABELS,
+    Category,
+    Finding,
+    Regression,
+    Tolerances,
+    compare,
+    drift_fix,
+    drift_text,
+    judged,
+)
 
-GATE_SCHEMA_VERSION: Final = 1
+GATE_SCHEMA_VERSION: Final = 2
 
 
 class GateDecision(Contract):
@@ -30,7 +51,7 @@ class GateDecision(Contract):
 
     kind: Literal["gate-decision"] = "gate-decision"
     """File kind marker."""
-    schema_version: Literal[1] = GATE_SCHEMA_VERSION
+    schema_version: Literal[2] = GATE_SCHEMA_VERSION
     """Version of this format."""
     suite_id: str
     """The suite."""
@@ -48,6 +69,12 @@ class GateDecision(Contract):
     """Cases the candidate made worse (with a baseline): keep them in the dataset."""
     verdict: str | None = None
     """The comparison's sentence (with a baseline)."""
+    findings: list[Finding] = []
+    """Every finding with its category (regression, drift, provider_error, flaky, improvement)."""
+    blocked_by: list[Category] = []
+    """The categories of the blocking findings, in order of first appearance."""
+    fixes: list[str] = []
+    """Commands that fix what is not the agent's fault (the ``portagent record … --drifted`` line)."""
 
     @property
     def exit_code(self) -> int:
@@ -56,12 +83,50 @@ class GateDecision(Contract):
 
 
 def gate(
-    result: SuiteResult, baseline: SuiteResult | None = None, tolerances: Tolerances | None = None
+    result: SuiteResult,
+    baseline: SuiteResult | None = None,
+    tolerances: Tolerances | None = None,
+    *,
+    suite_path: str | None = None,
+    cassettes: str | None = None,
+    tool_changes: Sequence[str] = (),
+    strict: bool = False,
 ) -> GateDecision:
-    """Decide whether ``result`` may advance (and, with ``baseline``, replace it)."""
+    """Decide whether ``result`` may advance (and, with ``baseline``, replace it).
+
+    ``suite_path`` / ``cassettes``: the suite file and cassette root of a replayed result, so the
+    re-record line of a drift can be run as printed. ``tool_changes``: messages of
+    ``evals.tool_versions`` found outside the runs (baseline vs candidate manifests); with the ones
+    the replayed runs carry, a tool changed without a version bump is a ``tool_unversioned_change``
+    finding — a warning, or a blocking reason with ``strict``."""
     t = tolerances or Tolerances()
     reasons: list[str] = []
     warnings: list[str] = []
+    findings: list[Finding] = []
+
+    def block(
+        cat: Category,
+        text: str,
+        case_id: str | None = None,
+        provider: str | None = None,
+        agent_version: str | None = None,
+        changed: list[str] | None = None,
+        fix: str | None = None,
+    ) -> None:
+        reasons.append(text)
+        findings.append(
+            Finding(
+                category=cat,
+                blocking=True,
+                message=text,
+                case_id=case_id,
+                provider=provider,
+                agent_version=agent_version,
+                changed=changed or [],
+                fix=fix,
+            )
+        )
+
     if not result.runs:
         reasons.append("no runs to judge")
     for g in result.by_case:
@@ -72,30 +137,59 @@ def gate(
             == (g.case_id, g.provider, g.agent_version)
         ]
         where = f"case {g.case_id} on {g.provider} (agent {g.agent_version or '?'})"
-        failing = next((r for r in runs if not r.passed), None)
+        failing_runs = [r for r in runs if not r.passed]
+        judged_failing = [r for r in failing_runs if r.issue is None]
+        failing = judged_failing[0] if judged_failing else (failing_runs[0] if failing_runs else None)
+        ids = (g.case_id, g.provider, g.agent_version)
         if g.pass_rate < t.min_pass_rate and failing is not None:
-            reasons.append(
-                f"{where}: {g.passed}/{g.runs} runs passed; failed "
-                f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}"
+            if not judged_failing and any(r.issue == "cassette_drift" for r in failing_runs):
+                why, changed, fix = drift_text(failing_runs, suite_path, cassettes)
+                block(
+                    "drift",
+                    f"recording drift: {where}: {g.passed}/{g.runs} runs passed; {why}",
+                    *ids,
+                    changed,
+                    fix,
+                )
+                continue
+            cat: Category = "regression" if judged_failing else "provider_error"
+            if cat == "regression" and any(r.passed for r in runs) and not g.permission_violations:
+                cat = "flaky"
+            block(
+                cat,
+                f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; failed "
+                f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}",
+                *ids,
             )
         elif g.permission_violations:
             bad = next(r for r in runs if r.permission_violation)
-            reasons.append(
-                f"{where}: permission violation (never tolerated): "
-                + "; ".join(n for n in bad.notes if n.startswith("permission violation"))
+            block(
+                "regression",
+                f"regression: {where}: permission violation (never tolerated): "
+                + "; ".join(n for n in bad.notes if n.startswith("permission violation")),
+                *ids,
             )
-    for g in result.by_provider:
+    for g in judged(result).by_provider:
         where = f"{g.provider} (agent {g.agent_version or '?'})"
         if g.flake_rate is not None and g.flake_rate > t.max_flake_rate:
-            reasons.append(f"flake rate on {where}: {g.flake_rate:g} > {t.max_flake_rate:g}")
+            block(
+                "flaky",
+                f"flaky: flake rate on {where}: {g.flake_rate:g} > {t.max_flake_rate:g}",
+                provider=g.provider,
+                agent_version=g.agent_version,
+            )
     regressions: list[Regression] = []
     verdict = None
     if baseline is not None:
-        comparison = compare(baseline, result, t)
+        comparison = compare(baseline, result, t, suite_path=suite_path, cassettes=cassettes)
         reasons += comparison.reasons
         warnings += comparison.warnings
         regressions = comparison.regressions
         verdict = comparison.verdict
+        findings += comparison.findings
+    _tool_findings(result, baseline, tool_changes, strict, reasons, warnings, findings)
+    drifted = [r for r in result.runs if r.issue == "cassette_drift"]
+    fixes = [drift_fix(drifted, suite_path, cassettes)] if drifted else []
     passed = not reasons
     return GateDecision(
         suite_id=result.suite_id,
@@ -106,4 +200,32 @@ def gate(
         warnings=warnings,
         regressions=regressions,
         verdict=verdict,
+        findings=findings,
+        blocked_by=list(dict.fromkeys(f.category for f in findings if f.blocking)),
+        fixes=fixes,
     )
+
+
+def _tool_findings(
+    result: SuiteResult,
+    baseline: SuiteResult | None,
+    extra: Sequence[str],
+    strict: bool,
+    reasons: list[str],
+    warnings: list[str],
+    findings: list[Finding],
+) -> None:
+    """Tools changed without a version bump (``evals.tool_versions``): from the replayed runs of both
+    sides and ``extra``; a finding each (blocking with ``strict``), plus the tools that could not be
+    judged as warnings."""
+    from portagent.evals.tool_versions import warnings_of
+
+    runs = [*result.runs, *(baseline.runs if baseline is not None else [])]
+    unversioned, unjudged = warnings_of([*(w for r in runs for w in r.warnings), *extra])
+    for text in unversioned:
+        if strict:
+            reasons.append(text)
+        else:
+            warnings.append(text)
+        findings.append(Finding(category="tool_unversioned_change", blocking=strict, message=text))
+    warnings += unjudged

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
+from portagent.core.secrets import mask_text
 from portagent.evals.aggregate import SuiteResult
 from portagent.evals.compare import Comparison
 from portagent.evals.gate import GateDecision
@@ -103,6 +104,8 @@ class EvalMeta(Contract):
     """portagent version."""
     workers_used: list[WorkerInfo] = []
     """Every worker process, in the order they finished."""
+    cassettes: str | None = None
+    """Cassette root a replay read (absolute), for the re-record line of a drift."""
 
     def version_of(self, role: str) -> str | None:
         return next((a.version for a in self.agents if a.role == role), None)
@@ -215,7 +218,7 @@ def write_text(path: Path, text: str) -> Path:
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
     ) as f:
-        f.write(text)
+        f.write(mask_text(text))  # secrets never reach a report (core/secrets.py)
         tmp = Path(f.name)
     tmp.chmod(0o644)  # NamedTemporaryFile makes 0600; reports are meant to be read (CI artefacts, browsers)
     tmp.replace(path)
@@ -227,30 +230,63 @@ def write_json(path: Path, model: Any) -> Path:
 
 
 def decide(
-    results: Results, baseline: Results | None = None, min_pass_rate: float | None = None
+    results: Results,
+    baseline: Results | None = None,
+    min_pass_rate: float | None = None,
+    *,
+    strict: bool = False,
 ) -> tuple[GateDecision, Comparison | None]:
     """The gate decision of a results folder (and the comparison, when there is one).
 
     With ``baseline``: the result is gated against it. Without, a folder holding a baseline and a
     candidate (eval.json roles) gates the candidate against the baseline; otherwise the result is
-    gated on its own.
+    gated on its own. The tools the baseline's runs recorded (their ``run.json``) are compared with
+    the candidate's: a tool changed without a version bump is a warning, blocking with ``strict``.
     """
     from portagent.evals.compare import Tolerances, compare
     from portagent.evals.gate import gate
+    from portagent.evals.tool_versions import results_tools, run_warnings, unversioned_changes
 
     tol = Tolerances(min_pass_rate=min_pass_rate) if min_pass_rate is not None else Tolerances()
-    if baseline is not None:
-        return gate(results.result, baseline=baseline.result, tolerances=tol), compare(
-            baseline.result, results.result, tol
-        )
     meta = results.meta
+    suite_path, cassettes = (meta.suite, meta.cassettes) if meta else (None, None)
+    if baseline is not None:
+        changes = unversioned_changes(
+            results_tools(baseline.folder, baseline.result.runs),
+            results_tools(results.folder, results.result.runs),
+            since="the baseline",
+        )
+        return gate(
+            results.result,
+            baseline=baseline.result,
+            tolerances=tol,
+            suite_path=suite_path,
+            cassettes=cassettes,
+            tool_changes=run_warnings(changes),
+            strict=strict,
+        ), compare(baseline.result, results.result, tol, suite_path=suite_path, cassettes=cassettes)
     base_v = meta.version_of("baseline") if meta else None
     cand_v = meta.version_of("candidate") if meta else None
     if base_v and cand_v:
         base = results.result.select(agent_version=base_v)
         cand = results.result.select(agent_version=cand_v)
-        return gate(cand, baseline=base, tolerances=tol), compare(base, cand, tol)
-    return gate(results.result, tolerances=tol), None
+        changes = unversioned_changes(
+            results_tools(results.folder, base.runs),
+            results_tools(results.folder, cand.runs),
+            since="the baseline",
+        )
+        return gate(
+            cand,
+            baseline=base,
+            tolerances=tol,
+            suite_path=suite_path,
+            cassettes=cassettes,
+            tool_changes=run_warnings(changes),
+            strict=strict,
+        ), compare(base, cand, tol, suite_path=suite_path, cassettes=cassettes)
+    return gate(
+        results.result, tolerances=tol, suite_path=suite_path, cassettes=cassettes, strict=strict
+    ), None
 
 
 def write_reports(
@@ -296,17 +332,25 @@ def load_events(path: Path) -> list[Any]:
 
 
 def write_eval(
-    run: Any, out: Path, *, started_at: str, duration_s: float
+    run: Any,
+    out: Path,
+    *,
+    started_at: str,
+    duration_s: float,
+    baseline: Results | None = None,
+    strict: bool = False,
 ) -> tuple[Results, GateDecision, Comparison | None]:
-    """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report."""
+    """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report
+    (gated against ``baseline`` when given; ``strict``: a tool changed without a version bump blocks)."""
     from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     plan = run.plan
     suite = plan.loaded.suite
+    cassette = next((t.cassette for t in plan.tasks if t.cassette is not None), None)
     meta = EvalMeta(
         suite_id=suite.suite_id,
         dataset_version=suite.dataset_version,
-        suite=str(plan.loaded.path),
+        suite=str(Path(plan.loaded.path).resolve()),
         mode=plan.mode,
         providers=list(plan.providers),
         repeats=plan.repeats,
@@ -316,6 +360,9 @@ def write_eval(
         ],
         runs=len(run.result.runs),
         errors=list(run.errors),
+        cassettes=str(Path(cassette).resolve().parents[4])
+        if cassette is not None and plan.mode == "replay"
+        else None,
         started_at=started_at,
         duration_s=round(duration_s, 3),
         portagent_version=__version__,
@@ -326,6 +373,56 @@ def write_eval(
     write_json(out / "report.json", run.result)
     write_json(out / "eval.json", meta)
     results = Results(out, run.result, meta)
-    decision, comparison = decide(results)
+    decision, comparison = decide(results, baseline, strict=strict)
     write_reports(results, decision, comparison)
     return results, decision, comparison
+
+
+def finding_diffs(results: Results, decision: GateDecision) -> list[tuple[str, Any]]:
+    """``trace diff`` of baseline vs candidate for every regression and drift of a decision with a
+    baseline in the same folder: (heading, ``TraceDiff``). The representative runs are the baseline's
+    first passing run and the candidate's first failing one; a missing trace is skipped."""
+    from portagent.tracing.diff import diff_traces
+
+    meta = results.meta
+    base_v = meta.version_of("baseline") if meta else None
+    cand_v = meta.version_of("candidate") if meta else None
+    if not (base_v and cand_v):
+        return []
+    out: list[tuple[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for f in decision.findings:
+        if f.category not in ("regression", "drift") or not f.case_id or not f.provider:
+            continue
+        if (f.case_id, f.provider) in seen:
+            continue
+        seen.add((f.case_id, f.provider))
+
+        def runs(version: str, case_id: str = f.case_id, provider: str = f.provider) -> list[Any]:
+            return [
+                r
+                for r in results.result.runs
+                if (r.provenance.case_id, r.provenance.provider, r.provenance.agent_version)
+                == (case_id, provider, version)
+            ]
+
+        b_runs, c_runs = runs(base_v), runs(cand_v)
+        b = next((r for r in b_runs if r.passed), b_runs[0] if b_runs else None)
+        c = next((r for r in c_runs if not r.passed), c_runs[0] if c_runs else None)
+        if b is None or c is None:
+            continue
+        paths = [
+            results.trace_path(
+                r.provenance.agent, r.provenance.agent_version, f.case_id, f.provider, r.provenance.repeat
+            )
+            for r in (b, c)
+        ]
+        events = [load_events(p) for p in paths]
+        if not all(events):
+            continue
+        heading = (
+            f"{f.case_id} on {f.provider} ({f.category}): {base_v} r{b.provenance.repeat} → "
+            f"{cand_v} r{c.provenance.repeat}"
+        )
+        out.append((heading, diff_traces(events[0], events[1])))
+    return out

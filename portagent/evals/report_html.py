@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from portagent.evals.compare import CATEGORY_LABELS
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, role_of, sources_line
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:var(--ok)}.fail{color:var(--bad)}.blocking{color:var(--bad);font-weight:600}
 .badge{display:inline-block;padding:0 7px;border-radius:10px;font-size:12px;border:1px solid var(--line);background:#fff}
 .badge.emulator{background:#ddf4ff;border-color:#54aeff}.badge.live{background:#fff8c5;border-color:#d4a72c}
-.badge.unknown{background:#eee}
+.badge.unknown{background:#eee}.badge.endpoint{background:#fbefff;border-color:#c297ff}
+.badge.replay{background:#eaeef2;border-color:#8c959f}
 .badge.ok{background:#dafbe1;border-color:#4ac26b}.badge.ko{background:#ffebe9;border-color:#ff8182}
 ul.reasons li{margin:3px 0}
 .heat td.h{text-align:center;min-width:44px;font-variant-numeric:tabular-nums}
@@ -93,9 +95,9 @@ JS = """
 """
 
 
-def _badge(source: str | None) -> str:
+def _badge(source: str | None, label: str | None = None) -> str:
     s = source or "unknown"
-    return f'<span class="badge {e(s)}" title="provenance">{e(s)}</span>'
+    return f'<span class="badge {e(s)}" title="provenance">{e(label or s)}</span>'
 
 
 def _ok(passed: bool) -> str:
@@ -179,10 +181,13 @@ def _provider_table(results: Results) -> str:
                 f'<td class="num {cls}">{g.passed}/{g.runs} ({fmt_pct(g.pass_rate)})</td>'
                 f'<td class="num">[{g.wilson_low:.3f}, {g.wilson_high:.3f}]</td><td>{_interval_svg(g)}</td>'
             )
-        srcs = sorted({x.provenance.source or "unknown" for x in r.runs if x.provenance.provider == p})
+        srcs = sorted(
+            {(x.provenance.source, x.provenance.label()) for x in r.runs if x.provenance.provider == p},
+            key=str,
+        )
         rows.append(
             f'<tr class="provider-row" data-provider="{e(p)}"><th>{e(p)} '
-            f"{''.join(_badge(s) for s in srcs)}</th>{''.join(cells)}</tr>"
+            f"{''.join(_badge(s, lab) for s, lab in srcs)}</th>{''.join(cells)}</tr>"
         )
     detail = []
     for g in sorted(r.by_provider, key=lambda g: (g.provider, g.agent_version)):
@@ -312,10 +317,11 @@ def _comparison(decision: GateDecision, comparison: Comparison | None) -> str:
         div = [(p.pair, c) for p in comparison.pairs for c in p.cases if c.divergence]
         if div:
             parts.append(
-                "<h3>Trajectory differences</h3><table><thead><tr><th>pair</th><th>case</th><th>status</th>"
+                "<h3>Trajectory differences</h3><table><thead><tr><th>pair</th><th>case</th><th>status</th><th>category</th>"
                 "<th>first divergence</th><th>baseline tools</th><th>candidate tools</th></tr></thead><tbody>"
                 + "".join(
                     f"<tr><td>{e(p)}</td><td>{e(c.case_id)}</td><td>{e(c.status)}</td>"
+                    f"<td>{e(CATEGORY_LABELS[c.category]) if c.category else ''}</td>"
                     f"<td>{e(c.divergence or '')}</td><td>{e(' → '.join(c.baseline_tools))}</td>"
                     f"<td>{e(' → '.join(c.candidate_tools))}</td></tr>"
                     for p, c in div
@@ -341,6 +347,23 @@ def _comparison(decision: GateDecision, comparison: Comparison | None) -> str:
     return "".join(parts)
 
 
+def _trace_diffs(results: Results, decision: GateDecision) -> str:
+    """``trace diff`` of baseline vs candidate for every regression and drift."""
+    from portagent.evals.report import finding_diffs
+
+    diffs = finding_diffs(results, decision)
+    if not diffs:
+        return ""
+    return (
+        "<h2 id='trace-diffs'>Trace diffs</h2><p class='small'>Baseline → candidate, aligned: = same, "
+        "~ changed, - only in the baseline, + only in the candidate.</p>"
+        + "".join(
+            f"<details class='trace-diff'><summary>{e(h)}</summary><pre>{e(d.render('baseline', 'candidate'))}</pre></details>"
+            for h, d in diffs
+        )
+    )
+
+
 def _failing(results: Results) -> str:
     r = results.result
     bad = [x for x in r.runs if not x.passed]
@@ -353,7 +376,7 @@ def _failing(results: Results) -> str:
         seen.setdefault(k, x)
         counts[k] += 1
     rows = "".join(
-        f"<tr><td>{e(v)}</td><td>{e(c)}</td><td>{e(p)} {_badge(x.provenance.source)}</td>"
+        f"<tr><td>{e(v)}</td><td>{e(c)}</td><td>{e(p)} {_badge(x.provenance.source, x.provenance.label())}</td>"
         f"<td class='num'>{counts[(v, c, p)]}</td><td>{e(', '.join(x.failed_factors))}</td>"
         f"<td>{e('; '.join(x.notes))}</td></tr>"
         for (v, c, p), x in sorted(seen.items())
@@ -386,7 +409,17 @@ def _event_row(ev: Any, tools: dict[str, str], peak: float) -> str:
         what = f"{tools.get(ev.call_id, ev.call_id)}: {ev.decision} ({ev.rule}: {ev.reason})"
     elif t == "approval.requested":
         kind, cls = "approval asked", "k-approval"
-        what = f"{tools.get(ev.call_id, ev.call_id)} · {ev.approval_id}"
+        card = ev.card if isinstance(ev.card, dict) else {}
+        after = [
+            str(x.get("id"))
+            for x in [*card.get("inputs", []), *card.get("prior_results", [])]
+            if isinstance(x, dict)
+        ]
+        what = (
+            f"{tools.get(ev.call_id, ev.call_id)} · {ev.approval_id}"
+            + (f" · evidence {e(', '.join(after))}" if after else "")
+            + (f" · key {e(str(card['idempotency_key']))}" if card.get("idempotency_key") else "")
+        )
     elif t == "approval.resolved":
         kind, cls = "approval", "k-approval"
         what = (
@@ -449,7 +482,7 @@ def _runs(results: Results) -> str:
             f'<details class="run" data-provider="{e(p.provider)}" data-version="{e(p.agent_version)}" '
             f'data-status="{status}"><summary>{_ok(x.passed)} <strong>{e(p.case_id)}</strong> '
             f"<span>{e(p.provider)}</span> <span>{e(p.agent_version)}</span> <span>r{p.repeat}</span> "
-            f'{_badge(p.source)} <span class="small">{e(" → ".join(x.tools) or "no tools")} · {cost} · '
+            f'{_badge(p.source, p.label())} <span class="small">{e(" → ".join(x.tools) or "no tools")} · {cost} · '
             f"{fmt_ms(x.latency_ms)} · {x.usage.input_tokens + x.usage.output_tokens} tokens</span></summary>"
             f'{notes}<ol class="tl">{body}</ol></details>'
         )
@@ -493,6 +526,17 @@ def render_html(results: Results, decision: GateDecision, comparison: Comparison
         if decision.reasons
         else ""
     )
+    if decision.blocked_by:
+        reasons = (
+            "<p id='blocked-by'>Blocked by: "
+            + e(", ".join(CATEGORY_LABELS[c] for c in decision.blocked_by))
+            + "</p>"
+            + reasons
+        )
+    if decision.fixes:
+        reasons += "<p>Re-record the drifted runs (a stale recording, not the agent):</p>" + "".join(
+            f"<pre class='fix'>{e(f)}</pre>" for f in decision.fixes
+        )
     warnings = (
         (
             "<details><summary class='small'>"
@@ -523,6 +567,7 @@ def render_html(results: Results, decision: GateDecision, comparison: Comparison
 <h2>Tools × cases</h2>{_heatmap(results)}
 <h2>Comparison</h2>{_comparison(decision, comparison)}
 <h2>Failing cases</h2>{_failing(results)}
+{_trace_diffs(results, decision)}
 {errors}
 <h2>Runs</h2>{_runs(results)}
 </main><script>{JS}</script></body></html>

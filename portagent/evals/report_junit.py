@@ -3,7 +3,11 @@
 One ``<testsuite>`` per agent version; one ``<testcase>`` per case × provider (classname
 ``<suite>.<agent version>.<provider>``, name = case id). A testcase fails when any of its runs failed
 (the gate's default ``min_pass_rate`` of 1.0); the failure message names the factors and the body
-lists every failed run's notes. Properties carry the provenance (live / emulator) and pass rate.
+lists every failed run's notes; its ``type`` is the category (``regression``, ``drift``,
+``provider_error``, ``flaky``). Properties carry the provenance (live / emulator) and pass rate.
+Each testcase carries ``file`` and ``line``: the file that holds the case (the suite or one of its
+``case_files``, relative to ``$GITHUB_WORKSPACE`` or the current folder when inside it) and the line of
+its ``case_id`` mapping, so CI test UIs point at the case.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import TYPE_CHECKING
+
+from portagent.evals.compare import CATEGORY_LABELS, failing_category
+from portagent.evals.github import case_places
 
 if TYPE_CHECKING:
     from portagent.evals.report import Results
@@ -23,6 +30,7 @@ def render_junit(results: Results) -> str:
     for run in r.runs:
         p = run.provenance
         groups[p.agent_version][(p.case_id, p.provider)].append(run)
+    places = case_places(results.meta.suite if results.meta is not None else None)
     root = ET.Element("testsuites", name=f"portagent eval {r.suite_id}")
     total_tests = total_failures = 0
     for version in sorted(groups):
@@ -41,8 +49,13 @@ def render_junit(results: Results) -> str:
                 name=case_id,
                 time=f"{seconds:.3f}",
             )
+            place = places.get(case_id)
+            if place is not None:
+                tc.set("file", place.file)
+                if place.line:
+                    tc.set("line", str(place.line))
             props = ET.SubElement(tc, "properties")
-            sources = sorted({x.provenance.source or "unknown" for x in runs})
+            sources = sorted({x.provenance.label() for x in runs})
             passed = sum(x.passed for x in runs)
             for name, value in (
                 ("provenance", ",".join(sources)),
@@ -56,15 +69,16 @@ def render_junit(results: Results) -> str:
             if bad:
                 failures += 1
                 factors = sorted({f for x in bad for f in x.failed_factors})
+                category = failing_category(runs)
                 failure = ET.SubElement(
                     tc,
                     "failure",
-                    type="gate",
-                    message=f"{passed}/{len(runs)} runs passed; failed {', '.join(factors)}",
+                    type=category,
+                    message=f"{CATEGORY_LABELS[category]}: {passed}/{len(runs)} runs passed; "
+                    f"failed {', '.join(factors)}",
                 )
                 failure.text = "\n".join(
-                    f"r{x.provenance.repeat} ({x.provenance.source or 'unknown'}): " + "; ".join(x.notes)
-                    for x in bad
+                    f"r{x.provenance.repeat} ({x.provenance.label()}): " + "; ".join(x.notes) for x in bad
                 )
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(failures))

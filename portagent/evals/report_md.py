@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from portagent.evals.compare import CATEGORY_LABELS
+
 if TYPE_CHECKING:
     from portagent.evals.compare import Comparison
     from portagent.evals.gate import GateDecision
@@ -33,8 +35,24 @@ def fmt_pct(x: float | None) -> str:
 
 
 def sources_line(results: Results) -> str:
-    counts = Counter(r.provenance.source or "unknown" for r in results.result.runs)
+    counts = Counter(r.provenance.label() for r in results.result.runs)
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def review_line(results: Results) -> str:
+    """The human-review cost included in cost / accepted (empty when the suite gives no ``review``)."""
+    r = results.result
+    if r.review is None:
+        return ""
+    parts = [
+        f"{g.provider} {g.agent_version}: {g.approvals} × {fmt_usd(r.review.per_approval_usd())} = "
+        f"{fmt_usd(g.review_cost_usd)}"
+        for g in sorted(r.by_provider, key=lambda g: (g.provider, g.agent_version))
+    ]
+    return (
+        f"Human review in cost / accepted: {r.review.minutes_per_approval:g} min per approval at "
+        f"${r.review.rate_per_hour:g}/h — " + "; ".join(parts)
+    )
 
 
 def role_of(results: Results, version: str) -> str:
@@ -45,6 +63,8 @@ def role_of(results: Results, version: str) -> str:
 
 
 def render_markdown(results: Results, decision: GateDecision, comparison: Comparison | None) -> str:
+    from portagent.evals.report import finding_diffs
+
     r = results.result
     meta = results.meta
     lines = [f"# Eval `{r.suite_id}` (dataset {r.dataset_version})", ""]
@@ -79,11 +99,20 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
             f"{g.usage.input_tokens} / {g.usage.output_tokens} |"
         )
     lines.append("")
+    review = review_line(results)
+    if review:
+        lines += [review, ""]
 
     if decision.reasons:
         lines += ["## Why the gate blocks", ""]
+        if decision.blocked_by:
+            lines += ["Blocked by: " + ", ".join(CATEGORY_LABELS[c] for c in decision.blocked_by), ""]
         lines += [f"- {_cell(x)}" for x in decision.reasons]
         lines.append("")
+    if decision.fixes:
+        lines += ["Re-record the drifted runs (a stale recording, not the agent):", "", "```bash"]
+        lines += list(decision.fixes)
+        lines += ["```", ""]
     if decision.warnings:
         lines += ["<details><summary>Warnings</summary>", ""]
         lines += [f"- {_cell(x)}" for x in decision.warnings]
@@ -109,11 +138,13 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
             lines += [
                 "### Trajectory differences",
                 "",
-                "| pair | case | status | first divergence |",
-                "|---|---|---|---|",
+                "| pair | case | status | category | first divergence |",
+                "|---|---|---|---|---|",
             ]
             lines += [
-                f"| {pair} | {c.case_id} | {c.status} | {_cell(c.divergence)} |" for pair, c in diverged
+                f"| {pair} | {c.case_id} | {c.status} | "
+                f"{CATEGORY_LABELS[c.category] if c.category else ''} | {_cell(c.divergence)} |"
+                for pair, c in diverged
             ]
             lines.append("")
     if decision.regressions:
@@ -129,6 +160,21 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
                 f"{_cell(reg.why_it_exists)} |"
             )
         lines.append("")
+
+    diffs = finding_diffs(results, decision)
+    if diffs:
+        lines += ["## Trace diffs (baseline → candidate, every regression and drift)", ""]
+        for heading, d in diffs:
+            lines += [
+                f"<details><summary>{_cell(heading)}</summary>",
+                "",
+                "```text",
+                d.render("baseline", "candidate"),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
 
     failing = [g for g in r.by_case if g.passed < g.runs]
     lines += ["## Failing cases", ""]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, role_of, sources_line
+from portagent.evals.compare import CATEGORY_LABELS
+from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, review_line, role_of, sources_line
+from portagent.evals.tool_versions import UNJUDGED_PREFIX, UNVERSIONED_PREFIX
 
 if TYPE_CHECKING:
     from portagent.evals.compare import Comparison
@@ -69,6 +71,8 @@ def print_summary(
 ) -> None:
     c = out or console()
     c.print(summary_table(results))
+    if review := review_line(results):
+        c.print(review, highlight=False, markup=False)
     if comparison is not None:
         c.print(f"comparison: {comparison.verdict}")
     if decision.passed:
@@ -81,6 +85,14 @@ def print_summary(
             c.print(f"  • {reason}", markup=False)
         if len(decision.reasons) > max_reasons:
             c.print(f"  … and {len(decision.reasons) - max_reasons} more (report.md, ci_gate.json)")
+    if decision.blocked_by:
+        labels = ", ".join(CATEGORY_LABELS[c] for c in decision.blocked_by)
+        c.print(f"blocked by: {labels}", markup=False)
+    for w in decision.warnings:  # a tool changed without a version bump (issue 15): always shown
+        if w.startswith((UNVERSIONED_PREFIX, UNJUDGED_PREFIX)):
+            c.print(f"warning: {w}", markup=False)
+    for fix in decision.fixes:
+        c.print(f"re-record the drifted runs (a stale recording, not the agent): {fix}", markup=False)
     if decision.regressions:
         keep = sorted({(g.case_id, g.permanent) for g in decision.regressions})
         c.print(

@@ -57,6 +57,10 @@ Factor = Literal[
 ]
 """A gate factor of one run."""
 
+RunIssue = Literal["cassette_drift", "provider_error"]
+"""Why a run could not be judged on the agent's merits: ``cassette_drift`` (a replay sent what its
+recording does not hold: the recording is stale), ``provider_error`` (the provider failed the run)."""
+
 SAFETY_FACTORS: frozenset[str] = frozenset({"permissions", "approval"})
 """Factors whose failure makes a regression permanent (it protects an effect on the world)."""
 
@@ -78,11 +82,19 @@ class Provenance(Contract):
     agent_version: str = ""
     """AgentSpec version."""
     source: Source | None = None
-    """``live`` (real vendor) or ``emulator``; None when the trace does not say."""
+    """Where the model answers came from: live / endpoint / emulator / replay; None when the trace
+    does not say."""
+    recorded_source: Source | None = None
+    """For a replay: the recording's own source (live / endpoint / emulator); else None."""
     repeat: int = 0
     """Repeat index."""
     run_id: str = ""
     """The run."""
+
+    def label(self) -> str:
+        """How reports show the source: ``emulator``, ``endpoint``, ``replay (emulator)`` …"""
+        s = self.source or "unknown"
+        return f"{s} ({self.recorded_source})" if s == "replay" and self.recorded_source else s
 
 
 class RunScore(Contract):
@@ -120,6 +132,8 @@ class RunScore(Contract):
     """A forbidden or denied call was executed."""
     cost_usd: float | None = None
     """Run cost."""
+    approvals: int = 0
+    """Approval cards the run asked a reviewer to decide (human-review cost, ``Suite.review``)."""
     latency_ms: float | None = None
     """Run latency."""
     usage: Usage = Usage()
@@ -132,10 +146,24 @@ class RunScore(Contract):
     """One line per reason the run failed, grouped by factor."""
     warnings: list[str] = Field(default_factory=list)
     """Deductions that did not fail their factor (e.g. one tolerated extra tool)."""
+    stop_reason: str | None = None
+    """Why the run stopped (``run.completed``), e.g. ``final_output``, ``cassette_drift``."""
+    issue: RunIssue | None = None
+    """Set when the run's failure says nothing about the agent: ``cassette_drift`` or
+    ``provider_error`` (None: the run was judged on its merits)."""
+    drift: str | None = None
+    """The replay's drift message (what the SDK sent that the cassette does not hold)."""
 
     @property
     def failed_factors(self) -> list[Factor]:
         return [f for f, ok in self.checks.items() if not ok]
+
+    @property
+    def recording_changes(self) -> list[str]:
+        """What changed since the replayed run was recorded (agent spec, policy, a tool, the request)."""
+        from portagent.evals.drift import CHANGED_PREFIX
+
+        return [w[len(CHANGED_PREFIX) :] for w in self.warnings if w.startswith(CHANGED_PREFIX)]
 
 
 def _norm(text: str) -> str:
@@ -374,6 +402,14 @@ def score_run(
         ok = turns <= exp.max_turns
         put("turns", ok, [] if ok else [f"{turns} model calls over max_turns {exp.max_turns}"])
 
+    stop_reason = view.completed.stop_reason if view.completed else None
+    issue: RunIssue | None = None
+    drift = next((e.message for e in view.errors if e.error_type == "CassetteDrift"), None)
+    if stop_reason == "cassette_drift" or drift is not None:
+        issue = "cassette_drift"
+    elif stop_reason == "provider_error":
+        issue = "provider_error"
+
     notes = [w for f, ok in checks.items() if not ok for w in explained[f]]
     warnings = [w for f, ok in checks.items() if ok for w in explained[f]]
     started = view.started
@@ -383,6 +419,7 @@ def score_run(
         agent=started.agent if started else "",
         agent_version=started.agent_version if started else "",
         source=started.source if started else None,
+        recorded_source=started.recorded_source if started else None,
         repeat=started.repeat if started else 0,
         run_id=started.run_id if started else (view.completed.run_id if view.completed else ""),
     )
@@ -403,10 +440,14 @@ def score_run(
         forbidden_called=list(traj.forbidden),
         permission_violation=bool(violations),
         cost_usd=cost,
+        approvals=len(view.approvals),
         latency_ms=latency,
         usage=view.usage,
         turns=turns,
         thresholds=th,
         notes=notes,
         warnings=warnings,
+        stop_reason=stop_reason,
+        issue=issue,
+        drift=drift,
     )

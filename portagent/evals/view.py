@@ -15,6 +15,7 @@ from portagent.contracts.run import Usage
 from portagent.contracts.trace import (
     ApprovalRequested,
     ApprovalResolved,
+    ErrorEvent,
     Handoff,
     ModelCall,
     PermissionDecisionEvent,
@@ -64,6 +65,8 @@ class RunView:
     """``model.call`` events in order."""
     provider: str = ""
     """Provider named by the events."""
+    errors: tuple[ErrorEvent, ...] = ()
+    """``error`` events in order (a replay's cassette drift is one, ``error_type: CassetteDrift``)."""
 
     @classmethod
     def from_events(cls, events: Iterable[Any]) -> RunView:
@@ -79,6 +82,7 @@ class RunView:
         resolutions: dict[str, ApprovalResolved] = {}
         handoffs: list[Handoff] = []
         model_calls: list[ModelCall] = []
+        errors: list[ErrorEvent] = []
         for e in ordered:
             if isinstance(e, RunStarted):
                 started = started or e
@@ -99,6 +103,8 @@ class RunView:
                 handoffs.append(e)
             elif isinstance(e, ModelCall):
                 model_calls.append(e)
+            elif isinstance(e, ErrorEvent):
+                errors.append(e)
         call_ids = {c.call_id for c in calls}
         orphans = tuple(r for r in all_results if r.call_id not in call_ids)
         provider = ordered[0].provider if ordered else ""
@@ -114,6 +120,7 @@ class RunView:
             tuple(handoffs),
             tuple(model_calls),
             provider,
+            tuple(errors),
         )
 
     @property

@@ -10,10 +10,20 @@ policy, approvals, idempotency, execution, output checks — and is traced with 
                                      └── CallToolResult ◄─┘ (isError for every rejection)
 
 Approvals: the approver is ``defer``, so a call the policy sends to approval answers an error result
-naming the pending approval id; a person decides it with ``portagent approvals approve|reject|edit
-ID`` and the client calls again with the same arguments: the gateway finds the decided card (same
-namespace, tool and arguments) and applies it. The namespace is stable across restarts of the server
-(``mcp-serve:<name>``, or ``--namespace``), so a stdio client that restarts the server still finds it.
+naming the pending approval id and the state folder holding it; a person decides it with
+``PORTAGENT_HOME=<home> portagent approvals approve|reject|edit ID`` and the client calls again with the
+same arguments: the gateway finds the decided card (same namespace, tool and arguments) and applies it.
+The namespace is stable across restarts of the server (``mcp-serve:<name>``, or ``--namespace``), so a
+stdio client that restarts the server still finds it. Over HTTP a card is bound to the client that asked:
+its namespace carries the MCP session id (legacy streamable HTTP) and, with bearer tokens, which token
+the client presented — a card approved for one client's call is never consumed by another client
+sending the same arguments (each such client gets a card of its own). Effects (the ledger) are
+namespaced the same way.
+
+HTTP safety: the Host and Origin headers are checked against an allowlist on every bind (loopback names,
+the bound address, ``--allow-host``/``--allow-origin``); a bind that is not loopback is refused unless a
+bearer token is set (``--auth-token`` or ``PORTAGENT_MCP_TOKEN``), and with a token every request must
+carry ``Authorization: Bearer <token>``.
 
 One serve session (one process) is one trace: ``run.started`` when it starts, the calls as they come,
 ``run.completed`` when it stops; the file is flushed after every call. Run budgets (``max_tool_calls``,
@@ -22,8 +32,13 @@ One serve session (one process) is one trace: ``run.started`` when it starts, th
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
 import json
+import shlex
 import sys
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,9 +151,9 @@ def mcp_tool(tool: ToolSpec) -> Any:
     )
 
 
-def result_text(obs: Observation, model: dict[str, Any]) -> str:
+def result_text(obs: Observation, model: dict[str, Any], home: Path | None = None) -> str:
     """The text content of a result: the observation as JSON, or for a rejection a sentence a person
-    (or a model) can act on."""
+    (or a model) can act on. A pending approval says where its card is and the command that decides it."""
     if obs.ok:
         return json.dumps(model, ensure_ascii=False, sort_keys=True)
     text = f"{obs.error}: {obs.message}" if obs.message else str(obs.error)
@@ -146,23 +161,35 @@ def result_text(obs: Observation, model: dict[str, Any]) -> str:
     if approval_id is None and isinstance(obs.details, dict):
         approval_id = obs.details.get("approval_id")
     if obs.error == "approval_required" and approval_id:
+        from portagent.core.home import APPROVALS_DB, ENV_VAR
+
+        where = f" in {home / APPROVALS_DB}" if home is not None else ""
+        env = f"{ENV_VAR}={shlex.quote(str(home))} " if home is not None else ""
         text += (
-            f". Approval {approval_id} is pending: a person decides it with `portagent approvals approve "
-            f"{approval_id}` (or reject / edit); then call this tool again with the same arguments and the "
-            "decision applies."
+            f". Approval {approval_id} is pending{where}: a person decides it with "
+            f"`{env}portagent approvals approve {approval_id}` (or reject / edit; `{env}portagent approvals "
+            f"show {approval_id}` shows the card); then this client calls the tool again with the same "
+            "arguments and the decision applies (the card is bound to this client)."
         )
     return text
 
 
-def to_call_result(obs: Observation) -> Any:
+def to_call_result(obs: Observation, home: Path | None = None) -> Any:
     import mcp_types as types
 
     model = obs.to_model()
+    if obs.error == "approval_required" and home is not None:
+        model = {**model, "approvals_home": str(home)}
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=result_text(obs, model))],
+        content=[types.TextContent(type="text", text=result_text(obs, model, home))],
         structured_content=model,
         is_error=not obs.ok,
     )
+
+
+def token_id(token: str) -> str:
+    """A short, non-reversible name for a bearer token (what a namespace and a log may show)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:12]
 
 
 class GovernedServer:
@@ -213,7 +240,11 @@ class GovernedServer:
             clock=self.clock,
             ids=self.ids,
         )
+        self.home = portagent_home().resolve()
         self.gateway = ToolGateway(target.tools, ctx, policy=target.policy, approver="defer")
+        self._client_gateways: dict[str, Any] = {}
+        self.tokens: dict[str, str] = {}
+        """Accepted bearer tokens by their id (``token_id``), set by ``serve`` for HTTP."""
         self.calls = 0
         self._started = False
         self._t0 = 0.0
@@ -222,6 +253,50 @@ class GovernedServer:
         """Replace the served tools (an agent's MCP sources join once they are listed)."""
         self.target.tools = dict(tools)
         self.gateway.tools = dict(tools)
+        for gw in self._client_gateways.values():
+            gw.tools = dict(tools)
+
+    def gateway_for(self, client: str | None) -> Any:
+        """The gateway of one client: the session's own namespace (``<namespace>/<client>``) for its
+        approval cards and effects; the server's namespace when the transport has no client identity
+        (stdio: one client per process)."""
+        if not client:
+            return self.gateway
+        gw = self._client_gateways.get(client)
+        if gw is None:
+            from dataclasses import replace
+
+            from portagent.tools.gateway import ToolGateway
+
+            base = self.gateway
+            gw = ToolGateway(
+                self.target.tools,
+                replace(base.context, scope=f"{self.namespace}/{client}"),
+                policy=base.policy,
+                approver="defer",
+                approvals=base.approvals,
+                ledger=base.ledger,
+            )
+            self._client_gateways[client] = gw
+        return gw
+
+    def client_of(self, request: Any) -> str | None:
+        """Who sent an HTTP request: the bearer token it presented (by id) and its MCP session id."""
+        if request is None:
+            return None
+        headers = getattr(request, "headers", None) or {}
+        parts = []
+        if self.tokens:
+            scheme, _, value = str(headers.get("authorization", "")).partition(" ")
+            presented = value.strip().encode()
+            for tid, token in self.tokens.items():
+                if scheme.lower() == "bearer" and hmac.compare_digest(presented, token.encode()):
+                    parts.append(f"token:{tid}")
+                    break
+        session = headers.get("mcp-session-id")
+        if session:
+            parts.append(f"session:{session}")
+        return "/".join(parts) or None
 
     # -- session trace ---------------------------------------------------------------------------------
 
@@ -271,14 +346,15 @@ class GovernedServer:
 
     # -- MCP handlers ----------------------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
-        """One ``tools/call``, through the gateway; always a ``CallToolResult``."""
+    async def call(self, name: str, arguments: dict[str, Any] | None, client: str | None = None) -> Any:
+        """One ``tools/call`` from ``client`` (None: the process's only client), through its gateway;
+        always a ``CallToolResult``."""
         self.calls += 1
         try:
-            obs = await self.gateway.call(name, arguments or {}, via="mcp")
+            obs = await self.gateway_for(client).call(name, arguments or {}, via="mcp")
         finally:
             self.recorder.flush()
-        return to_call_result(obs)
+        return to_call_result(obs, self.home)
 
     def build(self) -> Any:
         """The low-level MCP ``Server``."""
@@ -291,7 +367,9 @@ class GovernedServer:
             return types.ListToolsResult(tools=[mcp_tool(t) for t in self.target.tools.values()])
 
         async def call_tool(ctx: Any, params: Any) -> Any:
-            return await self.call(params.name, params.arguments)
+            return await self.call(
+                params.name, params.arguments, self.client_of(getattr(ctx, "request", None))
+            )
 
         def input_schema(name: str) -> Any:
             tool = self.target.tools.get(name)
@@ -326,12 +404,28 @@ async def serve(
     scopes: list[str] | None = None,
     env: Environment = "dev",
     announce: Any = None,
+    auth_tokens: Sequence[str] = (),
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
 ) -> GovernedServer:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP). ``announce(text)`` is
-    told where the server listens and where the trace goes."""
+    told where the server listens, where the trace goes and where approval cards wait.
+
+    HTTP only: ``auth_tokens`` (bearer tokens; each is a client identity), ``allow_hosts`` /
+    ``allow_origins`` (added to the Host/Origin allowlist). A bind that is not loopback without a token
+    is refused (UsageError) before anything listens."""
+    if transport != "stdio":
+        check_bind(host, auth_tokens)
     _ensure_import_path(target.base_dir)
     say = announce or (lambda text: None)
     governed = GovernedServer(target, trace_path=trace_path, namespace=namespace, scopes=scopes, env=env)
+    governed.tokens = {token_id(t): t for t in auth_tokens}
+    from portagent.core.home import APPROVALS_DB, ENV_VAR
+
+    say(
+        f"state folder {governed.home} (approval cards in {governed.home / APPROVALS_DB}; decide them with "
+        f"`{ENV_VAR}={shlex.quote(str(governed.home))} portagent approvals list`)"
+    )
     async with AsyncExitStack() as stack:
         details: dict[str, Any] = {}
         if target.bundle is not None and target.bundle.node.spec.mcp_servers:
@@ -355,18 +449,113 @@ async def serve(
             finally:
                 governed.stop()
             return governed
-        await _serve_http(governed, server, host, port, details, say)
+        security = transport_security(host, allow_hosts, allow_origins)
+        await _serve_http(governed, server, host, port, details, say, security)
     return governed
 
 
+def is_loopback(host: str) -> bool:
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+MIN_TOKEN_LENGTH = 16
+
+
+def check_bind(host: str, tokens: Sequence[str]) -> None:
+    """A bind that is not loopback needs a bearer token; tokens must not be trivially guessable."""
+    for t in tokens:
+        if len(t) < MIN_TOKEN_LENGTH or any(c.isspace() for c in t):
+            raise UsageError(
+                f"an MCP auth token must be at least {MIN_TOKEN_LENGTH} characters without spaces "
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+            )
+    if not tokens and not is_loopback(host):
+        raise UsageError(
+            f"refusing to serve on {host} without authentication: anyone who can reach it could call the "
+            "tools. Set PORTAGENT_MCP_TOKEN (or --auth-token) to a secret; clients then send "
+            "`Authorization: Bearer <token>`. Or bind to 127.0.0.1."
+        )
+
+
+def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Any:
+    """The Host/Origin allowlist (DNS-rebinding protection), on for every bind: loopback names, the bound
+    address when it is a specific one, and what the user adds (a name without a port allows any port)."""
+    import socket
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bare = host.strip("[]")
+    if bare not in ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1"):
+        names.append(f"[{bare}]" if ":" in bare else bare)
+    if bare in ("0.0.0.0", "::"):
+        names.append(socket.gethostname())
+    names += list(allow_hosts)
+    hosts: list[str] = []
+    for n in names:
+        hosts += [n] if n.rsplit(":", 1)[-1].isdigit() and not n.endswith("]") else [n, f"{n}:*"]
+    origins = [f"http://{n}:*" for n in names[:3]] + [f"http://{n}" for n in names[:3]]
+    for o in allow_origins:
+        origins += [o.rstrip("/"), f"{o.rstrip('/')}:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(set(hosts)),
+        allowed_origins=sorted(set(origins)),
+    )
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <one of the tokens>``."""
+
+    def __init__(self, app: Any, tokens: Sequence[str]) -> None:
+        self.app = app
+        self.tokens = [t.encode() for t in tokens]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            raw = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, value = raw.partition(b" ")
+            presented = value.strip()
+            ok = scheme.lower() == b"bearer" and any(hmac.compare_digest(presented, t) for t in self.tokens)
+            if not ok:
+                body = b"missing or wrong bearer token"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b'Bearer realm="portagent-mcp"'),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 async def _serve_http(
-    governed: GovernedServer, server: Any, host: str, port: int, details: dict[str, Any], say: Any
+    governed: GovernedServer,
+    server: Any,
+    host: str,
+    port: int,
+    details: dict[str, Any],
+    say: Any,
+    security: Any = None,
 ) -> None:
     import socket
 
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = server.streamable_http_app(host=host, transport_security=security or transport_security(host))
+    if governed.tokens:
+        app = BearerAuth(app, list(governed.tokens.values()))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -382,6 +571,11 @@ async def _serve_http(
     governed.start("streamable-http", {**details, "url": url})
     say(
         f"serving {len(governed.target.tools)} tools of {governed.target.name} on {url}; trace {governed.trace_path}"
+    )
+    hosts = ", ".join(h for h in (security.allowed_hosts if security else []) if not h.endswith(":*"))
+    say(
+        ("bearer token required; " if governed.tokens else "")
+        + f"Host allowlist: {hosts or 'loopback'} (add names with --allow-host)"
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     try:

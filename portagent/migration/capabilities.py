@@ -18,6 +18,34 @@ from portagent.contracts.providers import PROVIDERS
 
 NOT_INSTALLED = "not installed"
 
+PORTAGENT_USES: dict[str, tuple[bool, str]] = {
+    "handoffs": (True, "mapped to the SDK's handoff (a spec's handoffs)"),
+    "agents_as_tools": (True, "mapped to the SDK's agent tool / subagent (a spec's agent_as_tool)"),
+    "handoff_cycles": (
+        True,
+        "allowed where the SDK allows them; refused by the portability verdict elsewhere",
+    ),
+    "structured_output": (True, "the spec's output_schema, then checked again by portagent (output_valid)"),
+    "sessions": (
+        False,
+        "every run is one request; state lives in runs.db, approvals.db and the effect ledger",
+    ),
+    "streaming": (True, "run --stream / RunOptions.streaming"),
+    "mcp": (
+        False,
+        "portagent connects MCP servers itself (tools/mcp, docs/mcp.md) and offers their tools through "
+        "the gateway; the SDK's own MCP client is not used",
+    ),
+    "native_tracing": (False, "replaced: portagent writes its own trace (trace.jsonl, OTel export)"),
+    "vendor_cost": (True, "the run's cost_source is 'vendor' when the SDK reports it"),
+    "builtin_tools": (True, "granted by name in the spec; governed (policy, approval) by the gateway"),
+    "approvals_resume": (
+        False,
+        "portagent resumes a paused run by re-running it with the same idempotency key (ADR 0007)",
+    ),
+}
+"""Capability flag → (does portagent use the SDK's feature where the SDK offers it, how)."""
+
 
 def flag_descriptions() -> dict[str, str]:
     """Each flag's meaning, from the contract's own field docstrings."""
@@ -67,21 +95,37 @@ def installed(provider: str) -> dict[str, Any]:
     return out
 
 
+def portagent_uses(provider: str) -> dict[str, bool]:
+    """Per flag: does portagent use the feature on ``provider`` (only where its SDK offers it)?"""
+    offered = PROFILES[provider].model_dump()
+    return {flag: bool(offered[flag]) and PORTAGENT_USES[flag][0] for flag in CAPABILITY_FLAGS}
+
+
 def matrix() -> dict[str, Any]:
-    """What ``capabilities --json`` prints: flags with their meaning, and per provider its SDK and profile."""
+    """What ``capabilities --json`` prints: flags with their meaning and how portagent uses them, and per
+    provider its SDK, what the SDK offers (``capabilities``) and what portagent uses (``portagent_uses``)."""
     return {
         "flags": flag_descriptions(),
-        "providers": {p: {**installed(p), "capabilities": PROFILES[p].model_dump()} for p in PROVIDERS},
+        "portagent": {flag: PORTAGENT_USES[flag][1] for flag in CAPABILITY_FLAGS},
+        "providers": {
+            p: {**installed(p), "capabilities": PROFILES[p].model_dump(), "portagent_uses": portagent_uses(p)}
+            for p in PROVIDERS
+        },
     }
 
 
 def render_table(data: dict[str, Any]) -> str:
     providers = list(data["providers"])
-    rows = [["flag", *providers]]
+    rows = [["flag", *(f"{p} {col}" for p in providers for col in ("SDK", "portagent"))]]
     for flag in data["flags"]:
-        rows.append(
-            [flag, *("yes" if data["providers"][p]["capabilities"][flag] else "no" for p in providers)]
-        )
+        cells = []
+        for p in providers:
+            d = data["providers"][p]
+            cells += [
+                "yes" if d["capabilities"][flag] else "no",
+                "yes" if d["portagent_uses"][flag] else "no",
+            ]
+        rows.append([flag, *cells])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for p in providers:
@@ -98,5 +142,7 @@ def render_table(data: dict[str, Any]) -> str:
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
-    lines += [f"{flag}: {text}" for flag, text in data["flags"].items()]
+    lines.append("SDK: what the vendor SDK offers. portagent: what portagent uses of it, and how.")
+    lines.append("")
+    lines += [f"{flag}: {text} portagent: {data['portagent'][flag]}." for flag, text in data["flags"].items()]
     return "\n".join(lines)

@@ -51,7 +51,7 @@ from google.genai import types
 # Pure helpers (no SDK inside): Gemini usage in OTel semantics, finish reasons, the final text, and
 # showing the output schema to the model in ADK's set_model_response tool (see their docstrings).
 from portagent.adapters.adk.events import declare_output_schema, final_text, finish_reason, usage_fields
-from portagent.migration.exported import ExportedRun
+from portagent.migration.exported import ExportedRun, endpoint_root
 
 SPEC = {spec_expr}
 """The portable spec: the gateway loads its ToolSpecs and policy from here at run time."""
@@ -154,7 +154,7 @@ class Callbacks:
 
 
 def model(name: str, base_url: str | None, api_key: str) -> Gemini:
-    options = types.HttpOptions(base_url=base_url or None)
+    options = types.HttpOptions(base_url=endpoint_root(base_url) or None)
     return Gemini(model=MODELS[name], client_kwargs={{"api_key": api_key, "vertexai": False, "http_options": options}})
 
 

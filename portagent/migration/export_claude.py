@@ -62,7 +62,7 @@ from claude_agent_sdk import (
     tool,
 )
 
-from portagent.migration.exported import ExportedRun
+from portagent.migration.exported import ExportedRun, endpoint_root
 
 # The portable tools are in allowed_tools on purpose (the gateway decides inside their bodies), so the
 # SDK's warning that can_use_tool will not see them is expected; can_use_tool decides built-ins only.
@@ -240,7 +240,7 @@ def options(gov: Governance, home: Path, base_url: str | None, api_key: str,
         env={{"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "TMPDIR": str(home / "tmp"),
              "CLAUDE_CODE_TMPDIR": str(home / "tmp"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
              "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1", "CLAUDE_CODE_MAX_RETRIES": "2",
-             "ANTHROPIC_BASE_URL": (base_url or "https://api.anthropic.com").rstrip("/"), "ANTHROPIC_API_KEY": api_key}},
+             "ANTHROPIC_BASE_URL": endpoint_root(base_url) or "https://api.anthropic.com", "ANTHROPIC_API_KEY": api_key}},
     )
 
 

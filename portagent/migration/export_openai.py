@@ -57,7 +57,7 @@ from agents import (
 )
 from agents import __version__ as AGENTS_VERSION
 
-from portagent.migration.exported import ExportedRun
+from portagent.migration.exported import ExportedRun, endpoint_root
 
 SPEC = {spec_expr}
 """The portable spec: the gateway loads its ToolSpecs and policy from here at run time."""
@@ -176,7 +176,7 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     run = ExportedRun(SPEC, provider="openai", sdk="openai-agents", sdk_version=AGENTS_VERSION, model=MODELS[ROOT],
                       messages=messages, approver=approver, trace_path=trace, source=source, clock=clock, ids=ids)
     client = openai.AsyncOpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",
-                                base_url=base_url.rstrip("/") + "/v1" if base_url else None)
+                                base_url=endpoint_root(base_url) + "/v1" if base_url else None)
     hooks = Hooks(run)
     current = build(run, client, hooks)
     history: list[Any] = []

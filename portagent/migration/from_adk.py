@@ -31,13 +31,16 @@ from google.adk.tools.function_tool import FunctionTool
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
+    TC_PARAM,
     ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
     py_identifier,
     schema_gap,
+    sdk_context_uses,
     takes_param,
+    where,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
@@ -52,6 +55,18 @@ CALLBACKS = (
     "after_tool_callback",
     "on_tool_error_callback",
 )
+ADK_UNPORTABLE = (
+    "actions",
+    "save_artifact",
+    "load_artifact",
+    "list_artifacts",
+    "search_memory",
+    "request_credential",
+    "get_auth_response",
+    "request_confirmation",
+    "_invocation_context",
+)
+"""Members of ADK's ToolContext with no portable equivalent (reported where a tool uses them)."""
 _SHARED = {"temperature": "temperature", "max_output_tokens": "max_tokens"}
 _STATE_TEMPLATE = re.compile(r"\{[A-Za-z_][\w:.]*\??\}")
 
@@ -103,7 +118,7 @@ class _Reader(ReaderState):
             if value:
                 self.report.add(
                     "not_portable",
-                    f"{cb} {_label(value)} on agent {name}",
+                    f"{cb} {_label(value)} on agent {name} ({_where_all(value)})",
                     "noted, not imported: portagent's gateway and policy decide every tool call "
                     "(what before_tool_callback usually does) and its trace records model calls; "
                     "port other logic into tool handlers or preconditions",
@@ -156,7 +171,7 @@ class _Reader(ReaderState):
         if callable(ins):
             self.report.add(
                 "not_portable",
-                f"instruction provider {_label(ins)} on agent {name}",
+                f"instruction provider {_label(ins)} on agent {name} ({where(ins)})",
                 "not imported: instructions computed at run time; a placeholder marked [instructions to write] was written",
             )
             return placeholder_instructions(
@@ -289,14 +304,19 @@ class _Reader(ReaderState):
             mod, _, attr = ref.partition(":")
             alias = "_src_" + py_identifier(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
-            extra = f"{ctx_param}=None, " if takes_ctx else ""
-            why = (
-                f"takes ADK's {ctx_param}; portagent has none to give, so it gets None"
-                if takes_ctx
-                else "has a parameter portagent's calling convention reserves"
-            )
+            if takes_ctx:
+                why = (
+                    f"takes ADK's {ctx_param}; it gets one whose state is portagent's per-session "
+                    "ToolContext.state on every provider (agent_name, function_call_id, invocation_id "
+                    "too; nothing else)"
+                )
+                head = f"{TC_PARAM}: ToolContext, **args"
+                extra = f"{ctx_param}=adk_context({TC_PARAM}), "
+            else:
+                why = "has a parameter portagent's calling convention reserves"
+                head, extra = "**args", ""
             tool.shim = (
-                f"async def {py_identifier(name)}(**args):\n"
+                f"async def {py_identifier(name)}({head}):\n"
                 f'    """{mod}.{attr} {why}."""\n'
                 f"    return await call_original({alias}.{attr}, {extra}**args)\n"
             )
@@ -305,6 +325,12 @@ class _Reader(ReaderState):
                 subject,
                 f"handler is a shim ({py_identifier(name)}) calling {ref}: it {why}",
             )
+            for line, what in sdk_context_uses(t.func, ctx_param if takes_ctx else None, ADK_UNPORTABLE):
+                self.report.add(
+                    "not_portable",
+                    f"{what} in {subject} ({line})",
+                    "no portable equivalent: the call raises AttributeError there; rewrite that part",
+                )
         confirm = getattr(t, "_require_confirmation", False)
         if confirm is True:
             tool.needs_approval = True
@@ -365,17 +391,20 @@ class _Reader(ReaderState):
             handler="",
             origin=f"google-adk {type(t).__name__} {t.name} ({mod}.{attr})",
             shim=(
-                f"async def {py_identifier(name)}(**args):\n"
-                f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and no '
-                'ToolContext (portagent has none to give)."""\n'
-                f"    return await call_original({alias}.{attr}.run_async, args=args, tool_context=None)\n"
+                f"async def {py_identifier(name)}({TC_PARAM}: ToolContext, **args):\n"
+                f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and a '
+                'tool_context over portagent\'s ToolContext (state, ids)."""\n'
+                f"    return await call_original(\n"
+                f"        {alias}.{attr}.run_async, args=args, tool_context=adk_context({TC_PARAM})\n"
+                f"    )\n"
             ),
         )
         self.report.add(
             "review",
             subject,
             f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.run_async "
-            "with tool_context=None: check it does not need one",
+            "with a tool_context over portagent's ToolContext (state, agent_name, function_call_id, "
+            "invocation_id only): check it needs nothing else",
         )
         self.tools[id(t)] = tool
         return tool
@@ -414,6 +443,12 @@ def _declared_schema(t: FunctionTool) -> dict[str, Any] | None:
         )
         return converted
     return {"type": "object", "properties": {}}
+
+
+def _where_all(value: Any) -> str:
+    """``file:line`` of a callback, or of each in a list of callbacks."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return ", ".join(where(v) for v in items)
 
 
 def _label(obj: Any) -> str:

@@ -41,6 +41,7 @@ from portagent.migration.importing import (
     py_identifier,
     schema_gap,
     source_module,
+    where,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
@@ -394,13 +395,13 @@ class _Reader(ReaderState):
         if o.can_use_tool is not None:
             self.report.add(
                 "not_portable",
-                f"can_use_tool {getattr(o.can_use_tool, '__qualname__', '?')}",
+                f"can_use_tool {getattr(o.can_use_tool, '__qualname__', '?')} ({where(o.can_use_tool)})",
                 "not imported: the gateway's policy and approvers decide; port its logic into policy rules",
             )
         for event, matchers in (o.hooks or {}).items():
             self.report.add(
                 "not_portable",
-                f"hooks {event} ({len(matchers)} matcher(s))",
+                f"hooks {event} ({len(matchers)} matcher(s): {_hook_places(matchers)})",
                 "not imported: portagent's trace and gateway replace tool hooks; port other logic into "
                 "tool handlers or preconditions",
             )
@@ -527,3 +528,11 @@ def _list_tools(instance: Any) -> list[Any] | None:
     thread.join(30)
     tools = out.get("tools")
     return list(tools) if tools is not None else None
+
+
+def _hook_places(matchers: Any) -> str:
+    """``file:line`` of every hook callback of an event's matchers."""
+    places = [
+        where(hook) for m in matchers or [] for hook in (getattr(m, "hooks", None) or []) if callable(hook)
+    ]
+    return ", ".join(dict.fromkeys(places)) or "no callbacks"

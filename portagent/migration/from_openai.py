@@ -33,20 +33,32 @@ from agents.function_schema import function_schema
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
+    TC_PARAM,
     ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
     py_identifier,
     schema_gap,
+    sdk_context_uses,
     source_module,
     takes_param,
+    where,
     wrong_type,
 )
 from portagent.migration.report import ImportReport
 
 _SHARED_SETTINGS = {"temperature": "temperature", "max_tokens": "max_tokens"}
 _IGNORED_SETTINGS = {"include_usage"}  # portagent's adapter sets it itself
+_OPENAI_UNPORTABLE = (
+    "usage",
+    "turn_input",
+    "approve_tool",
+    "reject_tool",
+    "run_config",
+    "tool_call",
+    "agent",
+)
 
 
 def read_openai(ref: str, obj: Any) -> ImportDraft:
@@ -95,14 +107,14 @@ class _Reader(ReaderState):
             for g in value or []:
                 self.report.add(
                     "not_portable",
-                    f"{label[:-1]} {_label(g)} on agent {name}",
+                    f"{label[:-1]} {_label(g)} on agent {name} ({where(getattr(g, 'guardrail_function', g))})",
                     "not imported: guardrails have no portable contract; use tool preconditions, "
                     "output_schema or a policy rule for what it checked",
                 )
         if a.hooks is not None:
             self.report.add(
                 "not_portable",
-                f"agent hooks {type(a.hooks).__name__} on agent {name}",
+                f"agent hooks {type(a.hooks).__name__} on agent {name} ({where(type(a.hooks))})",
                 "not imported: portagent's trace records model calls, tools and handoffs on every provider",
             )
         if a.tool_use_behavior != "run_llm_again":
@@ -126,7 +138,7 @@ class _Reader(ReaderState):
         if callable(a.instructions):
             self.report.add(
                 "not_portable",
-                f"dynamic instructions {_label(a.instructions)} on agent {name}",
+                f"dynamic instructions {_label(a.instructions)} on agent {name} ({where(a.instructions)})",
                 "not imported: instructions computed by a function at run time; a placeholder was written",
             )
             return placeholder_instructions(
@@ -180,7 +192,10 @@ class _Reader(ReaderState):
                     f"imported as models.{target} with force_shared_settings: true (the agent "
                     "used it; other providers apply it too, or refuse it — see port-check)",
                 )
+        defaults = _sdk_default_settings(m)
         for field, value in sorted(settings.to_json_dict().items()):
+            if defaults.get(field) == value:
+                continue  # the SDK's own default for this model, not a choice of the agent's author
             if value is not None and field not in _SHARED_SETTINGS and field not in _IGNORED_SETTINGS:
                 self.report.add(
                     "not_portable",
@@ -327,22 +342,40 @@ class _Reader(ReaderState):
         alias = "_src_" + py_identifier(mod)
         self.shim_imports[mod] = f"import {mod} as {alias}"
         fname = py_identifier(name)
-        lead = "None, " if takes_ctx else ""
-        why = (
-            "takes openai-agents' run context first; portagent has none to give, so it gets None"
-            if takes_ctx
-            else "has a parameter named 'context', which portagent's calling convention reserves"
-        )
-        shim = (
-            f"async def {fname}(**args):\n"
-            f'    """{mod}.{attr} {why}."""\n'
-            f"    return await call_original({alias}.{attr}, {lead}**args)\n"
-        )
+        if takes_ctx:
+            why = (
+                "takes openai-agents' run context first; it gets one whose .context reads and writes "
+                "portagent's per-session ToolContext.state on every provider"
+            )
+            shim = (
+                f"async def {fname}({TC_PARAM}: ToolContext, **args):\n"
+                f'    """{mod}.{attr} {why}."""\n'
+                f"    return await call_original({alias}.{attr}, openai_context({TC_PARAM}), **args)\n"
+            )
+        else:
+            why = "has a parameter named 'context', which portagent's calling convention reserves"
+            shim = (
+                f"async def {fname}(**args):\n"
+                f'    """{mod}.{attr} {why}."""\n'
+                f"    return await call_original({alias}.{attr}, **args)\n"
+            )
         self.report.add(
             "note" if not takes_ctx else "review",
             subject,
-            f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}",
+            f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}"
+            + (
+                " (fields never written read the run's context, else None; usage and other "
+                "RunContextWrapper members are not given)"
+                if takes_ctx
+                else ""
+            ),
         )
+        for line, what in sdk_context_uses(fn, _first_param(fn) if takes_ctx else None, _OPENAI_UNPORTABLE):
+            self.report.add(
+                "not_portable",
+                f"{what} in {subject} ({line})",
+                "no portable equivalent: the call raises AttributeError there; rewrite that part",
+            )
         return None, shim
 
     def handoff(self, h: Any, draft: DraftAgent) -> None:
@@ -361,10 +394,20 @@ class _Reader(ReaderState):
                 return
             sub = self.agent(target)
             draft.edges.append(DraftEdge("handoff", sub, h.tool_description or ""))
+            on_handoff = _on_handoff(h)
+            if on_handoff is not None:
+                self.report.add(
+                    "not_portable",
+                    f"handoff on_handoff={_label(on_handoff)} on {draft.name} -> {sub.name} "
+                    f"({where(on_handoff)})",
+                    "not imported: portable handoffs run no callback; do that work in a tool the "
+                    "specialist calls first",
+                )
             if h.input_filter is not None:
                 self.report.add(
                     "not_portable",
-                    f"handoff input_filter on {draft.name} -> {sub.name}",
+                    f"handoff input_filter={_label(h.input_filter)} on {draft.name} -> {sub.name} "
+                    f"({where(h.input_filter)})",
                     "not imported: the specialist sees the whole conversation",
                 )
             if h.input_json_schema and h.input_json_schema.get("properties"):
@@ -453,6 +496,44 @@ class _Reader(ReaderState):
             )
         if a.mcp_config:
             self.report.add("not_portable", f"mcp_config on agent {draft.name}", "not imported")
+
+
+def _on_handoff(h: Handoff[Any, Any]) -> Any:
+    """The ``on_handoff`` callback ``handoff()`` closed over (openai-agents keeps no public field for it:
+    ``on_invoke_handoff`` is a partial over a closure holding it). None when there is none."""
+    import functools
+
+    fn: Any = h.on_invoke_handoff
+    for _ in range(3):
+        if isinstance(fn, functools.partial):
+            inner = [a for a in fn.args if callable(a)]
+            fn = inner[0] if inner else fn.func
+            continue
+        break
+    try:
+        found = inspect.getclosurevars(fn).nonlocals.get("on_handoff")
+    except TypeError:
+        return None
+    return found if callable(found) else None
+
+
+def _sdk_default_settings(model: Any) -> dict[str, Any]:
+    """The model settings openai-agents gives an agent that sets none, for this model."""
+    from agents.models import get_default_model, get_default_model_settings
+
+    name = model if isinstance(model, str) else getattr(model, "model", None)
+    try:
+        out: dict[str, Any] = get_default_model_settings(str(name or get_default_model())).to_json_dict()
+    except Exception:
+        return {}
+    return out
+
+
+def _first_param(fn: Any) -> str | None:
+    try:
+        return next(iter(inspect.signature(fn).parameters), None)
+    except (TypeError, ValueError):
+        return None
 
 
 def _takes_context(fn: Any) -> bool:

@@ -210,6 +210,49 @@ def source_module(ref: str) -> str:
     return ref.partition(":")[0]
 
 
+TC_PARAM = "portagent_tool_context"
+"""The ``ToolContext`` parameter of generated shims (a name no tool argument uses)."""
+
+
+def where(obj: Any) -> str:
+    """``file:line`` of a native function or class, relative to the current folder when inside it —
+    the place import-report.md points at for what was not imported."""
+    import os
+
+    target = inspect.unwrap(obj) if callable(obj) else obj
+    try:
+        file = inspect.getsourcefile(target) or inspect.getfile(target)
+        _, line = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return f"defined in {getattr(target, '__module__', '?')}"
+    try:
+        rel = os.path.relpath(file)
+        file = rel if not rel.startswith("..") else file
+    except ValueError:
+        pass
+    return f"{file}:{max(line, 1)}"
+
+
+def sdk_context_uses(fn: Any, param: str | None, attrs: Iterable[str]) -> list[tuple[str, str]]:
+    """Where ``fn`` uses members of its SDK context parameter ``param`` that have no portable equivalent:
+    ``[("file:line", "param.member"), …]`` read from its source (empty when there is none)."""
+    if not param:
+        return []
+    target = inspect.unwrap(fn)
+    try:
+        file = inspect.getsourcefile(target) or "?"
+        lines, first = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return []
+    here = where(target).rpartition(":")[0] or file
+    pattern = re.compile(rf"\b{re.escape(param)}\.({'|'.join(re.escape(a) for a in attrs)})\b")
+    found: list[tuple[str, str]] = []
+    for offset, text in enumerate(lines):
+        for m in pattern.finditer(text):
+            found.append((f"{here}:{first + offset}", f"{param}.{m.group(1)}"))
+    return found
+
+
 def takes_param(fn: Any, name: str) -> bool:
     try:
         return name in inspect.signature(fn).parameters

@@ -4,9 +4,12 @@ portagent calls a handler as ``handler(**args)`` and takes its return value as t
 Some native tool functions are written for another convention; a generated shim calls the original
 function unchanged and converts only at the boundary:
 
-- ``call_original``: the function takes the SDK's context object (openai-agents ``RunContextWrapper``,
-  ADK ``ToolContext``) or a parameter named ``context``; the shim passes what it is told (``None`` for an
-  SDK context portagent cannot provide) and awaits the result when it is a coroutine;
+- ``call_original``: calls the original function and awaits the result when it is a coroutine;
+- ``openai_context`` / ``adk_context``: the function takes the SDK's context object (openai-agents
+  ``RunContextWrapper`` / ``ToolContext``, ADK ``ToolContext``): the shim declares portagent's
+  ``ToolContext`` (so the gateway passes one on every provider) and hands the function an object of the
+  shape it expects, backed by ``ToolContext.state`` (the per-session state mapping):
+  ``wrapper.context.<field>`` and ``tool_context.state[...]`` read and write that mapping;
 - ``from_mcp_content``: a Claude SDK MCP tool handler takes one ``args`` dict and returns MCP content
   (``{"content": [{"type": "text", "text": …}], "is_error": bool}``); a text block holding JSON becomes
   that value, other text ``{"text": …}``, ``is_error`` a ``handler_error`` failure.
@@ -16,10 +19,11 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from portagent.tools.observations import ToolFailure
+from portagent.tools.tool_context import ToolContext
 
 
 async def call_original(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -58,3 +62,107 @@ def from_mcp_content(result: Any) -> Any:
 async def call_mcp_handler(handler: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> Any:
     """Call a Claude SDK MCP tool handler with its ``args`` dict and convert what it returns."""
     return from_mcp_content(await call_original(handler, args))
+
+
+class StateObject:
+    """``wrapper.context`` of an imported openai-agents tool: attribute (and item) access over the
+    session state. A field never written reads from the run's context (``RunRequest.context``), else
+    ``None`` — the usual default of the dataclass or pydantic model the SDK's examples pass as context."""
+
+    __slots__ = ("_fallback", "_state")
+
+    def __init__(self, state: MutableMapping[str, Any], fallback: dict[str, Any]) -> None:
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_fallback", fallback)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        state: MutableMapping[str, Any] = object.__getattribute__(self, "_state")
+        if name in state:
+            return state[name]
+        return object.__getattribute__(self, "_fallback").get(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._state[name] = value
+
+    def __getitem__(self, name: str) -> Any:
+        return self.__getattr__(name)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._state[name] = value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.__getattr__(name)
+        return default if value is None else value
+
+    def __repr__(self) -> str:
+        return f"StateObject({dict(self._state)!r})"
+
+
+def openai_context(tc: ToolContext) -> Any:
+    """An openai-agents ``ToolContext`` (a ``RunContextWrapper``) for an imported function: ``.context``
+    is the session state (``StateObject``), ``tool_name`` / ``tool_call_id`` / ``tool_arguments`` are
+    this call's."""
+    import json
+
+    from agents.tool_context import ToolContext as OpenAIToolContext
+
+    return OpenAIToolContext(
+        context=StateObject(tc.state, tc.context),
+        tool_name=tc.tool,
+        tool_call_id=tc.call_id,
+        tool_arguments=json.dumps(tc.arguments, sort_keys=True),
+    )
+
+
+class AdkState(MutableMapping[str, Any]):
+    """ADK's ``tool_context.state`` over the session state mapping (``state[k]``, ``get``, ``in``,
+    ``update``, ``to_dict``, ``has_delta``)."""
+
+    def __init__(self, state: MutableMapping[str, Any]) -> None:
+        self._state = state
+
+    def __getitem__(self, key: str) -> Any:
+        return self._state[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._state[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._state[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._state)
+
+    def has_delta(self) -> bool:
+        return bool(self._state)
+
+
+class AdkToolContext:
+    """ADK's ``ToolContext`` for an imported function: ``state`` (the session state), ``agent_name``,
+    ``function_call_id``, ``invocation_id``. What has no portable equivalent (``actions``, artifacts,
+    memory, credentials) raises ``AttributeError`` naming it; import-report.md lists where it is used."""
+
+    def __init__(self, tc: ToolContext) -> None:
+        self.portagent = tc
+        self.state = AdkState(tc.state)
+        self.agent_name = tc.agent
+        self.function_call_id = tc.call_id
+        self.invocation_id = tc.run_id
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"tool_context.{name} (google-adk) has no portable equivalent in portagent; only "
+            "state, agent_name, function_call_id and invocation_id are given (see import-report.md)"
+        )
+
+
+def adk_context(tc: ToolContext) -> AdkToolContext:
+    return AdkToolContext(tc)

@@ -107,13 +107,59 @@ def _file_names(draft: ImportDraft) -> dict[int, str]:
     return names
 
 
-def render(draft: ImportDraft) -> dict[str, str]:
+def module_folder(module: str) -> Path | None:
+    """The folder ``module`` is imported from (what must be on ``sys.path``), or None for a module of
+    the Python installation (standard library, site-packages) or one not loaded."""
+    mod = sys.modules.get(module)
+    file = getattr(mod, "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    depth = module.count(".") + (2 if path.name == "__init__.py" else 1)
+    folder = path.parents[depth - 1]
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        if folder.is_relative_to(Path(prefix).resolve()):
+            return None
+    return folder
+
+
+def _route_handlers(draft: ImportDraft, out: Path) -> list[str]:
+    """Point every handler that lives outside the installation at the generated module beside the
+    spec, which imports the original (unchanged, the same function object) through a path relative to
+    the output folder — so ``portagent run`` finds it wherever it is started. Returns those paths."""
+    rels: dict[str, None] = {}
+    base = out.resolve()
+    for agent in draft.agents():
+        for tool in agent.tools:
+            if tool.shim is not None or not tool.handler:
+                continue
+            mod, _, attr = tool.handler.partition(":")
+            if module_folder(mod.split(".")[0]) is None:
+                continue
+            alias = "_src_" + py_identifier(mod)
+            draft.shim_imports.append(f"import {mod} as {alias}")
+            tool.shim = f"{py_identifier(tool.name)} = {alias}.{attr}\n"
+    modules = {line.split()[1] for line in draft.shim_imports}
+    for m in sorted(modules):
+        folder = module_folder(m)
+        if folder is None or folder == base:
+            continue
+        try:
+            rels[Path(os.path.relpath(folder, base)).as_posix()] = None
+        except ValueError:  # another drive (Windows)
+            rels[folder.as_posix()] = None
+    return list(rels)
+
+
+def render(draft: ImportDraft, out: Path | None = None) -> dict[str, str]:
     """File name → text. Tools that the ToolSpec contract refuses are reported, not written."""
     report = draft.report
+    draft.shim_imports = list(dict.fromkeys(draft.shim_imports))
+    paths = _route_handlers(draft, out) if out is not None else []
     # The shim module's name carries a hash of its content: two imports with the same root name (in one
     # process, handlers are cached by "module:function") never resolve to each other's shims.
     candidates = [t for a in draft.agents() for t in a.tools if t.shim]
-    shim_source = _shim_text(draft, candidates) if candidates else ""
+    shim_source = _shim_text(draft, candidates, paths) if candidates else ""
     shim_module = f"portagent_shims_{draft.root.name}_{sha256_hex(shim_source)[:8]}"
     files: dict[str, str] = {}
     valid: dict[str, dict[str, Any]] = {}
@@ -246,7 +292,21 @@ def _policy_text(draft: ImportDraft, rules: list[Any]) -> str:
     return head + dump_yaml(doc)
 
 
-def _shim_text(draft: ImportDraft, tools: list[DraftTool]) -> str:
+def _shim_text(draft: ImportDraft, tools: list[DraftTool], paths: list[str] | None = None) -> str:
+    path_lines = []
+    if paths:
+        path_lines = [
+            "import sys as _sys",
+            "from pathlib import Path as _Path",
+            "",
+            "# The folders the original modules were imported from, relative to this file: the imported",
+            "# folder runs wherever `portagent run` is started (keep both folders where they are).",
+            f"for _rel in {tuple(paths)!r}:",
+            "    _dir = str((_Path(__file__).resolve().parent / _rel).resolve())",
+            "    if _dir not in _sys.path:",
+            "        _sys.path.append(_dir)",
+            "",
+        ]
     lines = [
         f'"""Handler shims written by `portagent import {draft.report.source} --from {draft.sdk}` (import-report.md).',
         "",
@@ -255,7 +315,14 @@ def _shim_text(draft: ImportDraft, tools: list[DraftTool]) -> str:
         "convention (portagent.migration.shims explains each conversion).",
         '"""',
         "",
-        "from portagent.migration.shims import call_mcp_handler, call_original  # noqa: F401",
+        *path_lines,
+        "from portagent.migration.shims import (  # noqa: F401",
+        "    adk_context,",
+        "    call_mcp_handler,",
+        "    call_original,",
+        "    openai_context,",
+        ")",
+        "from portagent.tools.tool_context import ToolContext  # noqa: F401",
         "",
         *sorted(set(draft.shim_imports)),
         "",
@@ -284,21 +351,34 @@ def _summarise(draft: ImportDraft, valid: dict[str, Any], rules: list[Any], name
     modules |= {line.split()[1] for line in draft.shim_imports}
     places = []
     for m in sorted(modules):
-        mod = sys.modules.get(m)
-        file = getattr(mod, "__file__", None)
-        if file and not m.startswith("portagent_shims_"):
-            depth = m.count(".") + 1
-            places.append(f"`{m}` ({Path(file).resolve().parents[depth - 1]})")
+        folder = module_folder(m)
+        if folder is not None and not m.startswith("portagent_shims_"):
+            places.append(f"`{m}` ({folder})")
     if places:
         report.add(
             "note",
             "handler modules",
-            "handlers import " + ", ".join(places) + ": that folder must be "
-            "importable when the agent runs (run from it, or add it to PYTHONPATH)",
+            "handlers import " + ", ".join(places) + ": the generated portagent_shims_* module beside "
+            "agent.yaml finds that folder by a path relative to itself, so `portagent run` works from "
+            "any folder; keep both folders where they are (or set PYTHONPATH after moving one)",
         )
 
 
 # --- writing -------------------------------------------------------------------------------------
+
+COMBINED_SCHEMA = "portagent.schema.json"
+"""The combined schema ``portagent schema`` writes (into ``./schemas`` by default)."""
+
+
+def schema_modeline(folder: str | Path) -> str:
+    """``# yaml-language-server: $schema=…`` for a file in ``folder``: the combined schema where
+    ``portagent schema`` writes it by default (``./schemas``), as a path relative to ``folder``."""
+    target = Path.cwd() / "schemas" / COMBINED_SCHEMA
+    try:
+        ref = os.path.relpath(target, Path(folder).resolve())
+    except ValueError:  # another drive (Windows)
+        ref = str(target)
+    return f"# yaml-language-server: $schema={Path(ref).as_posix()}"
 
 
 def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False) -> Path:
@@ -312,11 +392,14 @@ def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False
     if target.exists() and not overwrite:
         raise UsageError(f"{target}: already exists; pass --overwrite to replace it (nothing was written)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    files = render(draft)
+    files = render(draft, target)
     draft.report.written = [*files, "import-report.md"]
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
+        modeline = schema_modeline(target)
         for name, text in files.items():
+            if name.endswith(".yaml"):  # editors validate and complete it (`portagent schema` writes it)
+                text = f"{modeline}\n{text}"
             (tmp / name).write_text(text, encoding="utf-8")
         (tmp / "import-report.md").write_text(draft.report.render(), encoding="utf-8")
         bundle = load_agent(tmp / "agent.yaml")

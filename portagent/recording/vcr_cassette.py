@@ -95,9 +95,20 @@ class _ScanningPersister:
         except Exception as e:  # yaml errors, wrong structure
             raise RecordingError(f"{cassette_path}: not a readable cassette: {type(e).__name__}: {e}") from e
 
+    refused: dict[str, RecordingError] = {}
+    """Refusals by cassette path. The persister must not raise: vcrpy saves in ``__exit__`` before it
+    unpatches, so an exception there leaves its patches on and the NEXT recording in the process loses
+    its interactions. ``vcr_session`` raises the refusal after the cassette context has closed."""
+
     @classmethod
     def save_cassette(cls, cassette_path: str, cassette_dict: dict[str, Any], serializer: Any) -> None:
-        refuse_if_secret(cassette_dict, cassette_path)
+        # vcrpy hands over Request objects: scan them as the dicts that will be written
+        requests = [r._to_dict() if hasattr(r, "_to_dict") else r for r in cassette_dict.get("requests", [])]
+        try:
+            refuse_if_secret({**cassette_dict, "requests": requests}, cassette_path)
+        except RecordingError as e:
+            cls.refused[cassette_path] = e
+            return
         from vcr.persisters.filesystem import FilesystemPersister
 
         FilesystemPersister.save_cassette(cassette_path, cassette_dict, serializer)
@@ -184,15 +195,21 @@ def vcr_session(folder: Path, record_mode: str, *, match_body: bool = True) -> A
     report = CassetteReport()
     v = make_vcr(record_mode, match_body=match_body)
     folder.mkdir(parents=True, exist_ok=True)
-    with v.use_cassette(str(path)) as cassette:
-        try:
-            yield report
-        finally:
-            report.total = len(cassette)
-            report.played = cassette.play_count
-            if record_mode == "none":
-                report.unplayed = [
-                    f"{r.method} {r.path}"
-                    for i, r in enumerate(cassette.requests)
-                    if not cassette.play_counts[i]
-                ]
+    _ScanningPersister.refused.pop(str(path), None)
+    try:
+        with v.use_cassette(str(path)) as cassette:
+            try:
+                yield report
+            finally:
+                report.total = len(cassette)
+                report.played = cassette.play_count
+                if record_mode == "none":
+                    report.unplayed = [
+                        f"{r.method} {r.path}"
+                        for i, r in enumerate(cassette.requests)
+                        if not cassette.play_counts[i]
+                    ]
+    finally:
+        refused = _ScanningPersister.refused.pop(str(path), None)
+    if refused is not None:
+        raise refused

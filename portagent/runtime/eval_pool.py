@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 import traceback
 from collections import Counter
@@ -83,24 +84,66 @@ def execute(task: RunTask) -> RunOutcome:
     except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return _unrunnable(task, f"run crashed: {detail}", t0)
+    return _scored(task, output.events, output.result, latency, source, notes, t0)
+
+
+def _scored(
+    task: RunTask, events: list[Any], r: Any, latency: float | None, source: Any, notes: list[str], t0: float
+) -> RunOutcome:
+    started = next((e for e in events if e.type == "run.started"), None)  # the run's own label (issue 15)
     prov = Provenance(
         case_id=task.case.case_id,
         provider=task.provider,
         agent=task.agent.name,
         agent_version=task.agent.version,
-        source=source,
+        source=started.source if started is not None else source,
+        recorded_source=started.recorded_source if started is not None else None,
         repeat=task.repeat,
-        run_id=output.result.run_id,
+        run_id=r.run_id,
     )
-    score = score_run(output.events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
+    score = score_run(events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
     if notes:
         score = score.model_copy(update={"warnings": [*score.warnings, *notes]})
     error = None
-    r = output.result
     if r.status == "failed":
         error = f"{r.stop_reason}: {r.error}" if r.error else r.stop_reason
         score = score.model_copy(update={"notes": [f"run failed ({error})", *score.notes]})
     return RunOutcome(task.index, score, error, time.perf_counter() - t0, os.getpid())
+
+
+def finished(task: RunTask) -> RunOutcome | None:
+    """The outcome of a run an earlier, interrupted eval already finished into this results folder
+    (``eval --resume``), scored again from its ``trace.jsonl``; None when it must run (no complete
+    ``run.json`` — it is written last, atomically —, or one made by another agent spec, case, provider,
+    repeat or mode)."""
+    from pydantic import ValidationError
+
+    from portagent.contracts.run import RunRecord
+    from portagent.tracing.recorder import read_trace
+
+    if task.out_dir is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        record = RunRecord.model_validate_json((task.out_dir / "run.json").read_text(encoding="utf-8"))
+        events = read_trace(task.out_dir / "trace.jsonl")
+        bundle = _bundle(task.agent.path)
+    except (OSError, ValueError, ValidationError, PortagentError):
+        return None
+    m = record.manifest
+    live = ("live", "endpoint") if task.mode == "live" else (task.mode,)
+    mode_ok = m.mode == "replay" if task.mode == "replay" else (m.mode != "replay" and m.source in live)
+    same = (m.provider, m.case_id, m.repeat, m.spec_hash) == (
+        task.provider,
+        task.case.case_id,
+        task.repeat,
+        bundle.spec_hash,
+    )
+    starts = [i for i, e in enumerate(events) if e.type == "run.started"]
+    if not (mode_ok and same and starts and events[-1].type == "run.completed"):
+        return None
+    latency = record.result.duration_ms if task.mode == "replay" else None
+    return _scored(task, events[starts[-1] :], record.result, latency, m.source, [], t0)
 
 
 def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
@@ -127,7 +170,7 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
     approver = approver_for(task.case, task.approver)
     clear_run_state(task.scope)
     if task.mode == "replay":
-        from portagent.runtime.replay import load_recorded, replay_config, version_changes
+        from portagent.runtime.replay import approval_notes, load_recorded, replay_config, version_changes
 
         assert task.cassette is not None
         recorded = load_recorded(task.cassette)
@@ -135,6 +178,36 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
         config.scope = task.scope
         output = await arun_full(bundle, request, config)
         changed = [f"recorded with another version: {c}" for c in version_changes(recorded.record)]
+        changed += approval_notes(config)
+        from portagent.evals.tool_versions import (  # a tool changed without a version bump (issue 15)
+            current_tools,
+            recorded_tools,
+            run_warnings,
+            unversioned_changes,
+        )
+
+        changed += run_warnings(
+            unversioned_changes(
+                recorded_tools(recorded.record.manifest, recorded.events),
+                current_tools(bundle),
+                since="the recording",
+            )
+        )
+        if output.result.stop_reason == "cassette_drift":  # name what changed (issue 15)
+            from portagent.evals.drift import CHANGED_PREFIX, recording_changes
+
+            changed += [
+                CHANGED_PREFIX + c
+                for c in recording_changes(
+                    recorded.record.manifest,
+                    spec_hash=bundle.spec_hash,
+                    policy_hash=bundle.policy_hash,
+                    tool_hashes=bundle.tool_hashes(),
+                    request=request.model_dump(
+                        mode="json", exclude={"idempotency_key"}, exclude_defaults=True
+                    ),
+                )
+            ]
         return output, recorded.record.result.duration_ms, recorded.record.manifest.source, changed
     if task.mode == "emulator":
         assert task.emulator_script is not None
@@ -162,22 +235,100 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
 # -- the pool ----------------------------------------------------------------------------------------
 
 
-def _worker_main(provider: str, tasks: Any, results: Any, env: dict[str, str], cwd: str) -> None:
+# -- workers never outlive the eval ------------------------------------------------------------------
+#
+# A killed eval (a CI job timeout sends SIGKILL) must not leave workers making runs — their tool
+# handlers make effects — nor blocked forever on a pipe nobody reads. Three layers:
+# 1. Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``. A worker's parent is the fork server, which exits as
+#    soon as the eval process is gone (its "alive" pipe reaches EOF), so the kernel kills the worker.
+# 2. Everywhere: a watch thread polls the eval process (pid *and* start identity, so a reused pid is
+#    not mistaken for it) and kills the worker's process group — the worker leads its own group, so
+#    processes it started (the Claude Code CLI) go with it.
+# 3. Before taking each task the worker checks the eval is alive: no run starts after it is gone.
+# The eval itself ends its workers' process groups in ``_pool``'s ``finally`` (any normal exit, Ctrl-C).
+
+PARENT_POLL_S = 0.2
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel for SIGKILL when the parent process dies (Linux only; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    from portagent.tools.ledger import pid_alive, start_identity
+
+    if not pid_alive(pid):
+        return False
+    return start is None or start_identity(pid) in (None, start)
+
+
+def _kill_own_group() -> None:
+    import signal
+
+    if os.getpgid(0) == os.getpid():  # only a group this worker leads (never the eval's own group)
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(137)
+
+
+def _watch_parent(pid: int, start: str | None) -> None:
+    import threading
+
+    def watch() -> None:
+        while _alive(pid, start):
+            time.sleep(PARENT_POLL_S)
+        _kill_own_group()
+
+    threading.Thread(target=watch, name="portagent-parent-watch", daemon=True).start()
+
+
+def _worker_main(
+    provider: str,
+    tasks: Any,
+    results: Any,
+    env: dict[str, str],
+    cwd: str,
+    parent: tuple[int, str | None] | None = None,
+) -> None:
     """A worker bound to one provider: runs its tasks until the queue's sentinel, then reports memory.
 
     The fork server was started with the environment and folder of its first use; a worker takes the
-    parent's *current* ones (``PORTAGENT_HOME``, API keys, relative paths)."""
+    parent's *current* ones (``PORTAGENT_HOME``, API keys, relative paths). ``parent``: the eval
+    process (pid, start identity); the worker dies with it."""
+    import queue as queue_mod
     import resource
 
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)  # its own process group: ending the group ends what the worker started
+    _die_with_parent()
+    if parent is not None:
+        if not _alive(*parent):
+            return
+        _watch_parent(*parent)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
     done = 0
     try:
         while True:
-            task = tasks.get()
+            if parent is not None and not _alive(*parent):
+                _kill_own_group()
+            try:
+                task = tasks.get(timeout=PARENT_POLL_S)
+            except queue_mod.Empty:
+                continue
             if task is None:
                 break
+            if parent is not None and not _alive(*parent):  # never start a run for a dead eval
+                _kill_own_group()
             results.put(("start", os.getpid(), task.index))
             results.put(("run", os.getpid(), execute(task)))
             done += 1
@@ -234,6 +385,8 @@ class PoolReport:
     outcomes: list[RunOutcome] = field(default_factory=list)
     workers: list[WorkerStats] = field(default_factory=list)
     wall_s: float = 0.0
+    reused: int = 0
+    """Runs an interrupted eval had finished, kept by ``--resume``."""
 
 
 def run_tasks(
@@ -242,15 +395,29 @@ def run_tasks(
     workers: int = 2,
     in_process: bool = False,
     on_result: Callable[[RunOutcome], None] | None = None,
+    resume: bool = False,
 ) -> PoolReport:
     """Run every task; outcomes come back in plan order.
 
-    ``in_process``: no worker processes (the pytest plugin, small runs inside tests).
+    ``in_process``: no worker processes (the pytest plugin, small runs inside tests). ``resume``: a task
+    whose run an interrupted eval already finished into its ``out_dir`` is scored from it, not run again.
     """
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
     t0 = time.perf_counter()
     report = PoolReport()
+    if resume:
+        todo = []
+        for task in tasks:
+            done = finished(task)
+            if done is None:
+                todo.append(task)
+                continue
+            report.outcomes.append(done)
+            report.reused += 1
+            if on_result:
+                on_result(done)
+        tasks = todo
     if in_process:
         for task in tasks:
             out = execute(task)
@@ -288,6 +455,9 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
     in_flight: dict[int, int] = {}  # pid → task index
     by_index = {t.index: t for t in tasks}
     speed = _Speed()
+    from portagent.tools.ledger import start_identity
+
+    me = (os.getpid(), start_identity(os.getpid()))
 
     def queued(p: str) -> int:
         return left[p] - active[p]
@@ -303,7 +473,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
         p = max(candidates, key=lambda x: (active[x] == 0, queued(x) * speed.run_s(x) / (active[x] + 1), x))
         proc = ctx.Process(
             target=_worker_main,
-            args=(p, queues[p], results, dict(os.environ), os.getcwd()),
+            args=(p, queues[p], results, dict(os.environ), os.getcwd(), me),
             name=f"portagent-eval-{p}",
             daemon=True,
         )
@@ -352,7 +522,12 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
                 while len(procs) < workers and start_one():
                     pass
     finally:
+        import signal
+
         for _, proc in procs.values():
+            if proc.pid is not None:  # the worker leads its own group: its children go with it
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGTERM)
             proc.terminate()
         for q in (*queues.values(), results):
             q.cancel_join_thread()

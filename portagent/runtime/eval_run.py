@@ -135,14 +135,20 @@ def run_eval(
     workers: int = 2,
     in_process: bool = False,
     on_result: Callable[[RunOutcome], None] | None = None,
+    resume: bool = False,
 ) -> EvalRun:
-    """Run a plan and aggregate it."""
+    """Run a plan and aggregate it. ``resume``: runs an interrupted eval already finished into the plan's
+    results folder are kept (scored from their trace), the others run (``eval --resume``)."""
     from portagent.evals.aggregate import SuiteResult
 
-    pool = run_tasks(plan.tasks, workers=workers, in_process=in_process, on_result=on_result)
+    pool = run_tasks(plan.tasks, workers=workers, in_process=in_process, on_result=on_result, resume=resume)
     suite = plan.loaded.suite
     result = SuiteResult.from_runs(
-        suite.suite_id, suite.dataset_version, [o.score for o in pool.outcomes], plan.loaded.cases
+        suite.suite_id,
+        suite.dataset_version,
+        [o.score for o in pool.outcomes],
+        plan.loaded.cases,
+        review=suite.review,
     )
     errors = [f"{plan.tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
     return EvalRun(plan, result, pool, workers, errors)
@@ -162,6 +168,8 @@ class RecordOutcome:
     """What happened to the folder."""
     detail: str = ""
     """Run status, why it was skipped, or the error."""
+    staging: Path | None = None
+    """A new recording not yet moved into place (``runtime.record``: placed only when complete and verified)."""
 
 
 def is_drift(outcome: RunOutcome) -> bool:
@@ -192,11 +200,40 @@ def record_tasks(
     their module (the demo's ticket numbers), and a replay must start from the same state as its
     recording did — a fresh process, never the one that just recorded the same scope.
     """
+
+    from portagent.runtime.record import clean_staging
+
+    for parent in sorted({t.cassette.parent for t in tasks if t.cassette is not None}):
+        clean_staging(parent)  # what a killed recording left behind
+    outcomes: dict[int, RecordOutcome] = {}
+    try:
+        return _record_tasks(
+            tasks, outcomes, source, only, record_mode, emulator_script, verify, workers, on_result
+        )
+    finally:
+        from portagent.runtime.record import discard
+
+        for o in outcomes.values():
+            if o.staging is not None:  # never placed (interrupted, or its replay failed)
+                discard(o.staging)
+
+
+def _record_tasks(
+    tasks: Sequence[RunTask],
+    outcomes: dict[int, RecordOutcome],
+    source: Literal["emulator", "live"],
+    only: RecordOnly,
+    record_mode: str,
+    emulator_script: Path | None,
+    verify: bool,
+    workers: int,
+    on_result: Callable[[RecordOutcome], None] | None,
+) -> list[RecordOutcome]:
     from dataclasses import replace
 
     from portagent.recording.layout import is_recorded
+    from portagent.runtime.record import missing_files
 
-    outcomes: dict[int, RecordOutcome] = {}
     todo: list[RunTask] = []
     for task in tasks:
         assert task.cassette is not None
@@ -221,24 +258,32 @@ def record_tasks(
         todo = [t for t in todo if t.index in drifted]
     for task in todo:
         out = _record_one(task, source, record_mode, emulator_script)
+        if out.staging is not None:
+            lacking = missing_files(out.staging, task.provider)
+            if lacking:
+                out = _failed(out, f"the recording is incomplete ({', '.join(lacking)} missing)")
+            elif not verify:
+                out = _placed(out, out.detail)
         outcomes[task.index] = out
         if on_result and not (verify and out.action == "recorded"):
             on_result(out)
     close_emulators()
-    fresh = [t for t in todo if outcomes[t.index].action == "recorded"]
+    fresh = [t for t in todo if outcomes[t.index].action == "recorded" and outcomes[t.index].staging]
     if verify and fresh:
-        checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in fresh], workers=workers)
+        staged = {t.index: outcomes[t.index].staging for t in fresh}
+        checks = run_tasks(
+            [replace(t, mode="replay", out_dir=None, cassette=staged[t.index]) for t in fresh],
+            workers=workers,
+        )
         for o in checks.outcomes:
             prev = outcomes[o.index]
             same = (
                 o.score.status == prev.detail.split(" ")[0] and not is_drift(o) and o.score.provenance.run_id
             )
             if o.error and not same:
-                outcomes[o.index] = RecordOutcome(
-                    prev.task, "failed", f"recorded, but its replay fails: {o.error}"
-                )
+                outcomes[o.index] = _failed(prev, f"recorded, but its replay fails: {o.error}")
             else:
-                outcomes[o.index] = RecordOutcome(prev.task, "recorded", prev.detail + ", replays cleanly")
+                outcomes[o.index] = _placed(prev, prev.detail + ", replays cleanly")
             if on_result:
                 on_result(outcomes[o.index])
     if on_result:
@@ -248,9 +293,31 @@ def record_tasks(
     return [outcomes[t.index] for t in tasks]
 
 
+def _placed(prev: RecordOutcome, detail: str) -> RecordOutcome:
+    """Move a complete (and, when asked, verified) recording into its folder."""
+    from portagent.runtime.record import place
+
+    assert prev.staging is not None and prev.task.cassette is not None
+    try:
+        place(prev.staging, prev.task.cassette, prev.task.provider)
+    except (OSError, PortagentError) as e:
+        return _failed(prev, f"could not move the recording into place: {e}")
+    return RecordOutcome(prev.task, "recorded", detail)
+
+
+def _failed(prev: RecordOutcome, why: str) -> RecordOutcome:
+    """A new recording that is not moved into place; an earlier recording in its folder is kept."""
+    from portagent.runtime.record import discard
+
+    if prev.staging is not None:
+        discard(prev.staging)
+    kept = " (not moved into place; the folder keeps its earlier recording, if any)"
+    return RecordOutcome(prev.task, "failed", why + kept)
+
+
 def _record_one(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> RecordOutcome:
     try:
-        output = asyncio.run(_record(task, source, record_mode, script_override))
+        output, staging = asyncio.run(_record(task, source, record_mode, script_override))
     except PortagentError as e:
         return RecordOutcome(task, "failed", e.render())
     except Exception as e:
@@ -259,12 +326,12 @@ def _record_one(task: RunTask, source: str, record_mode: str, script_override: P
     detail = r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else "")
     if r.status == "failed" and r.error:
         detail += f": {r.error.splitlines()[0][:200]}"
-    return RecordOutcome(task, "recorded", detail)
+    return RecordOutcome(task, "recorded", detail, staging)
 
 
 async def _record(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> Any:
     from portagent.adapters.port import Endpoint
-    from portagent.runtime.record import record_run
+    from portagent.runtime.record import stage_run
     from portagent.runtime.replay import replay_ids
 
     assert task.cassette is not None
@@ -285,7 +352,7 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
     else:
         endpoint = Endpoint(source="live", api_key=os.environ.get(REGISTRY[task.provider].key_env))
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
-    return await record_run(
+    return await stage_run(
         bundle,
         request_for(task.case, task.provider, task.repeat),
         task.cassette,

@@ -1,7 +1,18 @@
-"""Recording runs into cassette folders (the code path is the same for the emulator and ``--live``)."""
+"""Recording runs into cassette folders (the code path is the same for the emulator and ``--live``).
+
+A recording is made in a hidden *staging* folder next to its final place, ``.<name>.stage-<pid>-<start>.
+<random>``, and moved into place only when it is complete — ``run.json``, ``trace.jsonl`` and the vendor
+cassette (``cassette.yaml``, or ``transport.jsonl`` for Claude) all present — and, when the caller
+verifies (``portagent record`` replays every new recording), only when its replay is clean. A process
+killed half-way leaves at most a staging folder; the next recording into the same parent removes the
+staging folders whose process is gone (pid *and* start identity, so a reused pid does not keep one).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,8 +22,71 @@ from portagent.adapters.port import Endpoint
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRequest
 
+_LEGACY = re.compile(r"^\.r\d+\.[a-z0-9_]{8}$")  # ``.r0.<mkdtemp suffix>`` of versions before staging tags
+_STAGING = re.compile(r"^\.(?P<name>.+?)\.(?:stage|old)-(?P<pid>\d+)-(?P<start>.*)\.[a-z0-9_]+$")
 
-async def record_run(
+
+def _tag() -> str:
+    from portagent.tools.ledger import start_identity
+
+    return f"{os.getpid()}-{start_identity(os.getpid()) or ''}"
+
+
+def clean_staging(parent: Path) -> list[Path]:
+    """Remove the staging folders in ``parent`` left by recordings whose process is gone (and hidden
+    ``.<name>.<random>`` folders of older versions, which were always abandoned). Returns what it removed."""
+    from portagent.tools.ledger import pid_alive, start_identity
+
+    removed: list[Path] = []
+    if not parent.is_dir():
+        return removed
+    for d in parent.iterdir():
+        if not d.name.startswith(".") or not d.is_dir():
+            continue
+        m = _STAGING.match(d.name)
+        if m is not None:
+            pid, start = int(m["pid"]), m["start"]
+            if pid_alive(pid) and (not start or start_identity(pid) in (None, start)):
+                continue  # a live recording's staging folder
+        elif not _LEGACY.match(d.name):
+            continue  # not a staging folder of ours
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def missing_files(folder: Path, provider: str) -> list[str]:
+    """What a complete recording holds and ``folder`` lacks."""
+    from portagent.recording.layout import vendor_cassette
+
+    need = ["run.json", "trace.jsonl", vendor_cassette(folder, provider).name]
+    return [f for f in need if not (folder / f).is_file()]
+
+
+def place(staging: Path, folder: Path, provider: str) -> None:
+    """Move a complete staging folder into place. An earlier recording there is moved aside first and
+    removed after, so the final path never holds a half-written folder."""
+    lacking = missing_files(staging, provider)
+    if lacking:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RecordingError(
+            f"recording {folder} is incomplete ({', '.join(lacking)} missing); nothing was moved into place"
+        )
+    old: Path | None = None
+    if folder.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-{_tag()}.", dir=folder.parent))
+        old.rmdir()
+        folder.replace(old)
+    staging.replace(folder)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+async def stage_run(
     agent: Any,
     request: RunRequest,
     folder: Path,
@@ -22,16 +96,16 @@ async def record_run(
     record_mode: str = "all",
     scope: str | None = None,
     ids: Any = None,
-) -> Any:
-    """Record one run into ``folder`` atomically: it is written to a temporary sibling folder and moved
-    into place only when the run was recorded in full (a refused secret leaves nothing behind).
-    ``ids``: pass ``replay.replay_ids(...)`` so ids that reach the model replay identically."""
+) -> tuple[Any, Path]:
+    """Record one run into a fresh staging folder next to ``folder`` (nothing at ``folder`` changes).
+    Returns the RunOutput and the staging folder; the caller ``place``s or ``discard``s it."""
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.tools.ledger import EffectLedger
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    clean_staging(folder.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.stage-{_tag()}.", dir=folder.parent))
     try:
         if record_mode in ("once", "new_episodes") and folder.exists():
             for f in folder.iterdir():
@@ -47,7 +121,11 @@ async def record_run(
             record_mode=record_mode,
         )
         if scope:
-            EffectLedger().clear_scope(scope)  # a recording starts clean, like its replays will
+            ledger = EffectLedger()
+            try:
+                ledger.clear_scope(scope)  # a recording starts clean, like its replays will
+            finally:
+                ledger.close()
         for stale in ("trace.jsonl", "run.json"):
             (tmp / stale).unlink(missing_ok=True)
         output = await arun_full(
@@ -55,10 +133,37 @@ async def record_run(
         )
         if output.result.status == "failed" and output.result.stop_reason == "sdk_error":
             raise RecordingError(f"recording {folder} failed: {output.result.error}")
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.replace(folder)
-        return output
-    finally:
-        if tmp.exists():
+        return output, tmp
+    except BaseException:
+        with contextlib.suppress(OSError):
             shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+async def record_run(
+    agent: Any,
+    request: RunRequest,
+    folder: Path,
+    endpoint: Endpoint,
+    *,
+    approver: Any = "auto-deny",
+    record_mode: str = "all",
+    scope: str | None = None,
+    ids: Any = None,
+) -> Any:
+    """Record one run into ``folder`` atomically: it is written to a staging sibling folder and moved
+    into place only when the run was recorded in full (a refused secret leaves nothing behind).
+    ``ids``: pass ``replay.replay_ids(...)`` so ids that reach the model replay identically."""
+    folder = Path(folder)
+    output, tmp = await stage_run(
+        agent,
+        request,
+        folder,
+        endpoint,
+        approver=approver,
+        record_mode=record_mode,
+        scope=scope,
+        ids=ids,
+    )
+    place(tmp, folder, request.provider)
+    return output

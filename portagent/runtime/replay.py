@@ -132,6 +132,77 @@ def replay_ids(agent: str, version: str, case_id: str | None, provider: str, rep
     return IdFactory(seed=f"replay:{agent}@{version}:{case_id}:{provider}:{repeat}")
 
 
+_VERBS = {"approved": "approve", "edited": "edit", "rejected": "reject", "deferred": "defer"}
+
+
+class ReplayApprover:
+    """A replay's approver: the recording's approval decisions are *compared*, never obeyed.
+
+    Every card of the replay is decided now — by the ``current`` approver (``--approver``, the suite's
+    scripted approvals) with the current policy — and the decision is checked against what the
+    recording's ``run.json`` says was decided for the same tool and arguments; a difference is kept in
+    ``mismatches``. A recorded ``approve`` or ``edit`` never lets a handler run by itself: ``run.json`` is a
+    file anyone can edit (a forged approval would make a write run). Without a current approver, only
+    the recorded decisions that cannot run a handler (``reject``, ``defer``, with their reviewer and
+    note, so the model sees the same answer) are reused; any other card is rejected and reported.
+    """
+
+    name = "replay"
+
+    def __init__(self, current: Any, recorded: list[dict[str, Any]]) -> None:
+        from portagent.tools.approvers import make_approver
+
+        self.current = make_approver(current) if current is not None else None
+        self._recorded = [dict(r) for r in recorded]
+        self._used: set[int] = set()
+        self.mismatches: list[str] = []
+
+    def _take(self, tool: str, args_hash: str) -> dict[str, Any] | None:
+        for i, r in enumerate(self._recorded):
+            if i not in self._used and r.get("tool") == tool and r.get("args_hash") in (None, args_hash):
+                self._used.add(i)
+                return r
+        return None
+
+    async def decide(self, card: Any) -> Any:
+        from portagent.tools.approvers import ApproverDecision
+
+        rec = self._take(card.tool, card.args_hash)
+        want = str(rec.get("decision")) if rec is not None else None
+        if self.current is not None:
+            answer = await self.current.decide(card)
+        elif rec is not None and want in ("reject", "defer"):
+            reviewer, note = str(rec.get("reviewer") or ""), str(rec.get("note") or "")
+            if want == "reject":
+                answer = ApproverDecision("rejected", reviewer or "auto-deny", note=note)
+            else:
+                answer = ApproverDecision("deferred", reviewer or "defer", note=note)
+        else:
+            answer = ApproverDecision(
+                "rejected",
+                "portagent-replay",
+                note="a replay never runs a handler on a recorded approval; give the replay an approver",
+            )
+        got = _VERBS.get(answer.status, answer.status)
+        who = getattr(self.current, "name", None) or "the replay"
+        if got != want:
+            self.mismatches.append(
+                f"{card.tool} (args_hash {card.args_hash}): the recording says {want or 'nothing'}, "
+                f"{who} decided {got}"
+            )
+        elif got == "edit" and rec is not None and rec.get("args") != answer.args:
+            self.mismatches.append(f"{card.tool} (args_hash {card.args_hash}): edited to other arguments")
+        return answer
+
+
+def approval_notes(config: RunConfig) -> list[str]:
+    """The replay's approval decisions that differ from its recording (empty when they agree)."""
+    approver = config.approver
+    if not isinstance(approver, ReplayApprover):
+        return []
+    return [f"approval differs from the recording: {m}" for m in approver.mismatches]
+
+
 def replay_config(
     folder: Path, recorded: Recorded, *, out_dir: Path | None = None, approver: Any = None
 ) -> tuple[RunConfig, RunRequest]:
@@ -146,18 +217,14 @@ def replay_config(
     clock = FixedClock(datetime.fromisoformat(start.ts.replace("Z", "+00:00")))
     ids = replay_ids(m.agent, m.agent_version, m.case_id, m.provider, m.repeat)
     endpoint = Endpoint(
-        source=m.source,
+        source="replay",  # the recording's own source becomes run.started.recorded_source (runner.labelled)
         mode="replay",
         base_url="http://replay.portagent.invalid",
         api_key=REGISTRY[m.provider].dummy_key,
         script_hash=m.emulator_script_hash,
         cassette_dir=folder,
     )
-    approvals = (
-        approver
-        if approver is not None
-        else {"type": "scripted", "decisions": [*m.approvals, *deferred_approvals(recorded.events)]}
-    )
+    approvals = ReplayApprover(approver, [*m.approvals, *deferred_approvals(recorded.events)])
     config = RunConfig(
         endpoint=endpoint,
         approver=approvals,
@@ -184,7 +251,9 @@ async def replay_folder(
     approver: Any = None,
 ) -> Any:
     """Replay one recorded run offline. Returns the RunOutput; its run.completed details hold the
-    cassette report (played / unplayed / drift) and any SDK version change."""
+    cassette report (played / unplayed / drift) and any SDK version change; ``notes`` the approval
+    decisions that differ from the recording's (``ReplayApprover``). ``approver``: the approver that
+    decides the replay's cards (default: only the recorded rejections and deferrals are reused)."""
     from portagent.runtime.runner import arun_full
 
     folder = Path(folder)
@@ -192,7 +261,9 @@ async def replay_folder(
     config, req = replay_config(folder, recorded, out_dir=out_dir, approver=approver)
     assert config.scope is not None  # replay_config names the recording's scope
     clear_scope_state(config.scope)  # a replay starts clean and stays deterministic
-    return await arun_full(agent, request or req, config)
+    output = await arun_full(agent, request or req, config)
+    output.notes.extend(approval_notes(config))
+    return output
 
 
 def clear_scope_state(scope: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ from portagent.contracts.errors import ApprovalError, PortagentError, ProviderEr
 from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.secrets import mask_data, mask_text
 from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.tracing.recorder import TraceRecorder
 
@@ -74,6 +76,8 @@ class RunOutput:
     result: RunResult
     events: list[Any]
     record: RunRecord | None
+    notes: list[str] = field(default_factory=list)
+    """What a replay found besides drift (approval decisions that differ from the recording)."""
 
 
 def check_runnable(bundle: AgentBundle, provider: str) -> None:
@@ -146,10 +150,73 @@ async def arun_full(
         return await _arun_full(mcp.bundle, request, config, on_event, mcp=mcp)
 
 
+OFFICIAL_HOSTS: dict[str, tuple[str, ...]] = {
+    "openai": ("api.openai.com",),
+    "claude": ("api.anthropic.com",),
+    "adk": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com"),
+}
+"""Each provider's official API hosts (subdomains and Vertex's ``us-central1-aiplatform.googleapis.com``
+and ``eu.api.openai.com`` count): a live run pointed anywhere else is labelled ``endpoint``."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (what a manifest may record)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def live_source(provider: str, base_url: str | None) -> str:
+    """``live`` when ``base_url`` is None or an https URL on one of the provider's official hosts (or
+    their subdomains; Vertex's regional ``<region>-aiplatform.googleapis.com`` too), else ``endpoint``."""
+    if not base_url:
+        return "live"
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url if "://" in base_url else f"https://{base_url}")
+    host = (parts.hostname or "").lower().rstrip(".")
+    for h in OFFICIAL_HOSTS.get(provider, ()):
+        if parts.scheme == "https" and (host == h or host.endswith(("." + h, "-" + h))):
+            return "live"
+    return "endpoint"
+
+
+def labelled(
+    provider: str, endpoint: Endpoint, recorded: Recorded | None = None
+) -> tuple[Endpoint, dict[str, Any]]:
+    """The endpoint with its honest source (DESIGN §9), and the provenance fields for the manifest.
+
+    A ``live`` endpoint without a base URL takes the provider's base-URL variable (``OPENAI_BASE_URL`` …)
+    the way every adapter then uses it; a base URL off the vendor's official hosts makes it ``endpoint``.
+    A replay is ``replay`` and keeps the recording's own source as ``recorded_source``."""
+    import dataclasses
+
+    extra: dict[str, Any] = {}
+    if endpoint.mode == "replay" or endpoint.source == "replay":
+        m = recorded.record.manifest if recorded is not None else None
+        rec: str | None = (m.recorded_source if m.source == "replay" else m.source) if m is not None else None
+        if rec is None and endpoint.source != "replay":
+            rec = endpoint.source
+        return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
+    if endpoint.source in ("live", "endpoint"):
+        info = REGISTRY.get(provider)
+        url = endpoint.base_url or (os.environ.get(info.base_url_env) if info is not None else None) or None
+        endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
+        if url:
+            extra["base_url"] = shown_url(url)
+    return endpoint, extra
+
+
 async def _arun_full(
     bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any, mcp: Any = None
 ) -> RunOutput:
     provider = request.provider
+    config.endpoint, _ = labelled(provider, config.endpoint, config.recorded)
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
     from portagent.tools.context import check_run_context
@@ -169,16 +236,37 @@ async def _arun_full(
 
         out_dir = portagent_home(create=True) / "runs" / run_id
     trace_path = out_dir / "trace.jsonl" if out_dir else None
+    resumed: str | None = None
     if store is not None:
         key = request.idempotency_key
         assert key is not None
+        if not store.lock(key):  # the lock is held by a live process for as long as it runs the key
+            store.close()
+            raise ApprovalError(f"request {key!r} is already running in another process")
         prior = store.get(key)
         if prior is not None and prior.status == "waiting_approval":
-            _require_decided(prior.pending)
+            try:
+                _require_decided(prior.pending)
+            except BaseException:
+                store.close()
+                raise
             run_id, attempt = prior.run_id, prior.attempt + 1
-            trace_path = Path(prior.trace_path) if prior.trace_path else trace_path
+            trace_path = _resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
             out_dir = trace_path.parent if trace_path else out_dir
-            store.start_attempt(key, attempt)
+            store.start_attempt(key, attempt, str(trace_path) if trace_path else None)
+        elif prior is not None and prior.status in ("running", "interrupted"):
+            # we hold the key's lock, so the process that left it running is dead (runstore docstring)
+            blockers = resume_blockers(bundle)
+            if blockers:
+                result = _interrupted(prior, blockers)
+                store.interrupt(key, result.model_dump(mode="json"))
+                store.close()
+                return RunOutput(result, [], None)
+            resumed = f"attempt {prior.attempt} was interrupted (its process died)"
+            run_id, attempt = prior.run_id, prior.attempt + 1
+            trace_path = _resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
+            out_dir = trace_path.parent if trace_path else out_dir
+            store.start_attempt(key, attempt, str(trace_path) if trace_path else None)
         elif prior is not None:
             data = dict(prior.result or {})
             data.update(run_id=prior.run_id, status="duplicate", stop_reason="duplicate_request")
@@ -187,6 +275,107 @@ async def _arun_full(
         elif not store.claim(key, run_id, f"run:{key}", str(trace_path) if trace_path else None):
             store.close()
             raise ApprovalError(f"request {key!r} is already running")
+    try:
+        return await _run_attempt(
+            bundle,
+            request,
+            config,
+            on_event,
+            mcp,
+            adapter,
+            clock,
+            ids,
+            store,
+            run_id,
+            attempt,
+            trace_path,
+            resumed,
+        )
+    except BaseException as e:
+        if store is not None:  # the attempt ended without a result: the next request reconciles it
+            message = str(e) or type(e).__name__
+            store.interrupt(
+                request.idempotency_key or "",
+                {"run_id": run_id, "attempt": attempt, "error": f"{type(e).__name__}: {message}"},
+            )
+        raise
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _resumed_trace(prior: str | None, out_dir: Path | None, default: Path | None, store: Any) -> Path | None:
+    """Where a resumed attempt writes its trace (and ``run.json`` beside it): the earlier attempts'
+    folder, unless the resuming request names another one (``--out``): then the earlier attempts'
+    trace is copied there first (atomically), so that folder holds the whole run, and the run store
+    points at it for the attempts after. A folder that cannot be written → UsageError, nothing written."""
+    if prior is None:
+        return default
+    old = Path(prior)
+    if out_dir is None or out_dir.resolve() == old.parent.resolve():
+        return old
+    new = out_dir / "trace.jsonl"
+    try:
+        text = old.read_text(encoding="utf-8") if old.is_file() else ""
+        _write_atomic(new, text)
+    except OSError as e:
+        store.close()
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(
+            f"--out {out_dir}: cannot write the resumed run there ({e.strerror or e}); "
+            f"its earlier attempts are in {old.parent}"
+        ) from None
+    return new
+
+
+def resume_blockers(bundle: AgentBundle) -> list[str]:
+    """Tools whose effect a resumed attempt could repeat: they change something outside the run and the
+    effect ledger does not guard them (no ``idempotency.required``). An interrupted run with such a tool
+    is reported, never resumed: whether its effect happened before the process died is unknown."""
+    safe = {"read", "compute", "prepare_change"}
+    return sorted(
+        name for name, t in bundle.all_tools().items() if t.effect not in safe and not t.idempotency.required
+    )
+
+
+def _interrupted(prior: Any, blockers: list[str]) -> RunResult:
+    key = prior.idempotency_key
+    last = (prior.result or {}).get("error")
+    return RunResult(
+        run_id=prior.run_id,
+        status="failed",
+        stop_reason="interrupted",
+        attempt=prior.attempt,
+        trace_path=prior.trace_path,
+        error=(
+            f"run {prior.run_id} (idempotency key {key!r}) was interrupted: the process running attempt "
+            f"{prior.attempt} died before it finished, and it is not resumed because "
+            f"{', '.join(blockers)} can make effects the ledger does not guard (no idempotency.required), so "
+            "a second attempt could repeat one. Check the effects of that attempt, then run the request "
+            "again with a new --idempotency-key." + (f" (The attempt ended with: {last})" if last else "")
+        ),
+    )
+
+
+async def _run_attempt(
+    bundle: AgentBundle,
+    request: RunRequest,
+    config: RunConfig,
+    on_event: Any,
+    mcp: Any,
+    adapter: Adapter,
+    clock: Clock,
+    ids: IdFactory,
+    store: Any,
+    run_id: str,
+    attempt: int,
+    trace_path: Path | None,
+    resumed: str | None,
+) -> RunOutput:
+    provider = request.provider
+    _, provenance = labelled(provider, config.endpoint, config.recorded)  # idempotent: already labelled
+    out_dir = trace_path.parent if trace_path is not None else None
     scope = config.scope or f"run:{request.idempotency_key or run_id}"
 
     trace_id, seq0 = _existing_trace(trace_path) if attempt > 1 else (None, 0)
@@ -244,11 +433,15 @@ async def _arun_full(
         case_id=request.case_id,
         repeat=request.repeat,
         source=config.endpoint.source,
+        recorded_source=provenance.get("recorded_source"),
         mode=config.endpoint.mode,
         attempt=attempt,
         input=request.input,
         shared_settings_forced=bundle.spec.models.force_shared_settings,
-        provider_details=mcp.details() if mcp is not None else {},
+        provider_details={
+            **(mcp.details() if mcp is not None else {}),
+            **({"resumed": resumed} if resumed else {}),
+        },
     )
 
     outcome = AdapterOutcome()
@@ -325,6 +518,8 @@ async def _arun_full(
             [e.model_dump(mode="json") for e in recorder.events], str(trace_path or "trace.jsonl")
         )
     recorder.flush()
+    # Secrets never reach run.json, runs.db or the caller (core/secrets.py; record refused above).
+    final, error = mask_data(final), mask_text(error) if error else error
     result = RunResult(
         run_id=run_id,
         status=status,
@@ -354,8 +549,10 @@ async def _arun_full(
             agent_version=bundle.spec.version,
             spec_hash=bundle.spec_hash,
             tool_hashes=bundle.tool_hashes(),
+            tool_versions={n: t.version for n, t in sorted(bundle.all_tools().items())},
             policy_hash=bundle.policy_hash,
             source=config.endpoint.source,
+            **provenance,
             mode=config.endpoint.mode,
             recorded_at=config.recorded_at or iso(clock.now()),
             emulator_script_hash=config.endpoint.script_hash,
@@ -367,10 +564,9 @@ async def _arun_full(
         ),
     )
     if out_dir is not None:
-        _write_atomic(out_dir / "run.json", record.model_dump_json(indent=2) + "\n")
+        _write_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
     if store is not None:
         store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
-        store.close()
     return RunOutput(result, list(recorder.events), record)
 
 

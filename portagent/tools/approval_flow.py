@@ -9,12 +9,14 @@ pending one is marked expired and replaced by a new card.
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from portagent.contracts.errors import ApprovalError
-from portagent.contracts.policy import ApprovalCard, PermissionDecision
+from portagent.contracts.policy import ApprovalCard, CardEvidence, CardSpend, PermissionDecision
 from portagent.contracts.tool import ToolSpec
-from portagent.tools.approvals import ApprovalIdTaken, parse_ts
+from portagent.core.secrets import mask_text
+from portagent.tools.approvals import ApprovalIdTaken, edit_problems, parse_ts, recheck_material
 from portagent.tools.observations import Observation
 
 if TYPE_CHECKING:
@@ -128,13 +130,78 @@ async def request(
 
 def _create(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision) -> ApprovalCard:
     """A new pending card. A seeded id factory restarted for a new attempt of the same run replays the
-    ids of the earlier attempt, so a taken id is skipped (deterministically: the factory's next id)."""
+    ids of the earlier attempt, so a taken id is skipped (deterministically: the factory's next id).
+    The store also keeps what ``approvals edit`` needs to check an edit the way the run will: the tool
+    spec, the policy and the run context the call was decided with (``recheck_material``)."""
+    material = recheck_material(tool, gw.policy.policy, gw.context)
     for _ in range(16):
         try:
-            return gw.approvals.create(gw.new_card(p, tool, decision), input_schema=tool.input_schema)
+            return gw.approvals.create(
+                gw.new_card(p, tool, decision), input_schema=tool.input_schema, recheck=material
+            )
         except ApprovalIdTaken:
             continue
     raise ApprovalError("could not allocate a fresh approval id after 16 attempts")
+
+
+EXCERPT_CHARS = 200
+"""Length of one evidence excerpt on a card."""
+MAX_INPUTS = 3
+"""User inputs shown on a card (the latest)."""
+MAX_RESULTS = 5
+"""Earlier tool results shown on a card (the latest)."""
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """Masked, then cut (cutting first could leave half a secret that no longer looks like one)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = " ".join(mask_text(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _user_inputs(value: Any) -> list[CardEvidence]:
+    """The user's part of a run input: the text; or, for a list (turns or messages), each string and
+    each ``role: user`` message (the latest few), named ``input[<n>]`` by its place in the list."""
+    if value is None or value == "":
+        return []
+    if not isinstance(value, list):
+        return [CardEvidence(kind="user_input", id="input", excerpt=excerpt(value))]
+    users: list[tuple[int, Any]] = []
+    for i, m in enumerate(value):
+        if isinstance(m, dict):
+            if m.get("role", "user") == "user":
+                users.append((i, m.get("content", m)))
+        else:
+            users.append((i, m))
+    return [
+        CardEvidence(kind="user_input", id=f"input[{i}]", excerpt=excerpt(v)) for i, v in users[-MAX_INPUTS:]
+    ]
+
+
+def card_evidence(gw: ToolGateway, p: PreparedCall) -> dict[str, Any]:
+    """The card fields that show why the call is being made and what the run has spent: the run's
+    user input(s), the tool results before this call (both from the run's own trace, masked and
+    excerpted), the spend so far, and the idempotency key the call would run under."""
+    inputs: list[CardEvidence] = []
+    results: list[CardEvidence] = []
+    budget = gw.context.budget
+    calls, turns = max(budget.tool_calls - 1, 0), budget.turns
+    recorder = gw.context.recorder
+    if recorder is not None:  # the run's trace: what the runner itself counts turns and calls from
+        turns = len(recorder.of_type("model.call"))
+        calls = sum(1 for e in recorder.of_type("tool.call") if e.call_id != p.call_id)
+        started = recorder.of_type("run.started")
+        if started:
+            inputs = _user_inputs(started[-1].input)
+        done = [e for e in recorder.of_type("tool.result") if e.call_id != p.call_id]
+        results = [
+            CardEvidence(
+                kind="tool_result", id=e.call_id, tool=e.tool or None, ok=e.ok, excerpt=excerpt(e.output)
+            )
+            for e in done[-MAX_RESULTS:]
+        ]
+    spend = CardSpend(cost_usd=budget.cost_usd, tool_calls=calls, turns=turns)
+    return {"inputs": inputs, "prior_results": results, "spend": spend, "idempotency_key": p.key}
 
 
 def _expired(gw: ToolGateway, card: ApprovalCard) -> bool:
@@ -142,20 +209,10 @@ def _expired(gw: ToolGateway, card: ApprovalCard) -> bool:
 
 
 def revalidate(gw: ToolGateway, tool: ToolSpec, args: Any) -> list[dict[str, Any]]:
-    """Edited arguments must pass the schema, and the policy (scopes included) must not deny them."""
-    problems = gw.schema_problems(tool, args)
-    if problems:
-        return problems
-    decision = gw.policy.decide(tool, args, gw.context)
-    if decision.decision == "deny":
-        return [
-            {
-                "path": "",
-                "message": f"the policy denies the edited arguments: {decision.reason}",
-                "rule": decision.rule,
-            }
-        ]
-    return []
+    """Edited arguments must pass the schema, and the policy (scopes included) must not deny them —
+    the same check ``approvals edit`` makes when the edit is given (``approvals.edit_problems``)."""
+    problems, _ = edit_problems(tool, gw.policy, gw.context, args, key=False)
+    return problems
 
 
 def recheck(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> dict[str, Any] | Observation:

@@ -172,17 +172,66 @@ class ScriptedApprover:
         return sum(1 for e in self._entries if not e.used)
 
 
-def _render(card: ApprovalCard) -> str:
+def render_card(card: ApprovalCard, consumed_by: str | None = None) -> str:
+    """A card as a reviewer reads it (``approvals show``, the interactive approver): the action and
+    why, the evidence that led to it (user input, earlier tool results, the run's context evidence),
+    the run's spend so far, and exactly what runs on approval."""
+
+    def js(v: object) -> str:
+        return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
     lines = [
-        f"Approval {card.approval_id} — {card.tool}@{card.tool_version} ({card.effect}, "
+        f"approval   {card.approval_id}  [{card.status}]",
+        f"tool       {card.tool}@{card.tool_version}  ({card.effect}, "
         f"{'reversible' if card.reversible else 'IRREVERSIBLE'})",
-        f"  reason:   {card.reason}",
-        f"  args:     {json.dumps(card.args, ensure_ascii=False, sort_keys=True)}",
-        f"  cost:     {card.cost_usd:g} USD"
-        + (f" · risk {card.risk_score}" if card.risk_score is not None else ""),
-        f"  evidence: {', '.join(card.evidence) if card.evidence else '(none)'}",
-        f"  expires:  {card.expires_at}",
+        f"run        {card.run_id}  call {card.call_id}  scope {card.scope or '-'}",
+        f"reason     {card.reason}",
+        f"args       {js(card.args)}",
     ]
+    if card.context:
+        lines.append(f"context    {js(card.context)}")
+    lines.append(
+        f"cost       {card.cost_usd:g} USD"
+        + (f"   risk {card.risk_score}" if card.risk_score is not None else "")
+    )
+    if card.spend is not None:
+        s = card.spend
+        lines.append(
+            f"spent      {s.cost_usd:g} USD so far · {s.tool_calls} tool call(s) · {s.turns} turn(s)"
+        )
+    lines.append("evidence")
+    shown = 0
+    for item in card.inputs:
+        lines.append(f"  user     {item.id}: {item.excerpt}")
+        shown += 1
+    for item in card.prior_results:
+        state = "ok" if item.ok else "failed"
+        lines.append(f"  result   {item.id} {item.tool or '?'} ({state}): {item.excerpt}")
+        shown += 1
+    for text in card.evidence:
+        lines.append(f"  context  {text}")
+        shown += 1
+    if not shown:
+        lines.append("  (none: no user input, earlier tool result or context evidence reached the call)")
+    runs = card.effective_args if card.effective_args is not None else card.args
+    lines.append(
+        f"on approve {card.tool}@{card.tool_version} ({card.effect}) with {js(runs)}"
+        + (f"  idempotency key {card.idempotency_key}" if card.idempotency_key else "")
+    )
+    lines += [
+        f"created    {card.created_at}",
+        f"expires    {card.expires_at}",
+        f"choices    {', '.join(card.choices)}",
+    ]
+    if card.status != "pending":
+        lines.append(
+            f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}"
+            + (f": {card.note}" if card.note else "")
+        )
+    if card.effective_args is not None and card.effective_args != card.args:
+        lines.append(f"effective  {js(card.effective_args)}")
+    if consumed_by:
+        lines.append(f"used by    {consumed_by}")
     return "\n".join(lines)
 
 
@@ -200,7 +249,7 @@ class InteractiveApprover:
 
     def _ask(self, card: ApprovalCard) -> ApproverDecision:
         out = self.output or sys.stderr
-        out.write(_render(card) + "\n")
+        out.write(render_card(card) + "\n")
         out.flush()
         for _ in range(3):
             try:

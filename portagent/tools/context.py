@@ -14,6 +14,7 @@ from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import Environment
 from portagent.core.budgets import RunBudget
 from portagent.core.clock import Clock, IdFactory, SystemClock
+from portagent.tools.tool_context import SessionState, session_state
 from portagent.tracing.recorder import TraceRecorder
 
 ENVIRONMENTS: tuple[str, ...] = get_args(Environment)
@@ -67,10 +68,15 @@ class GatewayContext:
     recorder: TraceRecorder | None = None
     clock: Clock = field(default_factory=SystemClock)
     ids: IdFactory = field(default_factory=IdFactory)
+    state: SessionState | None = field(default=None, compare=False, repr=False)
+    """Per-session tool state (``ToolContext.state``); unset → the mapping shared by every gateway of
+    the session (the gateways that share this run's ``budget``; tools/tool_context.py)."""
 
     def __post_init__(self) -> None:
         if not self.scope:
             object.__setattr__(self, "scope", self.run_id)
+        if self.state is None:
+            object.__setattr__(self, "state", session_state(self.budget))
         if self.env not in ENVIRONMENTS:
             raise ContextError(f"env must be one of {', '.join(ENVIRONMENTS)}, got {self.env!r}")
         check_run_context(self.context)

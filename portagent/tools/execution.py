@@ -16,13 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 from portagent.contracts._base import canonical_json
 from portagent.contracts.tool import ToolSpec
+from portagent.core.secrets import mask_data, mask_text
 from portagent.tools.handlers import HandlerImportError, call_function, call_handler, resolve
 from portagent.tools.ledger import EffectLedger, LedgerEntry, owner_alive
-from portagent.tools.observations import Observation, ToolFailure, from_handler_value
+from portagent.tools.observations import (
+    NotSerializable,
+    Observation,
+    ToolFailure,
+    from_handler_value,
+    jsonable_or_text,
+    not_serializable,
+    to_jsonable,
+)
 from portagent.tools.policy import MISSING, lookup
+from portagent.tools.tool_context import ToolContext, session_state
 from portagent.tools.validation import BadSchemaError, limit_output, schema_errors, validator_for
 
 if TYPE_CHECKING:
+    from portagent.contracts.policy import ApprovalCard
     from portagent.tools.context import GatewayContext
 
 RETRYABLE = ("timeout", "rate_limited")
@@ -67,6 +78,40 @@ class Attempt:
     effect_happened: bool = False
 
 
+def _text(e: BaseException) -> str:
+    """An exception's text, even when its ``__str__`` raises."""
+    try:
+        return str(e)
+    except Exception:
+        return f"<{type(e).__name__} with an unprintable message>"
+
+
+def tool_context_of(
+    tool: ToolSpec,
+    args: dict[str, Any],
+    ctx: GatewayContext,
+    call_id: str,
+    key: str | None,
+    approval: ApprovalCard | None,
+) -> ToolContext:
+    """The ``ToolContext`` a handler that declares one receives (tools/tool_context.py)."""
+    return ToolContext(
+        run_id=ctx.run_id,
+        agent=ctx.agent,
+        call_id=call_id,
+        provider=ctx.provider,
+        tool=tool.name,
+        arguments=dict(args),
+        state=ctx.state if ctx.state is not None else session_state(ctx.budget),
+        approval=approval,
+        scope=ctx.scope,
+        actor=ctx.actor,
+        env=ctx.env,
+        idempotency_key=key,
+        context=dict(ctx.context),
+    )
+
+
 def _backoff(attempt: int, details: Any) -> float:
     if isinstance(details, dict):
         hint = details.get("retry_after_s")
@@ -90,6 +135,7 @@ async def invoke(
     call_id: str,
     key: str | None = None,
     before_retry: Callable[[], Awaitable[Any]] | None = None,
+    approval: ApprovalCard | None = None,
 ) -> Attempt:
     """Run the handler (retrying timeouts/rate limits for idempotent tools) and check its output.
 
@@ -100,6 +146,7 @@ async def invoke(
     except HandlerImportError as e:
         return Attempt(Observation.failure("handler_error", str(e), {"handler": tool.handler}))
     hctx = ctx.handler_context(call_id, key)
+    tctx = tool_context_of(tool, args, ctx, call_id, key, approval) if resolved.tool_context_param else None
     retries = tool.budgets.max_retries if is_idempotent(tool) else 0
     timeout_s = tool.budgets.timeout_ms / 1000.0
     t0 = ctx.clock.monotonic()
@@ -109,8 +156,11 @@ async def invoke(
         raw: Any = None
         certain = True
         try:
-            raw = await call_handler(resolved, args, hctx, timeout_s)
+            raw = to_jsonable(await call_handler(resolved, args, hctx, timeout_s, tctx))
             obs = from_handler_value(raw)
+        except NotSerializable as e:  # the handler ran: its effect happened, its output is unusable
+            latency = round((ctx.clock.monotonic() - t0) * 1000.0, 3)
+            return Attempt(not_serializable(tool.name, e), None, latency, True, effect_happened=True)
         except TimeoutError:
             certain = False
             obs = Observation.failure(
@@ -119,22 +169,26 @@ async def invoke(
                 {"timeout_ms": tool.budgets.timeout_ms, "attempts": attempt + 1},
             )
         except ToolFailure as f:
-            obs = Observation.failure(f.code, f.message, f.details)
+            obs = Observation.failure(f.code, mask_text(f.message), jsonable_or_text(f.details))
             certain = f.code != "timeout"  # a handler that says "timeout" cannot know either
         except asyncio.CancelledError:
             raise
         except Exception as e:
             certain = False
-            obs = Observation.failure(
+            obs = Observation.failure(  # the exception's text is masked: it goes to the model and to disk
                 "handler_error",
-                f"{tool.name} raised {type(e).__name__}: {e}",
+                mask_text(f"{tool.name} raised {type(e).__name__}: {_text(e)}"),
                 {"handler": tool.handler, "exception": type(e).__name__},
             )
         if obs.error in RETRYABLE and attempt < retries:
             await asyncio.sleep(_backoff(attempt, obs.details))
             landed = await before_retry() if before_retry is not None else None
             if landed is not None:
-                raw, obs, certain = landed, from_handler_value(landed), True
+                raw, obs, certain = (
+                    jsonable_or_text(landed),
+                    from_handler_value(jsonable_or_text(landed)),
+                    True,
+                )
                 break
             attempt += 1
             continue
@@ -214,6 +268,7 @@ async def run_idempotent(
     ledger: EffectLedger,
     call_id: str,
     charge: Callable[[], Observation | None],
+    approval: ApprovalCard | None = None,
 ) -> Attempt:
     """Intent → effect → outcome, never the same effect twice. ``charge()`` returns a rejection
     Observation or None, and is called only right before the handler really runs."""
@@ -222,7 +277,7 @@ async def run_idempotent(
     max_wait = (tool.budgets.timeout_ms / 1000.0 + 1.0) * (tool.budgets.max_retries + 1) + 5.0
     try:
         async with key_guard(ledger, ctx.scope, tool.name, key, max_wait):
-            return await _run_owned(tool, args, args_hash, key, ctx, ledger, call_id, charge)
+            return await _run_owned(tool, args, args_hash, key, ctx, ledger, call_id, charge, approval)
     except GuardBusy as e:
         return Attempt(
             Observation.failure(
@@ -242,6 +297,7 @@ async def _run_owned(
     ledger: EffectLedger,
     call_id: str,
     charge: Callable[[], Observation | None],
+    approval: ApprovalCard | None = None,
 ) -> Attempt:
     """The body of ``run_idempotent``, with the key guard held."""
     scope = ctx.scope
@@ -262,10 +318,12 @@ async def _run_owned(
     if rejection is not None:
         ledger.abandon(scope, tool.name, key)
         return Attempt(rejection)
-    att = await invoke(tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id))
+    att = await invoke(
+        tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id), approval=approval
+    )
     if att.effect_happened:
         eid = _effect_id(att.raw, ctx)
-        ledger.complete(scope, tool.name, key, att.raw, eid)
+        ledger.complete(scope, tool.name, key, mask_data(att.raw), eid)  # ledger.db holds no secret
         att.obs = _with_effect(att.obs, eid)
     elif att.certain:
         ledger.abandon(scope, tool.name, key)
@@ -351,7 +409,7 @@ async def _resolve_pending(
             fn, (key, args, ctx.handler_context(call_id, key)), {}, tool.budgets.timeout_ms / 1000.0
         )
     except Exception as e:  # import failure, timeout, or the function raised
-        ledger.orphan(ctx.scope, tool.name, key, f"reconcile failed: {e}")
+        ledger.orphan(ctx.scope, tool.name, key, mask_text(f"reconcile failed: {e}"))
         return Attempt(
             Observation.failure(
                 "conflict",
@@ -361,7 +419,8 @@ async def _resolve_pending(
         )
     if found is None:
         return None
+    found = jsonable_or_text(found)
     eid = _effect_id(found, ctx)
-    ledger.complete(ctx.scope, tool.name, key, found, eid)
+    ledger.complete(ctx.scope, tool.name, key, mask_data(found), eid)
     obs = success_observation(tool, found, effect_id=eid, duplicate=True)
     return Attempt(replace(obs, extra={**obs.extra, "reconciled": True}), found)

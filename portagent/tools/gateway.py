@@ -39,7 +39,7 @@ from portagent.tools.execution import KeyMissingError, idempotency_key, invoke, 
 from portagent.tools.handlers import HandlerImportError, call_function, resolve
 from portagent.tools.ledger import EffectLedger
 from portagent.tools.observations import Observation
-from portagent.tools.policy import PolicyEngine
+from portagent.tools.policy import PolicyEngine, normalize_args
 from portagent.tools.validation import BadSchemaError, schema_errors, validator_for
 
 
@@ -181,10 +181,18 @@ class ToolGateway:
         self.context.budget.count_tool_call()
         tool = self.tools.get(tool_name)
         args, parse_error = parse_args(raw_args)
+        sent = args
+        if tool is not None and parse_error is None:
+            # One form whichever provider sent the call (NFC text, numeric strings where the schema
+            # wants numbers): the policy, the schema check, the handler and the trace all see it.
+            args = normalize_args(tool.input_schema, args)
         p = PreparedCall(call_id, tool_name, tool, args, compute_args_hash(args), via, vendor_call_id)
         self._prepared[call_id] = p
         if vendor_call_id:
             self._by_vendor[vendor_call_id] = call_id
+        details: dict[str, Any] = {"vendor_call_id": vendor_call_id} if vendor_call_id else {}
+        if sent != args or compute_args_hash(sent) != p.args_hash:
+            details["args_as_sent"] = sent
         self.emit(
             "tool.call",
             call_id=call_id,
@@ -194,7 +202,7 @@ class ToolGateway:
             args=args,
             args_hash=p.args_hash,
             via=via,
-            provider_details={"vendor_call_id": vendor_call_id} if vendor_call_id else {},
+            provider_details=details,
         )
         rejection = await self._checks(p, parse_error)
         if rejection is not None:
@@ -270,12 +278,22 @@ class ToolGateway:
             self.emit("budget.exceeded", **budget.event_fields())
             return Observation.failure("budget_exhausted", budget.message, budget.event_fields())
         try:
-            decision = self.policy.decide(tool, p.args, self.context)
+            if self.policy.slow_matching:  # a time-limited regex may run: not on the event loop
+                decision = await asyncio.to_thread(self.policy.decide, tool, p.args, self.context)
+            else:
+                decision = self.policy.decide(tool, p.args, self.context)
         except PortagentError as e:
             return Observation.failure(
                 "validation_error",
                 f"the run context is invalid: {e}",
                 [{"path": "context", "message": str(e)}],
+            )
+        except Exception as e:  # an engine that fails to decide denies, the same on every provider
+            decision = PermissionDecision(
+                decision="deny",
+                reason=f"the policy could not decide this call: {type(e).__name__}: {e}",
+                rule="policy:error",
+                policy_version=self.policy.version,
             )
         p.decision = decision
         self.emit(
@@ -358,6 +376,7 @@ class ToolGateway:
             expires_at=iso(now + timedelta(seconds=expiry)),
             scope=self.context.scope,
             context=self._card_context.get(tool.name, {}),
+            **approval_flow.card_evidence(self, p),
         )
 
     # -- execute ---------------------------------------------------------------------------------------
@@ -383,13 +402,21 @@ class ToolGateway:
             except KeyMissingError as e:
                 return Observation.failure("validation_error", str(e)), None
             att = await run_idempotent(
-                tool, args, ah, key, self.context, self.ledger, p.call_id, lambda: self._charge(tool)
+                tool,
+                args,
+                ah,
+                key,
+                self.context,
+                self.ledger,
+                p.call_id,
+                lambda: self._charge(tool),
+                approval=p.card,
             )
             return att.obs, att.latency_ms
         rejection = self._charge(tool)
         if rejection is not None:
             return rejection, None
-        att = await invoke(tool, args, self.context, p.call_id)
+        att = await invoke(tool, args, self.context, p.call_id, approval=p.card)
         return att.obs, att.latency_ms
 
     def _charge(self, tool: ToolSpec) -> Observation | None:

@@ -5,6 +5,8 @@ convention of a tool handler (ADR 0004):
 
 - it declares a parameter named ``context`` → ``handler(args, context)`` (the arguments dict and the
   run context dict);
+- it declares a parameter annotated ``ToolContext`` (any name; ``tools/tool_context.py``) →
+  ``handler(**args, <that name>=tool_context)`` — this wins over the ``context`` rule;
 - otherwise → ``handler(**args)``.
 
 Sync functions run in a daemon worker thread so ``timeout_ms`` can be enforced without blocking the
@@ -25,9 +27,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from portagent.tools.tool_context import ToolContext, tool_context_param
+
 
 class HandlerImportError(Exception):
     """A ``module:function`` string could not be resolved; the message names the module."""
+
+
+class HandlerExit(Exception):
+    """A handler (or a function it called) ran ``sys.exit(n)``: the call fails with ``handler_error``
+    instead of ending portagent silently with exit ``n``."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(f"called sys.exit({code!r})")
+        self.code = code
+
+
+async def _no_exit(coro: Any) -> Any:
+    """Await a handler's coroutine with ``SystemExit`` turned into ``HandlerExit`` inside it — raised out
+    of an asyncio task, ``SystemExit`` would stop the event loop."""
+    try:
+        return await coro
+    except SystemExit as e:
+        raise HandlerExit(e.code) from None
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,8 @@ class Resolved:
     fn: Callable[..., Any]
     is_async: bool
     takes_context: bool
+    tool_context_param: str | None = None
+    """The parameter annotated ``ToolContext``, when the function declares one."""
 
 
 _CACHE: dict[str, Resolved] = {}
@@ -55,6 +79,10 @@ def resolve(ref: str) -> Resolved:
         raise HandlerImportError(
             f"importing module {module_name!r} for {ref!r} failed: {type(e).__name__}: {e}"
         ) from e
+    except SystemExit as e:  # a module that exits while importing
+        raise HandlerImportError(
+            f"importing module {module_name!r} for {ref!r} failed: it called sys.exit({e.code!r})"
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -65,11 +93,13 @@ def resolve(ref: str) -> Resolved:
     takes_context = False
     with contextlib.suppress(TypeError, ValueError):  # builtins without a signature
         takes_context = "context" in inspect.signature(obj).parameters
+    tc_param = tool_context_param(obj)
     call_method = obj.__call__ if not inspect.isroutine(obj) else None  # callable instances
     resolved = Resolved(
         fn=obj,
         is_async=inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(call_method),
-        takes_context=takes_context,
+        takes_context=takes_context and tc_param != "context",
+        tool_context_param=tc_param,
     )
     with _CACHE_LOCK:
         _CACHE[ref] = resolved
@@ -103,6 +133,8 @@ class _DaemonPool:
             if fut.set_running_or_notify_cancel():
                 try:
                     fut.set_result(fn())
+                except SystemExit as e:
+                    fut.set_exception(HandlerExit(e.code))
                 except BaseException as e:
                     fut.set_exception(e)
             with self._lock:
@@ -120,7 +152,10 @@ async def call_function(
     Raises ``asyncio.TimeoutError`` on timeout; anything the function raises propagates.
     """
     if resolved.is_async:
-        coro = resolved.fn(*args, **kwargs)
+        try:
+            coro = _no_exit(resolved.fn(*args, **kwargs))
+        except SystemExit as e:  # a callable object whose __call__ exits before returning a coroutine
+            raise HandlerExit(e.code) from None
         return await (asyncio.wait_for(coro, timeout_s) if timeout_s else coro)
     fut = _POOL.submit(lambda: resolved.fn(*args, **kwargs))
     wrapped = asyncio.wrap_future(fut)
@@ -130,14 +165,23 @@ async def call_function(
         fut.cancel()
         raise
     if inspect.isawaitable(result):  # a sync function that returned a coroutine
-        result = await (asyncio.wait_for(result, timeout_s) if timeout_s else result)
+        guarded = _no_exit(result)
+        result = await (asyncio.wait_for(guarded, timeout_s) if timeout_s else guarded)
     return result
 
 
 async def call_handler(
-    resolved: Resolved, args: dict[str, Any], context: dict[str, Any], timeout_s: float | None
+    resolved: Resolved,
+    args: dict[str, Any],
+    context: dict[str, Any],
+    timeout_s: float | None,
+    tool_context: ToolContext | None = None,
 ) -> Any:
     """A tool handler, with the calling convention above."""
+    if resolved.tool_context_param is not None and tool_context is not None:
+        kwargs = {k: v for k, v in args.items() if k != resolved.tool_context_param}
+        kwargs[resolved.tool_context_param] = tool_context
+        return await call_function(resolved, (), kwargs, timeout_s)
     if resolved.takes_context:
         return await call_function(resolved, (args, context), {}, timeout_s)
     return await call_function(resolved, (), dict(args), timeout_s)

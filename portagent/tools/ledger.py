@@ -10,7 +10,8 @@ idempotent tool the gateway records the *intent* before the handler runs and the
   owner died between intent and outcome, or the gateway could not tell whether the effect happened).
   An orphan is never blindly re-executed: the gateway claims it and asks the tool's ``reconcile``.
 
-``owner`` is ``host:pid`` of the process running the handler, or NULL for an orphan.
+``owner`` is ``host:pid@start`` of the process running the handler (the start identity tells a dead
+owner from a later process that got its pid), or NULL for an orphan.
 """
 
 from __future__ import annotations
@@ -47,11 +48,27 @@ CREATE TABLE IF NOT EXISTS effects (
 """
 
 
+def start_identity(pid: int) -> str | None:
+    """When process ``pid`` started: the boot id and its start time in clock ticks since boot (Linux
+    ``/proc``). A pid reused by a later process has another start identity; None where ``/proc`` is absent."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            ticks = f.read().rsplit(")", 1)[1].split()[19]
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip().replace("-", "")[:12]
+    except (OSError, IndexError):
+        return None
+    return f"{boot}.{ticks}"
+
+
 def owner_token() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """``host:pid@start`` (``host:pid`` where the start identity cannot be read)."""
+    pid = os.getpid()
+    start = start_identity(pid)
+    return f"{socket.gethostname()}:{pid}" + (f"@{start}" if start else "")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -66,13 +83,25 @@ def _pid_alive(pid: int) -> bool:
 
 
 def owner_alive(owner: str | None) -> bool | None:
-    """True/False when it can be told, None for an owner on another host."""
+    """True/False when it can be told, None for an owner on another host.
+
+    The pid alone is not an identity: after a crash the kernel may give it to another process, which
+    would keep an orphaned intent "in flight" forever. Tokens carry the owner's start identity
+    (``host:pid@boot.ticks``); a live pid with another start identity is a different process, so the
+    owner is dead. Tokens without one (older rows, systems without ``/proc``) fall back to the pid."""
     if owner is None:
         return False
-    host, _, pid = owner.rpartition(":")
+    host, _, rest = owner.rpartition(":")
+    pid, _, start = rest.partition("@")
     if host != socket.gethostname() or not pid.isdigit():
         return None
-    return _pid_alive(int(pid))
+    if not pid_alive(int(pid)):
+        return False
+    if start:
+        now = start_identity(int(pid))
+        if now is not None and now != start:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,29 @@
 
 Handlers signal a domain error by returning ``{"ok": false, "error": "not_found", ...}`` or by
 raising :class:`ToolFailure`.
+
+What a handler returns is made JSON by ONE encoder, :func:`to_jsonable`, before anything else sees
+it (output schema, limits, the ledger, the trace, every adapter): pydantic models, dataclasses, enums,
+datetimes, ``bytes`` (base64), sets (sorted), tuples, UUIDs, decimals and paths get their JSON form;
+a cycle, a value nested too deeply or too large, or an object with no JSON form raises
+:class:`NotSerializable`, which the gateway turns into an ``output_not_serializable`` observation.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import datetime as dt
+import enum
+import json
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import PurePath
 from typing import Any, get_args
+
+from pydantic import BaseModel
 
 from portagent.contracts.tool import ErrorCode
 
@@ -34,6 +51,7 @@ NEXT_ALLOWED: dict[str, list[str]] = {
     "conflict": ["re_read_state", "re_plan"],
     "duplicate": ["use_recorded_outcome"],
     "handler_error": ["report_error", "stop_with_evidence"],
+    "output_not_serializable": ["report_error", "stop_with_evidence"],
 }
 """What the model may sensibly do next, per error code (the design source's ``next_allowed``)."""
 
@@ -130,3 +148,132 @@ def from_handler_value(value: Any) -> Observation:
             str(code), message, details, **({"next_allowed": list(next_allowed)} if next_allowed else {})
         )
     return Observation.success(value)
+
+
+# -- the one JSON encoder ----------------------------------------------------------------------------
+
+MAX_DEPTH = 200
+"""Deepest nesting an output may have (a deeper one is ``output_not_serializable``)."""
+MAX_NODES = 1_000_000
+"""Most values (containers and scalars) an output may hold."""
+MAX_INT_DIGITS = 4300
+"""Longest integer JSON will carry (Python's own ``int`` → text limit)."""
+
+
+class NotSerializable(Exception):
+    """A handler's output has no JSON form: ``reason`` says why, ``path`` where (``$.items.3``)."""
+
+    def __init__(self, reason: str, path: str, type_name: str | None = None) -> None:
+        super().__init__(f"{reason} at {path}")
+        self.reason = reason
+        self.path = path
+        self.type_name = type_name
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.reason, "path": self.path}
+        if self.type_name:
+            out["type"] = self.type_name
+        return out
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (dict, list, str, int, float, bool, None). A value that already is
+    comes back equal (same keys in the same order), so its JSON bytes do not change."""
+    return _Encoder().encode(value, "$", 0)
+
+
+def _key(k: Any, path: str) -> str:
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, bool | int | float):
+        return json.dumps(k)  # what json.dumps does to such keys
+    if isinstance(k, enum.Enum):
+        return _key(k.value, path)
+    if isinstance(k, dt.date | dt.time | uuid.UUID | Decimal | PurePath):
+        return k.isoformat() if isinstance(k, dt.date | dt.time) else str(k)
+    raise NotSerializable(f"a key of type {type(k).__name__} has no JSON form", path, type(k).__name__)
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.active: set[int] = set()
+
+    def encode(self, v: Any, path: str, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise NotSerializable(f"output holds more than {MAX_NODES} values", path)
+        if depth > MAX_DEPTH:
+            raise NotSerializable(f"output is nested more than {MAX_DEPTH} levels deep", path)
+        if v is None or isinstance(v, str | bool | float):
+            return v
+        if isinstance(v, enum.Enum):  # before int: an IntEnum is an int
+            return self.encode(v.value, path, depth)
+        if isinstance(v, int):
+            if v.bit_length() > MAX_INT_DIGITS * 3.32:
+                raise NotSerializable(f"an integer longer than {MAX_INT_DIGITS} digits", path, "int")
+            return int(v)
+        if isinstance(v, bytes | bytearray | memoryview):
+            return base64.b64encode(bytes(v)).decode("ascii")
+        if isinstance(v, dt.datetime | dt.date | dt.time):
+            return v.isoformat()
+        if isinstance(v, dt.timedelta):
+            return v.total_seconds()
+        if isinstance(v, uuid.UUID | Decimal | PurePath):
+            return str(v)
+        if isinstance(v, dict | list | tuple | set | frozenset | Mapping) or _is_model(v):
+            ident = id(v)
+            if ident in self.active:
+                raise NotSerializable("the output refers to itself (a cycle)", path, type(v).__name__)
+            self.active.add(ident)
+            try:
+                return self._container(v, path, depth)
+            finally:
+                self.active.discard(ident)
+        raise NotSerializable(
+            f"an object of type {type(v).__name__} has no JSON form", path, type(v).__name__
+        )
+
+    def _container(self, v: Any, path: str, depth: int) -> Any:
+        if isinstance(v, dict | Mapping):
+            return {_key(k, path): self.encode(x, f"{path}.{k}", depth + 1) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [self.encode(x, f"{path}.{i}", depth + 1) for i, x in enumerate(v)]
+        if isinstance(v, set | frozenset):
+            items = [self.encode(x, f"{path}.<item>", depth + 1) for x in v]
+            return sorted(items, key=lambda x: json.dumps(x, sort_keys=True, ensure_ascii=False))
+        if dataclasses.is_dataclass(v):
+            return {
+                f.name: self.encode(getattr(v, f.name), f"{path}.{f.name}", depth + 1)
+                for f in dataclasses.fields(v)
+            }
+        try:  # a pydantic model: its own JSON form (aliases, serializers), then checked like the rest
+            dumped = v.model_dump(mode="json")
+        except Exception as e:
+            raise NotSerializable(
+                f"{type(v).__name__}.model_dump failed: {type(e).__name__}", path, type(v).__name__
+            ) from None
+        return self.encode(dumped, path, depth)
+
+
+def _is_model(v: Any) -> bool:
+    return (dataclasses.is_dataclass(v) and not isinstance(v, type)) or isinstance(v, BaseModel)
+
+
+def not_serializable(tool: str, e: NotSerializable) -> Observation:
+    """The observation for an output the encoder refused."""
+    return Observation.failure(
+        "output_not_serializable", f"{tool} returned output that cannot be sent as JSON: {e}", e.details()
+    )
+
+
+def jsonable_or_text(value: Any) -> Any:
+    """``to_jsonable(value)``, or its ``repr`` (cut to 2,000 characters) when it has no JSON form —
+    for handler-supplied details of an error, which must never turn one error into another."""
+    try:
+        return to_jsonable(value)
+    except NotSerializable:
+        try:
+            return repr(value)[:2000]
+        except Exception:  # a __repr__ that raises
+            return f"<{type(value).__name__}>"

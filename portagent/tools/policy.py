@@ -19,9 +19,14 @@ Rules without a ``decision`` only classify the call for scoring (``risk_action``
 from __future__ import annotations
 
 import fnmatch
+import json
+import math
+import os
 import posixpath
 import re
+import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from portagent.contracts.errors import UsageError
@@ -30,9 +35,12 @@ from portagent.contracts.policy import (
     Decision,
     PermissionDecision,
     PermissionPolicy,
+    PolicyRegex,
     PolicyRule,
     RiskAction,
     RiskScoring,
+    compile_policy_regex,
+    regex_timeout_s,
 )
 from portagent.contracts.tool import ToolSpec
 from portagent.tools.context import GatewayContext, check_run_context, evidence_count
@@ -49,10 +57,100 @@ EFFECT_TO_ACTION: dict[str, RiskAction] = {
 _WILDCARDS = re.compile(r"[*?\[]")
 MISSING = object()
 """What ``lookup`` returns for a path that is not in the arguments."""
+UNKNOWN = None
+"""What ``predicate_state`` returns when a predicate cannot be evaluated (absent argument, a value of a
+type the operator cannot test, a path that does not resolve)."""
 
 
 class PolicyInputError(UsageError):
     """An input the policy reads is out of range (exit 2)."""
+
+
+class PolicyEvaluationError(Exception):
+    """The policy could not decide a call (e.g. a path that does not resolve); the call is denied."""
+
+
+# -- normalisation (the same on every provider) ------------------------------------------------------
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def numeric_value(v: Any) -> int | float | None:
+    """A number, or a string holding a JSON number literal (surrounding whitespace allowed) read as one;
+    ``None`` otherwise (also for non-finite values)."""
+    if _is_number(v):
+        return v if not (isinstance(v, float) and not math.isfinite(v)) else None
+    if isinstance(v, str) and len(v) <= 400:
+        text = v.strip()
+        if _NUMBER.fullmatch(text):
+            try:
+                n = json.loads(text)
+            except (ValueError, RecursionError):
+                return None
+            if isinstance(n, float) and not math.isfinite(n):
+                return None
+            return n if _is_number(n) else None
+    return None
+
+
+def normalize_text(value: str, ignore_case: bool = False) -> str:
+    """Unicode NFC, then case folding when asked."""
+    text = unicodedata.normalize("NFC", value)
+    return text.casefold() if ignore_case else text
+
+
+def _schema_types(schema: Any) -> set[str]:
+    t = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list):
+        return {x for x in t if isinstance(x, str)}
+    return set()
+
+
+def normalize_args(schema: Any, value: Any, _depth: int = 0) -> Any:
+    """Arguments as the policy and the handler see them, whichever provider sent them: every string in
+    Unicode NFC (keys too), and where the tool's input schema wants only a number (or integer, or
+    boolean) a string holding one becomes it (``"1000"`` → ``1000``: the Claude CLI does this before
+    portagent sees the call, the OpenAI and ADK runtimes do not), and an integral float in a number field
+    becomes an integer (``1000.0`` → ``1000``, as JavaScript sends it). Anything else is left as it is."""
+    if _depth > 200:
+        return value
+    if isinstance(value, str):
+        text = unicodedata.normalize("NFC", value)
+        types = _schema_types(schema)
+        if types and "string" not in types:
+            if types & {"number", "integer"}:
+                n = numeric_value(text)
+                if n is not None and ("number" in types or float(n).is_integer()):
+                    if isinstance(n, float) and n.is_integer() and abs(n) < 2**53:
+                        n = int(n)  # "1e3" and "1000.0" are the 1000 a JSON number literal would give
+                    return n
+            if "boolean" in types and text.strip() in ("true", "false"):
+                return text.strip() == "true"
+        return text
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        if _schema_types(schema) & {"number", "integer"}:
+            return int(value)  # 1000.0 is the 1000 the Claude CLI (JavaScript numbers) sends
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        props = props if isinstance(props, dict) else {}
+        extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = unicodedata.normalize("NFC", k) if isinstance(k, str) else k
+            sub = props.get(k, props.get(key, extra if isinstance(extra, dict) else None))
+            out[key] = normalize_args(sub, v, _depth + 1)
+        return out
+    if isinstance(value, list):
+        items = schema.get("items") if isinstance(schema, dict) else None
+        return [normalize_args(items if isinstance(items, dict) else None, v, _depth + 1) for v in value]
+    return value
 
 
 # -- argument predicates ---------------------------------------------------------------------------
@@ -72,62 +170,136 @@ def lookup(args: Any, dotted: str) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equality that does not confuse ``True`` with ``1``."""
+    """Equality that does not confuse ``True`` with ``1``; a numeric string equals the number it holds
+    when compared with a number (``"1000"`` = ``1000``), and strings compare in NFC."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if _is_number(a) or _is_number(b):
+        na, nb = numeric_value(a), numeric_value(b)
+        if na is not None and nb is not None:
+            return bool(na == nb)
+    if isinstance(a, str) and isinstance(b, str):
+        return normalize_text(a) == normalize_text(b)
     return bool(a == b)
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+def _same_text(a: Any, b: Any, ignore_case: bool) -> bool:
+    if ignore_case and isinstance(a, str) and isinstance(b, str):
+        return normalize_text(a, True) == normalize_text(b, True)
+    return _same(a, b)
 
 
 def _path_like(prefix: str) -> bool:
     return prefix.startswith(("/", "./", "../", "~/"))
 
 
+def _resolvable_folder(prefix: str) -> bool:
+    return prefix.startswith(("/", "~/")) or prefix == "~"
+
+
 def _norm(value: str, prefix: str) -> str:
-    """Paths are normalized before prefix tests, so ``/ws/../etc`` is not inside ``/ws/``."""
+    """Relative prefixes: paths are normalized (lexically) before prefix tests."""
     if _path_like(prefix) and value.startswith(("/", ".", "~")):
         normalized = posixpath.normpath(value)
         return normalized + "/" if value.endswith("/") and normalized != "/" else normalized
     return value
 
 
-def _has_prefix(value: str, prefix: str) -> bool:
+def real_path(value: str, base: str) -> str:
+    """``value`` as a real absolute path: ``~`` expanded, relative to ``base``, ``..`` and symlinks
+    resolved (as far as the path exists). Raises PolicyEvaluationError when it cannot be resolved."""
+    if not value or "\x00" in value:
+        raise PolicyEvaluationError(f"path {value!r} cannot be resolved")
+    try:
+        expanded = os.path.expanduser(value)
+        joined = expanded if os.path.isabs(expanded) else os.path.join(os.path.expanduser(base), expanded)
+        return str(Path(joined).resolve(strict=False))
+    except (OSError, RuntimeError, ValueError) as e:
+        raise PolicyEvaluationError(f"path {value!r} cannot be resolved: {e}") from None
+
+
+def path_within(value: str, folder: str, root: str | None = None) -> bool:
+    """Whether ``value`` resolves inside ``folder`` (resolved too). A relative value is resolved against
+    ``root`` (the folder the tool reads relative paths from); without one it counts as outside."""
+    expanded = os.path.expanduser(value) if value.startswith("~") else value
+    if not os.path.isabs(expanded) and root is None:
+        return False
+    base = real_path(folder, "/")
+    target = real_path(value, real_path(root, "/") if root is not None else base)
+    return target == base or target.startswith(base.rstrip("/") + "/")
+
+
+def _has_prefix(value: str, prefix: str, ignore_case: bool = False, root: str | None = None) -> bool:
+    if _resolvable_folder(prefix):
+        return path_within(value, prefix, root)
+    if ignore_case:
+        value, prefix = normalize_text(value, True), normalize_text(prefix, True)
+    else:
+        value, prefix = normalize_text(value), normalize_text(prefix)
     v = _norm(value, prefix)
-    if _path_like(prefix) and v + "/" == prefix:  # "/ws" is inside "/ws/"
+    if _path_like(prefix) and v + "/" == prefix:  # "./ws" is inside "./ws/"
         return True
     return v.startswith(prefix)
 
 
 @lru_cache(maxsize=512)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _regex(pattern: str, ignore_case: bool = False) -> PolicyRegex:
+    return compile_policy_regex(pattern, ignore_case)
+
+
+def predicate_state(pred: ArgPredicate, args: Any) -> bool | None:
+    """One predicate against the arguments: ``True``/``False``, or ``None`` (``UNKNOWN``) when it cannot be
+    evaluated (absent argument, a value of a type the operator cannot test). A path that does not
+    resolve raises PolicyEvaluationError (the call is denied)."""
+    value = lookup(args, pred.arg)
+    if value is MISSING:
+        return UNKNOWN
+    ic = pred.ignore_case
+    if pred.equals is not None:
+        return _same_text(value, pred.equals, ic)
+    if pred.in_ is not None:
+        return any(_same_text(value, c, ic) for c in pred.in_)
+    if pred.min is not None or pred.max is not None:
+        n = numeric_value(value)
+        if n is None:
+            return UNKNOWN
+        if pred.min is not None and n < pred.min:
+            return False
+        return not (pred.max is not None and n > pred.max)
+    if not isinstance(value, str):
+        return UNKNOWN
+    if pred.prefix is not None:
+        return _has_prefix(value, pred.prefix, ic, pred.root)
+    if pred.not_prefix is not None:
+        return not _has_prefix(value, pred.not_prefix, ic, pred.root)
+    if pred.within is not None:
+        return path_within(value, pred.within, pred.root)
+    if pred.not_within is not None:
+        return not path_within(value, pred.not_within, pred.root)
+    if pred.glob is not None:
+        return fnmatch.fnmatchcase(normalize_text(value, ic), normalize_text(pred.glob, ic))
+    if pred.regex is not None:
+        try:
+            return _regex(pred.regex, ic).search(normalize_text(value, ic))
+        except TimeoutError:
+            raise PolicyEvaluationError(
+                f"regex {pred.regex!r} ran out of time ({regex_timeout_s():g} s) on a value of "
+                f"{len(value)} characters"
+            ) from None
+    return UNKNOWN
 
 
 def predicate_holds(pred: ArgPredicate, args: Any) -> bool:
-    """One predicate against the arguments. A predicate on a missing argument does not match."""
-    value = lookup(args, pred.arg)
-    if value is MISSING:
-        return False
-    if pred.equals is not None:
-        return _same(value, pred.equals)
-    if pred.in_ is not None:
-        return any(_same(value, c) for c in pred.in_)
-    if pred.prefix is not None:
-        return isinstance(value, str) and _has_prefix(value, pred.prefix)
-    if pred.not_prefix is not None:
-        return isinstance(value, str) and not _has_prefix(value, pred.not_prefix)
-    if pred.glob is not None:
-        return isinstance(value, str) and fnmatch.fnmatchcase(value, pred.glob)
-    if pred.regex is not None:
-        return isinstance(value, str) and _regex(pred.regex).search(value) is not None
-    if not _is_number(value):
-        return False
-    if pred.min is not None and value < pred.min:
-        return False
-    return not (pred.max is not None and value > pred.max)
+    """Whether the predicate definitely holds (an unevaluable predicate does not)."""
+    return predicate_state(pred, args) is True
+
+
+def fails_closed(rule: PolicyRule, pred: ArgPredicate) -> bool:
+    """What an unevaluable predicate says in this rule: ``if_absent`` when set, else match in rules that
+    deny or ask for approval, no match in the others."""
+    if pred.if_absent is not None:
+        return pred.if_absent == "match"
+    return rule.decision in ("deny", "approval_required")
 
 
 def rule_matches(rule: PolicyRule, tool: ToolSpec, args: Any, ctx: GatewayContext) -> bool:
@@ -142,7 +314,16 @@ def rule_matches(rule: PolicyRule, tool: ToolSpec, args: Any, ctx: GatewayContex
         return False
     if rule.scopes_missing and all(s in ctx.scopes for s in rule.scopes_missing):
         return False
-    return all(predicate_holds(p, args) for p in rule.when)
+    for p in rule.when:
+        try:
+            state = predicate_state(p, args)
+        except PolicyEvaluationError as e:
+            raise PolicyEvaluationError(f"rule {rule.id}, argument {p.arg!r}: {e}") from None
+        if state is None:
+            state = fails_closed(rule, p)
+        if not state:
+            return False
+    return True
 
 
 def names_tool_explicitly(rule: PolicyRule, tool: ToolSpec) -> bool:
@@ -189,6 +370,12 @@ class PolicyEngine:
         self._approval = [r for r in rules if r.decision == "approval_required"]
         self._allow = [r for r in rules if r.decision == "allow"]
         self._classifiers = [r for r in rules if r.risk_action is not None]
+        self.slow_matching = any(
+            p.regex is not None and _regex(p.regex, p.ignore_case).engine != "re2"
+            for r in rules
+            for p in r.when
+        )
+        """Whether some regex runs on the time-limited engine: the gateway then decides off the event loop."""
 
     @property
     def version(self) -> str:
@@ -202,8 +389,24 @@ class PolicyEngine:
         )
 
     def decide(self, tool: ToolSpec, args: Any, ctx: GatewayContext) -> PermissionDecision:
-        """The decision for this tool with these arguments in this context."""
+        """The decision for this tool with these arguments in this context. A malformed run context
+        raises (ContextError, PolicyInputError); any other failure to evaluate the policy is a ``deny``
+        (rule ``policy:error``) with the reason, never an exception into the vendor runtime."""
         check_run_context(ctx.context)
+        try:
+            return self._decide(tool, args, ctx)
+        except UsageError:
+            raise
+        except PolicyEvaluationError as e:
+            return self._decision("deny", f"the policy could not decide this call: {e}", "policy:error")
+        except Exception as e:
+            return self._decision(
+                "deny",
+                f"the policy could not decide this call: {type(e).__name__}: {e}",
+                "policy:error",
+            )
+
+    def _decide(self, tool: ToolSpec, args: Any, ctx: GatewayContext) -> PermissionDecision:
         score = self._score(tool, args, ctx) if self.policy.risk is not None else None
 
         for rule in self._deny:

@@ -31,7 +31,9 @@ VOLATILE_FIELDS: frozenset[str] = frozenset(
 )
 """Removed before any comparison or byte-identical replay check (documented in docs/traces.md)."""
 
-PROVIDER_FIELDS: frozenset[str] = frozenset({"provider", "sdk", "sdk_version", "model", "source", "mode"})
+PROVIDER_FIELDS: frozenset[str] = frozenset(
+    {"provider", "sdk", "sdk_version", "model", "source", "recorded_source", "mode"}
+)
 """Differ by construction between providers; ``equivalent(..., across_providers=True)`` ignores them."""
 
 # What must match across providers: events carrying behaviour, not vendor mechanics.

@@ -1,26 +1,42 @@
 """OTel export of a normalized trace, following the GenAI semantic conventions.
 
-    run        → span ``invoke_agent {agent}``   (gen_ai.operation.name = invoke_agent)
-    model.call → span ``chat {model}``           (usage, response id, finish reason)
-    tool.call  → span ``execute_tool {tool}``    (gen_ai.tool.call.id / arguments / result)
+    run        → span ``invoke_agent {agent}``   (gen_ai.operation.name = invoke_agent, usage, cost)
+    attempt    → span ``attempt {n}`` under it, only when the trace holds several attempts (a resumed run)
+    model.call → span ``chat {model}``           (usage incl. cache/reasoning tokens, cost, response id)
+    tool.call  → span ``execute_tool {tool}``    (gen_ai.tool.name / call.id / type)
     permission.decision, approval.*, budget.exceeded, error, handoff → span events
 
-Spans are built with the OpenTelemetry SDK (``portagent[otel]``) under the trace's own W3C trace id,
-with the recorded timestamps, and handed to any ``SpanExporter``: the SDK's in-memory exporter in
-tests, a JSON file (OTLP/JSON shape) or an OTLP/HTTP endpoint.
+Content (``gen_ai.input.messages``/``gen_ai.output.messages`` on the agent span, ``gen_ai.tool.call.arguments``/
+``.result`` on tool spans) is opt-in, as the conventions mark it, and masked by the one secret scanner
+(``core/secrets.py``, the scanner behind ``recording/scrub.py``) and then the caller's ``redact``.
+Cost has no GenAI attribute yet: it is ``portagent.cost_usd`` (with ``portagent.cost_source``).
+
+Spans are built with the OpenTelemetry SDK (``portagent[otel]``) under the trace's own W3C trace id, with
+the recorded timestamps and the recorded span ids (a re-export carries the same ids). They are encoded by
+the official OTLP encoder: sent once with the official exporter (OTLP/HTTP protobuf, or gRPC), or written
+as an OTLP/JSON file for offline use.
 """
 
 from __future__ import annotations
 
+import base64
+import importlib
 import json
-import urllib.request
-from collections.abc import Sequence
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from portagent.contracts.errors import MissingExtraError, ProviderError
+from portagent.contracts.errors import MissingExtraError, ProviderError, UsageError
+from portagent.core.pricing import model_cost
 
 GEN_AI_PROVIDER = {"openai": "openai", "claude": "anthropic", "adk": "gcp.gemini"}
+PROTOCOLS = ("http/protobuf", "grpc")
+
+Redact = Callable[[Any], Any]
 
 
 def _ns(ts: str) -> int:
@@ -31,6 +47,10 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _attr(v: Any) -> Any:
+    return v if isinstance(v, str | int | float | bool) else _json(v)
+
+
 def _sdk() -> Any:
     try:
         from opentelemetry.sdk import trace as sdk_trace
@@ -39,8 +59,48 @@ def _sdk() -> Any:
     return sdk_trace
 
 
-def export_spans(events: Sequence[Any], exporter: Any) -> int:
-    """Build the spans of one trace and export them. Returns the number of spans."""
+def _attempts(events: Sequence[Any]) -> list[list[Any]]:
+    """The events split at each ``run.started`` (one list per attempt; a resumed run has several)."""
+    out: list[list[Any]] = []
+    for e in events:
+        if e.type == "run.started" or not out:
+            out.append([])
+        out[-1].append(e)
+    return out
+
+
+def _messages(role: str, value: Any, finish_reason: str | None = None) -> str:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON (text parts)."""
+    texts = value if isinstance(value, list) and all(isinstance(x, str) for x in value) else [value]
+    msgs: list[dict[str, Any]] = []
+    for t in texts:
+        msg: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": _json(t)}]}
+        if finish_reason:
+            msg["finish_reason"] = finish_reason
+        msgs.append(msg)
+    return json.dumps(msgs, ensure_ascii=False)
+
+
+def build_spans(
+    events: Sequence[Any], *, include_content: bool = False, redact: Redact | None = None
+) -> list[Any]:
+    """The finished SDK spans (``ReadableSpan``) of one trace, parents before children are not guaranteed."""
+    _sdk()
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    mem = InMemorySpanExporter()
+    export_spans(events, mem, include_content=include_content, redact=redact)
+    return list(mem.get_finished_spans())
+
+
+def export_spans(
+    events: Sequence[Any],
+    exporter: Any,
+    *,
+    include_content: bool = False,
+    redact: Redact | None = None,
+) -> int:
+    """Build the spans of one trace and hand them to ``exporter``. Returns the number of spans."""
     sdk_trace = _sdk()
     from opentelemetry import trace as api
     from opentelemetry.sdk.resources import Resource
@@ -49,42 +109,185 @@ def export_spans(events: Sequence[Any], exporter: Any) -> int:
 
     if not events:
         return 0
-    start = next((e for e in events if e.type == "run.started"), events[0])
-    end = next((e for e in reversed(events) if e.type == "run.completed"), events[-1])
+    from portagent.core.secrets import mask_data
+
+    def clean(value: Any) -> Any:
+        """Content is masked by the one secret scanner, then by the caller's ``redact`` (if any)."""
+        masked = mask_data(value)
+        return redact(masked) if redact else masked
+
+    attempts = _attempts(events)
+    first = attempts[0][0]
+    last_end = next((e for e in reversed(events) if e.type == "run.completed"), events[-1])
+    used: set[int] = set()
 
     class _Ids(IdGenerator):
+        """The trace's own ids: the recorded span id when one is queued and unused, else a random one."""
+
+        queued: str | None = None
+
         def generate_trace_id(self) -> int:
-            return int(start.trace_id, 16)
+            return int(first.trace_id, 16)
 
         def generate_span_id(self) -> int:
-            return int.from_bytes(__import__("os").urandom(8), "big") or 1
+            want, self.queued = self.queued, None
+            if want:
+                sid = int(want, 16)
+                if sid and sid not in used:
+                    used.add(sid)
+                    return sid
+            while True:
+                sid = int.from_bytes(os.urandom(8), "big")
+                if sid and sid not in used:
+                    used.add(sid)
+                    return sid
 
+    ids = _Ids()
     provider = sdk_trace.TracerProvider(
-        resource=Resource.create({"service.name": "portagent"}), id_generator=_Ids()
+        resource=Resource.create({"service.name": "portagent"}), id_generator=ids, shutdown_on_exit=False
     )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("portagent")
-    prov = GEN_AI_PROVIDER.get(start.provider, start.provider)
-    root_attrs = {
+    prov = GEN_AI_PROVIDER.get(first.provider, first.provider)
+    count = 0
+
+    def start(name: str, parent: Any, ts: int, attrs: dict[str, Any], kind: Any, sid: str | None) -> Any:
+        nonlocal count
+        ids.queued = sid
+        count += 1
+        ctx = api.set_span_in_context(parent) if parent is not None else None
+        return tracer.start_span(name, context=ctx, start_time=ts, attributes=attrs, kind=kind)
+
+    agent_attrs: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.provider.name": prov,
-        "gen_ai.agent.name": start.agent,
-        "portagent.run_id": start.run_id,
+        "gen_ai.agent.name": first.agent,
+        "gen_ai.conversation.id": first.run_id,
+        "portagent.run_id": first.run_id,
     }
-    if getattr(start, "model", None):
-        root_attrs["gen_ai.request.model"] = start.model
-    root = tracer.start_span(
-        f"invoke_agent {start.agent}",
-        start_time=_ns(start.ts),
-        attributes=root_attrs,
-        kind=api.SpanKind.INTERNAL,
+    if getattr(first, "model", None):
+        agent_attrs["gen_ai.request.model"] = first.model
+    if getattr(first, "agent_version", None):
+        agent_attrs["gen_ai.agent.version"] = first.agent_version
+    if getattr(first, "case_id", None):
+        agent_attrs["portagent.case_id"] = first.case_id
+    if include_content and first.type == "run.started" and first.input is not None:
+        agent_attrs["gen_ai.input.messages"] = _messages("user", clean(first.input))
+    several = len(attempts) > 1
+    root = start(
+        f"invoke_agent {first.agent}",
+        None,
+        _ns(first.ts),
+        agent_attrs,
+        api.SpanKind.INTERNAL,
+        None if several else first.span_id,
     )
-    ctx = api.set_span_in_context(root)
+    totals = {"in": 0, "out": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0}
+    cost: float | None = 0.0
+    cost_sources: set[str] = set()
+    final: Any = None
+    for n, group in enumerate(attempts, 1):
+        head = group[0]
+        end = next((e for e in reversed(group) if e.type == "run.completed"), None)
+        if several:
+            parent = start(
+                f"attempt {getattr(head, 'attempt', n)}",
+                root,
+                _ns(head.ts),
+                {"portagent.attempt": int(getattr(head, "attempt", n))},
+                api.SpanKind.INTERNAL,
+                head.span_id if head.type == "run.started" else None,
+            )
+        else:
+            parent = root
+        _attempt_children(
+            group, parent, start, prov, api, include_content=include_content, clean=clean, end=end
+        )
+        if end is not None:
+            totals["in"] += end.input_tokens
+            totals["out"] += end.output_tokens
+            totals["cache_read"] += end.cache_read_tokens
+            totals["cache_write"] += end.cache_write_tokens
+            totals["reasoning"] += end.reasoning_tokens
+            cost = None if cost is None or end.cost_usd is None else cost + end.cost_usd
+            cost_sources.add(end.cost_source)
+            final = end
+        if several:
+            _finish(parent, end, group[-1], api)
+    root.set_attribute("gen_ai.usage.input_tokens", totals["in"])
+    root.set_attribute("gen_ai.usage.output_tokens", totals["out"])
+    if totals["cache_read"]:
+        root.set_attribute("gen_ai.usage.cache_read.input_tokens", totals["cache_read"])
+    if totals["cache_write"]:
+        root.set_attribute("gen_ai.usage.cache_creation.input_tokens", totals["cache_write"])
+    if totals["reasoning"]:
+        root.set_attribute("gen_ai.usage.reasoning.output_tokens", totals["reasoning"])
+    if final is not None:
+        if cost is not None:
+            root.set_attribute("portagent.cost_usd", round(cost, 10))
+        root.set_attribute("portagent.cost_source", "/".join(sorted(cost_sources)))
+        root.set_attribute("portagent.attempts", len(attempts))
+        if include_content and final.final_output is not None:
+            reason = "stop" if final.status == "completed" else final.stop_reason
+            root.set_attribute(
+                "gen_ai.output.messages", _messages("assistant", clean(final.final_output), reason)
+            )
+    _finish(root, final, last_end, api)
+    provider.shutdown()
+    return count
+
+
+def _finish(span: Any, end: Any, last: Any, api: Any) -> None:
+    """End an agent or attempt span with the status its ``run.completed`` gives (or ``incomplete``)."""
+    if end is None:
+        span.set_attribute("portagent.status", "incomplete")
+        span.set_status(api.Status(api.StatusCode.ERROR, "the trace ends without run.completed"))
+    else:
+        span.set_attribute("portagent.status", end.status)
+        span.set_attribute("portagent.stop_reason", end.stop_reason)
+        if end.status not in ("completed", "waiting_approval"):
+            span.set_attribute("error.type", end.stop_reason or end.status)
+            span.set_status(api.Status(api.StatusCode.ERROR, f"{end.status}: {end.stop_reason}"))
+    span.end(end_time=_ns((end or last).ts))
+
+
+_DECISION_FIELDS = (
+    "decision",
+    "reason",
+    "rule",
+    "policy_version",
+    "risk_score",
+    "approval_id",
+    "status",
+    "reviewer",
+)
+_RUN_EVENT_FIELDS = (
+    "from_agent",
+    "to_agent",
+    "kind",
+    "limit",
+    "limit_value",
+    "observed",
+    "error_type",
+    "message",
+)
+
+
+def _attempt_children(
+    group: Sequence[Any],
+    parent: Any,
+    start: Callable[..., Any],
+    prov: str,
+    api: Any,
+    *,
+    include_content: bool,
+    clean: Redact,
+    end: Any,
+) -> None:
     tools: dict[str, Any] = {}
-    count = 1
-    for e in events:
+    for e in group:
         if e.type == "model.call":
-            attrs = {
+            attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": prov,
                 "gen_ai.request.model": e.model,
@@ -92,52 +295,50 @@ def export_spans(events: Sequence[Any], exporter: Any) -> int:
                 "gen_ai.usage.output_tokens": e.output_tokens,
                 "gen_ai.agent.name": e.agent,
             }
+            if e.cache_read_tokens:
+                attrs["gen_ai.usage.cache_read.input_tokens"] = e.cache_read_tokens
+            if e.cache_write_tokens:
+                attrs["gen_ai.usage.cache_creation.input_tokens"] = e.cache_write_tokens
+            if e.reasoning_tokens:
+                attrs["gen_ai.usage.reasoning.output_tokens"] = e.reasoning_tokens
+            price = model_cost(
+                e.provider,
+                e.model,
+                input_tokens=e.input_tokens,
+                output_tokens=e.output_tokens,
+                cache_read_tokens=e.cache_read_tokens,
+                cache_write_tokens=e.cache_write_tokens,
+            )
+            if price is not None:
+                attrs["portagent.cost_usd"] = round(price, 10)
             if e.response_id:
                 attrs["gen_ai.response.id"] = e.response_id
             if e.finish_reason:
                 attrs["gen_ai.response.finish_reasons"] = [e.finish_reason]
             t1 = _ns(e.ts)
             t0 = t1 - int((e.latency_ms or 0) * 1_000_000)
-            span = tracer.start_span(
-                f"chat {e.model}", context=ctx, start_time=t0, attributes=attrs, kind=api.SpanKind.CLIENT
-            )
+            span = start(f"chat {e.model}", parent, t0, attrs, api.SpanKind.CLIENT, e.span_id)
             span.end(end_time=t1)
-            count += 1
         elif e.type == "tool.call":
-            span = tracer.start_span(
-                f"execute_tool {e.tool}",
-                context=ctx,
-                start_time=_ns(e.ts),
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": e.tool,
-                    "gen_ai.tool.call.id": e.call_id,
-                    "gen_ai.tool.call.arguments": _json(e.args),
-                    "gen_ai.tool.type": "function",
-                    "portagent.tool.version": e.tool_version,
-                },
+            attrs = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": e.tool,
+                "gen_ai.tool.call.id": e.call_id,
+                "gen_ai.tool.type": "function" if e.via == "function" else "extension",
+                "portagent.tool.version": e.tool_version,
+                "portagent.tool.via": e.via,
+            }
+            if include_content:
+                attrs["gen_ai.tool.call.arguments"] = _json(clean(e.args))
+            tools[e.call_id] = start(
+                f"execute_tool {e.tool}", parent, _ns(e.ts), attrs, api.SpanKind.INTERNAL, e.span_id
             )
-            tools[e.call_id] = span
-            count += 1
         elif (
             e.type in ("permission.decision", "approval.requested", "approval.resolved")
             and e.call_id in tools
         ):
             fields = {
-                k: v
-                for k, v in e.model_dump(mode="json").items()
-                if k
-                in (
-                    "decision",
-                    "reason",
-                    "rule",
-                    "policy_version",
-                    "risk_score",
-                    "approval_id",
-                    "status",
-                    "reviewer",
-                )
-                and v is not None
+                k: v for k, v in e.model_dump(mode="json").items() if k in _DECISION_FIELDS and v is not None
             }
             tools[e.call_id].add_event(
                 f"portagent.{e.type}",
@@ -146,126 +347,186 @@ def export_spans(events: Sequence[Any], exporter: Any) -> int:
             )
         elif e.type == "tool.result" and e.call_id in tools:
             span = tools.pop(e.call_id)
-            span.set_attribute("gen_ai.tool.call.result", _json(e.output))
+            if include_content:
+                span.set_attribute("gen_ai.tool.call.result", _json(clean(e.output)))
             if not e.ok:
                 span.set_attribute("error.type", e.error or "error")
-                span.set_status(api.Status(api.StatusCode.ERROR, e.error or ""))
+                span.set_status(api.Status(api.StatusCode.ERROR, e.error or "error"))
             span.end(end_time=_ns(e.ts))
         elif e.type in ("handoff", "budget.exceeded", "error"):
             fields = {
                 k: _attr(v)
                 for k, v in e.model_dump(mode="json").items()
-                if k
-                in (
-                    "from_agent",
-                    "to_agent",
-                    "kind",
-                    "limit",
-                    "limit_value",
-                    "observed",
-                    "error_type",
-                    "message",
-                )
-                and v is not None
+                if k in _RUN_EVENT_FIELDS and v is not None
             }
-            root.add_event(f"portagent.{e.type}", attributes=fields, timestamp=_ns(e.ts))
+            if e.type == "error" and "message" in fields:
+                fields["message"] = _attr(clean(fields["message"]))
+            parent.add_event(f"portagent.{e.type}", attributes=fields, timestamp=_ns(e.ts))
     for span in tools.values():  # a call without result still ends, marked as such
         span.set_attribute("error.type", "no_result")
-        span.end(end_time=_ns(end.ts))
-    if end.type == "run.completed":
-        root.set_attribute("portagent.status", end.status)
-        root.set_attribute("gen_ai.usage.input_tokens", end.input_tokens)
-        root.set_attribute("gen_ai.usage.output_tokens", end.output_tokens)
-        if end.status not in ("completed", "waiting_approval"):
-            root.set_status(api.Status(api.StatusCode.ERROR, end.stop_reason))
-    root.end(end_time=_ns(end.ts))
-    provider.shutdown()
-    return count
+        span.set_status(api.Status(api.StatusCode.ERROR, "no_result"))
+        span.end(end_time=_ns((end or group[-1]).ts))
 
 
-def _attr(v: Any) -> Any:
-    return v if isinstance(v, str | int | float | bool) else _json(v)
+# --- encoding and sending ----------------------------------------------------------------------------
 
 
-class OtlpJsonExporter:
-    """A SpanExporter writing OTLP/JSON (``resourceSpans``) to a file, or POSTing it to ``/v1/traces``."""
-
-    def __init__(self, *, path: str | None = None, endpoint: str | None = None) -> None:
-        self.path = path
-        self.endpoint = endpoint
-        self.spans: list[Any] = []
-
-    def export(self, spans: Sequence[Any]) -> Any:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        self.spans.extend(spans)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        payload = json.dumps(otlp_json(self.spans), ensure_ascii=False, indent=2)
-        if self.path:
-            with open(self.path, "w", encoding="utf-8") as f:
-                f.write(payload + "\n")
-        if self.endpoint:
-            url = self.endpoint.rstrip("/")
-            url = url if url.endswith("/v1/traces") else url + "/v1/traces"
-            req = urllib.request.Request(
-                url, data=payload.encode(), headers={"Content-Type": "application/json"}
-            )
-            try:
-                with urllib.request.urlopen(req, timeout=10) as resp:
-                    resp.read()
-            except OSError as e:
-                raise ProviderError(f"cannot export to OTLP endpoint {url}: {e}") from e
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
-def _value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, list | tuple):
-        return {"arrayValue": {"values": [_value(x) for x in v]}}
-    return {"stringValue": str(v)}
+def _encoder() -> Any:
+    try:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    except ImportError as e:
+        raise MissingExtraError("otel", "opentelemetry-exporter-otlp-proto-http", "otel") from e
+    return encode_spans
 
 
 def otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
-    """OTLP/JSON encoding of SDK ReadableSpans (ids as hex, times as unix nanos)."""
-    out = []
-    for s in spans:
-        out.append(
-            {
-                "traceId": f"{s.context.trace_id:032x}",
-                "spanId": f"{s.context.span_id:016x}",
-                **({"parentSpanId": f"{s.parent.span_id:016x}"} if s.parent else {}),
-                "name": s.name,
-                "kind": int(s.kind.value) + 1,
-                "startTimeUnixNano": str(s.start_time),
-                "endTimeUnixNano": str(s.end_time),
-                "attributes": [{"key": k, "value": _value(v)} for k, v in (s.attributes or {}).items()],
-                "events": [
-                    {
-                        "name": ev.name,
-                        "timeUnixNano": str(ev.timestamp),
-                        "attributes": [
-                            {"key": k, "value": _value(v)} for k, v in (ev.attributes or {}).items()
-                        ],
-                    }
-                    for ev in s.events
-                ],
-                "status": {"code": int(s.status.status_code.value)},
-            }
+    """OTLP/JSON of SDK spans: the official protobuf encoding in the OTLP/JSON mapping (hex ids, int enums)."""
+    json_format: Any = importlib.import_module("google.protobuf.json_format")  # untyped library
+    data: dict[str, Any] = json_format.MessageToDict(_encoder()(spans), use_integers_for_enums=True)
+
+    def hexify(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("traceId", "spanId", "parentSpanId") and isinstance(v, str):
+                    node[k] = base64.b64decode(v).hex()
+                else:
+                    hexify(v)
+        elif isinstance(node, list):
+            for x in node:
+                hexify(x)
+
+    hexify(data)
+    return data
+
+
+def write_otlp_json(spans: Sequence[Any], path: str | Path) -> None:
+    """Write OTLP/JSON to ``path`` whole or not at all (a temporary file moved into place)."""
+    out = Path(path)
+    tmp = out.with_name(f".{out.name}.tmp")
+    payload = json.dumps(otlp_json(spans), ensure_ascii=False, indent=2) + "\n"
+    try:
+        tmp.write_text(payload, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the OTLP/JSON file ({e.strerror or e})") from None
+
+
+def traces_url(endpoint: str, protocol: str = "http/protobuf") -> str:
+    """The URL the exporter posts to: ``/v1/traces`` appended to an OTLP/HTTP base URL when missing."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"--otlp-endpoint {endpoint!r}: expected an http:// or https:// URL")
+    if protocol == "grpc":
+        return endpoint
+    url = endpoint.rstrip("/")
+    return url if url.endswith("/v1/traces") else url + "/v1/traces"
+
+
+@contextmanager
+def _quiet(logger_names: Sequence[str]) -> Iterator[list[str]]:
+    """Collect the exporter's log lines instead of printing them (the CLI prints one message of its own)."""
+    lines: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = _Collect(logging.WARNING)
+    saved = []
+    for name in logger_names:
+        lg = logging.getLogger(name)
+        saved.append((lg, lg.propagate, list(lg.handlers)))
+        lg.handlers = [handler]
+        lg.propagate = False
+    try:
+        yield lines
+    finally:
+        for lg, propagate, handlers in saved:
+            lg.handlers = handlers
+            lg.propagate = propagate
+
+
+def send_otlp(
+    spans: Sequence[Any],
+    endpoint: str,
+    *,
+    protocol: str = "http/protobuf",
+    headers: dict[str, str] | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Send the spans once with the official OTLP exporter; any failure is one ProviderError (exit 3)."""
+    url = traces_url(endpoint, protocol)
+    if protocol == "grpc":
+        try:  # optional (portagent[otel-grpc]); untyped here since it may be absent
+            grpc_mod: Any = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
+        except ImportError as e:
+            raise MissingExtraError("otel-grpc", "opentelemetry-exporter-otlp-proto-grpc", "otel-grpc") from e
+        exporter: Any = grpc_mod.OTLPSpanExporter(
+            endpoint=url, headers=tuple((headers or {}).items()) or None, timeout=timeout
         )
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "portagent"}}]},
-                "scopeSpans": [{"scope": {"name": "portagent"}, "spans": out}],
-            }
-        ]
-    }
+        seen: dict[str, Any] = {}
+        loggers = ["opentelemetry.exporter.otlp.proto.grpc.exporter"]
+    else:
+        import requests
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        seen = {}
+
+        class _Session(requests.Session):
+            """Keeps the last response or error, to say exactly what the endpoint answered."""
+
+            def post(self, *args: Any, **kwargs: Any) -> requests.Response:
+                try:
+                    resp = super().post(*args, **kwargs)
+                except requests.RequestException as e:
+                    seen["error"] = e
+                    raise
+                seen["response"] = resp
+                return resp
+
+        exporter = OTLPSpanExporter(
+            endpoint=url, headers=headers or None, timeout=timeout, session=_Session()
+        )
+        loggers = ["opentelemetry.exporter.otlp.proto.http.trace_exporter"]
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    with _quiet(loggers) as logged:
+        try:
+            result = exporter.export(list(spans))
+        except Exception as e:  # the exporters catch their own errors; anything else is still one message
+            result, seen["error"] = SpanExportResult.FAILURE, e
+        finally:
+            exporter.shutdown()
+    if result == SpanExportResult.SUCCESS:
+        return
+    resp = seen.get("response")
+    if resp is not None and not resp.ok:
+        body = (resp.text or "").strip().replace("\n", " ")[:200]
+        hint = ""
+        if resp.status_code in (401, 403):
+            hint = " (does the backend need a key? pass it with --otlp-header NAME=VALUE)"
+        elif resp.status_code == 415:
+            hint = " (the endpoint does not take OTLP protobuf over HTTP; is it the OTLP/HTTP traces URL?)"
+        elif resp.status_code == 404:
+            hint = " (is this the OTLP/HTTP traces endpoint, usually …:4318/v1/traces?)"
+        detail = (
+            f"HTTP {resp.status_code} {resp.reason or ''}".rstrip() + (f": {body}" if body else "") + hint
+        )
+        raise ProviderError(f"cannot export to OTLP endpoint {url}: {detail}", status=resp.status_code)
+    err = seen.get("error")
+    if err is not None:
+        reason = _short_error(err)
+    else:
+        reason = logged[-1] if logged else "the exporter reported a failure"
+    raise ProviderError(f"cannot export to OTLP endpoint {url}: {reason}")
+
+
+def _short_error(err: BaseException) -> str:
+    text = str(err)
+    for marker in ("Connection refused", "Name or service not known", "timed out", "Max retries exceeded"):
+        if marker in text:
+            return "connection refused" if marker == "Connection refused" else marker.lower()
+    return f"{type(err).__name__}: {text[:200]}"

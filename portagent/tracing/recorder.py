@@ -3,6 +3,10 @@
 Events are validated against the contracts as they are emitted (a wrong field is a bug caught at
 once), kept in memory, handed to subscribers (the public API's async event stream), and written to
 ``trace.jsonl`` in one buffered write per flush.
+
+Secrets never reach an event: every field an event carries is masked by the one secret scanner
+(``core/secrets.py``) before it is validated, kept or handed on — so ``trace.jsonl``, the events a
+caller receives, OTel exports and reports built from them all hold ``[REDACTED:<kind>]`` instead.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.secrets import mask_data, mask_text
 
 
 class TraceRecorder:
@@ -72,7 +77,7 @@ class TraceRecorder:
             "ts": iso(self.clock.now()),
             "provider": self.provider,
             "agent": agent or self.agent,
-            **fields,
+            **mask_data(fields),
         }
         if self.transform is not None:
             data = self.transform(data)
@@ -93,8 +98,9 @@ class TraceRecorder:
             self._pending.clear()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = mask_text("\n".join(self._pending) + "\n")  # the env values of this moment, too
         with self.path.open("a", encoding="utf-8") as f:
-            f.write("\n".join(self._pending) + "\n")
+            f.write(text)
         self._pending.clear()
 
 

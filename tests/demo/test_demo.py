@@ -70,7 +70,10 @@ def test_agent_v1_is_green_on_every_recorded_provider(demo: dict[str, Any]) -> N
     failing = [(r.provenance.case_id, r.provenance.provider, r.notes) for r in v1.runs if not r.passed]
     assert failing == []
     assert len({r.provenance.case_id for r in v1.runs}) >= 12
-    assert all(r.provenance.source == "emulator" for r in result.runs)
+    # replays of emulator recordings, labelled as such (issue 15: a replay keeps its recording's source)
+    assert all(
+        (r.provenance.source, r.provenance.recorded_source) == ("replay", "emulator") for r in result.runs
+    )
 
 
 def test_gate_blocks_agent_v2_for_its_policy(demo: dict[str, Any]) -> None:
@@ -111,7 +114,7 @@ def test_report_json_validates_against_the_published_schema(demo: dict[str, Any]
     data = json.loads((demo["out"] / "report.json").read_text())
     errors = list(Draft202012Validator(schema).iter_errors(data))
     assert errors == []
-    assert data["kind"] == "suite-result" and data["schema_version"] == 1
+    assert data["kind"] == "suite-result" and data["schema_version"] == 2
     gate = json.loads((SCHEMAS / "ci_gate.schema.json").read_text())
     assert (
         list(Draft202012Validator(gate).iter_errors(json.loads((demo["out"] / "ci_gate.json").read_text())))
@@ -136,7 +139,8 @@ def test_report_html_opens_in_chromium_without_errors(demo: dict[str, Any]) -> N
         providers: Array.from(document.querySelectorAll('#providers tr.provider-row')).map(r => r.dataset.provider),
         verdict: document.getElementById('verdict').textContent,
         runs: document.querySelectorAll('details.run').length,
-        badges: document.querySelectorAll('details.run .badge.emulator').length,
+        badges: [...document.querySelectorAll('details.run .badge.replay')]
+            .filter(b => b.textContent === 'replay (emulator)').length,
         counter: document.getElementById('f-count').textContent
     })""",
     )
@@ -184,7 +188,7 @@ def test_junit_has_one_testcase_per_case_provider_version(demo: dict[str, Any]) 
         for c in ("email-reviewed", "email-outside-denied")
     }
     props = {p.get("name"): p.get("value") for p in testcases[0].iter("property")}
-    assert props["provenance"] == "emulator"
+    assert props["provenance"] == "replay (emulator)"  # a replay, and what it replays (issue 15)
 
 
 def test_markdown_summary(demo: dict[str, Any]) -> None:

@@ -46,7 +46,8 @@ WEATHER: dict[str, Any] = {
                     "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_tokens": 40},
                 },
                 {
-                    "text": "FINAL: {{last_tool_result.forecast}}",
+                    # a faulted call's result has no .forecast: the fallback names the whole result
+                    "text": "FINAL: {{last_tool_result.forecast | last_tool_result}}",
                     "usage": {"input_tokens": 150, "output_tokens": 5},
                 },
             ],

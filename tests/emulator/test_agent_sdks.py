@@ -152,7 +152,8 @@ def test_openai_agents_pinned_fault_behaviour() -> None:
         )
         result = asyncio.run(agents.Runner.run(agent, Q))
     assert raw == ['{"city":']
-    assert result.final_output == "FINAL: {{last_tool_result.forecast}}"  # "sunny" has no .forecast
+    # "sunny" has no .forecast: the script's fallback alternative says the whole result
+    assert result.final_output == "FINAL: sunny"
     with emulator(weather_with_fault({"type": "unknown_tool", "name": "delete_everything"})) as emu:
         calls: list[str] = []
         with pytest.raises(agents.exceptions.ModelBehaviorError, match="Tool delete_everything not found"):

@@ -191,4 +191,7 @@ def test_trajectory_diffs_name_the_first_diverging_step(v1: SuiteResult, v2: Sui
     assert diffs["r02"].divergence == "step 2: baseline update_page, candidate publish_page"
     assert diffs["r01"].status == diffs["r02"].status == "regressed"
     blocking = {d.metric for d in pair.deltas if d.blocking}
-    assert blocking == {"trajectory", "latency_p95_ms", "permission_violations"}
+    # r01's latency (7200 ms) is one slow run: the p95 rise is not sustained, so it warns (issue 15:
+    # noise-aware gates; docs/evals.md) while trajectory and the permission violation block
+    assert blocking == {"trajectory", "permission_violations"}
+    assert any(w.startswith("latency_p95_ms") and "not sustained" in w for w in comparison.warnings)

@@ -120,7 +120,7 @@ def test_flake_rate_over_point_zero_three_blocks() -> None:
     lenient = Tolerances(min_pass_rate=0.5)
     assert gate(ok, tolerances=lenient).passed
     decision = gate(flaky, tolerances=lenient)
-    assert decision.reasons == ["flake rate on openai (agent 1.0.0): 0.05 > 0.03"]
+    assert decision.reasons == ["flaky: flake rate on openai (agent 1.0.0): 0.05 > 0.03"]
 
 
 def test_a_failing_case_is_a_regression_listed_to_keep() -> None:
@@ -177,7 +177,7 @@ def test_suite_result_round_trips_as_json() -> None:
     res = _flaky(2)
     again = SuiteResult.model_validate_json(res.model_dump_json())
     assert again == res
-    assert res.schema_version == 1 and res.kind == "suite-result"
+    assert res.schema_version == 2 and res.kind == "suite-result"
     assert all(r.provenance.source == "emulator" for r in again.runs)
 
 
@@ -185,7 +185,7 @@ def test_gate_without_baseline_blocks_failures_and_never_tolerates_violations() 
     decision = gate(cand(special={"passes": False}))
     assert not decision.passed and decision.exit_code == 1
     assert decision.reasons == [
-        "case c9 on openai (agent 2.0.0): 0/1 runs passed; failed status: "
+        "regression: case c9 on openai (agent 2.0.0): 0/1 runs passed; failed status: "
         "run ended with status failed, expected completed"
     ]
     # a permission violation blocks even when the pass-rate floor would let the failing run through
@@ -197,7 +197,7 @@ def test_gate_without_baseline_blocks_failures_and_never_tolerates_violations() 
     d = gate(SuiteResult.from_runs("suite", "d1", [ok, violation]), tolerances=Tolerances(min_pass_rate=0.5))
     assert not d.passed
     assert d.reasons[0] == (
-        "case c1 on openai (agent 1.0.0): permission violation (never tolerated): "
+        "regression: case c1 on openai (agent 1.0.0): permission violation (never tolerated): "
         "permission violation: call_2 (b) executed although the policy denied it (r1)"
     )
     assert gate(SuiteResult.from_runs("suite", "d1", [])).reasons == ["no runs to judge"]

@@ -85,9 +85,17 @@ def load_module(path: Path) -> Any:
 
 
 def run_exported(
-    path: Path, provider: str, text: str, emu: Any, tmp: Path, *, approver: Any = "auto-approve"
+    path: Path,
+    provider: str,
+    text: str,
+    emu: Any,
+    tmp: Path,
+    *,
+    approver: Any = "auto-approve",
+    base_url: str | None = None,
 ) -> list[Any]:
-    """An exported module's main() against the emulator (same clock and id seed as ``run_spec``); its trace."""
+    """An exported module's main() against the emulator (same clock and id seed as ``run_spec``); its
+    trace. ``base_url``: as the user would pass it (default: the emulator's root)."""
     from portagent.core.clock import FixedClock, IdFactory
     from portagent.tracing.recorder import read_trace
 
@@ -99,7 +107,7 @@ def run_exported(
             asyncio.wait_for(
                 module.main(
                     [text],
-                    base_url=emu.base_url,
+                    base_url=base_url or emu.base_url,
                     api_key=DUMMY_KEYS[provider],
                     approver=approver,
                     trace=trace,

@@ -99,7 +99,23 @@ def test_capabilities_json_is_the_profiles_with_installed_versions():
         code == 0
         and f"claude: claude-agent-sdk {version('claude-agent-sdk')}, Claude Code (bundled)" in table
     )
-    assert "handoff_cycles     yes     no      no" in table
+    # two columns per provider: what the SDK offers, what portagent uses (issue 15)
+    assert "openai SDK  openai portagent  claude SDK  claude portagent  adk SDK  adk portagent" in table
+    assert (
+        "sessions           yes         no                yes         no                yes      no" in table
+    )
+    assert (
+        "approvals_resume   yes         no                no          no                yes      no" in table
+    )
+    assert (
+        "handoff_cycles     yes         yes               no          no                no       no" in table
+    )
+    for provider in PROVIDERS:
+        uses = data["providers"][provider]["portagent_uses"]
+        offered = data["providers"][provider]["capabilities"]
+        assert set(uses) == set(offered) and all(offered[f] for f, used in uses.items() if used)
+        assert uses["sessions"] is False and uses["approvals_resume"] is False
+    assert set(data["portagent"]) == set(data["flags"])
 
 
 def test_a_missing_sdk_is_shown_as_not_installed(monkeypatch):

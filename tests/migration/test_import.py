@@ -8,6 +8,8 @@ the native definition wrapped, and everything without a portable equivalent is i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,16 @@ def report_rows(out: Path, section: str) -> str:
     return text[start : end if end != -1 else None]
 
 
+@contextlib.contextmanager
+def on_path(folder: Path):
+    """The imported folder on sys.path, as ``portagent run`` puts it (handlers resolve next to the spec)."""
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+
+
 def no_leftovers(parent: Path) -> bool:
     return not [p for p in parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
 
@@ -46,13 +58,11 @@ def test_openai_agent_becomes_specs_with_the_sdks_own_schemas_and_original_handl
     code, stdout, stderr = import_cli("native_openai:desk", "openai", out)
     assert code == 0, stderr
     assert "2 agent(s), 3 tool(s), 1 delegation edge(s), 1 policy rule(s)" in stdout
-    assert sorted(p.name for p in out.iterdir()) == [
-        "agent.yaml",
-        "import-report.md",
-        "policy.yaml",
-        "refunds_specialist.yaml",
-        "tools.yaml",
-    ]
+    names = sorted(p.name for p in out.iterdir())
+    shim = next(n for n in names if n.startswith("portagent_shims_shop_desk_"))
+    assert names == sorted(
+        ["agent.yaml", "import-report.md", "policy.yaml", "refunds_specialist.yaml", "tools.yaml", shim]
+    )  # the handler module beside the spec re-exports the originals (found relative to this folder)
     assert no_leftovers(tmp_path)
     assert all(r.ok for r in check_paths([str(out / "agent.yaml")]))  # what `portagent validate` says
 
@@ -75,9 +85,10 @@ def test_openai_agent_becomes_specs_with_the_sdks_own_schemas_and_original_handl
         tool = tools[name]
         assert tool.input_schema == native_tool.params_json_schema
         assert tool.description == native_tool.description
-        assert (
-            resolve(tool.handler).fn is native_tool.__wrapped__
-        )  # the original function, not the FunctionTool
+        with on_path(out):
+            assert (
+                resolve(tool.handler).fn is native_tool.__wrapped__
+            )  # the original function, not the FunctionTool
         # conservative defaults: effect external_effect, approval by default, idempotent over the arguments
         assert tool.effect == "external_effect" and tool.idempotency.required
     assert tools["issue_refund"].idempotency.key_template == "issue_refund:{order_id}:{amount_eur}"
@@ -127,14 +138,14 @@ def test_untyped_and_handmade_tools_are_listed_and_the_rest_imported(tmp_path):
     assert "lookup" in report_rows(out, "Review before use") and "shim" in report_rows(
         out, "Review before use"
     )
-    import sys
+    from portagent.tools.tool_context import ToolContext
 
-    sys.path.insert(0, str(out))
-    try:
+    with on_path(out):
         shim = resolve(lookup.handler)
-        assert asyncio.run(shim.fn(order_id="ORD-7")) == {"order_id": "ORD-7", "context_given": False}
-    finally:
-        sys.path.remove(str(out))
+        assert shim.tool_context_param == "portagent_tool_context"  # the gateway gives it a ToolContext
+        tc = ToolContext(run_id="r", agent="partial", call_id="call_1", provider="adk", tool="lookup")
+        got = asyncio.run(shim.fn(order_id="ORD-7", portagent_tool_context=tc))
+        assert got == {"order_id": "ORD-7", "context_given": True}
 
 
 # --- google-adk ----------------------------------------------------------------------------------
@@ -143,6 +154,8 @@ def test_untyped_and_handmade_tools_are_listed_and_the_rest_imported(tmp_path):
 def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
     import native_adk as native
     from google.adk.tools import FunctionTool
+
+    from portagent.tools.tool_context import ToolContext
 
     out = tmp_path / "adk_desk"
     code, _stdout, stderr = import_cli("native_adk:desk", "adk", out)
@@ -159,7 +172,8 @@ def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
     for name in ("get_order", "search_faq", "issue_refund"):
         fn = getattr(native, name)
         assert tools[name].input_schema == FunctionTool(fn)._get_declaration().parameters_json_schema
-        assert resolve(tools[name].handler).fn is fn
+        with on_path(out):
+            assert resolve(tools[name].handler).fn is fn
     assert [r.tool for r in desk.policy.rules] == ["issue_refund"]  # require_confirmation=True
     rows = report_rows(out, "Not imported")
     assert "before_tool_callback log_tool on agent shop_desk" in rows and "noted, not imported" in rows
@@ -169,13 +183,10 @@ def test_adk_agent_with_sub_agents_agent_tool_and_callbacks(tmp_path):
     assert "function tool 'shout' on agent shop_desk" in rows and "parameter 'text' has no type" in rows
     stock = tools["check_stock"]
     assert stock.input_schema == native.stock._get_declaration().parameters_json_schema
-    import sys
-
-    sys.path.insert(0, str(out))
-    try:
-        assert asyncio.run(resolve(stock.handler).fn(sku="MUG-1")) == {"sku": "MUG-1", "in_stock": 3}
-    finally:
-        sys.path.remove(str(out))
+    tc = ToolContext(run_id="r", agent="shop_desk", call_id="call_1", provider="openai", tool="check_stock")
+    with on_path(out):
+        got = asyncio.run(resolve(stock.handler).fn(sku="MUG-1", portagent_tool_context=tc))
+        assert got == {"sku": "MUG-1", "in_stock": 3}
 
 
 # --- Claude Agent SDK ----------------------------------------------------------------------------
@@ -216,9 +227,11 @@ def test_claude_options_with_sdk_mcp_tools_a_granted_builtin_and_a_subagent(tmp_
     assert [(r.tool, r.decision) for r in desk.policy.rules] == [("search_faq", "allow")]
     rows = report_rows(out, "Not imported")
     assert "permission_mode 'acceptEdits'" in rows and "hooks PreToolUse" in rows
-    assert "renamed 'faq_expert'" in report_rows(out, "Imported with changes")
+    import inspect
 
-    import sys
+    audit_line = inspect.getsourcelines(native.audit)[1]
+    assert f"native_claude.py:{audit_line}" in rows  # the hook callback's file and line
+    assert "renamed 'faq_expert'" in report_rows(out, "Imported with changes")
 
     sys.path.insert(0, str(out))
     try:  # the shim calls the SDK MCP tool's own handler and turns its MCP content into a value

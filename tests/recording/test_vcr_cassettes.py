@@ -162,7 +162,7 @@ def test_scrubbing_of_urls_and_headers():
     ) == {"Accept": "*/*"}
     assert (
         find_secret({"a": ["ok", {"b": "Bearer abcdefghijklmnopqrstuvwxyz"}]})
-        == "a.1.b (looks like an API key or bearer token: Bearer…)"
+        == "a.1.b (looks like a secret: bearer-token)"
     )
 
 

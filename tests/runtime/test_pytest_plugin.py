@@ -35,8 +35,10 @@ def test_suite_items_replay_green_for_the_baseline(pytester: pytest.Pytester, ca
         "baseline",
         "-v",
     )
-    result.assert_outcomes(passed=14)
-    result.stdout.fnmatch_lines(["*suite.yaml::support_desk@1.0.0::refund-rule?openai? PASSED*"])
+    result.assert_outcomes(passed=28)  # 14 cases x 2 repeats: one item per case x provider x repeat
+    result.stdout.fnmatch_lines(
+        ["*suite.yaml::refund-rule?openai-r0? PASSED*", "*suite.yaml::refund-rule?openai-r1? PASSED*"]
+    )
 
 
 def test_candidate_items_fail_with_the_gate_notes(pytester: pytest.Pytester, cassettes: str) -> None:
@@ -52,14 +54,15 @@ def test_candidate_items_fail_with_the_gate_notes(pytester: pytest.Pytester, cas
         "-k",
         "email",
     )
-    result.assert_outcomes(passed=0, failed=2, deselected=12)
+    result.assert_outcomes(passed=0, failed=4, deselected=24)
     result.stdout.fnmatch_lines(
         [
-            "*case email-reviewed on openai (agent support_desk@2.0.0): 0/2 runs passed*",
+            "*case email-reviewed on openai (agent support_desk@2.0.0): 0/1 runs passed*",
             "*r0: failed approval*",
             "*- approval expected but never requested*",
         ]
     )
+    result.stdout.fnmatch_lines(["FAILED *suite.yaml::email-reviewed?openai-r1?*"])
     assert "Traceback" not in result.stdout.str()
 
 
@@ -76,10 +79,8 @@ def test_missing_cassette_fails_with_the_record_command(pytester: pytest.Pyteste
         "-k",
         "refund-rule and 1.0.0",
     )
-    result.assert_outcomes(failed=1, deselected=27)
-    result.stdout.fnmatch_lines(
-        ["*2 cassettes missing for --replay*", "*portagent record * --providers adk*"]
-    )
+    result.assert_outcomes(failed=2, deselected=54)
+    result.stdout.fnmatch_lines(["*cassette* missing for --replay*", "*portagent record * --providers adk*"])
 
 
 def test_marker_parametrizes_a_test(pytester: pytest.Pytester, cassettes: str) -> None:
@@ -94,7 +95,7 @@ def test_marker_parametrizes_a_test(pytester: pytest.Pytester, cassettes: str) -
     """
     )
     result = pytester.runpytest_subprocess("-q")
-    result.assert_outcomes(passed=14)
+    result.assert_outcomes(passed=28)
 
 
 def test_bad_suite_is_a_collection_error_without_traceback(pytester: pytest.Pytester) -> None:
@@ -144,14 +145,68 @@ def test_record_then_replay_through_pytest(pytester: pytest.Pytester) -> None:
                         "input": "What is the refund deadline?",
                         "why_it_exists": "read-only",
                         "expect": {"final_must_contain": ["30 days"], "required_tools": ["search_policy"]},
-                    }
+                    },
+                    {
+                        "case_id": "refund-wrong",
+                        "input": "What is the refund deadline?",
+                        "why_it_exists": "an expectation the agent does not meet: recording must not hide it",
+                        "expect": {"final_must_contain": ["45 days"]},
+                    },
                 ],
             }
         )
     )
     args = ["--portagent-suite", str(suite), "--portagent-cassettes", str(pytester.path / "cass")]
-    pytester.runpytest_subprocess(*args, "--portagent-record").assert_outcomes(passed=1)
-    assert (
-        pytester.path / "cass" / "tiny" / "support_desk@1.0.0" / "refund" / "openai" / "r0" / "cassette.yaml"
-    ).is_file()
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    recorded = pytester.runpytest_subprocess(*args, "--portagent-record")
+    # --portagent-record scores what it recorded: the failing case fails while recording too.
+    recorded.assert_outcomes(passed=1, failed=1)
+    recorded.stdout.fnmatch_lines(
+        ["*case refund-wrong on openai (agent support_desk@1.0.0, recorded): 0/1 runs passed*", "*45 days*"]
+    )
+    for case in ("refund", "refund-wrong"):
+        assert (
+            pytester.path / "cass" / "tiny" / "support_desk@1.0.0" / case / "openai" / "r0" / "cassette.yaml"
+        ).is_file()
+    replayed = pytester.runpytest_subprocess(*args)
+    replayed.assert_outcomes(passed=1, failed=1)
+    replayed.stdout.fnmatch_lines(["FAILED *suite.yaml::refund-wrong?openai-r0?*"])
+
+
+def test_items_are_located_at_their_case_line_and_junit_carries_file_and_line(
+    pytester: pytest.Pytester, cassettes: str
+) -> None:
+    lines = SUITE.read_text(encoding="utf-8").splitlines()
+    refund_line = next(i for i, x in enumerate(lines, 1) if x.strip() == "- case_id: refund-rule")
+    pytester.makeconftest(
+        """
+        def pytest_collection_finish(session):
+            for item in session.items:
+                path, line, name = item.location
+                print("LOC", item.nodeid.split("::", 1)[1], line)
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "--portagent-suite",
+        str(SUITE),
+        "--portagent-cassettes",
+        cassettes,
+        "--portagent-providers",
+        "openai",
+        "--portagent-agent",
+        "baseline",
+        "-k",
+        "refund-rule",
+        "-s",
+        f"--junitxml={junit}",
+    )
+    result.assert_outcomes(passed=2, deselected=26)
+    # item.location's line is 0-based (pytest's convention): the case's own line in suite.yaml
+    result.stdout.fnmatch_lines([f"LOC refund-rule[[]openai-r0[]] {refund_line - 1}"])
+    import xml.etree.ElementTree as ET
+
+    case = ET.parse(junit).getroot().find(".//testcase[@name='refund-rule[openai-r0]']")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["file"] == str(SUITE) and props["line"] == str(refund_line)
+    assert (props["case_id"], props["provider"], props["repeat"]) == ("refund-rule", "openai", "0")

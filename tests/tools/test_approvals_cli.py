@@ -24,7 +24,8 @@ WRITE = tool(
 
 
 def deferred_card(args=None, scope="s1") -> str:
-    gw = ToolGateway([WRITE], ctx(scope=scope, clock=ManualClock(_now())), approver="defer")
+    # one seed per scope: approval ids are unique per run scope, and the CLI tells two runs' cards apart
+    gw = ToolGateway([WRITE], ctx(scope=scope, seed=scope, clock=ManualClock(_now())), approver="defer")
     obs = run(gw.call("write_file", args or {"path": "/workspace/a.md", "content": "hola"}))
     return obs.details["approval_id"]
 

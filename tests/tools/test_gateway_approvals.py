@@ -142,7 +142,9 @@ def test_an_edit_made_with_the_cli_is_revalidated_at_execution(spy):
         ]
     )
     c = ctx(scope="s1")
-    gw = ToolGateway([SEND], c, approver="defer", policy=policy)
+    # the card is made (and edited) under a policy without the rule: `approvals edit` checks the edit
+    # against that policy; the resumed run has the stricter one and checks again before running it
+    gw = ToolGateway([SEND], c, approver="defer", policy=PermissionPolicy())
     approval_id = run(gw.call("send_email", ARGS)).details["approval_id"]
     ApprovalStore(clock=ManualClock()).edit(
         approval_id, {"to": "lista-completa@example.com", "subject": "x"}, reviewer="ana"

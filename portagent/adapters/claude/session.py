@@ -81,7 +81,7 @@ class ClaudeCassette:
     def records_http(self) -> bool:
         wanted = self.session.options.extra.get(HTTP_CASSETTE_KEY)
         return not self.replaying and (
-            bool(wanted) if wanted is not None else self.session.endpoint.source == "live"
+            bool(wanted) if wanted is not None else self.session.endpoint.source in ("live", "endpoint")
         )
 
     def start(self) -> str | None:

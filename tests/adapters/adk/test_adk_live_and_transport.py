@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 
 import pytest
@@ -52,7 +53,9 @@ def test_live_path_sends_the_key_as_gemini_expects_and_writes_it_nowhere(emu, tm
     for r in requests:
         assert r["headers"]["x-goog-api-key"] == "<masked>"  # sent, in the header google-genai uses
         assert "key" not in r["query"] and "authorization" not in r["headers"]
-    assert '"source": "live"' in (out / "run.json").read_text(encoding="utf-8")
+    # --live to a local stand-in is labelled honestly: an endpoint, recorded in the manifest (issue 15)
+    manifest = json.loads((out / "run.json").read_text(encoding="utf-8"))["manifest"]
+    assert manifest["source"] == "endpoint" and manifest["base_url"] == emu.base_url.rstrip("/")
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert out / "trace.jsonl" in written
     for path in written:

@@ -176,7 +176,7 @@ def test_denied_tool_is_never_run_and_the_model_gets_permission_denied(emu):
     assert block["is_error"] is True
     sent = json.loads(result_text(block))
     assert sent["ok"] is False and sent["error"] == "permission_denied"
-    assert out.result.final_output == "I could not send it: permission_denied."
+    assert out.result.final_output == "Email to ana.garcia@gmail.com: permission_denied."
     # The CLI counts our denial as one of its permission_denials.
     assert (
         of(out, "run.completed")[0].provider_details["permission_denials"][0]["tool_name"]

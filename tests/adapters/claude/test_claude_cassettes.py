@@ -127,11 +127,17 @@ def record(
 
 
 def normalized(path: Path) -> list[str]:
-    """The normalized trace with the run mode left out (record vs replay)."""
-    return [
-        line.replace('"mode": "record"', '"mode": "replay"')
-        for line in normalized_jsonl(read_trace(path)).splitlines()
-    ]
+    """The normalized trace with the run mode and provenance left out (a recording says ``record`` and its
+    source; its replay says ``replay``, ``source: replay`` and the recording's source)."""
+    out = []
+    for line in normalized_jsonl(read_trace(path)).splitlines():
+        event = json.loads(line)
+        if event.get("type") == "run.started":
+            event["mode"] = "replay"
+            event.pop("source", None)
+            event.pop("recorded_source", None)
+        out.append(json.dumps(event, sort_keys=True))
+    return out
 
 
 def lines(folder: Path) -> list[dict[str, Any]]:
@@ -367,13 +373,15 @@ def test_parallel_calls_and_a_budget_stop_replay_deterministically(tmp_path):
 @pytest.mark.slow
 def test_approval_flow_replays_with_the_recorded_decision(approved, tmp_path):
     before = len(handlers.SENT_EMAILS)
-    out = asyncio.run(replay_folder(AGENT, approved, out_dir=tmp_path / "a"))
+    # a replay re-decides every card (issue 14): the recorded approval is compared, the approver decides
+    out = asyncio.run(replay_folder(AGENT, approved, out_dir=tmp_path / "a", approver="auto-approve"))
     assert out.result.status == "completed", out.result.error
-    assert len(handlers.SENT_EMAILS) == before + 1  # the tool really ran again, after the scripted approval
+    assert out.notes == []  # the same decision as the recording's
+    assert len(handlers.SENT_EMAILS) == before + 1  # the tool really ran again, after the approval
     resolved = [e for e in out.events if e.type == "approval.resolved"]
     # The recorded decision replays as recorded, reviewer and note included (the note reaches the model).
     assert [(e.status, e.reviewer) for e in resolved] == [("approved", "auto-approve")]
-    again = asyncio.run(replay_folder(AGENT, approved, out_dir=tmp_path / "b"))
+    again = asyncio.run(replay_folder(AGENT, approved, out_dir=tmp_path / "b", approver="auto-approve"))
     assert again.result.status == "completed", again.result.error
     for name in ("trace.jsonl", "run.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
@@ -425,7 +433,7 @@ def test_planted_keys_never_reach_any_file_of_a_live_recording(tmp_path, monkeyp
     for f in folder.iterdir():
         text = f.read_text()
         assert "PLANTED" not in text and "x-api-key" not in text.lower(), f.name
-    assert out.record.manifest.source == "live"
+    assert out.record.manifest.source == "endpoint"  # a live key sent to a local stand-in (issue 15)
     assert out.record.manifest.cassette["http"] == {"file": "http.yaml", "interactions": 2}
 
 

@@ -141,7 +141,7 @@ def test_denied_tool_never_runs_and_model_sees_permission_denied(emu):
     assert res.ok is False and res.error == "permission_denied"
     sent = tool_outputs_sent(requests_for(emu, q)[-1])
     assert sent[0]["error"] == "permission_denied" and "university" in sent[0]["message"]
-    assert out.result.final_output == "I could not send it: permission_denied."
+    assert out.result.final_output == "Email to ana.garcia@gmail.com: permission_denied."
 
 
 # --- approvals ---------------------------------------------------------------------------------------
@@ -467,7 +467,8 @@ def test_live_path_sends_the_key_as_the_vendor_expects_and_writes_it_nowhere(emu
     auth = {k.lower(): v for k, v in req["headers"].items()}["authorization"]
     assert auth.startswith("Bearer ") and secret not in auth  # sent as a bearer token; the log masks it
     rec = json.loads((tmp_path / "live" / "run.json").read_text())
-    assert rec["manifest"]["source"] == "live"
+    assert rec["manifest"]["source"] == "endpoint"  # a local stand-in is not the vendor (issue 15)
+    assert rec["manifest"]["base_url"] == emu.base_url
     for f in (tmp_path / "live").iterdir():
         assert secret not in f.read_text()
 

@@ -1,0 +1,278 @@
+"""The one secret scanner every writer uses (cassettes, traces, run.json, runs.db, reports, the
+emulator's request log, the approvals store).
+
+Three sources of findings, merged into spans of text:
+
+- the regex plugins of ``detect-secrets`` (AWS key ids, GitHub, GitLab, Slack, Stripe, JWT, OpenAI,
+  npm, PyPI, SendGrid, Twilio, Discord, Telegram, Mailchimp, Square, Azure storage, credentials in
+  URLs): a maintained catalogue of key shapes;
+- portagent's own patterns for what those plugins miss or match too narrowly: Anthropic ``sk-ant-``
+  and OpenAI ``sk-``/``sk-proj-`` keys of any shape, Google ``AIza…`` keys and ``ya29.`` tokens,
+  fine-grained GitHub ``github_pat_`` tokens, AWS secret access keys next to an ``aws…key`` name,
+  ``Bearer``/``Basic`` credentials, PEM private-key blocks and password-like assignments
+  (``password=…``, ``"api_key": "…"``);
+- the values of the current ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variables.
+
+Writers call :func:`mask_text` (a JSON or YAML text about to be written: a mask never contains a
+quote or a backslash, so masked JSON stays valid) or :func:`mask_data` (a value before it is
+serialized); ``record`` calls :func:`find_secret` and refuses instead (``recording/scrub.py``).
+A masked secret reads ``[REDACTED:<kind>]``: the same input always gives the same text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+MASK_PREFIX = "[REDACTED:"
+
+ALLOWED_DUMMIES: frozenset[str] = frozenset(
+    {"sk-portagent-dummy", "sk-ant-portagent-dummy", "portagent-dummy-key", "sk-dummy", "dummy"}
+)
+"""The dummy keys sent to the emulator and in replays (``adapters/base.py``): never secrets."""
+
+ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY", "_ACCESS_KEY_ID")
+"""Environment variables whose values are protected literally (values of 8 characters or more)."""
+
+# Characters a secret value may contain inside JSON/YAML/header text: never a quote, a backslash
+# (the start of a JSON escape), whitespace or a separator, so a mask never breaks the text around it.
+_VAL = r"[^\s\"'\\,;&<>{}\[\]()]"
+
+_OWN_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"), 0),
+    ("openai-key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"), 0),
+    ("google-key", re.compile(r"AIza[0-9A-Za-z_\-]{30,}"), 0),
+    ("google-token", re.compile(r"ya29\.[0-9A-Za-z_\-]{20,}"), 0),
+    ("github-token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}"), 0),
+    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), 0),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    ("stripe-key", re.compile(r"\b[rsp]k_live_[0-9A-Za-z]{16,}"), 0),
+    ("aws-access-key", re.compile(r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
+    (
+        "aws-secret-key",
+        re.compile(
+            r"(?i)aws[\w\-. ]{0,25}?(?:secret|key)[\w\-. ]{0,20}?[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        1,
+    ),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"), 0),
+    ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)"), 1),
+    ("basic-auth", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
+    ("url-credentials", re.compile(r"://[^\s/:@\"'\\]+:([^\s/@\"'\\]+)@"), 1),
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[^\"']*?(?:-----END [A-Z ]*PRIVATE KEY-----|(?=[\"'])|\Z)"
+        ),
+        0,
+    ),
+    (
+        "password",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd|secret|client_secret|secret_key|api[_-]?key"
+            r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key)"
+            r"(?![A-Za-z0-9])[\"']?\s*[:=]\s*[\"']?(" + _VAL + r"{6,})"
+        ),
+        1,
+    ),
+)
+"""(kind, pattern, group): the group is the secret part of the match."""
+
+# detect-secrets regex plugins: module, class, kind. High-entropy and keyword plugins are left out
+# (hashes and ids everywhere in a trace would be masked); the keyword case is covered above.
+_DS_PLUGINS: tuple[tuple[str, str, str], ...] = (
+    ("aws", "AWSKeyDetector", "aws-key"),
+    ("azure_storage_key", "AzureStorageKeyDetector", "azure-storage-key"),
+    ("basic_auth", "BasicAuthDetector", "url-credentials"),
+    ("discord", "DiscordBotTokenDetector", "discord-token"),
+    ("github_token", "GitHubTokenDetector", "github-token"),
+    ("gitlab_token", "GitLabTokenDetector", "gitlab-token"),
+    ("jwt", "JwtTokenDetector", "jwt"),
+    ("mailchimp", "MailchimpDetector", "mailchimp-key"),
+    ("npm", "NpmDetector", "npm-token"),
+    ("openai", "OpenAIDetector", "openai-key"),
+    ("pypi_token", "PypiTokenDetector", "pypi-token"),
+    ("sendgrid", "SendGridDetector", "sendgrid-key"),
+    ("slack", "SlackDetector", "slack-token"),
+    ("square_oauth", "SquareOAuthDetector", "square-token"),
+    ("stripe", "StripeDetector", "stripe-key"),
+    ("telegram_token", "TelegramBotTokenDetector", "telegram-token"),
+    ("twilio", "TwilioKeyDetector", "twilio-key"),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret in a text: where it is and what it looks like."""
+
+    start: int
+    end: int
+    kind: str
+
+
+@lru_cache(maxsize=1)
+def _patterns() -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """portagent's patterns plus the detect-secrets plugins' (loaded once)."""
+    out = list(_OWN_PATTERNS)
+    for module, cls, kind in _DS_PLUGINS:
+        try:
+            plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)
+        except (ImportError, AttributeError):  # pragma: no cover - a plugin renamed upstream
+            continue
+        for pat in getattr(plugin, "denylist", ()):
+            if isinstance(pat, re.Pattern):
+                out.append((kind, pat, 1 if pat.groups else 0))
+    return tuple(out)
+
+
+def env_secret_values() -> list[str]:
+    """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy)."""
+    return sorted(
+        {
+            value
+            for name, value in os.environ.items()
+            if name.upper().endswith(ENV_SUFFIXES) and len(value) >= 8 and value not in ALLOWED_DUMMIES
+        },
+        key=len,
+        reverse=True,
+    )
+
+
+def _masked(text: str, start: int, end: int) -> bool:
+    """Is this span already a mask (or inside one)?"""
+    head = text.rfind(MASK_PREFIX, 0, end)
+    return head != -1 and text.find("]", head) >= start
+
+
+def scan(text: str, *, extra: list[str] | None = None, env: tuple[str, ...] | None = None) -> list[Finding]:
+    """Every secret in ``text``, as non-overlapping spans in order. ``env``: the protected variable
+    values (read from the environment when not given)."""
+    if not text:
+        return []
+    found: list[Finding] = []
+    literal = [s for s in (extra or []) if s and len(s) >= 4]
+    for value in literal + list(env if env is not None else env_secret_values()):
+        start = text.find(value)
+        while start != -1:
+            found.append(Finding(start, start + len(value), "env-value"))
+            start = text.find(value, start + len(value))
+    for kind, pat, group in _patterns():
+        for m in pat.finditer(text):
+            g = group if group <= (pat.groups or 0) and m.group(group) is not None else 0
+            start, end = m.span(g)
+            secret = text[start:end]
+            if end <= start or secret in ALLOWED_DUMMIES or _masked(text, start, end):
+                continue
+            if kind == "jwt" and not _looks_like_jwt(secret):
+                continue
+            found.append(Finding(start, end, kind))
+    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    merged: list[Finding] = []
+    for f in found:
+        if merged and f.start < merged[-1].end:
+            last = merged[-1]
+            if f.end > last.end:
+                merged[-1] = Finding(last.start, f.end, last.kind)
+            continue
+        merged.append(f)
+    return merged
+
+
+def _looks_like_jwt(token: str) -> bool:
+    """A JWT's header decodes to a JSON object (the plugin's own check, without its dependency)."""
+    import base64
+    import json
+
+    head = token.split(".", 1)[0]
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except ValueError:
+        return False
+    return isinstance(decoded, dict)
+
+
+def mask_text(text: str, *, extra: list[str] | None = None) -> str:
+    """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
+    return _mask_text(text, extra, tuple(env_secret_values()))
+
+
+def mask_data(value: Any, *, extra: list[str] | None = None) -> Any:
+    """A copy of a JSON-like value (dicts, lists, tuples, strings) with every string masked; keys
+    too. Other values are returned as they are."""
+    return _mask_data(value, extra, tuple(env_secret_values()))
+
+
+def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _mask_text(value, extra, env)
+    if isinstance(value, dict):
+        return {
+            (_mask_text(k, extra, env) if isinstance(k, str) else k): _mask_data(v, extra, env)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_mask_data(v, extra, env) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_mask_data(v, extra, env) for v in value)
+    return value
+
+
+def _mask_text(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:
+    if len(text) < 6:  # shorter than any pattern (and than a protected variable's value)
+        return text
+    if not extra and len(text) <= 2048:  # ids, names, short texts: the same strings recur in many events
+        return _mask_short(text, env)
+    return _mask(text, extra, env)
+
+
+@lru_cache(maxsize=4096)
+def _mask_short(text: str, env: tuple[str, ...]) -> str:
+    return _mask(text, None, env)
+
+
+def _mask(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:
+    findings = scan(text, extra=extra, env=env)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos : f.start])
+        parts.append(f"{MASK_PREFIX}{f.kind}]")
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, bytes):
+        yield path, value.decode("utf-8", "replace")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                yield from _walk(k, f"{path}.<key>")
+            yield from _walk(v, f"{path}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{path}.{i}")
+
+
+def find_secret(value: Any, *, extra: list[str] | None = None, where: str = "") -> str | None:
+    """The location of the first secret in ``value`` (a path like ``interactions.0.request.body``)
+    and what it looks like, or None."""
+    for path, text in _walk(value, where):
+        findings = scan(text, extra=extra)
+        if findings:
+            f = findings[0]
+            loc = path.lstrip(".") or "<root>"
+            if f.kind == "env-value":
+                return f"{loc} (value of an API-key variable)"
+            return f"{loc} (looks like a secret: {f.kind})"
+    return None
