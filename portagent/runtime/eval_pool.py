@@ -143,7 +143,21 @@ def finished(task: RunTask) -> RunOutcome | None:
     if not (mode_ok and same and starts and events[-1].type == "run.completed"):
         return None
     latency = record.result.duration_ms if task.mode == "replay" else None
-    return _scored(task, events[starts[-1] :], record.result, latency, m.source, [], t0)
+    notes: list[str] = []
+    if task.mode == "replay" and task.cassette is not None:  # keep the tool-version warnings (issue 15)
+        from portagent.evals.tool_versions import (
+            current_tools,
+            read_folder_tools,
+            run_warnings,
+            unversioned_changes,
+        )
+
+        recorded_tools = read_folder_tools(task.cassette)
+        if recorded_tools is not None:
+            notes = run_warnings(
+                unversioned_changes(recorded_tools, current_tools(bundle), since="the recording")
+            )
+    return _scored(task, events[starts[-1] :], record.result, latency, m.source, notes, t0)
 
 
 def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:

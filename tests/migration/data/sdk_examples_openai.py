@@ -60,8 +60,7 @@ faq_agent = Agent[AirlineAgentContext](
     name="faq_agent",
     handoff_description="Answers questions about the airline.",
     instructions="Answer the customer's question.",
-    model="gpt-4.1-mini",
-)
+)  # no model: the SDK's default model and its default settings (not a choice of the author's)
 
 seat_booking_agent = Agent[AirlineAgentContext](
     name="seat_booking_agent",
