@@ -151,9 +151,13 @@ def mcp_tool(tool: ToolSpec) -> Any:
     )
 
 
-def result_text(obs: Observation, model: dict[str, Any], home: Path | None = None) -> str:
+def result_text(
+    obs: Observation, model: dict[str, Any], home: Path | None = None, client: str | None = None
+) -> str:
     """The text content of a result: the observation as JSON, or for a rejection a sentence a person
-    (or a model) can act on. A pending approval says where its card is and the command that decides it."""
+    (or a model) can act on. A pending approval says where its card is and the command that decides it;
+    when the card is bound to an MCP session (``client`` has ``session:``), that the retry must come in
+    the same session (a one-shot client such as the Inspector CLI reconnects and is asked again)."""
     if obs.ok:
         return json.dumps(model, ensure_ascii=False, sort_keys=True)
     text = f"{obs.error}: {obs.message}" if obs.message else str(obs.error)
@@ -169,19 +173,25 @@ def result_text(obs: Observation, model: dict[str, Any], home: Path | None = Non
             f". Approval {approval_id} is pending{where}: a person decides it with "
             f"`{env}portagent approvals approve {approval_id}` (or reject / edit; `{env}portagent approvals "
             f"show {approval_id}` shows the card); then this client calls the tool again with the same "
-            "arguments and the decision applies (the card is bound to this client)."
+            "arguments and the decision applies (the card is bound to this client"
         )
+        if client is not None and "session:" in client:
+            text += (
+                " and to its MCP session: call again in the same session; a client that reconnects, "
+                "such as a one-shot CLI call, gets a new session and a new card — use stdio for that"
+            )
+        text += ")."
     return text
 
 
-def to_call_result(obs: Observation, home: Path | None = None) -> Any:
+def to_call_result(obs: Observation, home: Path | None = None, client: str | None = None) -> Any:
     import mcp_types as types
 
     model = obs.to_model()
     if obs.error == "approval_required" and home is not None:
         model = {**model, "approvals_home": str(home)}
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=result_text(obs, model, home))],
+        content=[types.TextContent(type="text", text=result_text(obs, model, home, client))],
         structured_content=model,
         is_error=not obs.ok,
     )
@@ -354,7 +364,7 @@ class GovernedServer:
             obs = await self.gateway_for(client).call(name, arguments or {}, via="mcp")
         finally:
             self.recorder.flush()
-        return to_call_result(obs, self.home)
+        return to_call_result(obs, self.home, client)
 
     def build(self) -> Any:
         """The low-level MCP ``Server``."""

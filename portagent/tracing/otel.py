@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from portagent.contracts.errors import MissingExtraError, ProviderError, UsageError
+from portagent.contracts.errors import ProviderError, UsageError
 from portagent.core.pricing import model_cost
 
 GEN_AI_PROVIDER = {"openai": "openai", "claude": "anthropic", "adk": "gcp.gemini"}
@@ -51,11 +51,16 @@ def _attr(v: Any) -> Any:
     return v if isinstance(v, str | int | float | bool) else _json(v)
 
 
+def _missing(package: str, extra: str, what: str = "OTLP export") -> UsageError:
+    """One message for an absent optional package (exit 2), naming the extra that brings it."""
+    return UsageError(f"{what} needs the {package!r} package: pip install 'portagent[{extra}]'")
+
+
 def _sdk() -> Any:
     try:
         from opentelemetry.sdk import trace as sdk_trace
     except ImportError as e:
-        raise MissingExtraError("otel", "opentelemetry-sdk", "otel") from e
+        raise _missing("opentelemetry-sdk", "otel") from e
     return sdk_trace
 
 
@@ -375,7 +380,7 @@ def _encoder() -> Any:
     try:
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     except ImportError as e:
-        raise MissingExtraError("otel", "opentelemetry-exporter-otlp-proto-http", "otel") from e
+        raise _missing("opentelemetry-exporter-otlp-proto-http", "otel") from e
     return encode_spans
 
 
@@ -463,7 +468,9 @@ def send_otlp(
         try:  # optional (portagent[otel-grpc]); untyped here since it may be absent
             grpc_mod: Any = importlib.import_module("opentelemetry.exporter.otlp.proto.grpc.trace_exporter")
         except ImportError as e:
-            raise MissingExtraError("otel-grpc", "opentelemetry-exporter-otlp-proto-grpc", "otel-grpc") from e
+            raise _missing(
+                "opentelemetry-exporter-otlp-proto-grpc", "otel-grpc", "--otlp-protocol grpc"
+            ) from e
         exporter: Any = grpc_mod.OTLPSpanExporter(
             endpoint=url, headers=tuple((headers or {}).items()) or None, timeout=timeout
         )

@@ -135,6 +135,8 @@ def test_home_is_announced_and_cards_land_there_bound_to_the_asking_session(tmp_
     text = first.content[0].text
     assert f"PORTAGENT_HOME={state} portagent approvals approve {approval_id}" in text
     assert str(state / "approvals.db") in text and first.structured_content["approvals_home"] == str(state)
+    # The card is bound to the MCP session: the text says so (a one-shot client reconnects and is asked again).
+    assert "call again in the same session" in text
     # Session B did not consume A's approved card: it got a card of its own.
     assert other.is_error and other.structured_content["error"] == "approval_required"
     assert other.structured_content["approval_id"] != approval_id
@@ -173,6 +175,7 @@ def test_portagent_home_variable_is_used_and_announced_over_stdio(tmp_path: Path
     assert f"state folder {state}" in banner
     assert pending.structured_content["error"] == "approval_required"
     assert f"PORTAGENT_HOME={state} portagent approvals approve" in pending.content[0].text
+    assert "same session" not in pending.content[0].text  # stdio: one client, the server's own namespace
     assert (state / "approvals.db").is_file()
 
 

@@ -319,6 +319,20 @@ def test_bad_export_options_are_usage_errors(resumed_trace: Path, argv: list[str
     assert code == 2 and message in err and "Traceback" not in err
 
 
+def test_grpc_without_its_package_is_one_usage_message(
+    resumed_trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message names the option and the extra (not a 'provider'); nothing is sent, exit 2."""
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
+    with Receiver() as rx:
+        code, out, err = run_cli(
+            "trace", "export", str(resumed_trace), "--otlp-endpoint", rx.url, "--otlp-protocol", "grpc"
+        )
+    assert code == 2 and out == "" and "Traceback" not in err and "provider" not in err
+    assert "--otlp-protocol grpc needs the 'opentelemetry-exporter-otlp-proto-grpc' package" in err
+    assert "pip install 'portagent[otel-grpc]'" in err and rx.requests == []
+
+
 def test_an_empty_trace_is_a_usage_error(tmp_path: Path) -> None:
     empty = tmp_path / "trace.jsonl"
     empty.write_text("")
