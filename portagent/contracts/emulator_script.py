@@ -328,9 +328,10 @@ class Turn(_Model):
             _check_templates(value)
         return value
 
-    @field_validator("handoff", mode="before")
+    @field_validator("handoff", mode="before", json_schema_input_type=Handoff | str | None)
     @classmethod
     def _handoff_shorthand(cls, value: Any) -> Any:
+        # The published JSON Schema accepts the shorthand too (editors must not flag what validate accepts).
         return {"agent": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")

@@ -87,3 +87,23 @@ def test_schema_into_a_file_path_is_a_usage_error(tmp_path: Path) -> None:
     f.write_text("x")
     code, _, err = run_cli("schema", "--out", str(f))
     assert code == 2 and "not a folder" in err
+
+
+def test_every_shipped_spec_passes_the_published_schema_of_its_kind():
+    """What ``validate`` accepts, an editor must not flag: every valid example (shorthands included, e.g. an
+    emulator turn's ``handoff: billing``) passes the JSON Schema ``portagent schema`` publishes for its kind."""
+    from portagent.contracts.loader import model_for_kind
+
+    root = Path(__file__).resolve().parents[2] / "examples"
+    checked = 0
+    for path in sorted(root.rglob("*.yaml")):
+        if "invalid_specs" in path.parts:
+            continue
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("kind") not in AUTHORED:
+            continue
+        schema = model_for_kind(doc["kind"]).model_json_schema()
+        errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+        assert not errors, f"{path}: {errors[:3]}"
+        checked += 1
+    assert checked >= 10
