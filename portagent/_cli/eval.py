@@ -78,10 +78,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def split_csv(values: list[str] | None) -> list[str] | None:
-    if not values:
+def split_csv(values: list[str] | None, flag: str = "--providers") -> list[str] | None:
+    """Comma-separated flag values; None when the flag is absent. A flag given with nothing in it is a usage
+    error, never "all" (``--providers ""`` must not silently run every provider)."""
+    if values is None:
         return None
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    if not out:
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(f"{flag}: no value given (name at least one, comma-separated)")
+    return out
 
 
 def default_workers() -> int:
@@ -124,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         cassettes=args.cassettes,
         out=out,
         overwrite=args.overwrite,
-        case_ids=split_csv(args.cases),
+        case_ids=split_csv(args.cases, "--case"),
         emulator_script=script,
         progress=not args.no_progress,
         resume=args.resume,

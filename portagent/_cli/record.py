@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         providers=chosen,
         repeats=args.repeats,
         cassettes=args.out,
-        case_ids=split_csv(args.cases),
+        case_ids=split_csv(args.cases, "--case"),
         check=False,
     )
     if script is not None:

@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         messages = args.input
     else:
         raise UsageError("give the user message with --input TEXT or --input-file FILE")
+    if any(not m.strip() for m in messages):
+        raise UsageError("the user message is empty: give some text with --input or --input-file")
     if args.base_url and not args.live:
         raise UsageError("--base-url goes with --live")
     check_out_folder(args.out)
@@ -153,17 +155,34 @@ def read_input_file(name: str) -> str:
     return text.strip()
 
 
+RUN_FOLDER_FILES = frozenset(
+    {"run.json", "trace.jsonl", "cassette.yaml", "transport.jsonl", "http.yaml", "mcp.json", "otel.json"}
+)
+"""What a run (or its recording) writes into its folder: a folder holding only these may be written again."""
+
+
 def check_out_folder(out: str | None) -> None:
     """``--out`` must be a folder or creatable as one — checked before anything runs."""
     from portagent.contracts.errors import UsageError
 
-    if not out:
+    if out is None:
         return
+    if not out.strip():
+        raise UsageError("--out: the folder name is empty")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise UsageError(
             f"--out {out}: exists and is not a folder; give a folder for trace.jsonl and run.json"
         )
+    if path.is_dir():
+        # A run writes run.json and trace.jsonl into --out: only an empty folder or an earlier run's own
+        # folder may receive them, never a folder of other files (``--out /``, ``--out ~``).
+        foreign = sorted(e.name for e in path.iterdir() if e.name not in RUN_FOLDER_FILES)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
+            raise UsageError(
+                f"--out {out}: the folder holds other files ({shown}); give an empty folder or a run's own folder"
+            )
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():

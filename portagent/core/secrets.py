@@ -21,13 +21,16 @@ A masked secret reads ``[REDACTED:<kind>]``: the same input always gives the sam
 
 from __future__ import annotations
 
+import base64
 import importlib
+import json
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 MASK_PREFIX = "[REDACTED:"
 
@@ -36,8 +39,27 @@ ALLOWED_DUMMIES: frozenset[str] = frozenset(
 )
 """The dummy keys sent to the emulator and in replays (``adapters/base.py``): never secrets."""
 
-ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_ACCESS_KEY", "_ACCESS_KEY_ID")
-"""Environment variables whose values are protected literally (values of 8 characters or more)."""
+ENV_SUFFIXES = (
+    "_API_KEY",
+    "_APIKEY",
+    "_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PASS",
+    "_PWD",
+    "_PAT",
+    "_CREDENTIALS",
+    "_SECRET_ACCESS_KEY",
+    "_ACCESS_KEY_ID",
+)
+"""Environment variables whose values are protected literally (values of 8 characters or more), also
+when a name only contains SECRET, TOKEN or PASSWORD (``SECRET_KEY``, ``DB_PASS``, ``MY_SERVICE_KEY``).
+``PWD`` itself (the working folder) is not a secret."""
+
+_ENV_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "APIKEY", "API_KEY")
+_ENV_NOT_SECRET = frozenset({"PWD", "OLDPWD", "GPG_KEY"})
 
 # Characters a secret value may contain inside JSON/YAML/header text: never a quote, a backslash
 # (the start of a JSON escape), whitespace or a separator, so a mask never breaks the text around it.
@@ -64,6 +86,14 @@ _OWN_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)"), 1),
     ("basic-auth", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
     ("url-credentials", re.compile(r"://[^\s/:@\"'\\]+:([^\s/@\"'\\]+)@"), 1),
+    (
+        "url-query-credential",
+        re.compile(
+            r"(?i)[?&#;](?:[a-z0-9_.\-]*[_.\-])?(?:token|key|apikey|api_key|sig|signature|secret|password|pass|pwd"
+            r"|auth|credential|credentials|access_token|code)=([^\s&#\"'\\<>]{8,})"
+        ),
+        1,
+    ),
     (
         "private-key",
         re.compile(
@@ -130,17 +160,36 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str], int], ...]:
     return tuple(out)
 
 
+def _secret_env_name(name: str) -> bool:
+    upper = name.upper()
+    if upper in _ENV_NOT_SECRET:
+        return False
+    return upper.endswith(ENV_SUFFIXES) or any(word in upper for word in _ENV_WORDS)
+
+
+def _encodings(value: str) -> set[str]:
+    """``value`` and the forms it takes once encoded on its way to a file: base64 (standard and URL-safe,
+    with and without padding), percent-encoding (a URL query) and a JSON string's escapes."""
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = {
+        value,
+        quote(value, safe=""),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+    }
+    for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+        forms.update({encoded, encoded.rstrip("=")})
+    return {f for f in forms if len(f) >= 8}
+
+
 def env_secret_values() -> list[str]:
-    """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy)."""
-    return sorted(
-        {
-            value
-            for name, value in os.environ.items()
-            if name.upper().endswith(ENV_SUFFIXES) and len(value) >= 8 and value not in ALLOWED_DUMMIES
-        },
-        key=len,
-        reverse=True,
-    )
+    """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy), in their
+    plain and encoded forms (base64, percent-encoded, JSON-escaped), longest first."""
+    values: set[str] = set()
+    for name, value in os.environ.items():
+        if _secret_env_name(name) and len(value) >= 8 and value not in ALLOWED_DUMMIES:
+            values.update(_encodings(value))
+    return sorted(values, key=len, reverse=True)
 
 
 def _masked(text: str, start: int, end: int) -> bool:

@@ -208,7 +208,10 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
                 shutil.rmtree(child)
             else:
                 child.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a parent that is a file, a read-only or virtual file system (/proc)
+        raise UsageError(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
     return out
 
 

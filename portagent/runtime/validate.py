@@ -93,6 +93,8 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
 def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool = False) -> list[FileResult]:
     """Check files and folders. Raises UsageError when a path is missing or a folder holds no spec."""
     for raw in paths:
+        if not raw.strip():
+            raise UsageError("an empty path was given; name spec files or folders")
         if not Path(raw).exists():
             raise UsageError(f"{raw}: no such file or directory")
         if Path(raw).is_dir() and not iter_spec_files([raw]):

@@ -98,9 +98,13 @@ def numeric_value(v: Any) -> int | float | None:
 
 
 def normalize_text(value: str, ignore_case: bool = False) -> str:
-    """Unicode NFC, then case folding when asked."""
-    text = unicodedata.normalize("NFC", value)
-    return text.casefold() if ignore_case else text
+    """Unicode NFC; when asked to ignore case, Unicode's compatibility caseless form instead (NFKC and
+    case folding, as ``NFKC_Casefold``): fullwidth ``ｅvil@ｘ.com``, ligatures and other compatibility
+    forms compare equal to the plain text they display as (and that IDNA, mail servers or a
+    case-insensitive store map them to), so they cannot slip past an ``ignore_case`` rule."""
+    if not ignore_case:
+        return unicodedata.normalize("NFC", value)
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
 
 
 def _schema_types(schema: Any) -> set[str]:
@@ -251,7 +255,19 @@ def predicate_state(pred: ArgPredicate, args: Any) -> bool | None:
     """One predicate against the arguments: ``True``/``False``, or ``None`` (``UNKNOWN``) when it cannot be
     evaluated (absent argument, a value of a type the operator cannot test). A path that does not
     resolve raises PolicyEvaluationError (the call is denied)."""
-    value = lookup(args, pred.arg)
+    return _value_state(pred, lookup(args, pred.arg))
+
+
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff]")
+
+
+def trimmed_text(value: str) -> str:
+    """The text without surrounding whitespace or invisible characters (zero-width spaces, BOM): what an
+    address or a path means to most systems downstream, so a rule cannot be slipped by padding it."""
+    return _INVISIBLE.sub("", value).strip()
+
+
+def _value_state(pred: ArgPredicate, value: Any) -> bool | None:
     if value is MISSING:
         return UNKNOWN
     ic = pred.ignore_case
@@ -314,14 +330,22 @@ def rule_matches(rule: PolicyRule, tool: ToolSpec, args: Any, ctx: GatewayContex
         return False
     if rule.scopes_missing and all(s in ctx.scopes for s in rule.scopes_missing):
         return False
+    restrictive = rule.decision in ("deny", "approval_required")
     for p in rule.when:
-        try:
-            state = predicate_state(p, args)
-        except PolicyEvaluationError as e:
-            raise PolicyEvaluationError(f"rule {rule.id}, argument {p.arg!r}: {e}") from None
-        if state is None:
-            state = fails_closed(rule, p)
-        if not state:
+        value = lookup(args, p.arg)
+        # A padded text ("evil@x.com ", a zero-width space) is read both as sent and trimmed: a rule that
+        # denies or asks for approval matches when either reading matches; any other rule only when both do.
+        readings = [value]
+        if isinstance(value, str) and trimmed_text(value) != value:
+            readings.append(trimmed_text(value))
+        states = []
+        for reading in readings:
+            try:
+                state = _value_state(p, reading)
+            except PolicyEvaluationError as e:
+                raise PolicyEvaluationError(f"rule {rule.id}, argument {p.arg!r}: {e}") from None
+            states.append(fails_closed(rule, p) if state is None else bool(state))
+        if not (any(states) if restrictive else all(states)):
             return False
     return True
 

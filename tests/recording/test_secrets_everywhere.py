@@ -375,3 +375,51 @@ def test_the_emulator_request_log_masks_org_project_and_key_like_values(
     for text in (json.dumps(entries), on_disk):
         assert org not in text and project not in text and NEEDLES["stripe"] not in text
     assert "[REDACTED:stripe-key]" in on_disk
+
+
+# Held-out shapes (adversarial re-test of issue 14): secret-named variables beyond *_API_KEY/*_TOKEN, an
+# env secret written base64-encoded, percent-encoded or JSON-escaped, and a credential in a URL query.
+ENV_SHAPES = {
+    "MY_SERVICE_KEY": "zq8Xk2PpL0v" + "R7tWmAb",
+    "DB_PASS": "hunter2" + "hunter2X",
+    "SECRET_KEY": "dj4ngo-s3cr3t" + "-v4lue-xyz",
+    "GH_PAT": "0123456789abcdef" * 2 + "01234567",
+    "SMTP_PASSWORD_FILE_CONTENT": 'p"ss\\w' + "ord-123",
+}
+
+
+def test_secret_named_variables_are_masked_in_every_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in ENV_SHAPES.items():
+        monkeypatch.setenv(name, value)
+    for name, value in ENV_SHAPES.items():
+        raw = value.encode()
+        from urllib.parse import quote
+
+        for shape in (
+            value,
+            base64.b64encode(raw).decode(),
+            base64.urlsafe_b64encode(raw).decode().rstrip("="),
+            quote(value, safe=""),
+        ):
+            text = json.dumps({"out": f"leaked {shape} here"})
+            masked = mask_text(text)
+            assert shape not in masked, (name, shape)
+            assert json.loads(masked)["out"].startswith("leaked [REDACTED:"), masked
+        assert find_secret({"a": value}) is not None, name
+    # the working folder (PWD) is not a secret
+    monkeypatch.setenv("PWD", "/srv/some/workspace")
+    assert mask_text("cwd /srv/some/workspace") == "cwd /srv/some/workspace"
+
+
+def test_a_credential_in_a_url_query_is_masked() -> None:
+    token = "ZT9mPq2LkW8" + "xN4vB7cR1"
+    for url in (
+        f"https://hooks.example/x?token={token}&page=2",
+        f"https://s3.example/o?X-Amz-Signature={token}",
+        f"https://api.example/v1?api_key={token}",
+        f"https://api.example/v1?a=1&key={token}#frag",
+    ):
+        masked = mask_text(json.dumps({"url": url}))
+        assert token not in masked and "[REDACTED:" in masked, url
+    ordinary = "https://docs.example/search?page=2&id=123456789&q=refund+deadline"
+    assert mask_text(ordinary) == ordinary

@@ -87,3 +87,53 @@ def test_a_corrupt_card_row(tmp_path: Path) -> None:
         _one_message(code, out, err, "is corrupt")
     code, out, err = run_cli("approvals", "--home", str(tmp_path), "edit", "apr_bad", "--args", "{}")
     _one_message(code, out, err, "is corrupt")
+
+
+def test_eval_out_that_cannot_be_created(tmp_path: Path) -> None:
+    """Held-out input: ``eval --out FILE/sub`` (or ``/proc/x``) was a NotADirectoryError traceback."""
+    suite = Path(__file__).resolve().parents[2] / "examples" / "support_desk" / "suite.yaml"
+    f = tmp_path / "results.txt"
+    f.write_text("keep me")
+    with portagent_home(tmp_path / "home"):
+        code, out, err = run_cli(
+            "eval", str(suite), "--emulator", "--providers", "openai", "--out", str(f / "sub")
+        )  # fmt: skip
+    _one_message(code, out, err, "cannot create the folder")
+    assert f.read_text() == "keep me" and not (tmp_path / "home" / "runs").exists()
+
+
+def test_out_naming_a_folder_of_other_files_or_nothing_is_refused_before_the_run(tmp_path):
+    """Held-out input: ``run --out /`` wrote run.json and trace.jsonl into /. Only an empty folder or a run's own
+    folder may receive them; an empty name and an empty message are usage errors too."""
+    from _support import EXAMPLES
+
+    agent = str(EXAMPLES / "support_desk" / "agent.yaml")
+    script = str(EXAMPLES / "support_desk" / "emulator.yaml")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine", encoding="utf-8")
+    code, out, err = run_cli(
+        "run", agent, "--provider", "openai", "--emulator", script, "--input", "hi", "--out", str(busy)
+    )
+    assert code == 2 and "holds other files (notes.txt)" in err and "status" not in out
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+    code, _, err = run_cli(
+        "run", agent, "--provider", "openai", "--emulator", script, "--input", "hi", "--out", ""
+    )
+    assert code == 2 and "--out: the folder name is empty" in err
+    code, _, err = run_cli("run", agent, "--provider", "openai", "--emulator", script, "--input", "   ")
+    assert code == 2 and "the user message is empty" in err
+
+
+def test_empty_flag_values_are_usage_errors_never_everything(tmp_path):
+    """Held-out input: ``eval --providers ""`` ran every provider and ``validate ""`` validated the working
+    folder. A flag given with nothing in it is one clear message, exit 2, and nothing runs."""
+    from _support import EXAMPLES
+
+    suite = str(EXAMPLES / "support_desk" / "suite.yaml")
+    code, out, err = run_cli("eval", suite, "--replay", "--providers", "", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--providers: no value given" in err and not (tmp_path / "r").exists()
+    code, _, err = run_cli("eval", suite, "--replay", "--case", " ", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--case: no value given" in err
+    code, _, err = run_cli("validate", "")
+    assert code == 2 and "an empty path was given" in err

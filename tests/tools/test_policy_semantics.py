@@ -207,6 +207,43 @@ def test_unicode_nfc_and_case_folding():
     assert decide(PAY, policy(rx), {"amount": 1, "memo": "RM -RF /"})[0].decision.decision == "deny"
 
 
+def test_ignore_case_also_folds_compatibility_forms():
+    """Held-out input: fullwidth letters (NFKC confusables) slipped past an ``ignore_case`` deny rule."""
+    for op in ({"in": ["evil@x.com"]}, {"equals": "evil@x.com"}, {"glob": "*@x.com"}, {"regex": "@x\\.com$"},
+               {"prefix": "evil@"}):  # fmt: skip
+        deny = {
+            "id": "d",
+            "decision": "deny",
+            "tool": "pay",
+            "when": [{"arg": "memo", **op, "ignore_case": True}],
+        }
+        for memo in ("\uff45vil@x.com", "EVIL@\uff38.COM", "\uff25\uff36\uff29\uff2c@x.com"):
+            assert decide(PAY, policy(deny), {"amount": 1, "memo": memo})[0].decision.decision == "deny", (
+                op,
+                memo,
+            )
+        assert (
+            decide(PAY, policy(deny), {"amount": 1, "memo": "good@y.com"})[0].decision.decision == "allow"
+        ), op
+
+
+def test_padding_a_text_does_not_slip_past_a_deny_rule_nor_into_an_allow_rule():
+    """Held-out input: ``"evil@x.com "`` got past ``in:`` and ``"a@competitor.com\\n"`` past ``glob:``. A padded
+    text (spaces, newlines, zero-width characters) is read as sent and trimmed: deny/approval rules match when
+    either reading does, allow rules only when both do."""
+    for op in ({"in": ["evil@x.com"]}, {"equals": "evil@x.com"}, {"glob": "*@x.com"}, {"regex": "@x\\.com$"},
+               {"prefix": "evil@"}):  # fmt: skip
+        deny = {"id": "d", "decision": "deny", "tool": "pay", "when": [{"arg": "memo", **op}]}
+        for memo in ("evil@x.com ", " evil@x.com", "evil@x.com\n", "\u200bevil@x.com", "evil@x.com\ufeff"):
+            got = decide(PAY, policy(deny), {"amount": 1, "memo": memo})[0].decision.decision
+            assert got == "deny", (op, memo)
+    allow = {"id": "a", "decision": "allow", "tool": "pay", "when": [{"arg": "memo", "regex": "^ok$"}]}
+    assert decide(PAY, policy(allow), {"amount": 1, "memo": "ok"})[0].decision.rule == "a"
+    assert (
+        decide(PAY, policy(allow), {"amount": 1, "memo": " ok "})[0].decision.rule != "a"
+    )  # the default decides
+
+
 # -- regexes -----------------------------------------------------------------------------------------
 
 
