@@ -186,7 +186,10 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
             ]
         ) from None
     except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
-        raise SpecError([SpecProblem(label, "", f"YAML error: {e}")]) from None
+        text = str(e)
+        if "integer string conversion" in text:  # Python's own wording names an interpreter setting
+            text = "a number has more than 4300 digits; write it as a string or a smaller number"
+        raise SpecError([SpecProblem(label, "", f"YAML error: {text}")]) from None
     return data, node
 
 

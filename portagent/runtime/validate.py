@@ -96,6 +96,8 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
         if not raw.strip():
             raise UsageError("an empty path was given; name spec files or folders")
         if not Path(raw).exists():
+            if Path(raw).is_symlink():  # a dangling link or a loop of links: say so, not "no such file"
+                raise UsageError(f"{raw}: a symbolic link that leads nowhere (dangling, or a loop of links)")
             raise UsageError(f"{raw}: no such file or directory")
         if Path(raw).is_dir() and not iter_spec_files([raw]):
             raise UsageError(f"{raw}: no spec files (*.yaml, *.yml, *.json) in this folder")

@@ -170,3 +170,22 @@ def test_schema_built_in_python_with_shared_parts_is_counted_without_expanding()
     # (pydantic's own str() of the error would render the input, expanded: read the message alone)
     assert "more than 20000 values" in caught.value.errors(include_input=False)[0]["msg"]
     assert time.monotonic() - started < 1
+
+
+def test_a_huge_integer_and_a_loop_of_links_get_portagents_own_words(tmp_path):
+    """Held-out inputs: a 5000-digit integer got Python's "use sys.set_int_max_str_digits()" advice, and a
+    loop of symbolic links was reported as "no such file or directory"."""
+    from _support import run_cli
+
+    big = tmp_path / "big.yaml"
+    big.write_text(
+        "kind: tool\nschema_version: 1\nname: x\ndescription: d\neffect: read\nhandler: m:f\n"
+        "input_schema: {type: object, properties: {a: {type: integer, maximum: " + "9" * 5000 + "}}}\n",
+        encoding="utf-8",
+    )
+    code, _, err = run_cli("validate", str(big))
+    assert code == 1 and "more than 4300 digits" in err and "sys.set_int_max_str_digits" not in err
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    code, _, err = run_cli("validate", str(tmp_path / "a.yaml"))
+    assert code == 2 and "leads nowhere" in err
