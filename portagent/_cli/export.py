@@ -29,8 +29,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import tempfile
 
     from portagent.contracts.errors import UsageError
     from portagent.migration.export import export_agent
@@ -38,11 +36,9 @@ def run(args: argparse.Namespace) -> int:
     source, path = export_agent(args.agent, args.target, args.out)
     if path.exists() and not args.overwrite:
         raise UsageError(f"{path}: already exists; pass --overwrite to replace it (nothing was written)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(source)
-    os.replace(tmp, path)
+    from portagent.core.files import write_text_atomic
+
+    write_text_atomic(path, source)
     print(
         f'wrote {path} ({args.target}); run it: python {path} "your question" --base-url URL --trace trace.jsonl'
     )

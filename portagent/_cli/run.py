@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             if not key:
                 raise UsageError(f"--live needs {info.key_env} in the environment")
             # live, or endpoint when the URL (--base-url or the provider's base-URL variable) is not the
-            # vendor's official host: the runner labels it (runtime.runner.labelled) and records the URL
+            # vendor's official host: the runner labels it (runtime.provenance.labelled) and records the URL
             endpoint = Endpoint(source="live", mode="direct", base_url=args.base_url, api_key=key)
             return await _run(endpoint)
         from portagent.emulator import load_script, serve

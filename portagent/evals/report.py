@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
+from portagent.core.files import write_text_atomic
 from portagent.core.secrets import mask_text
 from portagent.evals.aggregate import SuiteResult
 from portagent.evals.compare import Comparison
@@ -216,16 +216,9 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Atomic write (a reader never sees half a report)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
-    ) as f:
-        f.write(mask_text(text))  # secrets never reach a report (core/secrets.py)
-        tmp = Path(f.name)
-    tmp.chmod(0o644)  # NamedTemporaryFile makes 0600; reports are meant to be read (CI artefacts, browsers)
-    tmp.replace(path)
-    return path
+    """Atomic write (a reader never sees half a report); secrets never reach a report (core/secrets.py)."""
+    # 0644: reports are meant to be read (CI artefacts, browsers)
+    return write_text_atomic(path, mask_text(text), mode=0o644)
 
 
 def write_json(path: Path, model: Any) -> Path:

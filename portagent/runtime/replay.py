@@ -217,7 +217,7 @@ def replay_config(
     clock = FixedClock(datetime.fromisoformat(start.ts.replace("Z", "+00:00")))
     ids = replay_ids(m.agent, m.agent_version, m.case_id, m.provider, m.repeat)
     endpoint = Endpoint(
-        source="replay",  # the recording's own source becomes run.started.recorded_source (runner.labelled)
+        source="replay",  # the recording's own source becomes run.started.recorded_source (runtime.provenance.labelled)
         mode="replay",
         base_url="http://replay.portagent.invalid",
         api_key=REGISTRY[m.provider].dummy_key,

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +36,11 @@ from portagent.contracts.errors import ApprovalError, PortagentError, ProviderEr
 from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.files import write_text_atomic
 from portagent.core.secrets import mask_data, mask_text
 from portagent.core.versions import PORTAGENT_VERSION as __version__
+from portagent.runtime.provenance import labelled
+from portagent.runtime.resume import interrupted_result, resume_blockers, resumed_trace
 from portagent.tracing.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -120,16 +121,6 @@ def _existing_trace(path: Path | None) -> tuple[str | None, int]:
     return first.trace_id, len(lines)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp"
-    ) as f:
-        f.write(text)
-        tmp = Path(f.name)
-    tmp.replace(path)
-
-
 async def arun_full(
     agent: AgentBundle | str | Path,
     request: RunRequest,
@@ -148,68 +139,6 @@ async def arun_full(
     # ToolSpecs the gateway executes; connections closed (and recordings written) after the run.
     async with open_sources(bundle, config.endpoint, config.options) as mcp:
         return await _arun_full(mcp.bundle, request, config, on_event, mcp=mcp)
-
-
-OFFICIAL_HOSTS: dict[str, tuple[str, ...]] = {
-    "openai": ("api.openai.com",),
-    "claude": ("api.anthropic.com",),
-    "adk": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com"),
-}
-"""Each provider's official API hosts (subdomains and Vertex's ``us-central1-aiplatform.googleapis.com``
-and ``eu.api.openai.com`` count): a live run pointed anywhere else is labelled ``endpoint``."""
-
-
-def shown_url(url: str) -> str:
-    """``url`` without credentials, query or fragment (what a manifest may record)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def live_source(provider: str, base_url: str | None) -> str:
-    """``live`` when ``base_url`` is None or an https URL on one of the provider's official hosts (or
-    their subdomains; Vertex's regional ``<region>-aiplatform.googleapis.com`` too), else ``endpoint``."""
-    if not base_url:
-        return "live"
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(base_url if "://" in base_url else f"https://{base_url}")
-    host = (parts.hostname or "").lower().rstrip(".")
-    for h in OFFICIAL_HOSTS.get(provider, ()):
-        if parts.scheme == "https" and (host == h or host.endswith(("." + h, "-" + h))):
-            return "live"
-    return "endpoint"
-
-
-def labelled(
-    provider: str, endpoint: Endpoint, recorded: Recorded | None = None
-) -> tuple[Endpoint, dict[str, Any]]:
-    """The endpoint with its honest source (DESIGN §9), and the provenance fields for the manifest.
-
-    A ``live`` endpoint without a base URL takes the provider's base-URL variable (``OPENAI_BASE_URL`` …)
-    the way every adapter then uses it; a base URL off the vendor's official hosts makes it ``endpoint``.
-    A replay is ``replay`` and keeps the recording's own source as ``recorded_source``."""
-    import dataclasses
-
-    extra: dict[str, Any] = {}
-    if endpoint.mode == "replay" or endpoint.source == "replay":
-        m = recorded.record.manifest if recorded is not None else None
-        rec: str | None = (m.recorded_source if m.source == "replay" else m.source) if m is not None else None
-        if rec is None and endpoint.source != "replay":
-            rec = endpoint.source
-        return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
-    if endpoint.source in ("live", "endpoint"):
-        info = REGISTRY.get(provider)
-        url = endpoint.base_url or (os.environ.get(info.base_url_env) if info is not None else None) or None
-        endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
-        if url:
-            extra["base_url"] = shown_url(url)
-    return endpoint, extra
 
 
 async def _arun_full(
@@ -251,20 +180,20 @@ async def _arun_full(
                 store.close()
                 raise
             run_id, attempt = prior.run_id, prior.attempt + 1
-            trace_path = _resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
+            trace_path = resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
             out_dir = trace_path.parent if trace_path else out_dir
             store.start_attempt(key, attempt, str(trace_path) if trace_path else None)
         elif prior is not None and prior.status in ("running", "interrupted"):
             # we hold the key's lock, so the process that left it running is dead (runstore docstring)
             blockers = resume_blockers(bundle)
             if blockers:
-                result = _interrupted(prior, blockers)
+                result = interrupted_result(prior, blockers)
                 store.interrupt(key, result.model_dump(mode="json"))
                 store.close()
                 return RunOutput(result, [], None)
             resumed = f"attempt {prior.attempt} was interrupted (its process died)"
             run_id, attempt = prior.run_id, prior.attempt + 1
-            trace_path = _resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
+            trace_path = resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
             out_dir = trace_path.parent if trace_path else out_dir
             store.start_attempt(key, attempt, str(trace_path) if trace_path else None)
         elif prior is not None:
@@ -302,60 +231,6 @@ async def _arun_full(
     finally:
         if store is not None:
             store.close()
-
-
-def _resumed_trace(prior: str | None, out_dir: Path | None, default: Path | None, store: Any) -> Path | None:
-    """Where a resumed attempt writes its trace (and ``run.json`` beside it): the earlier attempts'
-    folder, unless the resuming request names another one (``--out``): then the earlier attempts'
-    trace is copied there first (atomically), so that folder holds the whole run, and the run store
-    points at it for the attempts after. A folder that cannot be written → UsageError, nothing written."""
-    if prior is None:
-        return default
-    old = Path(prior)
-    if out_dir is None or out_dir.resolve() == old.parent.resolve():
-        return old
-    new = out_dir / "trace.jsonl"
-    try:
-        text = old.read_text(encoding="utf-8") if old.is_file() else ""
-        _write_atomic(new, text)
-    except OSError as e:
-        store.close()
-        from portagent.contracts.errors import UsageError
-
-        raise UsageError(
-            f"--out {out_dir}: cannot write the resumed run there ({e.strerror or e}); "
-            f"its earlier attempts are in {old.parent}"
-        ) from None
-    return new
-
-
-def resume_blockers(bundle: AgentBundle) -> list[str]:
-    """Tools whose effect a resumed attempt could repeat: they change something outside the run and the
-    effect ledger does not guard them (no ``idempotency.required``). An interrupted run with such a tool
-    is reported, never resumed: whether its effect happened before the process died is unknown."""
-    safe = {"read", "compute", "prepare_change"}
-    return sorted(
-        name for name, t in bundle.all_tools().items() if t.effect not in safe and not t.idempotency.required
-    )
-
-
-def _interrupted(prior: Any, blockers: list[str]) -> RunResult:
-    key = prior.idempotency_key
-    last = (prior.result or {}).get("error")
-    return RunResult(
-        run_id=prior.run_id,
-        status="failed",
-        stop_reason="interrupted",
-        attempt=prior.attempt,
-        trace_path=prior.trace_path,
-        error=(
-            f"run {prior.run_id} (idempotency key {key!r}) was interrupted: the process running attempt "
-            f"{prior.attempt} died before it finished, and it is not resumed because "
-            f"{', '.join(blockers)} can make effects the ledger does not guard (no idempotency.required), so "
-            "a second attempt could repeat one. Check the effects of that attempt, then run the request "
-            "again with a new --idempotency-key." + (f" (The attempt ended with: {last})" if last else "")
-        ),
-    )
 
 
 async def _run_attempt(
@@ -564,7 +439,7 @@ async def _run_attempt(
         ),
     )
     if out_dir is not None:
-        _write_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
+        write_text_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
     if store is not None:
         store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
     return RunOutput(result, list(recorder.events), record)

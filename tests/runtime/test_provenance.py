@@ -14,7 +14,7 @@ from _support import EXAMPLES, REPO, run_cli
 from portagent.contracts.run import RunRecord
 from portagent.contracts.trace import parse_event
 from portagent.emulator import load_script, serve
-from portagent.runtime.runner import live_source, shown_url
+from portagent.runtime.provenance import live_source, shown_url
 
 SUPPORT = EXAMPLES / "support_desk"
 AGENT = SUPPORT / "agent.yaml"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from portagent.contracts._base import args_hash as compute_args_hash
 from portagent.contracts._base import canonical_json
 from portagent.contracts.errors import RecordingError
+from portagent.core.files import write_text_atomic
 
 MCP_CASSETTE = "mcp.json"
 SCHEMA_VERSION = 1
@@ -109,13 +109,7 @@ class McpCassette:
         path = folder / MCP_CASSETTE
         data = self.to_json()
         refuse_if_secret(data, str(path))
-        folder.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False, suffix=".tmp") as f:
-            f.write(text)
-            tmp = Path(f.name)
-        tmp.replace(path)
-        return path
+        return write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def answer_diff(recorded: dict[str, Any], live: dict[str, Any], limit: int = 20) -> str:

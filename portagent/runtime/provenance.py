@@ -1,0 +1,75 @@
+"""Provenance of a run: the honest ``source`` label (live / endpoint / emulator / replay, DESIGN §9) and
+the endpoint as a manifest may record it (no credentials, no query)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from portagent.adapters.base import REGISTRY
+from portagent.adapters.port import Endpoint
+
+if TYPE_CHECKING:
+    from portagent.runtime.replay import Recorded
+
+
+OFFICIAL_HOSTS: dict[str, tuple[str, ...]] = {
+    "openai": ("api.openai.com",),
+    "claude": ("api.anthropic.com",),
+    "adk": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com"),
+}
+"""Each provider's official API hosts (subdomains and Vertex's ``us-central1-aiplatform.googleapis.com``
+and ``eu.api.openai.com`` count): a live run pointed anywhere else is labelled ``endpoint``."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (what a manifest may record)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def live_source(provider: str, base_url: str | None) -> str:
+    """``live`` when ``base_url`` is None or an https URL on one of the provider's official hosts (or
+    their subdomains; Vertex's regional ``<region>-aiplatform.googleapis.com`` too), else ``endpoint``."""
+    if not base_url:
+        return "live"
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url if "://" in base_url else f"https://{base_url}")
+    host = (parts.hostname or "").lower().rstrip(".")
+    for h in OFFICIAL_HOSTS.get(provider, ()):
+        if parts.scheme == "https" and (host == h or host.endswith(("." + h, "-" + h))):
+            return "live"
+    return "endpoint"
+
+
+def labelled(
+    provider: str, endpoint: Endpoint, recorded: Recorded | None = None
+) -> tuple[Endpoint, dict[str, Any]]:
+    """The endpoint with its honest source (DESIGN §9), and the provenance fields for the manifest.
+
+    A ``live`` endpoint without a base URL takes the provider's base-URL variable (``OPENAI_BASE_URL`` …)
+    the way every adapter then uses it; a base URL off the vendor's official hosts makes it ``endpoint``.
+    A replay is ``replay`` and keeps the recording's own source as ``recorded_source``."""
+    import dataclasses
+
+    extra: dict[str, Any] = {}
+    if endpoint.mode == "replay" or endpoint.source == "replay":
+        m = recorded.record.manifest if recorded is not None else None
+        rec: str | None = (m.recorded_source if m.source == "replay" else m.source) if m is not None else None
+        if rec is None and endpoint.source != "replay":
+            rec = endpoint.source
+        return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
+    if endpoint.source in ("live", "endpoint"):
+        info = REGISTRY.get(provider)
+        url = endpoint.base_url or (os.environ.get(info.base_url_env) if info is not None else None) or None
+        endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
+        if url:
+            extra["base_url"] = shown_url(url)
+    return endpoint, extra
