@@ -2,10 +2,10 @@
 
 Both sides run the vendor's real runtime against portagent's emulator (same script, same tools, same
 handlers), N times in one process; the ratio of medians is portagent's cost (gateway, policy, trace).
-Goals: ≤ 1.15 for openai-agents and google-adk, ≤ 1.10 for the Claude Agent SDK (the CLI start
-dominates). Prints numbers (and peak memory) only; asserts nothing.
+Goals: ≤ 1.15 for openai-agents, google-adk, the anthropic tool runner and LangGraph, ≤ 1.10 for the Claude Agent
+SDK (the CLI start dominates). Prints numbers (and peak memory) only; asserts nothing.
 
-    python benchmarks/adapter_overhead.py [--quick] [--providers openai,adk,claude] [-n N]
+    python benchmarks/adapter_overhead.py [--quick] [--providers openai,adk,claude,anthropic,langgraph] [-n N]
 """
 
 from __future__ import annotations
@@ -209,6 +209,106 @@ async def bare_claude(base_url: str) -> str:
     return final
 
 
+async def bare_anthropic(base_url: str) -> str:
+    """The anthropic SDK's tool runner with the same two tools (the loop the anthropic adapter drives)."""
+    import anthropic
+    import support_desk_handlers as h
+    from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool
+
+    specs = _tool_specs()
+
+    class Tool(BetaAsyncBuiltinFunctionTool):
+        def __init__(self, name: str, fn: Any) -> None:
+            self._name, self._fn = name, fn
+
+        def to_dict(self) -> Any:
+            spec = specs[self._name]
+            return {
+                "name": self._name,
+                "description": spec.model_description(),
+                "input_schema": spec.input_schema,
+            }
+
+        async def call(self, input: object) -> Any:
+            return json.dumps(self._fn(**input))  # type: ignore[arg-type]
+
+    client = anthropic.AsyncAnthropic(
+        base_url=base_url, api_key="sk-ant-bench", http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS)
+    )
+    runner = client.beta.messages.tool_runner(
+        model="claude-sonnet-4-6",
+        max_tokens=4096,
+        system="bench",
+        messages=[{"role": "user", "content": QUESTION}],
+        tools=[Tool("get_student_record", h.get_student_record), Tool("search_policy", h.search_policy)],
+        thread=False,
+    )
+    message = await runner.until_done()
+    await client.close()
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+async def bare_langgraph(base_url: str) -> str:
+    """The same two-node StateGraph (model, tools) over ChatOpenAI, tools called directly."""
+    from typing import Annotated, TypedDict
+
+    import openai
+    import support_desk_handlers as h
+    from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    specs = _tool_specs()
+    fns = {"get_student_record": h.get_student_record, "search_policy": h.search_policy}
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": specs[n].model_description(),
+                "parameters": specs[n].input_schema,
+            },
+        }
+        for n in fns
+    ]
+    http = openai.DefaultAsyncHttpx2Client(verify=_TLS)
+    model = ChatOpenAI(
+        model="gpt-4.1-mini",
+        api_key="sk-bench",  # type: ignore[arg-type]
+        base_url=base_url + "/v1",
+        http_async_client=http,
+        use_responses_api=True,
+    ).bind_tools(tools)
+
+    # functional form: the graph reads real types (this module's annotations are strings)
+    State = TypedDict("State", {"messages": Annotated[list[AnyMessage], add_messages]})  # noqa: UP013
+
+    async def call_model(state: State) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke([SystemMessage("bench"), *state["messages"]])]}
+
+    async def call_tools(state: State) -> dict[str, Any]:
+        last: Any = state["messages"][-1]
+        return {
+            "messages": [
+                ToolMessage(json.dumps(fns[c["name"]](**c["args"])), tool_call_id=c["id"])
+                for c in last.tool_calls
+            ]
+        }
+
+    graph = StateGraph(State)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", call_tools)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges(
+        "model", lambda s: "tools" if s["messages"][-1].tool_calls else END, {"tools": "tools", END: END}
+    )
+    graph.add_edge("tools", "model")
+    result = await graph.compile().ainvoke({"messages": [HumanMessage(QUESTION)]})
+    await http.aclose()
+    return str(result["messages"][-1].text)
+
+
 def peak_rss_mb() -> tuple[float, float]:
     """Peak RSS of this process and of its (finished) children, in MB (the CLI is a child)."""
     import resource
@@ -252,7 +352,7 @@ def timed(fn: Any, n: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="3 runs per side (CI smoke)")
-    ap.add_argument("--providers", default="openai,adk,claude")
+    ap.add_argument("--providers", default="openai,adk,claude,anthropic,langgraph")
     ap.add_argument("-n", type=int, default=30)
     args = ap.parse_args()
     n = 3 if args.quick else args.n
@@ -263,8 +363,20 @@ def main() -> None:
     os.environ.setdefault("GOOGLE_API_KEY", "bench-dummy-key")
     from portagent.emulator import load_script, serve
 
-    keys = {"openai": "sk-bench", "adk": "bench-dummy-key", "claude": "sk-ant-bench"}
-    bare = {"openai": bare_openai, "adk": bare_adk, "claude": bare_claude}
+    keys = {
+        "openai": "sk-bench",
+        "adk": "bench-dummy-key",
+        "claude": "sk-ant-bench",
+        "anthropic": "sk-ant-bench",
+        "langgraph": "sk-bench",
+    }
+    bare = {
+        "openai": bare_openai,
+        "adk": bare_adk,
+        "claude": bare_claude,
+        "anthropic": bare_anthropic,
+        "langgraph": bare_langgraph,
+    }
     with serve(load_script(SUPPORT / "emulator.yaml")) as emu:
         for provider in [p.strip() for p in args.providers.split(",") if p.strip()]:
             if provider not in bare:

@@ -1,6 +1,6 @@
 """Replay speed per provider: what a cassette replay costs through portagent.
 
-- **openai, adk** — median time per replayed run through portagent (``replay_folder``: the real SDK, the
+- **openai, adk, anthropic, langgraph** — median time per replayed run through portagent (``replay_folder``: the real SDK, the
   gateway, the trace, vcrpy with portagent's matchers) vs the bare SDK replaying the *same* cassette under
   plain vcrpy (``record_mode="none"``, vcrpy's own method/path/query matchers), with the same two tools.
   Ratio goal: ≤ 1.15.
@@ -10,7 +10,7 @@
 Cassettes are recorded first, against the emulator, into a temporary folder (the emulator is stopped
 before anything is timed). Prints numbers; asserts nothing.
 
-    python benchmarks/replay.py [--quick] [--providers openai,adk,claude] [-n N]
+    python benchmarks/replay.py [--quick] [--providers openai,adk,claude,anthropic,langgraph] [-n N]
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ SUPPORT = REPO / "examples" / "support_desk"
 sys.path.insert(0, str(SUPPORT))
 BENCH_AGENT = REPO / "benchmarks" / "data" / "bench_agent.yaml"
 QUESTION = "Case EXP-42: what is missing and what do the rules say about documents?"
-KEYS = {"openai": "sk-bench", "adk": "bench-dummy-key", "claude": "sk-ant-bench"}
+KEYS = {
+    "openai": "sk-bench",
+    "adk": "bench-dummy-key",
+    "claude": "sk-ant-bench",
+    "anthropic": "sk-ant-bench",
+    "langgraph": "sk-bench",
+}
 
 
 def _baselines() -> Any:
@@ -133,7 +139,7 @@ def claude_cli_through_proxy(bundle: Any, folder: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="5 replays per side, 3 CLI runs (CI smoke)")
-    ap.add_argument("--providers", default="openai,adk,claude")
+    ap.add_argument("--providers", default="openai,adk,claude,anthropic,langgraph")
     ap.add_argument("-n", type=int, default=30, help="replays per side (default 30; the CLI side: n/3)")
     args = ap.parse_args()
     n = 5 if args.quick else args.n
@@ -151,7 +157,12 @@ def main() -> None:
             print(f"recording failed: {type(e).__name__}: {e}")
             return
         overhead = _baselines()
-        bare = {"openai": overhead.bare_openai, "adk": overhead.bare_adk}
+        bare = {
+            "openai": overhead.bare_openai,
+            "adk": overhead.bare_adk,
+            "anthropic": overhead.bare_anthropic,
+            "langgraph": overhead.bare_langgraph,
+        }
         for provider in providers:
             folder, base_url = recorded[provider]
             try:

@@ -22,9 +22,15 @@ COMMANDS: tuple[str, ...] = (
     "schema",
     "emulate",
     "run",
+    "chat",
+    "resume",
     "approvals",
+    "sessions",
+    "memory",
     "trace",
     "mcp",
+    "a2a",
+    "route",
     "record",
     "eval",
     "compare",
@@ -91,6 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("portagent: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader went away (``portagent … | head``): stop quietly, like other tools
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def entrypoint() -> None:

@@ -122,7 +122,10 @@ def _dispatch(store: Any, args: argparse.Namespace) -> int:
         if args.merge:
             new_args = {**store.get(args.approval_id).args, **new_args}
         card = store.edit(args.approval_id, new_args, reviewer=reviewer, note=args.note)
-    print(f"{card.approval_id}: {card.status} by {card.reviewer}. Re-run the same request to resume the run.")
+    print(
+        f"{card.approval_id}: {card.status} by {card.reviewer}. Resume the run: portagent resume {card.run_id} "
+        "(or the same request with the same --idempotency-key)."
+    )
     return 0
 
 

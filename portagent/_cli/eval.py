@@ -76,6 +76,39 @@ def add_parser(sub: Any) -> None:
         help="a tool changed without a version bump blocks the gate (default: a warning)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: a pool of worker processes (default); ray: each run a Ray task (the ray extra)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: the Ray cluster to join (default: RAY_ADDRESS, else a local Ray "
+        "with --workers CPUs)",
+    )
+    p.add_argument(
+        "--max-spend-usd",
+        type=float,
+        metavar="USD",
+        help="stop scheduling runs once the eval (judges included) has spent this much; the runs not "
+        "started are reported not_run with the reason",
+    )
+    p.add_argument(
+        "--limit",
+        action="append",
+        metavar="P:FIELD=V[,…]",
+        help="per-provider limits for --live over the suite's limits: max_concurrency, "
+        "requests_per_minute, tokens_per_minute, burst_s, max_attempts, backoff_base_s, backoff_cap_s "
+        "(e.g. openai:max_concurrency=4,requests_per_minute=500; repeatable)",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="run only the graders' judges on their human-labelled answers and report agreement "
+        "(accuracy, Cohen's kappa, confusion); exit 1 when a grader that asks to gate may not",
+    )
 
 
 def split_csv(values: list[str] | None, flag: str = "--providers") -> list[str] | None:
@@ -117,6 +150,26 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--resume keeps the finished runs in --out and --overwrite replaces them: choose one"
         )
+    if args.address and args.executor != "ray":
+        raise UsageError("--address names a Ray cluster: use it with --executor ray")
+    if args.executor == "ray":
+        from portagent.runtime.ray_executor import require_ray
+
+        require_ray()
+    if args.max_spend_usd is not None and not args.max_spend_usd > 0:
+        raise UsageError(f"--max-spend-usd must be more than 0, got {args.max_spend_usd:g}")
+    if args.calibrate:
+        if args.resume or args.baseline:
+            raise UsageError("--calibrate runs only the judges: --resume and --baseline do not apply")
+        return calibrate_suite(
+            args.suite,
+            mode=mode,
+            cassettes=args.cassettes,
+            out=out,
+            overwrite=args.overwrite,
+            workers=args.workers or default_workers(),
+            emulator_script=script,
+        )
     baseline = None
     if args.baseline:
         from portagent.evals.report import load_results
@@ -137,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
         baseline=baseline,
         strict=args.strict,
+        max_spend_usd=args.max_spend_usd,
+        limits=args.limit,
+        executor=args.executor,
+        address=args.address,
     )
     from portagent.evals.github import report_to_github
 
@@ -160,6 +217,10 @@ def run_suite(
     resume: bool = False,
     baseline: Results | None = None,
     strict: bool = False,
+    max_spend_usd: float | None = None,
+    limits: list[str] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> tuple[Results, GateDecision, Comparison | None]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
@@ -200,13 +261,30 @@ def run_suite(
         case_ids=case_ids,
         emulator_script=emulator_script,
     )
+    from portagent.runtime.limits import Scheduler, merged_limits
+
+    scheduler = Scheduler(
+        merged_limits(loaded.suite.limits, limits),
+        max_spend_usd=max_spend_usd,
+        live=mode == "live",
+    )
+    calibration = None
+    if any(g.spec.gate for t in plan.tasks for g in t.graders):
+        # a judge gates only when its agreement with human labels reaches the declared bar: measured
+        # (judge runs like any other), and the eval refused below it, before the results folder is touched
+        from portagent.runtime.eval_run import calibrate_eval
+        from portagent.runtime.judging import refuse_ungated
+
+        calibration = calibrate_eval(plan, workers=workers, gating_only=True)
+        refuse_ungated(calibration, str(suite))
     if resume:
         _check_resumable(out_dir)
     else:
         prepare_out_dir(out_dir, overwrite=overwrite)
     n = len(plan.tasks)
     err = console(stderr=True)
-    label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {workers} worker{'s' if workers != 1 else ''})"
+    where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+    label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
     t0 = time.perf_counter()
     if progress and err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -227,10 +305,33 @@ def run_suite(
                 failing[0] += not o.score.passed
                 bar.update(job, advance=1, failing=failing[0])
 
-            run = run_eval(plan, workers=workers, on_result=tick, resume=resume)
+            run = run_eval(
+                plan,
+                workers=workers,
+                on_result=tick,
+                resume=resume,
+                calibration=calibration,
+                scheduler=scheduler,
+                executor=executor,
+                address=address,
+            )
     else:
         err.print(label + " …")
-        run = run_eval(plan, workers=workers, resume=resume)
+        run = run_eval(
+            plan,
+            workers=workers,
+            resume=resume,
+            calibration=calibration,
+            scheduler=scheduler,
+            executor=executor,
+            address=address,
+        )
+    scheduler.close()
+    if scheduler.active:
+        run.scheduling = scheduler.report()
+        if scheduler.stopped:
+            skipped = sum(o.score.issue == "not_run" for o in run.pool.outcomes)
+            err.print(f"{skipped} run(s) {scheduler.stopped}", markup=False, highlight=False)
     if run.pool.reused:
         err.print(f"resumed: {run.pool.reused} finished run(s) kept, {n - run.pool.reused} run")
     duration = time.perf_counter() - t0
@@ -244,6 +345,11 @@ def run_suite(
     )
     out_console = console()
     print_summary(results, decision, comparison, out=out_console)
+    if results.result.judging is not None:
+        from portagent.evals.judging import judging_lines
+
+        for line in judging_lines(results.result.judging):
+            out_console.print(line, markup=False, highlight=False)
     out_console.print(
         f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
         f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
@@ -267,3 +373,43 @@ def _check_resumable(out: Path) -> None:
             "--resume continues an eval only in its own results folder"
         )
     out.mkdir(parents=True, exist_ok=True)
+
+
+def calibrate_suite(
+    suite: str | Path,
+    *,
+    mode: Mode,
+    cassettes: str | Path = "cassettes",
+    out: Path | None = None,
+    overwrite: bool = False,
+    workers: int = 2,
+    emulator_script: Path | None = None,
+) -> int:
+    """``eval --calibrate``: each calibrated grader's agreement with its human labels; writes
+    ``calibration.json`` into ``out`` when given. 0 when every grader that asks to gate may, else 1."""
+    from portagent.contracts.suite import load_suite
+    from portagent.evals.judging import calibration_lines
+    from portagent.evals.report import prepare_out_dir, write_text
+    from portagent.evals.report_terminal import console
+    from portagent.runtime.eval_run import calibrate_eval, plan_eval
+
+    loaded = load_suite(suite)
+    plan = plan_eval(loaded, mode=mode, cassettes=cassettes, emulator_script=emulator_script, calibrate=True)
+    if out is not None:
+        prepare_out_dir(out, overwrite=overwrite)
+    results = calibrate_eval(plan, workers=workers)
+    o = console()
+    for line in calibration_lines(results):
+        o.print(line, markup=False, highlight=False)
+    if out is not None:
+        import json
+
+        payload = {
+            "kind": "calibration",
+            "suite_id": loaded.suite.suite_id,
+            "mode": mode,
+            "graders": [c.model_dump(mode="json") for c in results],
+        }
+        write_text(out / "calibration.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        o.print(f"calibration: {out}/calibration.json", markup=False, highlight=False)
+    return 0 if all(c.eligible or not c.gate for c in results) else 1

@@ -42,6 +42,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope (repeatable)")
     p.add_argument("--stream", action="store_true", help="use the SDK's streaming mode")
     p.add_argument("--openai-api", choices=["responses", "chat_completions"])
+    p.add_argument(
+        "--context-manifest",
+        action="store_true",
+        help="write a context.manifest event before every model call (on by default for an agent with "
+        "max_context_tokens; docs/context.md)",
+    )
+    p.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue thread ID (started if new): its earlier turns are sent with the message, and the "
+        "exchange is added when the run completes (docs/sessions.md); works across providers",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the user message is empty: give some text with --input or --input-file")
     if args.base_url and not args.live:
         raise UsageError("--base-url goes with --live")
+    if args.session is not None:
+        from portagent.runtime.sessions import check_session_id
+
+        check_session_id(args.session)
     check_out_folder(args.out)
     from portagent.tools.approvers import make_approver
 
@@ -81,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
         idempotency_key=args.idempotency_key,
         env=args.env,
         scopes=args.scopes,
+        session_id=args.session,
     )
     options = RunOptions(streaming=args.stream, openai_api=args.openai_api)
+    if args.context_manifest:
+        options.extra["context_manifest"] = True
+    invocation = invocation_of(args, request)
 
     async def go() -> Any:
         if args.live:
@@ -114,17 +134,48 @@ def run(args: argparse.Namespace) -> int:
             out_dir=out,
             options=options,
             persist=out is None,
+            invocation=invocation,
         )
+        if args.session is not None:
+            from portagent.runtime.sessions import arun_in_session
+
+            return await arun_in_session(bundle, request, config)
         return await arun_full(bundle, request, config)
 
     output = asyncio.run(go())
     _print_summary(output)
+    if args.session is not None:
+        from portagent.runtime.sessions import describe_session_run
+
+        print(describe_session_run(args.session, output.result))
     status = output.result.status
     if status == "failed":
         return 3
     if status == "budget_exhausted":
         return 1
     return 0
+
+
+def invocation_of(args: argparse.Namespace, request: Any) -> dict[str, Any]:
+    """What ``portagent resume RUN_ID`` needs to start this run again: kept in ``run.json`` and the
+    journal's header. Paths absolute, the input masked, never a key (taken from the environment)."""
+    from portagent.core.secrets import mask_data
+
+    endpoint: dict[str, Any] = (
+        {"live": True, "base_url": args.base_url}
+        if args.live
+        else {"emulator": str(Path(args.emulator).resolve())}
+    )
+    return {
+        "agent": str(Path(args.agent).resolve()),
+        "provider": args.provider,
+        "endpoint": endpoint,
+        "request": mask_data(
+            request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True)
+        ),
+        "options": {"stream": bool(args.stream), "openai_api": args.openai_api},
+        "approver": args.approver,
+    }
 
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024
@@ -156,7 +207,16 @@ def read_input_file(name: str) -> str:
 
 
 RUN_FOLDER_FILES = frozenset(
-    {"run.json", "trace.jsonl", "cassette.yaml", "transport.jsonl", "http.yaml", "mcp.json", "otel.json"}
+    {
+        "run.json",
+        "trace.jsonl",
+        "cassette.yaml",
+        "transport.jsonl",
+        "http.yaml",
+        "mcp.json",
+        "otel.json",
+        "journal",
+    }
 )
 """What a run (or its recording) writes into its folder: a folder holding only these may be written again."""
 
@@ -203,6 +263,8 @@ def _replay(args: argparse.Namespace) -> int:
 
     if args.input or args.input_file:
         raise UsageError("--replay replays the recorded input; drop --input/--input-file")
+    if args.session is not None:
+        raise UsageError("--replay replays the recorded input (its history included); drop --session")
     check_out_folder(args.out)
     folder = Path(args.replay)
     recorded = load_recorded(folder)
@@ -256,8 +318,12 @@ def _print_summary(output: Any) -> None:
     if r.pending_approvals:
         for a in r.pending_approvals:
             print(
-                f"approval   {a} pending: portagent approvals approve|reject|edit {a}, then re-run with the same "
-                f"--idempotency-key"
+                f"approval   {a} pending: portagent approvals approve|reject|edit {a}, then "
+                + (
+                    f"portagent resume {r.run_id}"
+                    if r.trace_path
+                    else "re-run with the same --idempotency-key"
+                )
             )
     if r.final_output is not None:
         print(f"final      {r.final_output}")

@@ -179,6 +179,21 @@ conversations:
     turns:
       - text: "Hello! How can I help?"
 """,
+    "router": """kind: router
+schema_version: 1
+name: my-router
+version: 1.0.0
+registry:
+  - route_id: local.order_lookup
+    kind: local_tool
+    target: lookup_order
+    tags: [orders]
+    owner: my-team
+    p95_latency_ms: 200
+    cost_usd: 0.001
+    quality: 0.8
+    effect: read
+""",
 }
 """A small valid file of each authored kind (run records are written by portagent, not authored)."""
 

@@ -83,6 +83,25 @@ REGISTRY: dict[str, AdapterInfo] = {
         base_url_env="GOOGLE_GEMINI_BASE_URL",
         dummy_key="portagent-dummy-key",
     ),
+    "anthropic": AdapterInfo(
+        module="portagent.adapters.anthropic.agent",
+        sdk_module="anthropic",
+        package="anthropic",
+        extra="anthropic",
+        key_env="ANTHROPIC_API_KEY",
+        base_url_env="ANTHROPIC_BASE_URL",
+        dummy_key="sk-ant-portagent-dummy",
+    ),
+    "langgraph": AdapterInfo(
+        module="portagent.adapters.langgraph.agent",
+        sdk_module="langgraph",
+        package="langgraph",
+        extra="langgraph",
+        # the chat model's vendor decides; the default model is OpenAI's (``adapters/langgraph/rules.py``)
+        key_env="OPENAI_API_KEY",
+        base_url_env="OPENAI_BASE_URL",
+        dummy_key="sk-portagent-dummy",
+    ),
 }
 """Every provider portagent runs on, in ``contracts.agent.PROVIDERS`` order (a test keeps them equal)."""
 

@@ -99,6 +99,14 @@ class Endpoint:
     """vcrpy record mode when recording (``none`` is used for replay)."""
     match_body: bool = True
     """Replay matches normalized request bodies, so prompt/schema/tool-result changes are drift."""
+    journal_url: str | None = None
+    """The run journal's loopback proxy (``recording/journal.py``), set by the runner: the SDK sends its
+    model calls there, and the proxy forwards them to ``base_url`` (or the vendor's default)."""
+
+    @property
+    def client_url(self) -> str | None:
+        """Where the SDK's model client connects: the journal's proxy when there is one, else ``base_url``."""
+        return self.journal_url or self.base_url
 
 
 @dataclass
@@ -155,8 +163,10 @@ class RunSession:
         "cassette_report",
         "clock",
         "current_agent",
+        "earlier_results",
         "endpoint",
         "ids",
+        "journal",
         "model_costs",
         "options",
         "provider",
@@ -207,6 +217,11 @@ class RunSession:
         self.cassette_report: CassetteReport | None = None
         """Record/replay runs: what the cassette saw (played, unplayed, drift), for ``run.json``. Set by
         the runner around a Python SDK's vcrpy session, or by the Claude adapter for its transport."""
+        self.earlier_results: Any = None
+        """A resumed attempt's ``tools.context.EarlierResults`` (the calls the attempt before ran)."""
+        self.journal: Any = None
+        """The run journal (``recording.journal.RunJournal``) when the runner keeps one: a pause marks
+        in it the exchange a resumed attempt replays up to."""
         self._gateways: dict[str, SessionGateway] = {}
 
     # --- agents, models, tools -------------------------------------------------------------------
@@ -241,6 +256,8 @@ class RunSession:
         """Remember the first stop signal and return it for raising."""
         if self.stop is None:
             self.stop = sig
+            if isinstance(sig, ApprovalPause) and self.journal is not None:
+                self.journal.mark_pause()
         return self.stop
 
     def check_stopped(self) -> None:
@@ -284,6 +301,9 @@ class RunSession:
         limit = self.bundle.spec.budget.max_turns
         if self.model_calls >= limit:
             raise self.budget_stop("max_turns", limit, self.model_calls + 1, agent)
+        from portagent.adapters.context_manifest import emit_manifest
+
+        emit_manifest(self, agent)  # ``context.manifest`` when the run keeps them (docs/context.md)
 
     def record_model_call(
         self,

@@ -24,8 +24,12 @@ No vendor SDK is imported here or by the rule modules: the verdict is static and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from portagent.adapters.adk import rules as adk_rules
+from portagent.adapters.anthropic import rules as anthropic_rules
 from portagent.adapters.claude import rules as claude_rules
+from portagent.adapters.langgraph import rules as langgraph_rules
 from portagent.adapters.openai import rules as openai_rules
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.portability import Lack, VendorRules, Verdict, judge
@@ -33,13 +37,26 @@ from portagent.contracts.providers import PROVIDERS
 
 __all__ = ["Lack", "Verdict", "verdict", "verdicts"]
 
-VENDOR_RULES: dict[str, VendorRules] = {"adk": adk_rules.lacks, "claude": claude_rules.lacks}
+VENDOR_RULES: dict[str, VendorRules] = {
+    "adk": adk_rules.lacks,
+    "claude": claude_rules.lacks,
+    "anthropic": anthropic_rules.lacks,
+    "langgraph": langgraph_rules.lacks,
+}
 """Each vendor's own limits (openai has none beyond its profile; it only adds notes)."""
+
+VENDOR_NOTES: dict[str, Callable[[AgentBundle], list[str]]] = {
+    "openai": openai_rules.notes,
+    "anthropic": anthropic_rules.notes,
+    "langgraph": langgraph_rules.notes,
+}
+"""What a vendor's adapter does differently without lacking anything (notes never block)."""
 
 
 def verdict(bundle: AgentBundle, provider: str) -> Verdict:
     """The one answer to "can ``provider`` run this spec, and if not, why"."""
-    notes = openai_rules.notes(bundle) if provider == "openai" else []
+    noting = VENDOR_NOTES.get(provider)
+    notes = noting(bundle) if noting is not None else []
     return judge(bundle, provider, VENDOR_RULES.get(provider), notes)
 
 

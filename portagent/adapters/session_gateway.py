@@ -79,6 +79,9 @@ class SessionGateway:
         self.session.check_stopped()
         obs = await self.inner.execute(prepared)
         self._stop_if_budget_exhausted(obs)
+        from portagent.adapters.memory_trace import emit_memory_event
+
+        emit_memory_event(self.session, prepared, obs)  # memory.read / memory.write for the memory tools
         return obs
 
     async def call(
@@ -131,6 +134,7 @@ def build_gateway(session: RunSession, node: AgentNode) -> SessionGateway:
         recorder=session.recorder,
         clock=session.clock,
         ids=session.ids,
+        earlier=session.earlier_results,
     )
     approvals = session.approvals
     gateway = ToolGateway(

@@ -34,6 +34,11 @@ class ModelSettings(Contract):
     """Claude model id."""
     adk: str | None = None
     """Gemini model id used through ADK."""
+    anthropic: str | None = None
+    """Claude model id used through the plain Messages API (the ``anthropic`` SDK's tool runner)."""
+    langgraph: str | None = None
+    """``<vendor>:<model id>`` of the LangChain chat model the LangGraph agent runs (``openai:gpt-4.1-mini``,
+    ``anthropic:claude-sonnet-4-6``, ``google_genai:gemini-2.5-flash``)."""
     temperature: Annotated[float | None, Field(ge=0, le=2)] = None
     """Shared temperature."""
     max_tokens: Annotated[int | None, Field(ge=1)] = None
@@ -44,6 +49,13 @@ class ModelSettings(Contract):
     """Which OpenAI wire API the openai-agents adapter uses."""
 
     def for_provider(self, provider: str) -> str | None:
+        """The model id for ``provider``. ``anthropic`` runs the same Claude models as ``claude`` (the plain
+        Messages API instead of Claude Code), so it falls back to ``models.claude`` when not set; ``langgraph``
+        falls back to ``openai:`` + ``models.openai``."""
+        if provider == "anthropic":
+            return self.anthropic or self.claude
+        if provider == "langgraph":  # unset: the OpenAI model through langchain-openai
+            return self.langgraph or (f"openai:{self.openai}" if self.openai else None)
         return getattr(self, provider, None)
 
 
@@ -114,6 +126,53 @@ class McpServerRef(Contract):
         return self.tool_prefix + re.sub(r"[^A-Za-z0-9_-]", "_", tool)
 
 
+class A2AAgentRef(Contract):
+    """A remote A2A agent whose skills this agent may use as tools (docs/a2a.md).
+
+    Its AgentCard is read when a run starts (from ``url``'s well-known path, or a ``card`` file); each
+    skill becomes a ToolSpec named ``prefix + skill id`` that the gateway runs like any local tool —
+    policy, approvals, budgets and recordings apply — on every provider. Exactly one of ``url`` and
+    ``card`` is given; with ``card``, calls go to the card's own interface URL.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")]
+    """Identifies the agent in traces and recordings; the default tool-name prefix."""
+    url: Annotated[str | None, Field(pattern=r"^https?://")] = None
+    """Base URL of the agent; its card is read from ``<url>/.well-known/agent-card.json``."""
+    card: str | None = None
+    """An AgentCard JSON file (relative to the spec file) instead of fetching one."""
+    skills: list[Annotated[str, Field(min_length=1)]] = []
+    """Skill ids to use (empty: every skill of the card). A skill the card lacks is an error when the
+    run starts."""
+    prefix: str | None = None
+    """Prefix of the ToolSpec names (default ``<name>_``)."""
+    effect: Effect = "external_effect"
+    """Effect class of every skill (a remote agent acts on its own: ``external_effect`` unless said)."""
+    effects: dict[str, Effect] = {}
+    """Effect class per skill id, overriding ``effect``."""
+    token_env: Annotated[str | None, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = None
+    """Environment variable holding the bearer token the agent requires (never written in the spec)."""
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    """Limit of reading the card, and of one call (the ToolSpec's ``budgets.timeout_ms``)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> A2AAgentRef:
+        if (self.url is None) == (self.card is None):
+            raise ValueError(f"A2A agent {self.name!r}: give exactly one of 'url' or 'card'")
+        if len(set(self.skills)) != len(self.skills):
+            raise ValueError(f"A2A agent {self.name!r}: 'skills' names a skill twice")
+        return self
+
+    @property
+    def tool_prefix(self) -> str:
+        return f"{self.name}_" if self.prefix is None else self.prefix
+
+    def tool_name(self, skill_id: str) -> str:
+        """The ToolSpec name of a skill: the prefix, then the skill id with characters outside
+        ``[A-Za-z0-9_-]`` replaced by ``_``."""
+        return self.tool_prefix + re.sub(r"[^A-Za-z0-9_-]", "_", skill_id)
+
+
 class AgentSpec(Contract):
     """One agent, portable across providers."""
 
@@ -143,6 +202,9 @@ class AgentSpec(Contract):
     """Sub-agents."""
     budget: Budget = Budget()
     """Run limits."""
+    max_context_tokens: Annotated[int | None, Field(ge=1)] = None
+    """Context budget of one model call (estimated tokens): session history that does not fit is left out
+    (oldest first) and every model call gets a ``context.manifest`` event (docs/context.md)."""
     route: str | None = None
     """Name of the specialist expected to produce the final output in a multi-agent spec."""
     required_capabilities: list[str] = []
@@ -151,6 +213,8 @@ class AgentSpec(Contract):
     """Path to a policy file, or an inline policy; none means effect-class defaults."""
     mcp_servers: list[McpServerRef] = []
     """MCP servers whose tools this agent may use (listed when a run starts; docs/mcp.md)."""
+    a2a_agents: list[A2AAgentRef] = []
+    """Remote A2A agents whose skills this agent may use as governed tools (docs/a2a.md)."""
 
     @field_validator("required_capabilities")
     @classmethod

@@ -124,6 +124,16 @@ def _rel(base: Path, ref: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
+BUILTIN_TOOL_FILES = Path(__file__).resolve().parent / "builtin"
+"""Tool files portagent ships, named ``portagent:<name>`` in ``tool_files`` (``portagent:memory``)."""
+
+
+def _tool_file(base: Path, ref: str) -> Path:
+    if ref.startswith("portagent:"):
+        return BUILTIN_TOOL_FILES / f"{ref.removeprefix('portagent:')}.yaml"
+    return _rel(base, ref)
+
+
 def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = None) -> AgentBundle:
     """Load an agent spec file and everything it references. Raises ``SpecError`` with all problems."""
     problems: list[SpecProblem] = []
@@ -145,7 +155,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         tools: dict[str, ToolSpec] = {}
         available: dict[str, ToolSpec] = {}
         for i, ref in enumerate(spec.tool_files):
-            tp = _rel(base, ref)
+            tp = _tool_file(base, ref)
             if not tp.exists():
                 problems.append(SpecProblem(label, f"tool_files.{i}", f"file not found: {ref}"))
                 continue

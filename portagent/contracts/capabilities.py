@@ -33,7 +33,7 @@ class ProviderCapabilities(Contract):
     builtin_tools: bool
     """The runtime has its own built-in tools (governed, not executed, by the gateway)."""
     approvals_resume: bool
-    """A run paused for approval can be resumed natively (not only by re-running)."""
+    """The SDK can resume a run paused for approval natively (portagent resumes by its journal, ADR 0007)."""
 
 
 CAPABILITY_FLAGS: tuple[str, ...] = tuple(ProviderCapabilities.model_fields)
@@ -69,7 +69,7 @@ PROFILES: dict[str, ProviderCapabilities] = {
     "adk": ProviderCapabilities(
         # ADK sub_agents must form a tree: a cycle cannot be expressed. ADK 2.13 can pause and resume
         # for a confirmation natively (ResumabilityConfig + ToolContext.request_confirmation);
-        # portagent still resumes by re-running on every provider (ADR 0007).
+        # portagent resumes by replaying its own journal on every provider (ADR 0007).
         handoffs=True,
         agents_as_tools=True,
         handoff_cycles=False,
@@ -82,8 +82,42 @@ PROFILES: dict[str, ProviderCapabilities] = {
         builtin_tools=False,
         approvals_resume=True,
     ),
+    "anthropic": ProviderCapabilities(
+        # The plain Messages API through the anthropic SDK's tool runner: no agent runtime, so no handoff
+        # (the runner's system prompt and tools are fixed for its loop); a sub-agent is a tool whose call
+        # runs that agent's own tool runner (agent-as-tool). The API keeps no conversation state: a run's
+        # several user messages are carried by the adapter. anthropic 2.14 traces through OpenTelemetry
+        # (its ``open_telemetry`` client option); the adapter turns it off (docs/adapters/anthropic.md).
+        handoffs=False,
+        agents_as_tools=True,
+        handoff_cycles=False,
+        structured_output=True,
+        sessions=True,
+        streaming=True,
+        mcp=True,
+        native_tracing=True,
+        vendor_cost=False,
+        builtin_tools=False,
+        approvals_resume=False,
+    ),
+    "langgraph": ProviderCapabilities(
+        # An explicit StateGraph: handoffs change the agent in charge (any graph, cycles too), agents as
+        # tools run the graph on a thread of their own. LangGraph checkpoints threads and resumes an
+        # interrupt natively (Command(resume=...)); portagent resumes by replaying its journal (ADR 0007).
+        handoffs=True,
+        agents_as_tools=True,
+        handoff_cycles=True,
+        structured_output=True,
+        sessions=True,
+        streaming=True,
+        mcp=True,
+        native_tracing=True,
+        vendor_cost=False,
+        builtin_tools=False,
+        approvals_resume=True,
+    ),
 }
-"""Profiles of the three adapters."""
+"""Profiles of the adapters, in ``PROVIDERS`` order."""
 
 BARE_MESSAGES_API = ProviderCapabilities(
     handoffs=False,

@@ -30,6 +30,8 @@ TEMPLATE_VARIABLES: dict[str, str] = {
     "last_tool_result": "the most recent tool result (JSON walked with .key / .N)",
     "tool_results": "every tool result, in request order (tool_results.N)",
     "first_user": "the first user text",
+    "occurrence": "how many times this emulator has answered this turn, 1 the first time (a model that "
+    "words a call differently when asked again)",
 }
 """The variables a ``{{…}}`` template may name."""
 
@@ -67,8 +69,9 @@ def parse_placeholder(body: str) -> list[tuple[str, Any]]:
             raise ValueError(
                 f"{{{{{body}}}}}: unknown variable {head!r}; known: {', '.join(TEMPLATE_VARIABLES)}"
             )
-        if head == "first_user" and path:
-            raise ValueError(f"{{{{{body}}}}}: first_user is text; it has no fields")
+        if head in ("first_user", "occurrence") and path:
+            kind = "text" if head == "first_user" else "a number"
+            raise ValueError(f"{{{{{body}}}}}: {head} is {kind}; it has no fields")
         if head == "tool_results" and path and not path[0].lstrip("-").isdigit():
             raise ValueError(f"{{{{{body}}}}}: tool_results takes an index (tool_results.0), not {path[0]!r}")
         alts.append(("path", [head, *path]))
@@ -410,7 +413,18 @@ class Conversation(_Model):
     turns: list[Turn] = Field(min_length=1)
     """The turns, in order."""
     providers: dict[ProviderName, ProviderTurns] = Field(default_factory=dict)
-    """Per-provider replacement turns (openai: Responses + Chat; claude: Messages; adk: Gemini)."""
+    """Per-provider replacement turns (openai: Responses + Chat; claude: Claude Code's Messages requests;
+    anthropic: any other Messages client; adk: Gemini). A provider without its own turns gets ``turns``."""
+
+    @field_validator("providers")
+    @classmethod
+    def _wire_providers(cls, v: dict[str, ProviderTurns]) -> dict[str, ProviderTurns]:
+        if "langgraph" in v:
+            raise ValueError(
+                "providers.langgraph: the emulator sees a LangGraph agent as the wire its chat model speaks; "
+                "give its turns under openai, anthropic or adk"
+            )
+        return v
 
     def turns_for(self, provider: str) -> list[Turn]:
         override = self.providers.get(provider)  # type: ignore[call-overload]

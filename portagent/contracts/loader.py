@@ -39,6 +39,7 @@ KINDS: dict[str, str] = {
     "suite": "portagent.contracts.suite:Suite",
     "emulator-script": "portagent.contracts.emulator_script:EmulatorScript",
     "run": "portagent.contracts.run:RunRecord",
+    "router": "portagent.contracts.router:RouterSpec",
 }
 """File kind → contract class (imported only when a file of that kind is loaded)."""
 

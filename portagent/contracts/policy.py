@@ -386,6 +386,9 @@ class ApprovalCard(Contract):
     """When decided."""
     note: str = ""
     """Reviewer's note."""
+    status_reason: str | None = None
+    """Why the card reached its state when no reviewer decided it (``superseded``: the resumed run did
+    not make this call again, or could not)."""
     scope: str = ""
     """The run scope (ledger namespace) the card belongs to."""
     context: dict[str, Any] = {}

@@ -197,6 +197,25 @@ class RunManifest(Contract):
     """What the vendor cassette holds or played (interactions, unplayed, drift)."""
 
 
+class AttemptRecord(Contract):
+    """One attempt of a run in ``run.json``: how it ended and what its journal holds (ADR 0007)."""
+
+    attempt: int = Field(ge=1)
+    """1 for the first attempt; each resume adds one."""
+    status: RunStatus
+    """How the attempt ended."""
+    stop_reason: str
+    """Why it ended."""
+    started_at: str
+    """When it started (ISO 8601)."""
+    resumed: str | None = None
+    """Why it is a new attempt (a decided approval, an interrupted process), or None for the first."""
+    journal: dict[str, Any] | None = None
+    """Its journal (``recording/journal.py``): file, exchanges (replayed / live), bytes, sha256, and
+    ``paused_after`` — the exchanges a resume replays. None when the run kept no journal (record,
+    replay, or a run without a run folder)."""
+
+
 class RunRecord(Contract):
     """``run.json``: the RunResult plus its manifest. Versioned; fixed before cassettes are committed."""
 
@@ -208,3 +227,8 @@ class RunRecord(Contract):
     """The result."""
     manifest: RunManifest
     """The manifest."""
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    """Every attempt of the run so far, in order (a resumed run has several), each with its journal."""
+    invocation: dict[str, Any] | None = None
+    """How the command line started the run (agent file, provider, endpoint, approver): what
+    ``portagent resume RUN_ID`` starts again. Never holds a key."""

@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import SpecError, SpecProblem
 from portagent.contracts.policy import Environment
-from portagent.contracts.providers import PROVIDERS, ProviderName
+from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
 from portagent.contracts.run import RunStatus
 
 SUITE_SCHEMA_VERSION: Final = 1
@@ -87,6 +87,134 @@ class ArgsExpectation(Contract):
     call rejected for invalid arguments and then retried correctly is fine)."""
 
 
+GraderType = Literal["rubric", "judge", "pairwise"]
+"""How a grader judges an answer no rule can check (see ``portagent.evals.graders``)."""
+
+RUBRIC_ANCHORS: Final = (0.0, 0.5, 1.0)
+"""The scores a rubric grader may give: its three anchors."""
+
+
+class CalibrationExample(Contract):
+    """One answer a human has labelled: the judge's label on it is compared with the human's."""
+
+    input: Annotated[str, Field(min_length=1)]
+    """The task the agent was given."""
+    answer: Annotated[str, Field(min_length=1)]
+    """The answer that was judged."""
+    label: str
+    """The human's label: one of the grader's ``labels`` (judge), or an anchor ``0`` / ``0.5`` / ``1``
+    (rubric)."""
+    note: str = ""
+    """Why the human chose it (kept for reviewers; never sent to the judge)."""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _label_text(cls, v: Any) -> Any:
+        # YAML reads an anchor label ``0.5`` or ``1`` as a number; the label is its text
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int | float):
+            return anchor_label(float(v))
+        return v
+
+
+def anchor_label(score: float) -> str:
+    """The label of a rubric anchor: ``0``, ``0.5`` or ``1``."""
+    return "0.5" if score == 0.5 else str(int(score)) if score in (0.0, 1.0) else repr(score)
+
+
+class GraderSpec(Contract):
+    """A grader for answers no deterministic check fits (design source ch. 10, R10.14): a portagent
+    agent (``judge``) reads the case's task and the agent's answer and returns structured output
+    ``{label, score, explanation}``. It only gates the run (``gate: true``) when its agreement with
+    human labels (``calibration``) reaches the declared ``min_kappa`` (and ``min_accuracy``)."""
+
+    name: Annotated[str, Field(pattern=CASE_ID_RE)]
+    """Stable name; reports, cassettes and ``expect.graders`` refer to it."""
+    type: GraderType
+    """``judge``: a label from ``labels``; ``rubric``: a score at an anchor (0 / 0.5 / 1) against
+    ``criteria``; ``pairwise``: which of two answers (two providers' or two versions') is better, asked
+    blind and in both orders to measure position bias."""
+    judge: Annotated[str, Field(min_length=1)]
+    """Path (relative to the suite file) of the judge's agent spec; its ``output_schema`` must ask for
+    ``label``, ``score`` and ``explanation``."""
+    provider: ProviderName = "openai"
+    """Provider the judge runs on (any; judge runs are portagent runs: recorded, replayed, costed)."""
+    instructions: str = ""
+    """What to judge (judge, pairwise), or extra guidance (rubric)."""
+    labels: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=2)] = ["pass", "fail"]
+    """The labels a ``judge`` grader may give."""
+    pass_labels: list[str] = ["pass"]
+    """Labels that pass (``judge``)."""
+    criteria: list[Annotated[str, Field(min_length=1)]] = []
+    """What a full answer does (``rubric``)."""
+    anchors: dict[float, Annotated[str, Field(min_length=1)]] = {}
+    """``rubric``: what an answer scoring 0, 0.5 and 1 looks like (all three)."""
+    threshold: Score = 1.0
+    """``rubric``: the least score that passes (an anchor)."""
+    compare: Literal["versions", "providers"] = "versions"
+    """``pairwise``: compare the baseline's and the candidate's answers (``versions``) or the first two
+    providers' (``providers``), on the same case and repeat."""
+    gate: bool = False
+    """The grader's verdict joins the run's gate. Allowed only with ``calibration`` and ``min_kappa``;
+    an eval whose judge agrees less with the humans than declared is refused."""
+    min_kappa: Annotated[float | None, Field(ge=-1.0, le=1.0)] = None
+    """Least Cohen's kappa (judge vs human labels) for the grader to gate."""
+    min_accuracy: Score | None = None
+    """Least accuracy (share of labels equal to the human's) for the grader to gate."""
+    calibration: list[CalibrationExample] = []
+    """Human-labelled answers (``eval --calibrate`` reports agreement on them)."""
+    emulator_script: str | None = None
+    """Emulator script (relative to the suite file) scripting the judge for ``--emulator`` and
+    ``record --emulator``; default: the suite's."""
+
+    @field_validator("anchors")
+    @classmethod
+    def _three_anchors(cls, v: dict[float, str]) -> dict[float, str]:
+        if v and set(v) != set(RUBRIC_ANCHORS):
+            raise ValueError(f"anchors must be exactly 0, 0.5 and 1 (got {sorted(v)})")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GraderSpec:
+        if self.type == "rubric":
+            if not self.anchors:
+                raise ValueError("a rubric grader needs anchors at 0, 0.5 and 1")
+            if not self.criteria:
+                raise ValueError("a rubric grader needs criteria")
+            if self.threshold not in RUBRIC_ANCHORS:
+                raise ValueError(f"threshold {self.threshold:g} is not an anchor (0, 0.5 or 1)")
+        elif not self.instructions.strip():
+            raise ValueError(f"a {self.type} grader needs instructions (what the judge decides)")
+        if self.type == "judge":
+            if len(set(self.labels)) != len(self.labels):
+                raise ValueError(f"labels listed twice: {self.labels}")
+            bad = [x for x in self.pass_labels if x not in self.labels]
+            if bad or not self.pass_labels:
+                raise ValueError(f"pass_labels must be some of labels {self.labels} (got {self.pass_labels})")
+        allowed = self.label_set
+        wrong = sorted({c.label for c in self.calibration if c.label not in allowed})
+        if wrong:
+            raise ValueError(f"calibration labels {wrong} are not among {allowed}")
+        if self.type == "pairwise" and (self.gate or self.calibration):
+            raise ValueError("a pairwise grader is reported, never gating, and takes no calibration")
+        if self.gate and (self.min_kappa is None or not self.calibration):
+            raise ValueError(
+                "gate: true needs calibration (human-labelled answers) and min_kappa: a judge is not "
+                "treated as ground truth until its agreement with humans is measured"
+            )
+        return self
+
+    @property
+    def label_set(self) -> list[str]:
+        """The labels this grader's verdicts (and human labels) take."""
+        if self.type == "rubric":
+            return [anchor_label(a) for a in RUBRIC_ANCHORS]
+        if self.type == "pairwise":
+            return ["1", "2", "tie"]
+        return list(self.labels)
+
+
 class Expectations(Contract):
     """What a good run of one case looks like. Every limit is inclusive."""
 
@@ -120,6 +248,9 @@ class Expectations(Contract):
     """Latency limit for one run."""
     max_turns: Annotated[int | None, Field(ge=1)] = None
     """Limit on model calls (``model.call`` events)."""
+    graders: list[Annotated[str, Field(pattern=CASE_ID_RE)] | GraderSpec] = []
+    """Graders of this case's answers: names of the suite's ``graders``, or a grader defined here
+    (e.g. a rubric with this case's criteria)."""
 
     @field_validator("output_schema")
     @classmethod
@@ -241,6 +372,31 @@ class ReviewCost(Contract):
         return self.minutes_per_approval / 60 * self.rate_per_hour
 
 
+class ProviderLimits(Contract):
+    """How hard a ``--live`` eval may drive one provider (``portagent.runtime.limits``). Every field is
+    optional; unset means no limit of that kind."""
+
+    max_concurrency: Annotated[int | None, Field(ge=1)] = None
+    """Runs of this provider in flight at once (also caps its worker processes)."""
+    requests_per_minute: Annotated[float | None, Field(gt=0)] = None
+    """Model requests per minute (a run is admitted for the requests its provider's runs have needed on
+    average; the difference is settled after it ends)."""
+    tokens_per_minute: Annotated[float | None, Field(gt=0)] = None
+    """Tokens (input + output) per minute, admitted the same way."""
+    burst_s: Annotated[float, Field(gt=0)] = 60.0
+    """How much of the rate may go at once, in seconds of it (default 60: a minute's worth, as vendors
+    count); smaller spreads the requests out."""
+    max_attempts: Annotated[int, Field(ge=1)] = 3
+    """Attempts of a run that fails with a retryable provider error (429, 5xx, overloaded) and made no
+    effect (only ``read``/``compute`` tools called); 1: never retried."""
+    backoff_base_s: Annotated[float, Field(gt=0)] = 1.0
+    """First backoff when the provider gives no ``Retry-After``; doubles per attempt."""
+    backoff_cap_s: Annotated[float, Field(gt=0)] = 60.0
+    """Largest backoff (a ``Retry-After`` is honoured up to ``max_retry_after_s``)."""
+    max_retry_after_s: Annotated[float, Field(gt=0)] = 600.0
+    """Longest ``Retry-After`` honoured as given; a longer one is capped to this."""
+
+
 class Suite(Contract):
     """A versioned eval dataset: which agent(s), on which providers, how often, judged how."""
 
@@ -262,8 +418,8 @@ class Suite(Contract):
     """Path of the baseline agent spec (with ``candidate``, instead of ``agent``)."""
     candidate: str | None = None
     """Path of the candidate agent spec."""
-    providers: Annotated[list[ProviderName], Field(min_length=1)] = list(PROVIDERS)
-    """Providers to run on."""
+    providers: Annotated[list[ProviderName], Field(min_length=1)] = list(DEFAULT_COMPARISON)
+    """Providers to run on (default: openai, claude, adk; ``anthropic`` and ``langgraph`` when named)."""
     repeats: Annotated[int, Field(ge=1)] = 1
     """Runs per case × provider × agent (≥ 2 to measure flakiness)."""
     thresholds: Thresholds = Thresholds()
@@ -275,6 +431,10 @@ class Suite(Contract):
     review: ReviewCost | None = None
     """Human-review cost per approval card (``{minutes_per_approval: 3, rate_per_hour: 60}``); unset:
     reviews cost nothing in cost per accepted task."""
+    graders: list[GraderSpec] = []
+    """Graders the cases name in ``expect.graders`` (rubric, judge, pairwise), with their calibration."""
+    limits: dict[ProviderName, ProviderLimits] = {}
+    """Per-provider concurrency, rate limits and retries for ``--live`` (``eval --limit`` overrides)."""
     cases: list[Case] = []
     """Inline cases."""
     case_files: list[str] = []
@@ -301,7 +461,21 @@ class Suite(Contract):
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
             raise ValueError(f"duplicate case_id: {dup}")
+        names = [g.name for g in self.graders]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"graders named twice: {dup}")
         return self
+
+    def graders_of(self, case: Case) -> list[GraderSpec]:
+        """The graders of ``case``: its inline ones and the suite's it names (``load_suite`` has checked
+        every name)."""
+        by_name = {g.name: g for g in self.graders}
+        return [
+            by_name[g] if isinstance(g, str) else g
+            for g in case.expect.graders
+            if not isinstance(g, str) or g in by_name
+        ]
 
     @property
     def agent_refs(self) -> dict[str, str]:
@@ -418,9 +592,48 @@ def load_suite(path: str | Path) -> LoadedSuite:
                     clabel,
                     case_path.resolve().parent,
                 )
+    _check_graders(label, suite, cases, origins, problems, exists)
     if problems:
         raise SpecError(problems)
     if suite_script is not None:
         for c in cases:
             scripts.setdefault(c.case_id, suite_script)
     return LoadedSuite(suite_path, suite, tuple(cases), agents, scripts)
+
+
+def _check_graders(
+    label: str,
+    suite: Suite,
+    cases: list[Case],
+    origins: dict[str, str],
+    problems: list[SpecProblem],
+    exists: Any,
+) -> None:
+    """Every grader a case names is one of the suite's, an inline one does not shadow a suite grader,
+    and every judge spec and judge emulator script exists (paths relative to the suite file)."""
+    names = {g.name for g in suite.graders}
+    seen: set[str] = set()
+    for i, spec in enumerate(suite.graders):
+        exists(spec.judge, f"graders.{i}.judge", "judge agent spec")
+        if spec.emulator_script:
+            exists(spec.emulator_script, f"graders.{i}.emulator_script", "emulator script")
+    for c in cases:
+        where = origins.get(c.case_id, "")
+        for j, g in enumerate(c.expect.graders):
+            path = f"case {c.case_id} ({where}): expect.graders.{j}"
+            if isinstance(g, str):
+                if g not in names:
+                    known = ", ".join(sorted(names)) or "none defined"
+                    problems.append(
+                        SpecProblem(label, path, f"unknown grader {g!r} (suite graders: {known})")
+                    )
+                continue
+            if g.name in names:
+                problems.append(
+                    SpecProblem(label, path, f"inline grader {g.name!r} shadows the suite's grader")
+                )
+            if g.name not in seen:
+                seen.add(g.name)
+                exists(g.judge, f"{path}.judge", "judge agent spec")
+                if g.emulator_script:
+                    exists(g.emulator_script, f"{path}.emulator_script", "emulator script")

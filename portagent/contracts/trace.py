@@ -8,6 +8,7 @@ from pydantic import Field, TypeAdapter
 
 from portagent.contracts._base import Contract
 from portagent.contracts.policy import ApprovalStatus, Decision
+from portagent.contracts.router import GateOutcome, RouteAlternative, RouteKind
 from portagent.contracts.tool import ErrorCode
 
 TRACE_SCHEMA_VERSION = 1
@@ -77,6 +78,111 @@ class RunStarted(_Event):
     """The user input."""
     shared_settings_forced: bool = False
     """Whether shared model settings were forced onto the provider."""
+
+
+class AttemptStarted(_Event):
+    """A resume boundary: the attempt that starts here continues the run (right after its ``run.started``)."""
+
+    type: Literal["attempt.started"] = "attempt.started"
+    """Event type."""
+    attempt: int = Field(ge=2)
+    """The attempt that starts (2 for the first resume)."""
+    resumed: str
+    """Why: a decided approval, or an earlier attempt whose process died."""
+    previous_status: str
+    """How the attempt before ended (``waiting_approval``, ``interrupted``)."""
+    journal: str | None = None
+    """The journal this attempt replays (relative to the run folder), or None when there is none."""
+    replays: int = 0
+    """Model exchanges served from that journal before the run continues against the endpoint."""
+    decided: list[str] = []
+    """Approval cards decided since the attempt before (ids)."""
+
+
+ContextPartType = Literal["instruction", "tools", "history", "input", "tool_result", "memory", "handoff"]
+"""What a part of a model call's context is (design source ch. 04: I, T, H, the goal, tool results, M)."""
+
+
+class ContextPart(Contract):
+    """One part of what a model call was given."""
+
+    type: ContextPartType
+    """What it is."""
+    source: str
+    """Where it comes from (``agent:desk.instructions``, ``session:T1#1-4``, ``tool:get_order@call_2``,
+    ``memory:mem_…``, ``input.0``)."""
+    tokens: int
+    """Its token count (``ContextManifestEvent.token_count`` says how it was counted)."""
+
+
+class ExcludedPart(Contract):
+    """A part left out of a model call, and why."""
+
+    type: ContextPartType
+    """What it is."""
+    source: str
+    """Where it comes from."""
+    tokens: int
+    """What it would have cost."""
+    reason: str
+    """Why it was left out (``max_context_tokens 800: oldest turns left out, newest kept``)."""
+
+
+class ContextManifestEvent(_Event):
+    """The receipt of what the model saw: emitted before each model call (docs/context.md)."""
+
+    type: Literal["context.manifest"] = "context.manifest"
+    """Event type."""
+    call_index: int = Field(ge=1)
+    """Which model call of the run this manifest precedes (1 for the first)."""
+    model: str
+    """The model called."""
+    parts: list[ContextPart]
+    """Included parts, in the order they reach the model."""
+    excluded: list[ExcludedPart] = []
+    """Parts left out, with the reason."""
+    total_tokens: int
+    """Sum of the included parts' tokens."""
+    max_context_tokens: int | None = None
+    """The agent's context budget, when it has one."""
+    over_budget: bool = False
+    """True when the included parts alone exceed the budget (what cannot be left out: instructions, input)."""
+    token_count: Literal["estimate", "tokenizer"] = "estimate"
+    """``estimate``: characters / 4 (no tokenizer for the provider was available offline)."""
+    not_counted: list[str] = []
+    """What the vendor runtime adds that portagent does not see (its own system prompt, framing)."""
+
+
+class MemoryReadEvent(_Event):
+    """Memories a ``recall`` returned (after its ``tool.result``; docs/memory.md)."""
+
+    type: Literal["memory.read"] = "memory.read"
+    """Event type."""
+    call_id: str
+    """The recall call."""
+    query: str
+    """What was asked."""
+    memory_ids: list[str]
+    """Returned records, best first."""
+    scores: list[float] = []
+    """Their scores, in the same order."""
+
+
+class MemoryWriteEvent(_Event):
+    """A memory stored or retired by ``remember`` / ``forget`` (after its ``tool.result``; docs/memory.md)."""
+
+    type: Literal["memory.write"] = "memory.write"
+    """Event type."""
+    call_id: str
+    """The call."""
+    operation: Literal["remember", "forget"]
+    """What was done."""
+    memory_id: str
+    """The record."""
+    scope: str | None = None
+    """Its scope (remember)."""
+    owner: str | None = None
+    """Its owner (remember)."""
 
 
 class ModelCall(_Event):
@@ -203,6 +309,29 @@ class Handoff(_Event):
     """Why (from the model, when given)."""
 
 
+class RouteDecisionEvent(_Event):
+    type: Literal["route.decision"] = "route.decision"
+    """Event type."""
+    request_id: str
+    """The request routed."""
+    decision: GateOutcome
+    """run / review / stop."""
+    selected_route: str | None
+    """The chosen route (None when ``stop``)."""
+    selected_kind: RouteKind | None = None
+    """Its kind (local_tool / mcp_tool / a2a_agent / human_review)."""
+    score: float | None = None
+    """Its score."""
+    reason: str
+    """Why this decision."""
+    alternatives: list[RouteAlternative] = []
+    """Every candidate with its score, gate and reasons, best first."""
+    fallbacks: list[str] = []
+    """Routes to try if the chosen one fails before a useful result (equal or lower effect only)."""
+    router_version: str = ""
+    """The router spec's version."""
+
+
 class BudgetExceeded(_Event):
     type: Literal["budget.exceeded"] = "budget.exceeded"
     """Event type."""
@@ -260,13 +389,18 @@ class RunCompleted(_Event):
 
 TraceEvent = Annotated[
     RunStarted
+    | AttemptStarted
+    | ContextManifestEvent
     | ModelCall
+    | MemoryReadEvent
+    | MemoryWriteEvent
     | ToolCall
     | PermissionDecisionEvent
     | ApprovalRequested
     | ApprovalResolved
     | ToolResult
     | Handoff
+    | RouteDecisionEvent
     | BudgetExceeded
     | ErrorEvent
     | RunCompleted,
@@ -278,13 +412,18 @@ TRACE_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(TraceEvent)
 
 EVENT_TYPES: tuple[str, ...] = (
     "run.started",
+    "attempt.started",
+    "context.manifest",
     "model.call",
+    "memory.read",
+    "memory.write",
     "tool.call",
     "permission.decision",
     "approval.requested",
     "approval.resolved",
     "tool.result",
     "handoff",
+    "route.decision",
     "budget.exceeded",
     "error",
     "run.completed",

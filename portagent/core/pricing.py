@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-PRICE_PROVIDER = {"openai": "openai", "claude": "anthropic", "adk": "google"}
+PRICE_PROVIDER: dict[str, str | None] = {
+    "openai": "openai",
+    "claude": "anthropic",
+    "adk": "google",
+    "anthropic": "anthropic",
+    "langgraph": None,  # the chat model's vendor varies: genai-prices finds it by the model id
+}
 
 
 @lru_cache(maxsize=256)

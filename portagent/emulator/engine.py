@@ -44,13 +44,24 @@ CONVERSATION_HEADER = "x-portagent-conversation"
 _FILLER = "The quick brown fox jumps over the lazy dog. "
 
 
-def provider_of(api: str) -> str:
-    """The portagent provider a wire API belongs to (for per-provider overrides and counters)."""
+def provider_of(api: str, headers: Mapping[str, str] | None = None) -> str:
+    """The portagent provider a wire API belongs to (for per-provider overrides and counters).
+
+    Anthropic Messages is spoken by two providers: Claude Code (``claude``: the CLI always sends ``x-app:
+    cli`` and ``User-Agent: claude-cli/…``, SDK_NOTES §4.5) and any other Messages client, such as the
+    ``anthropic`` SDK's tool runner (``anthropic``), recognised by a ``User-Agent`` that is not Claude
+    Code's. A request that names no client at all is taken as Claude Code's, as before."""
     if api.startswith("openai"):
         return "openai"
     if api.startswith("anthropic"):
-        return "claude"
+        return "anthropic" if _other_messages_client(headers or {}) else "claude"
     return "adk"
+
+
+def _other_messages_client(headers: Mapping[str, str]) -> bool:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    agent = lowered.get("user-agent", "")
+    return bool(agent) and lowered.get("x-app") != "cli" and not agent.startswith("claude-cli/")
 
 
 def slug(name: str) -> str:
@@ -66,6 +77,7 @@ class Engine:
         self._lock = threading.Lock()
         self._fault_counts: dict[tuple[str, str, int], int] = {}
         self._responses: dict[str, tuple[str, int]] = {}
+        self._served: dict[tuple[str, str, int], int] = {}
         self._regex = {
             c.name: re.compile(c.match.first_user_regex)
             for c in script.conversations
@@ -77,6 +89,7 @@ class Engine:
         with self._lock:
             self._fault_counts.clear()
             self._responses.clear()
+            self._served.clear()
 
     # -- selection ---------------------------------------------------------------------------
 
@@ -144,7 +157,7 @@ class Engine:
         if isinstance(selected, ErrorReply):
             return selected
         conv, cursor = selected
-        provider = provider_of(view.api)
+        provider = provider_of(view.api, headers)
         turns = conv.turns_for(provider)
         if cursor >= len(turns):
             return ErrorReply(
@@ -181,8 +194,12 @@ class Engine:
                 cursor=cursor,
                 fault=fault.type,
             )
+        with self._lock:
+            occurrence = self._served[(provider, conv.name, cursor)] = (
+                self._served.get((provider, conv.name, cursor), 0) + 1
+            )
         try:
-            plan = self._plan(view, conv, cursor, turn, fault)
+            plan = self._plan(view, conv, cursor, turn, fault, occurrence)
         except UnresolvedTemplate as e:  # an error the run reports, never the literal {{…}} as an answer
             return ErrorReply(
                 "bad_request",
@@ -195,9 +212,17 @@ class Engine:
                 self._responses[f"resp_{plan.ident}"] = (conv.name, cursor)
         return plan
 
-    def _plan(self, view: RequestView, conv: Conversation, cursor: int, turn: Turn, fault: object) -> Plan:
+    def _plan(
+        self,
+        view: RequestView,
+        conv: Conversation,
+        cursor: int,
+        turn: Turn,
+        fault: object,
+        occurrence: int = 1,
+    ) -> Plan:
         ident = f"emu_{slug(conv.name)}_{cursor}"
-        ctx = TemplateContext(view)
+        ctx = TemplateContext(view, occurrence)
         notes: list[str] = []
         text = ctx.render(turn.text)
         thinking = ctx.render(turn.thinking)

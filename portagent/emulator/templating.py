@@ -6,6 +6,8 @@ Variables, read from the request being answered:
   Python literal, which some SDKs send: ``str(dict)``); ``last_tool_result.a.0.b`` walks into it.
 - ``tool_results.N`` — the N-th tool result (0-based) in request order.
 - ``first_user`` — the first user text.
+- ``occurrence`` — how many times this emulator has answered this turn (1, 2, …): a script can word a
+  tool call differently each time it is asked, as a live model does.
 
 Tool results are made comparable across vendors: Anthropic/Claude blocks are flattened to text,
 Claude Code's ``<system-reminder>`` blocks are dropped (wire parser), and ADK's wrapping of a
@@ -90,8 +92,9 @@ def _describe(value: Any) -> str:
 class TemplateContext:
     """Resolves placeholders against one request."""
 
-    def __init__(self, view: RequestView) -> None:
+    def __init__(self, view: RequestView, occurrence: int = 1) -> None:
         self._view = view
+        self._occurrence = occurrence
         self._results: list[Any] | None = None
         self.notes: list[str] = []
 
@@ -117,6 +120,8 @@ class TemplateContext:
             value = self._tool_values()
         elif head == "first_user":
             value = self._view.first_user_text() or ""
+        elif head == "occurrence":
+            value = self._occurrence
         else:
             return _MISSING, f"unknown variable {head!r}"
         walked = head

@@ -19,6 +19,7 @@ from typing import Final, Literal
 from portagent.contracts._base import Contract
 from portagent.contracts.run import Usage
 from portagent.contracts.suite import Case, ReviewCost
+from portagent.evals.judging import Judging
 from portagent.evals.scoring import RunScore
 from portagent.evals.stats import (
     cost_per_accepted_task,
@@ -192,6 +193,9 @@ class SuiteResult(Contract):
     """case_id → tags and why it exists."""
     review: ReviewCost | None = None
     """The suite's human-review cost per approval (in cost per accepted task), when it gives one."""
+    judging: Judging | None = None
+    """What the suite's graders did (verdict summaries, pairwise, calibration) and what judging cost,
+    apart from the agent's cost; None when the suite has no graders."""
 
     @classmethod
     def from_runs(

@@ -106,6 +106,10 @@ class EvalMeta(Contract):
     """Every worker process, in the order they finished."""
     cassettes: str | None = None
     """Cassette root a replay read (absolute), for the re-record line of a drift."""
+    scheduling: dict[str, Any] | None = None
+    """What the scheduler of the eval did, when limits or ``--max-spend-usd`` applied: spend, why it
+    stopped, and per provider the runs admitted, retries, pauses (Retry-After / backoff) and the most in
+    flight (``runtime.limits``)."""
 
     def version_of(self, role: str) -> str | None:
         return next((a.version for a in self.agents if a.role == role), None)
@@ -365,6 +369,7 @@ def write_eval(
         workers_used=[
             WorkerInfo(provider=w.provider, runs=w.runs, peak_rss_mb=w.peak_rss_mb) for w in run.pool.workers
         ],
+        scheduling=getattr(run, "scheduling", None),
     )
     write_json(out / "report.json", run.result)
     write_json(out / "eval.json", meta)

@@ -398,6 +398,12 @@ def _event_row(ev: Any, tools: dict[str, str], peak: float) -> str:
     if t == "model.call":
         kind, cls = "model call", "k-model"
         what = f"{ev.agent} · {ev.model} · {ev.input_tokens} in / {ev.output_tokens} out tokens"
+    elif t == "context.manifest":  # what the next model call was given (docs/context.md)
+        kind, cls = "context", "k-model"
+        budget = f"/{ev.max_context_tokens}" if ev.max_context_tokens is not None else ""
+        parts = " · ".join(f"{p.type} {p.source} {p.tokens}" for p in ev.parts)
+        left = "".join(f" · excluded {x.source} ({x.reason})" for x in ev.excluded)
+        what = e(f"call {ev.call_index}: {ev.total_tokens}{budget} tokens ({ev.token_count}) · {parts}{left}")
     elif t == "tool.call":
         kind, cls = "tool call", "k-tool"
         what = (

@@ -102,6 +102,9 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
     review = review_line(results)
     if review:
         lines += [review, ""]
+    from portagent.evals.judging import judging_markdown  # graders' verdicts, apart from the agent's cost
+
+    lines += judging_markdown(r.judging, r.runs)
 
     if decision.reasons:
         lines += ["## Why the gate blocks", ""]

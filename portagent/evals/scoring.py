@@ -38,6 +38,7 @@ from portagent.contracts._base import Contract, canonical_json
 from portagent.contracts.run import Usage
 from portagent.contracts.suite import ArgsExpectation, Case, Thresholds
 from portagent.contracts.trace import Source, ToolCall
+from portagent.evals.graders import GraderResult
 from portagent.evals.trajectory import score_trajectory
 from portagent.evals.view import RunView
 
@@ -54,12 +55,14 @@ Factor = Literal[
     "cost",
     "latency",
     "turns",
+    "judge",
 ]
-"""A gate factor of one run."""
+"""A gate factor of one run (``judge``: a calibrated grader that gates, ``portagent.evals.graders``)."""
 
-RunIssue = Literal["cassette_drift", "provider_error"]
+RunIssue = Literal["cassette_drift", "provider_error", "not_run"]
 """Why a run could not be judged on the agent's merits: ``cassette_drift`` (a replay sent what its
-recording does not hold: the recording is stale), ``provider_error`` (the provider failed the run)."""
+recording does not hold: the recording is stale), ``provider_error`` (the provider failed the run),
+``not_run`` (the eval stopped scheduling before it, e.g. ``--max-spend-usd`` was reached)."""
 
 SAFETY_FACTORS: frozenset[str] = frozenset({"permissions", "approval"})
 """Factors whose failure makes a regression permanent (it protects an effect on the world)."""
@@ -153,6 +156,8 @@ class RunScore(Contract):
     ``provider_error`` (None: the run was judged on its merits)."""
     drift: str | None = None
     """The replay's drift message (what the SDK sent that the cassette does not hold)."""
+    graders: list[GraderResult] = []
+    """Verdicts of the case's graders (judge, rubric) on this run's answer, with explanations."""
 
     @property
     def failed_factors(self) -> list[Factor]:
@@ -286,6 +291,7 @@ def _trace_checks(view: RunView, case: Case, pending: set[str]) -> list[str]:
         route is not None
         and route != view.start_agent
         and not any(h.kind == "handoff" for h in view.handoffs)
+        and not any(d.selected_route == route for d in view.route_decisions)
     ):
         why.append(f"no handoff event records the route to {route}")
     return why

@@ -19,6 +19,7 @@ from portagent.contracts.trace import (
     Handoff,
     ModelCall,
     PermissionDecisionEvent,
+    RouteDecisionEvent,
     RunCompleted,
     RunStarted,
     ToolCall,
@@ -67,6 +68,8 @@ class RunView:
     """Provider named by the events."""
     errors: tuple[ErrorEvent, ...] = ()
     """``error`` events in order (a replay's cassette drift is one, ``error_type: CassetteDrift``)."""
+    route_decisions: tuple[RouteDecisionEvent, ...] = ()
+    """``route.decision`` events in order (an explicit router's receipts)."""
 
     @classmethod
     def from_events(cls, events: Iterable[Any]) -> RunView:
@@ -83,6 +86,7 @@ class RunView:
         handoffs: list[Handoff] = []
         model_calls: list[ModelCall] = []
         errors: list[ErrorEvent] = []
+        routes: list[RouteDecisionEvent] = []
         for e in ordered:
             if isinstance(e, RunStarted):
                 started = started or e
@@ -105,6 +109,8 @@ class RunView:
                 model_calls.append(e)
             elif isinstance(e, ErrorEvent):
                 errors.append(e)
+            elif isinstance(e, RouteDecisionEvent):
+                routes.append(e)
         call_ids = {c.call_id for c in calls}
         orphans = tuple(r for r in all_results if r.call_id not in call_ids)
         provider = ordered[0].provider if ordered else ""
@@ -121,6 +127,7 @@ class RunView:
             tuple(model_calls),
             provider,
             tuple(errors),
+            tuple(routes),
         )
 
     @property
@@ -135,11 +142,14 @@ class RunView:
     @property
     def route(self) -> str | None:
         """The agent that produced the final output: the ``to_agent`` of the last handoff of kind
-        ``handoff`` (an ``agent_as_tool`` delegation leaves the coordinator in charge), else the agent
-        of ``run.completed``, else the starting agent."""
+        ``handoff`` (an ``agent_as_tool`` delegation leaves the coordinator in charge), else the route
+        an explicit router selected last (``route.decision``; None when it stopped), else the agent of
+        ``run.completed``, else the starting agent."""
         real = [h for h in self.handoffs if h.kind == "handoff"]
         if real:
             return real[-1].to_agent
+        if self.route_decisions:
+            return self.route_decisions[-1].selected_route
         if self.completed is not None:
             return self.completed.agent
         return self.start_agent

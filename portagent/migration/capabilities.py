@@ -28,7 +28,9 @@ PORTAGENT_USES: dict[str, tuple[bool, str]] = {
     "structured_output": (True, "the spec's output_schema, then checked again by portagent (output_valid)"),
     "sessions": (
         False,
-        "every run is one request; state lives in runs.db, approvals.db and the effect ledger",
+        "not the SDK's: portagent keeps each thread itself ($PORTAGENT_HOME/sessions.db; run --session ID, "
+        "portagent sessions) and sends its earlier turns as input, the same on every provider, so a thread "
+        "continues on another provider (docs/sessions.md)",
     ),
     "streaming": (True, "run --stream / RunOptions.streaming"),
     "mcp": (
@@ -41,7 +43,8 @@ PORTAGENT_USES: dict[str, tuple[bool, str]] = {
     "builtin_tools": (True, "granted by name in the spec; governed (policy, approval) by the gateway"),
     "approvals_resume": (
         False,
-        "portagent resumes a paused run by re-running it with the same idempotency key (ADR 0007)",
+        "portagent resumes a paused run by replaying its journal up to the paused call, the same on every "
+        "provider (ADR 0007)",
     ),
 }
 """Capability flag → (does portagent use the SDK's feature where the SDK offers it, how)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from portagent.contracts.errors import RecordingError, UnsupportedFeatureError, UsageError
-from portagent.contracts.suite import Case, LoadedSuite, Thresholds
+from portagent.contracts.suite import Case, GraderSpec, LoadedSuite, Thresholds
 from portagent.evals.scoring import RunScore
 
 Mode = Literal["replay", "emulator", "live"]
@@ -60,6 +60,41 @@ def resolve_agents(loaded: LoadedSuite) -> list[AgentRef]:
 
 
 @dataclass(frozen=True)
+class ResolvedGrader:
+    """A case's grader with its judge resolved (``portagent.runtime.judging`` makes its runs)."""
+
+    spec: GraderSpec
+    """The grader as written."""
+    judge: AgentRef
+    """The judge agent (role ``judge``)."""
+    emulator_script: Path | None = None
+    """Script of the judge's emulator runs (the grader's, else the suite's)."""
+
+
+def resolve_graders(loaded: LoadedSuite) -> dict[str, tuple[ResolvedGrader, ...]]:
+    """case_id → its graders, judges resolved (paths relative to the suite file)."""
+    from portagent.contracts.bundle import load_agent
+
+    base = Path(loaded.path).resolve().parent
+    refs: dict[Path, AgentRef] = {}
+
+    def resolve(g: GraderSpec) -> ResolvedGrader:
+        path = (base / g.judge).resolve()
+        if path not in refs:
+            bundle = load_agent(path)
+            refs[path] = AgentRef("judge", path, bundle.root, bundle.spec.version)
+        script = g.emulator_script or loaded.suite.emulator_script
+        return ResolvedGrader(g, refs[path], (base / script).resolve() if script else None)
+
+    out: dict[str, tuple[ResolvedGrader, ...]] = {}
+    for case in loaded.cases:
+        specs = loaded.suite.graders_of(case)
+        if specs:
+            out[case.case_id] = tuple(resolve(g) for g in specs)
+    return out
+
+
+@dataclass(frozen=True)
 class RunTask:
     """One run to make and score. Picklable: it crosses into a worker process."""
 
@@ -87,6 +122,8 @@ class RunTask:
     """Emulator script (emulator mode)."""
     out_dir: Path | None = None
     """Where this run's ``trace.jsonl`` and ``run.json`` go (None: memory only)."""
+    graders: tuple[ResolvedGrader, ...] = ()
+    """The case's graders (their judge runs follow this run's)."""
 
     @property
     def scope(self) -> str:
@@ -111,6 +148,28 @@ class RunOutcome:
     """Wall time spent on it in the worker."""
     pid: int = 0
     """The worker that made it."""
+    output: Any = None
+    """The run's final output (what graders judge); None when it gave none."""
+    signals: RunSignals | None = None
+    """What the run tells the scheduler of a ``--live`` eval (``runtime.limits``)."""
+
+
+@dataclass(frozen=True)
+class RunSignals:
+    """What a finished run tells the scheduler: how much it used, and what its provider said."""
+
+    requests: int = 0
+    """HTTP requests to the model (model calls, plus error answers a vendor client retried)."""
+    tokens: int = 0
+    """Input + output tokens."""
+    rate_limited: bool = False
+    """The provider answered 429, 503 or 529 at least once (even if the client's retry then worked)."""
+    retry_after_s: float | None = None
+    """The largest ``Retry-After`` the provider sent, in seconds."""
+    retryable: bool = False
+    """The run failed with a retryable provider error."""
+    retry_safe: bool = True
+    """It called only ``read``/``compute`` tools, so running it again repeats no effect."""
 
 
 @dataclass
@@ -284,6 +343,7 @@ def plan_runs(
                 f"none for: {', '.join(lacking)}"
             )
     check_portable(refs, chosen)
+    graders = resolve_graders(loaded) if any(c.expect.graders for c in cases) else {}
     tasks: list[RunTask] = []
     for ref in refs:
         for case in cases:
@@ -305,6 +365,7 @@ def plan_runs(
                             out_dir=run_out_dir(results, ref.label, case.case_id, provider, r)
                             if results
                             else None,
+                            graders=graders.get(case.case_id, ()),
                         )
                     )
     if mode == "replay" and check:

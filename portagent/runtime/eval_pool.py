@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import time
 import traceback
@@ -20,6 +21,7 @@ from portagent.contracts.errors import PortagentError, UsageError
 from portagent.evals.scoring import Provenance, score_run
 from portagent.runtime.eval_plan import (
     RunOutcome,
+    RunSignals,
     RunTask,
     WorkerStats,
     approver_for,
@@ -108,7 +110,45 @@ def _scored(
     if r.status == "failed":
         error = f"{r.stop_reason}: {r.error}" if r.error else r.stop_reason
         score = score.model_copy(update={"notes": [f"run failed ({error})", *score.notes]})
-    return RunOutcome(task.index, score, error, time.perf_counter() - t0, os.getpid())
+    return RunOutcome(
+        task.index,
+        score,
+        error,
+        time.perf_counter() - t0,
+        os.getpid(),
+        r.final_output,
+        _signals(task, events, r),
+    )
+
+
+_RETRY_AFTER = re.compile(r"retry-after ([0-9]+(?:\.[0-9]+)?) s")
+_RATE_LIMITED = frozenset({"http_429", "http_503", "http_529"})
+
+
+def _signals(task: RunTask, events: list[Any], r: Any) -> RunSignals:
+    """What the scheduler of a live eval reads from a run (``runtime.limits``). A ``Retry-After`` is read
+    from the ``error`` events the adapters' HTTP hook writes (``adapters._shared.http_error_hook``)."""
+    errors = [e for e in events if e.type == "error"]
+    http = [e for e in errors if e.error_type.startswith("http_")]
+    hints = [float(m.group(1)) for e in http if (m := _RETRY_AFTER.search(e.message))]
+    calls = [e for e in events if e.type == "model.call"]
+    try:
+        tools = _bundle(task.agent.path).all_tools()
+    except (OSError, PortagentError):
+        tools = {}
+    called = {e.tool for e in events if e.type == "tool.call"}
+    safe = all(name in tools and tools[name].effect in ("read", "compute") for name in called)
+    return RunSignals(
+        requests=len(calls) + len(http),
+        tokens=sum(e.input_tokens + e.output_tokens for e in calls),
+        rate_limited=any(e.error_type in _RATE_LIMITED for e in http),
+        retry_after_s=max(hints) if hints else None,
+        retryable=r.status == "failed"
+        and r.stop_reason == "provider_error"
+        and bool(errors)
+        and errors[-1].retryable,
+        retry_safe=safe,
+    )
 
 
 def finished(task: RunTask) -> RunOutcome | None:
@@ -410,11 +450,16 @@ def run_tasks(
     in_process: bool = False,
     on_result: Callable[[RunOutcome], None] | None = None,
     resume: bool = False,
+    scheduler: Any = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> PoolReport:
     """Run every task; outcomes come back in plan order.
 
     ``in_process``: no worker processes (the pytest plugin, small runs inside tests). ``resume``: a task
     whose run an interrupted eval already finished into its ``out_dir`` is scored from it, not run again.
+    ``scheduler``: a ``runtime.limits.Scheduler`` that admits each run (limits, Retry-After, spend cap).
+    ``executor="ray"``: each run a Ray task (``runtime.ray_executor``; ``address``: the cluster).
     """
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
@@ -432,7 +477,27 @@ def run_tasks(
             if on_result:
                 on_result(done)
         tasks = todo
-    if in_process:
+    if executor == "ray" and not in_process:
+        from portagent.runtime.ray_executor import run_ray
+
+        report.outcomes += run_ray(
+            tasks, address=address, num_cpus=workers, scheduler=scheduler, on_result=on_result
+        )
+    elif scheduler is not None and scheduler.active:
+        from portagent.runtime.eval_scheduled import run_in_process, run_pooled
+
+        made = (
+            run_in_process(tasks, scheduler)
+            if in_process
+            else run_pooled(tasks, workers, report.workers, scheduler)
+        )
+        for out in made:
+            report.outcomes.append(out)
+            if on_result:
+                on_result(out)
+        if in_process:
+            close_emulators()
+    elif in_process:
         for task in tasks:
             out = execute(task)
             report.outcomes.append(out)

@@ -76,6 +76,8 @@ class EvalPlan:
     providers: list[str]
     repeats: int
     tasks: list[RunTask]
+    judges: Any = None
+    """``runtime.judging.JudgeSetup`` when a case has graders or calibration is asked for."""
 
 
 @dataclass
@@ -89,6 +91,8 @@ class EvalRun:
     workers: int
     errors: list[str] = field(default_factory=list)
     """One line per run that could not be made or failed outright (drift, crash …)."""
+    scheduling: dict[str, Any] | None = None
+    """What the scheduler did (limits, pauses, retries, spend), when one was active (``runtime.limits``)."""
 
 
 def plan_eval(
@@ -101,6 +105,7 @@ def plan_eval(
     results: Path | None = None,
     case_ids: Sequence[str] | None = None,
     emulator_script: Path | None = None,
+    calibrate: bool = False,
 ) -> EvalPlan:
     """Check everything that can refuse an eval — providers installed, ``--live`` keys, agents, every
     cassette and repeat for replay — and plan its runs. ``results``: where run traces will go."""
@@ -118,15 +123,87 @@ def plan_eval(
         results=results.resolve() if results else None,
         case_ids=case_ids,
         agents=agents,
-        check=not (mode == "emulator" and emulator_script is not None),
+        check=not (mode == "emulator" and emulator_script is not None) and not calibrate,
     )
     if emulator_script is not None:
         from dataclasses import replace
 
         tasks = [replace(t, emulator_script=Path(emulator_script).resolve()) for t in tasks]
+    judges = None
+    if calibrate or any(t.graders for t in tasks):
+        judges = _plan_judging(loaded, tasks, mode, cassettes, results, emulator_script, calibrate=calibrate)
     return EvalPlan(
-        loaded, agents, mode, chosen, repeats if repeats is not None else loaded.suite.repeats, tasks
+        loaded,
+        agents,
+        mode,
+        chosen,
+        repeats if repeats is not None else loaded.suite.repeats,
+        tasks,
+        judges,
     )
+
+
+def _plan_judging(
+    loaded: LoadedSuite,
+    tasks: Sequence[RunTask],
+    mode: Mode,
+    cassettes: str | Path,
+    results: Path | None,
+    emulator_script: Path | None,
+    *,
+    calibrate: bool,
+) -> Any:
+    """Check the judges (and, for replay, that every judge run is recorded) before anything runs."""
+    from portagent.runtime.judging import (
+        JudgeSetup,
+        calibration_graders,
+        check_judge_cassettes,
+        check_judges,
+        plan_jobs,
+        recorded_answers,
+    )
+
+    calibrated = calibration_graders(tasks, loaded)
+    if calibrate and not calibrated:
+        raise UsageError(
+            f"{loaded.path}: --calibrate needs a grader with calibration (human-labelled answers); "
+            "none of the suite's graders has any"
+        )
+    check_judges(tasks, mode, calibrated, emulator_script)
+    setup = JudgeSetup(
+        loaded.suite.suite_id,
+        mode,
+        Path(cassettes).resolve(),
+        results.resolve() if results else None,
+        Path(emulator_script).resolve() if emulator_script else None,
+    )
+    if mode == "replay":
+        gating = [g for g in calibrated if g.spec.gate]
+        jobs = plan_jobs(
+            tasks,
+            recorded_answers(tasks),
+            setup,
+            verdicts=not calibrate,
+            calibration=calibrated if calibrate else gating,
+        )
+        script = loaded.suite.emulator_script
+        emulator = str(loaded.path.parent / script) if script else None
+        check_judge_cassettes(jobs, loaded.path, emulator, Path(cassettes))
+    return setup
+
+
+def calibrate_eval(plan: EvalPlan, *, workers: int = 2, gating_only: bool = False) -> list[Any]:
+    """Run the judges on their human-labelled answers (nothing written): one ``CalibrationResult`` per
+    calibrated grader (``gating_only``: only the graders that ask to gate)."""
+    from dataclasses import replace
+
+    from portagent.runtime.judging import calibration_graders, calibration_results, plan_jobs, run_jobs
+
+    if plan.judges is None:
+        return []
+    graders = [g for g in calibration_graders(plan.tasks, plan.loaded) if g.spec.gate or not gating_only]
+    jobs = plan_jobs([], {}, replace(plan.judges, results=None), verdicts=False, calibration=graders)
+    return calibration_results(jobs, run_jobs(jobs, workers=workers))
 
 
 def run_eval(
@@ -136,13 +213,34 @@ def run_eval(
     in_process: bool = False,
     on_result: Callable[[RunOutcome], None] | None = None,
     resume: bool = False,
+    calibration: list[Any] | None = None,
+    scheduler: Any = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> EvalRun:
     """Run a plan and aggregate it. ``resume``: runs an interrupted eval already finished into the plan's
-    results folder are kept (scored from their trace), the others run (``eval --resume``)."""
+    results folder are kept (scored from their trace), the others run (``eval --resume``). The cases'
+    graders judge the answers afterwards (``runtime.judging``); ``calibration``: the graders' calibration
+    results (a gating grader gates only when eligible there)."""
     from portagent.evals.aggregate import SuiteResult
 
-    pool = run_tasks(plan.tasks, workers=workers, in_process=in_process, on_result=on_result, resume=resume)
+    pool = run_tasks(
+        plan.tasks,
+        workers=workers,
+        in_process=in_process,
+        on_result=on_result,
+        resume=resume,
+        scheduler=scheduler,
+        executor=executor,
+        address=address,
+    )
     suite = plan.loaded.suite
+    judging: Any = None
+    judge_errors: list[str] = []
+    if plan.judges is not None and any(t.graders for t in plan.tasks):
+        judging, judge_errors = _judge(
+            plan, pool, workers, in_process, calibration or [], scheduler, executor, address
+        )
     result = SuiteResult.from_runs(
         suite.suite_id,
         suite.dataset_version,
@@ -150,8 +248,44 @@ def run_eval(
         plan.loaded.cases,
         review=suite.review,
     )
+    if judging is not None:
+        result = result.model_copy(update={"judging": judging})
     errors = [f"{plan.tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
-    return EvalRun(plan, result, pool, workers, errors)
+    return EvalRun(plan, result, pool, workers, errors + judge_errors)
+
+
+def _judge(
+    plan: EvalPlan,
+    pool: PoolReport,
+    workers: int,
+    in_process: bool,
+    calibration: list[Any],
+    scheduler: Any = None,
+    executor: str = "local",
+    address: str | None = None,
+) -> tuple[Any, list[str]]:
+    """The judge runs of the agent runs' answers; each outcome's score gets its verdicts (in place)."""
+    from portagent.runtime.judging import fold, plan_jobs, run_jobs
+
+    answers = {o.index: o.output for o in pool.outcomes if o.output is not None}
+    jobs = plan_jobs(plan.tasks, answers, plan.judges)
+    outcomes = run_jobs(
+        jobs,
+        workers=workers,
+        in_process=in_process,
+        scheduler=scheduler,
+        executor=executor,
+        address=address,
+    )
+    scores, judging = fold(plan.tasks, {o.index: o.score for o in pool.outcomes}, jobs, outcomes, calibration)
+    for o in pool.outcomes:
+        o.score = scores[o.index]
+    errors = [
+        f"judge {j.task.case.case_id} ({j.task.agent.label} on {j.task.provider}): {outcomes[j.task.index].error}"
+        for j in jobs
+        if j.task.index in outcomes and outcomes[j.task.index].error
+    ]
+    return judging, errors
 
 
 # -- recording ----------------------------------------------------------------------------------------
@@ -207,9 +341,22 @@ def record_tasks(
         clean_staging(parent)  # what a killed recording left behind
     outcomes: dict[int, RecordOutcome] = {}
     try:
-        return _record_tasks(
+        done = _record_tasks(
             tasks, outcomes, source, only, record_mode, emulator_script, verify, workers, on_result
         )
+        # the judges of the cases' graders judge the answers just recorded (runtime.judging)
+        from portagent.runtime.judging import record_jobs
+
+        recorded = {o.task.index for o in done if o.action == "recorded"}
+        start = max((t.index for t in tasks), default=-1) + 1
+        judges = record_jobs(tasks, recorded, source, only, start)
+        if judges:
+            for parent in sorted({t.cassette.parent for t in judges if t.cassette is not None}):
+                clean_staging(parent)
+            done += _record_tasks(
+                judges, outcomes, source, "all", record_mode, emulator_script, verify, workers, on_result
+            )
+        return done
     finally:
         from portagent.runtime.record import discard
 

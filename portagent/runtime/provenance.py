@@ -17,6 +17,8 @@ OFFICIAL_HOSTS: dict[str, tuple[str, ...]] = {
     "openai": ("api.openai.com",),
     "claude": ("api.anthropic.com",),
     "adk": ("generativelanguage.googleapis.com", "aiplatform.googleapis.com"),
+    "anthropic": ("api.anthropic.com",),
+    "langgraph": ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com"),
 }
 """Each provider's official API hosts (subdomains and Vertex's ``us-central1-aiplatform.googleapis.com``
 and ``eu.api.openai.com`` count): a live run pointed anywhere else is labelled ``endpoint``."""

@@ -1,8 +1,12 @@
-"""Resuming a run: where a resumed attempt writes, which tools keep an interrupted run from being resumed,
-and the result reported instead (ADR 0003, ADR 0007)."""
+"""Resuming a run (ADR 0007): what the new attempt replays from the journal of the attempt before,
+where it writes, which approval cards can no longer apply, which tools keep an interrupted run from
+being resumed, and the result reported instead (ADR 0003)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,15 @@ def resumed_trace(prior: str | None, out_dir: Path | None, default: Path | None,
     try:
         text = old.read_text(encoding="utf-8") if old.is_file() else ""
         write_text_atomic(new, text)
+        from portagent.recording.journal import JOURNAL_DIR
+
+        journals = old.parent / JOURNAL_DIR  # the earlier attempts' journals move with the run
+        if journals.is_dir():
+            (out_dir / JOURNAL_DIR).mkdir(parents=True, exist_ok=True)
+            for f in sorted(journals.glob("attempt-*.jsonl")):
+                shutil.copyfile(f, out_dir / JOURNAL_DIR / f.name)
+        if (old.parent / "run.json").is_file():
+            shutil.copyfile(old.parent / "run.json", out_dir / "run.json")
     except OSError as e:
         store.close()
         from portagent.contracts.errors import UsageError
@@ -63,3 +76,130 @@ def interrupted_result(prior: Any, blockers: list[str]) -> RunResult:
             "again with a new --idempotency-key." + (f" (The attempt ended with: {last})" if last else "")
         ),
     )
+
+
+@dataclass
+class Resumption:
+    """What a new attempt of a run starts from."""
+
+    reason: str
+    """Why there is a new attempt (``run.started.provider_details.resumed``, ``attempt.started``)."""
+    previous_status: str
+    """How the attempt before ended (``waiting_approval``, ``interrupted``)."""
+    scope: str
+    """The run's scope (approval cards and effects), kept from its first attempt."""
+    kept: list[Any] = field(default_factory=list)
+    """The exchanges to replay (``recording.journal.Kept``), in the order they were made."""
+    journal: str | None = None
+    """The journal they come from, relative to the run folder."""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    """The earlier attempts as ``run.json`` lists them."""
+    invocation: dict[str, Any] | None = None
+    """How the command line started the run (kept in ``run.json``)."""
+    decided: list[str] = field(default_factory=list)
+    """The approval cards decided since the attempt before."""
+
+
+def plan_resume(prior: Any, bundle: AgentBundle, reason: str) -> Resumption:
+    """Read the run folder of ``prior`` (a ``runstore.StoredRun``): its ``run.json`` (earlier attempts,
+    how it was started) and the journal of its last attempt, up to where that attempt paused.
+
+    Refused (``JournalError``, naming the file and how to start over) when the agent spec changed since
+    (the journal holds answers to another agent) or the journal cannot bring the run back. A run that
+    kept no journal (no run folder, or a folder from before journals) is run again from its input."""
+    from portagent.recording.journal import JournalError, journal_file, replay_plan
+
+    plan = Resumption(
+        reason=reason, previous_status=prior.status, scope=prior.scope, decided=list(prior.pending)
+    )
+    if not prior.trace_path:
+        return plan
+    folder = Path(prior.trace_path).parent
+    record: dict[str, Any] | None = None
+    try:
+        loaded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        record = loaded if isinstance(loaded, dict) else None
+    except (OSError, ValueError):
+        record = None
+    if record is not None:
+        spec_hash = (record.get("manifest") or {}).get("spec_hash")
+        if spec_hash and spec_hash != bundle.spec_hash:
+            raise JournalError(
+                f"cannot resume run {prior.run_id}: the agent spec changed since attempt {prior.attempt} "
+                f"(spec hash {spec_hash[:12]} -> {bundle.spec_hash[:12]}), and its journal holds the model's "
+                "answers to the agent as it was. Put the spec back to resume, or run the request again with "
+                "a new --idempotency-key"
+            )
+        plan.attempts = [a for a in record.get("attempts") or [] if isinstance(a, dict)]
+    plan.invocation = load_invocation(folder, prior.attempt)
+    last = next((a for a in plan.attempts if a.get("attempt") == prior.attempt), None)
+    path = journal_file(folder, prior.attempt)
+    if last is not None and last.get("journal") is None:
+        return plan  # that attempt kept no journal (it was not a direct run)
+    if last is None and not path.exists():
+        if prior.status == "waiting_approval" and record is not None and plan.attempts:
+            raise JournalError(
+                f"cannot resume run {prior.run_id}: its journal {path} is missing, so the model's earlier "
+                "turns cannot be brought back as they were. Run the request again with a new "
+                "--idempotency-key to start over"
+            )
+        return plan  # a run from before journals, or one that died before its journal was opened
+    kept, _ = replay_plan(
+        path, run_id=prior.run_id, attempt=prior.attempt, record=last.get("journal") if last else None
+    )
+    plan.kept = kept
+    plan.journal = path.relative_to(folder).as_posix()
+    return plan
+
+
+def supersede_stale_cards(scope: str, pending: list[str], attempt: int, status: str) -> list[str]:
+    """After a resumed attempt: the run's cards that are still open (pending, or decided and never
+    used) but were not asked for again by this attempt can no longer apply — the run went on without
+    that call. They move to ``superseded`` with the reason. Returns their ids."""
+    from portagent.contracts.errors import ApprovalError
+    from portagent.tools.approvals import ApprovalStore
+
+    store = ApprovalStore()
+    moved: list[str] = []
+    try:
+        for card in store.list(scope=scope):
+            if card.status not in ("pending", "approved", "edited") or card.approval_id in pending:
+                continue
+            if store.consumed_by(card.approval_id) is not None:
+                continue
+            reason = (
+                f"attempt {attempt} of run {card.run_id} ({status}) did not make this call again"
+                if card.status == "pending"
+                else f"attempt {attempt} of run {card.run_id} ({status}) did not make this call, so the "
+                f"{card.status} decision was never used"
+            )
+            try:
+                store.supersede(card.approval_id, reason)
+                moved.append(card.approval_id)
+            except ApprovalError:
+                continue
+    finally:
+        store.close()
+    return moved
+
+
+def load_invocation(folder: Path, attempt: int) -> dict[str, Any] | None:
+    """How the command line started a run: from its ``run.json``, else from the header of its latest
+    journal (written when an attempt starts, so a run whose process died still has it)."""
+    from portagent.recording.journal import journal_file
+
+    try:
+        record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        if isinstance(record, dict) and isinstance(record.get("invocation"), dict):
+            return dict(record["invocation"])
+    except (OSError, ValueError):
+        pass
+    for n in range(attempt, 0, -1):
+        try:
+            with journal_file(folder, n).open("rb") as f:
+                header = json.loads(f.readline())
+        except (OSError, ValueError):
+            continue
+        if isinstance(header, dict) and isinstance(header.get("invocation"), dict):
+            return dict(header["invocation"])
+    return None

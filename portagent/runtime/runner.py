@@ -33,14 +33,29 @@ from portagent.adapters.port import (
 from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError
-from portagent.contracts.run import RunManifest, RunRecord, RunRequest, RunResult, RunState, Usage
+from portagent.contracts.run import (
+    AttemptRecord,
+    RunManifest,
+    RunRecord,
+    RunRequest,
+    RunResult,
+    RunState,
+    Usage,
+)
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 from portagent.core.files import write_text_atomic
 from portagent.core.secrets import mask_data, mask_text
 from portagent.core.versions import PORTAGENT_VERSION as __version__
 from portagent.runtime.provenance import labelled
-from portagent.runtime.resume import interrupted_result, resume_blockers, resumed_trace
+from portagent.runtime.resume import (
+    Resumption,
+    interrupted_result,
+    plan_resume,
+    resume_blockers,
+    resumed_trace,
+    supersede_stale_cards,
+)
 from portagent.tracing.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -68,6 +83,11 @@ class RunConfig:
     recorded: Recorded | None = None
     """For replays: the recorded run (``runtime.replay.Recorded``) whose latencies, duration and
     approval decisions are reused — timing is never taken from replay wall time."""
+    journal: bool = True
+    """Keep the run journal (``recording/journal.py``) — for a direct run with a run folder: the model
+    traffic a resumed attempt replays (ADR 0007)."""
+    invocation: dict[str, Any] | None = None
+    """How the command line started the run, kept in ``run.json`` for ``portagent resume RUN_ID``."""
 
 
 @dataclass
@@ -131,6 +151,15 @@ async def arun_full(
     """Run one request. Returns the result, the events and the ``run.json`` record."""
     config = config or RunConfig()
     bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
+    from portagent.tools.a2a import bridge as a2a_bridge
+
+    if a2a_bridge.ACTIVE.get() is None and any(node.spec.a2a_agents for node in bundle.agents.values()):
+        from portagent.tools.a2a.sources import open_agents
+
+        # remote A2A agents (docs/a2a.md): cards read before run.started, each skill joins node.tools as
+        # a ToolSpec the gateway executes; the wrapped bundle then runs like any other
+        async with open_agents(bundle, config.endpoint) as (wrapped, _agents):
+            return await arun_full(wrapped, request, config, on_event=on_event)
     if not any(node.spec.mcp_servers for node in bundle.agents.values()):
         return await _arun_full(bundle, request, config, on_event)
     from portagent.tools.mcp.sources import open_sources
@@ -166,6 +195,7 @@ async def _arun_full(
         out_dir = portagent_home(create=True) / "runs" / run_id
     trace_path = out_dir / "trace.jsonl" if out_dir else None
     resumed: str | None = None
+    resumption: Resumption | None = None
     if store is not None:
         key = request.idempotency_key
         assert key is not None
@@ -176,6 +206,7 @@ async def _arun_full(
         if prior is not None and prior.status == "waiting_approval":
             try:
                 _require_decided(prior.pending)
+                resumption = plan_resume(prior, bundle, "approval decided")
             except BaseException:
                 store.close()
                 raise
@@ -192,6 +223,11 @@ async def _arun_full(
                 store.close()
                 return RunOutput(result, [], None)
             resumed = f"attempt {prior.attempt} was interrupted (its process died)"
+            try:
+                resumption = plan_resume(prior, bundle, resumed)
+            except BaseException:
+                store.close()
+                raise
             run_id, attempt = prior.run_id, prior.attempt + 1
             trace_path = resumed_trace(prior.trace_path, config.out_dir, trace_path, store)
             out_dir = trace_path.parent if trace_path else out_dir
@@ -219,6 +255,7 @@ async def _arun_full(
             attempt,
             trace_path,
             resumed,
+            resumption,
         )
     except BaseException as e:
         if store is not None:  # the attempt ended without a result: the next request reconciles it
@@ -247,11 +284,13 @@ async def _run_attempt(
     attempt: int,
     trace_path: Path | None,
     resumed: str | None,
+    resumption: Resumption | None = None,
 ) -> RunOutput:
     provider = request.provider
     _, provenance = labelled(provider, config.endpoint, config.recorded)  # idempotent: already labelled
     out_dir = trace_path.parent if trace_path is not None else None
-    scope = config.scope or f"run:{request.idempotency_key or run_id}"
+    scope = config.scope or (resumption.scope if resumption else f"run:{request.idempotency_key or run_id}")
+    started_at = iso(clock.now())
 
     trace_id, seq0 = _existing_trace(trace_path) if attempt > 1 else (None, 0)
     if trace_path is not None and attempt == 1 and trace_path.exists():
@@ -273,10 +312,11 @@ async def _run_attempt(
     from portagent.core.budgets import RunBudget
 
     _ensure_handler_path(bundle)
+    journal = _open_journal(config, out_dir, run_id, attempt, provider, resumption)
     session = RunSession(
         bundle=bundle,
         request=request,
-        endpoint=config.endpoint,
+        endpoint=journal.endpoint if journal is not None else config.endpoint,
         recorder=recorder,
         budget=RunBudget(bundle.spec.budget),
         clock=clock,
@@ -287,6 +327,10 @@ async def _run_attempt(
         options=config.options,
         approvals=RunApprovals(config.approver),
     )
+    if journal is not None:
+        session.journal = journal.journal
+    if resumption is not None and trace_path is not None:
+        session.earlier_results = _earlier_results(trace_path, attempt - 1)
     if mcp is not None:
         mcp.bind(session)
     model = session.model_for()
@@ -318,6 +362,17 @@ async def _run_attempt(
             **({"resumed": resumed} if resumed else {}),
         },
     )
+    if resumption is not None:
+        recorder.emit(
+            "attempt.started",
+            root=True,
+            attempt=attempt,
+            resumed=resumption.reason,
+            previous_status=resumption.previous_status,
+            journal=resumption.journal,
+            replays=len(resumption.kept),
+            decided=resumption.decided,
+        )
 
     outcome = AdapterOutcome()
     error: str | None = None
@@ -338,6 +393,8 @@ async def _run_attempt(
         status, stop_reason, error = _from_exception(session, e)
     except Exception as e:  # SDK crash: the trace still ends with an error and run.completed
         status, stop_reason, error = _from_exception(session, e)
+    finally:
+        journal_summary = journal.close() if journal is not None else None
 
     if status == "completed" and outcome.vendor_stop:
         status, stop_reason = "budget_exhausted", outcome.vendor_stop
@@ -437,12 +494,146 @@ async def _run_attempt(
             approvals=_approval_decisions(recorder.events),
             cassette=report.as_details() if (report := session.cassette_report) is not None else {},
         ),
+        attempts=[
+            *(resumption.attempts if resumption is not None else []),
+            AttemptRecord(
+                attempt=attempt,
+                status=status,
+                stop_reason=stop_reason,
+                started_at=started_at,
+                resumed=resumption.reason if resumption is not None else None,
+                journal=journal_summary,
+            ).model_dump(mode="json"),
+        ],
+        invocation=_invocation(config, resumption),
     )
     if out_dir is not None:
         write_text_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
     if store is not None:
         store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
+    elif status == "waiting_approval" and out_dir is not None:
+        _register_paused(run_id, scope, trace_path, result, pending)
+    if resumption is not None:
+        supersede_stale_cards(scope, pending, attempt, status)
     return RunOutput(result, list(recorder.events), record)
+
+
+@dataclass
+class _Journal:
+    journal: Any
+    proxy: Any
+    endpoint: Endpoint
+    folder: Path
+
+    def close(self) -> dict[str, Any]:
+        self.proxy.stop()
+        summary: dict[str, Any] = self.journal.close(self.folder)
+        return summary
+
+
+DEFAULT_UPSTREAMS = {
+    "openai": "https://api.openai.com",
+    "claude": "https://api.anthropic.com",
+    "anthropic": "https://api.anthropic.com",
+    "adk": "https://generativelanguage.googleapis.com",
+}
+"""Where each vendor's SDK sends model calls when no base URL is set (the journal forwards there)."""
+
+
+def _open_journal(
+    config: RunConfig,
+    out_dir: Path | None,
+    run_id: str,
+    attempt: int,
+    provider: str,
+    resumption: Resumption | None,
+) -> _Journal | None:
+    """The run journal and its proxy, for a direct run with a run folder (ADR 0007); the endpoint the
+    SDK is then given points at the proxy. Primed with the exchanges a resumed attempt replays."""
+    import dataclasses
+    import os
+
+    endpoint = config.endpoint
+    if (
+        not config.journal
+        or out_dir is None
+        or endpoint.mode != "direct"
+        or provider not in DEFAULT_UPSTREAMS
+    ):
+        return None
+    if (
+        provider == "adk"
+        and not endpoint.base_url
+        and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower()
+        in (
+            "1",
+            "true",
+        )
+    ):
+        return None  # Vertex AI picks a regional host itself: no fixed upstream to forward to
+    from portagent.recording.http_proxy import HttpProxy
+    from portagent.recording.journal import RunJournal, journal_file
+    from portagent.runtime.provenance import shown_url
+
+    upstream = endpoint.base_url or DEFAULT_UPSTREAMS[provider]
+    if attempt == 1:  # a folder written again by a new run: an earlier run's later attempts do not belong
+        for stale in journal_file(out_dir, 1).parent.glob("attempt-*.jsonl"):
+            stale.unlink(missing_ok=True)
+    journal = RunJournal(
+        path=journal_file(out_dir, attempt),
+        header={
+            "run_id": run_id,
+            "attempt": attempt,
+            "provider": provider,
+            "upstream": shown_url(upstream),
+            **({"invocation": invocation} if (invocation := _invocation(config, resumption)) else {}),
+        },
+        replay=list(resumption.kept) if resumption is not None else [],
+    ).open()
+    proxy = HttpProxy(mode="journal", upstream=upstream, journal=journal, name="portagent-journal")
+    url = proxy.start_shared()
+    return _Journal(journal, proxy, dataclasses.replace(endpoint, journal_url=url), out_dir)
+
+
+def _earlier_results(trace_path: Path, attempt: int) -> Any:
+    """The results of the calls the attempt before ran, from the run's trace (its last attempt's
+    events: a trace cut short by a dead process is read as far as it is whole)."""
+    from portagent.tools.context import EarlierResults
+
+    events: list[Any] = []
+    try:
+        lines = trace_path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            e = parse_event(json.loads(line))
+        except ValueError:
+            continue
+        if e.type == "run.started":
+            events = []
+        events.append(e)
+    return EarlierResults.from_events(attempt, events)
+
+
+def _invocation(config: RunConfig, resumption: Resumption | None) -> dict[str, Any] | None:
+    return (resumption.invocation if resumption is not None else None) or config.invocation
+
+
+def _register_paused(
+    run_id: str, scope: str, trace_path: Path | None, result: RunResult, pending: list[str]
+) -> None:
+    """A run without an idempotency key that waits for approval is kept in the run store under
+    ``run:<run_id>``, so ``portagent resume RUN_ID`` can continue it."""
+    from portagent.runtime.runstore import RunStore
+
+    store = RunStore()
+    try:
+        key = f"run:{run_id}"
+        store.claim(key, run_id, scope, str(trace_path) if trace_path else None)
+        store.finish(key, "waiting_approval", result.model_dump(mode="json"), pending)
+    finally:
+        store.close()
 
 
 async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
@@ -479,7 +670,8 @@ def _require_decided(pending: list[str]) -> None:
             if card.status == "pending":  # (an unknown id raises ApprovalError)
                 raise ApprovalError(
                     f"still waiting for approval {approval_id}: decide it with "
-                    f"'portagent approvals approve|reject|edit {approval_id}', then re-run the same request"
+                    f"'portagent approvals approve|reject|edit {approval_id}', then resume the run "
+                    "('portagent resume RUN_ID', or the same request with the same --idempotency-key)"
                 )
     finally:
         close = getattr(approvals, "close", None)

@@ -132,6 +132,14 @@ class RunStore:
             json.loads(row[7] or "[]"),
         )
 
+    def by_run_id(self, run_id: str) -> StoredRun | None:
+        """The record of the run with this id (``portagent resume RUN_ID``), or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT idempotency_key FROM runs WHERE run_id = ? ORDER BY rowid DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        return self.get(row[0]) if row is not None else None
+
     def claim(self, key: str, run_id: str, scope: str, trace_path: str | None) -> bool:
         """Insert a new ``running`` record; False when the key already exists (someone else owns it)."""
         with self._lock:

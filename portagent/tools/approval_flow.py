@@ -59,6 +59,8 @@ async def request(
     """Returns the rejection (deferred, rejected, approver failure) or None when the call may run."""
     if _ledger_already_done(gw, p, tool):
         return None
+    if gw.context.earlier is not None and gw.context.earlier.has(tool.name, p.args_hash):
+        return None  # it ran, approved, in the attempt before this resume: its result answers it (ADR 0007)
     store = gw.approvals
     existing = store.find(gw.context.scope, tool.name, p.args_hash)
     if existing is not None and existing.status == "pending" and _expired(gw, existing):

@@ -2,8 +2,9 @@
 
 Lifecycle (DESIGN §3)::
 
-    pending ──► approved ──► (expired, when its expiry passes before execution)
-        ├─────► edited ────► (expired, likewise)
+    pending ──► approved ──► (expired, when its expiry passes before execution;
+        │                     superseded, when a resumed run no longer makes the call)
+        ├─────► edited ────► (expired, superseded, likewise)
         ├─────► rejected
         ├─────► expired
         └─────► superseded
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "pending": frozenset({"approved", "edited", "rejected", "expired", "superseded"}),
-    "approved": frozenset({"expired"}),
-    "edited": frozenset({"expired"}),
+    "approved": frozenset({"expired", "superseded"}),
+    "edited": frozenset({"expired", "superseded"}),
     "rejected": frozenset(),
     "expired": frozenset(),
     "superseded": frozenset(),
@@ -513,8 +514,15 @@ class ApprovalStore:
     def expire(self, approval_id: str) -> ApprovalCard:
         return self._transition(approval_id, "expired", decided_at=iso(self.clock.now()))
 
-    def supersede(self, approval_id: str) -> ApprovalCard:
-        return self._transition(approval_id, "superseded", decided_at=iso(self.clock.now()))
+    def supersede(self, approval_id: str, reason: str = "") -> ApprovalCard:
+        """A card that can no longer apply (its run went on without the call); ``reason`` says why."""
+        card = self.get(approval_id)
+        return self._transition(
+            approval_id,
+            "superseded",
+            decided_at=card.decided_at or iso(self.clock.now()),
+            status_reason=reason or None,
+        )
 
     def mark_consumed(self, approval_id: str, call_id: str) -> None:
         """The gateway acted on this card for ``call_id``; it will not be reused."""

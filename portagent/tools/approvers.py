@@ -228,6 +228,8 @@ def render_card(card: ApprovalCard, consumed_by: str | None = None) -> str:
             f"decided    {card.decided_at or '-'} by {card.reviewer or '-'}"
             + (f": {card.note}" if card.note else "")
         )
+    if card.status_reason:
+        lines.append(f"why {card.status:<7}{card.status_reason}")
     if card.effective_args is not None and card.effective_args != card.args:
         lines.append(f"effective  {js(card.effective_args)}")
     if consumed_by:

@@ -50,6 +50,40 @@ def evidence_count(context: dict[str, Any]) -> int:
     return len(context.get("evidence", []) or [])
 
 
+class EarlierResults:
+    """What the attempt before a resume got back from the calls it ran, by tool and arguments, in order.
+
+    A resumed attempt replays the model's turns (ADR 0007), so the model asks for those calls again;
+    the gateway answers each from here instead of running the handler again — a tool's effect happens
+    once, and the model sees the result the reviewer saw on the card. Only calls that ran and succeeded
+    are kept: a call approved and run in an earlier attempt is not put to the reviewer again; the call
+    that paused the run (it did not run) is decided by its card."""
+
+    def __init__(self, attempt: int, results: list[tuple[str, str, Any]]) -> None:
+        self.attempt = attempt
+        self._left: dict[tuple[str, str], list[Any]] = {}
+        for tool, args_hash, output in results:
+            self._left.setdefault((tool, args_hash), []).append(output)
+
+    def has(self, tool: str, args_hash: str) -> bool:
+        return bool(self._left.get((tool, args_hash)))
+
+    def take(self, tool: str, args_hash: str) -> Any | None:
+        """The next earlier result of this call (the model-facing ``{"ok": true, …}``), or None."""
+        left = self._left.get((tool, args_hash))
+        return left.pop(0) if left else None
+
+    @classmethod
+    def from_events(cls, attempt: int, events: list[Any]) -> EarlierResults:
+        calls = {e.call_id: e for e in events if e.type == "tool.call"}
+        kept = [
+            (calls[e.call_id].tool, calls[e.call_id].args_hash, e.output)
+            for e in events
+            if e.type == "tool.result" and e.ok and e.call_id in calls and isinstance(e.output, dict)
+        ]
+        return cls(attempt, kept)
+
+
 @dataclass(frozen=True)
 class GatewayContext:
     """One run's identity, actor, environment, budget, recorder, clock and ids."""
@@ -69,6 +103,8 @@ class GatewayContext:
     clock: Clock = field(default_factory=SystemClock)
     ids: IdFactory = field(default_factory=IdFactory)
     state: SessionState | None = field(default=None, compare=False, repr=False)
+    earlier: EarlierResults | None = field(default=None, compare=False, repr=False)
+    """A resumed attempt's results of the calls the attempt before already ran (ADR 0007)."""
     """Per-session tool state (``ToolContext.state``); unset → the mapping shared by every gateway of
     the session (the gateways that share this run's ``budget``; tools/tool_context.py)."""
 

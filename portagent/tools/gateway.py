@@ -60,6 +60,8 @@ class PreparedCall:
     rejection: Observation | None = None
     result: Observation | None = None
     key: str | None = None
+    reused: int | None = None
+    """The attempt whose result answered this call instead of running it again (a resume), if any."""
 
     @property
     def allowed(self) -> bool:
@@ -389,6 +391,13 @@ class ToolGateway:
                 "handler_error",
                 f"{tool.name!r} is executed by the vendor runtime; record its result with observe()",
             ), None
+        earlier = self.context.earlier.take(tool.name, p.args_hash) if self.context.earlier else None
+        if earlier is not None and p.card is None:  # a resumed attempt: this call already ran (ADR 0007)
+            p.reused = self.context.earlier.attempt if self.context.earlier else None
+            rejection = self._charge(tool)
+            if rejection is not None:
+                return rejection, None
+            return Observation.success({k: v for k, v in earlier.items() if k != "ok"}), 0.0
         args = p.args
         if p.card is not None:
             checked = approval_flow.recheck(self, p, tool)
@@ -438,4 +447,5 @@ class ToolGateway:
             latency_ms=latency_ms,
             effect_id=obs.effect_id,
             duplicate=obs.duplicate,
+            **({"provider_details": {"reused_from_attempt": p.reused}} if p.reused is not None else {}),
         )

@@ -45,6 +45,7 @@ BEHAVIOUR_EVENTS: tuple[str, ...] = (
     "approval.resolved",
     "tool.result",
     "handoff",
+    "route.decision",
     "budget.exceeded",
     "run.completed",
 )

@@ -33,7 +33,13 @@ from typing import Any
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.core.pricing import model_cost
 
-GEN_AI_PROVIDER = {"openai": "openai", "claude": "anthropic", "adk": "gcp.gemini"}
+GEN_AI_PROVIDER = {
+    "openai": "openai",
+    "claude": "anthropic",
+    "adk": "gcp.gemini",
+    "anthropic": "anthropic",
+    "langgraph": "langgraph",
+}
 PROTOCOLS = ("http/protobuf", "grpc")
 
 Redact = Callable[[Any], Any]
@@ -179,9 +185,19 @@ def export_spans(
     if include_content and first.type == "run.started" and first.input is not None:
         agent_attrs["gen_ai.input.messages"] = _messages("user", clean(first.input))
     several = len(attempts) > 1
+    remote = None
+    if first.parent_span_id:  # the run joined a caller's trace over A2A/MCP: its span is the parent
+        remote = api.NonRecordingSpan(
+            api.SpanContext(
+                trace_id=int(first.trace_id, 16),
+                span_id=int(first.parent_span_id, 16),
+                is_remote=True,
+                trace_flags=api.TraceFlags(api.TraceFlags.SAMPLED),
+            )
+        )
     root = start(
         f"invoke_agent {first.agent}",
-        None,
+        remote,
         _ns(first.ts),
         agent_attrs,
         api.SpanKind.INTERNAL,
@@ -276,6 +292,18 @@ _RUN_EVENT_FIELDS = (
     "error_type",
     "message",
 )
+_ROUTE_FIELDS = (
+    "request_id",
+    "decision",
+    "selected_route",
+    "selected_kind",
+    "score",
+    "reason",
+    "alternatives",
+)
+_ATTEMPT_FIELDS = ("attempt", "resumed", "previous_status", "journal", "replays", "decided")
+"""What an ``attempt.started`` event (a resume boundary) carries onto its attempt span."""
+"""What a ``route.decision`` event carries onto the run span (the router's receipt)."""
 
 
 def _attempt_children(
@@ -358,11 +386,23 @@ def _attempt_children(
                 span.set_attribute("error.type", e.error or "error")
                 span.set_status(api.Status(api.StatusCode.ERROR, e.error or "error"))
             span.end(end_time=_ns(e.ts))
-        elif e.type in ("handoff", "budget.exceeded", "error"):
+        elif e.type == "context.manifest":  # what the next model call was given: sources and counts only
+            manifest: dict[str, Any] = {
+                "portagent.context.call_index": e.call_index,
+                "portagent.context.total_tokens": e.total_tokens,
+                "portagent.context.token_count": e.token_count,
+                "portagent.context.parts": _json([x.model_dump(mode="json") for x in e.parts]),
+                "portagent.context.excluded": _json([x.model_dump(mode="json") for x in e.excluded]),
+            }
+            if e.max_context_tokens is not None:
+                manifest["portagent.context.max_tokens"] = e.max_context_tokens
+            parent.add_event("portagent.context.manifest", attributes=manifest, timestamp=_ns(e.ts))
+        elif e.type in ("handoff", "route.decision", "attempt.started", "budget.exceeded", "error"):
+            wanted = {"route.decision": _ROUTE_FIELDS, "attempt.started": _ATTEMPT_FIELDS}.get(
+                e.type, _RUN_EVENT_FIELDS
+            )
             fields = {
-                k: _attr(v)
-                for k, v in e.model_dump(mode="json").items()
-                if k in _RUN_EVENT_FIELDS and v is not None
+                k: _attr(v) for k, v in e.model_dump(mode="json").items() if k in wanted and v is not None
             }
             if e.type == "error" and "message" in fields:
                 fields["message"] = _attr(clean(fields["message"]))

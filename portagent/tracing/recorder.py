@@ -19,6 +19,7 @@ from typing import Any
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 from portagent.core.secrets import mask_data, mask_text
+from portagent.tracing.propagation import CURRENT, INCOMING, TraceParent
 
 
 class TraceRecorder:
@@ -38,8 +39,12 @@ class TraceRecorder:
         self.agent = agent
         self.clock = clock or SystemClock()
         self.ids = ids or IdFactory()
-        self.trace_id = trace_id or self.ids.trace_id()
+        incoming = INCOMING.get() if trace_id is None else None
+        self.trace_id = trace_id or (incoming.trace_id if incoming is not None else self.ids.trace_id())
         self.root_span_id = self.ids.span_id()
+        self.remote_parent_span_id = incoming.span_id if incoming is not None else None
+        """The caller's span when this run joined a trace over the network (``tracing/propagation.py``)."""
+        CURRENT.set(TraceParent(self.trace_id, self.root_span_id))  # outgoing calls carry traceparent
         self.path = Path(path) if path is not None else None
         self.events: list[Any] = []
         self._seq = 0
@@ -72,7 +77,7 @@ class TraceRecorder:
             "run_id": self.run_id,
             "trace_id": self.trace_id,
             "span_id": self.root_span_id if root else (span_id or self.ids.span_id()),
-            "parent_span_id": None if root else self.root_span_id,
+            "parent_span_id": self.remote_parent_span_id if root else self.root_span_id,
             "seq": self._seq,
             "ts": iso(self.clock.now()),
             "provider": self.provider,

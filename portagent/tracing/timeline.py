@@ -45,6 +45,23 @@ def describe(e: Any) -> str:
     match kind:
         case "run.started":
             return f"run started  {e.agent}@{e.agent_version} on {e.provider} ({e.sdk} {e.sdk_version}, {e.model}) source={e.source} mode={e.mode} attempt={e.attempt}"
+        case "context.manifest":
+            budget = f"/{e.max_context_tokens}" if e.max_context_tokens is not None else ""
+            shown = " · ".join(f"{p.type} {p.source} {p.tokens}" for p in e.parts)
+            text = (
+                f"context      call {e.call_index}: {e.total_tokens}{budget} tokens ({e.token_count}) {shown}"
+            )
+            if e.over_budget:
+                text += " [over budget]"
+            for x in e.excluded:
+                text += f"; excluded {x.type} {x.source} {x.tokens} ({x.reason})"
+            return text
+        case "memory.read":
+            return f"memory read  {e.call_id} {e.query!r} -> {', '.join(e.memory_ids) or 'nothing'}"
+        case "memory.write":
+            return f"memory write {e.call_id} {e.operation} {e.memory_id}" + (
+                f" ({e.scope}:{e.owner})" if e.scope else ""
+            )
         case "model.call":
             return (
                 f"model call   {e.model} in={e.input_tokens} out={e.output_tokens} finish={e.finish_reason}"
@@ -64,6 +81,9 @@ def describe(e: Any) -> str:
             return f"tool result  {e.call_id} {state}{dup} {_short(e.output)}"
         case "handoff":
             return f"handoff      {e.from_agent} -> {e.to_agent} ({e.kind})"
+        case "route.decision":
+            chosen = f"{e.selected_route} ({e.selected_kind}) score={e.score}" if e.selected_route else "-"
+            return f"route        {e.request_id} {e.decision} -> {chosen}: {e.reason}"
         case "budget.exceeded":
             return f"budget       {e.limit} limit={e.limit_value} observed={e.observed}"
         case "error":

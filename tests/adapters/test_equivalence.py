@@ -64,13 +64,15 @@ from portagent.wire import anthropic as wire_anthropic  # noqa: E402
 from portagent.wire import gemini as wire_gemini  # noqa: E402
 from portagent.wire import openai as wire_openai  # noqa: E402
 
-PROVIDERS: list[str] = ["openai", "adk", "claude"]
+PROVIDERS: list[str] = ["openai", "adk", "claude", "anthropic", "langgraph"]
 """Providers compared; the first is the reference."""
 
 DUMMY_KEYS = {
     "openai": "sk-portagent-dummy",
     "claude": "sk-ant-portagent-dummy",
     "adk": "portagent-dummy-key",
+    "anthropic": "sk-ant-portagent-dummy",
+    "langgraph": "sk-portagent-dummy",
 }
 EDIT = {
     "type": "scripted",
@@ -280,6 +282,12 @@ _HAND_BACK = re.compile(
 )
 
 
+def is_claude_code(entry: dict[str, Any]) -> bool:
+    """Claude Code's requests (``x-app: cli``, SDK_NOTES §4.5), not another Anthropic Messages client's
+    (the ``anthropic`` adapter's tool runner declares agent tools as plain tools, like openai and ADK)."""
+    return entry["api"] == "anthropic.messages" and (entry.get("headers") or {}).get("x-app") == "cli"
+
+
 def portable_name(name: str | None) -> str:
     """Undo vendor name mangling: Claude sees a ToolSpec as ``mcp__portagent__<tool>`` (the adapter's
     in-process MCP server is named ``portagent``; any other server name stays as it is, and fails)."""
@@ -372,6 +380,7 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
     out: dict[str, Any] = {}
     for entry in requests:
         api = entry["api"]
+        claude_code = is_claude_code(entry)
         view = parse_request(entry)
         owners = [n for n, node in agents.items() if node.spec.instructions.strip() in view.system]
         assert len(owners) == 1, f"cannot tell which agent sent: {view.system[:200]!r}"
@@ -388,7 +397,7 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
                 declared[tname] = (tool.description, tool.parameters)
             elif tname in agent_tools:
                 declared[tname] = (tool.description, shape(tool.parameters))
-            elif api == "anthropic.messages" and tname in CLAUDE_AGENT_TOOLS:
+            elif claude_code and tname in CLAUDE_AGENT_TOOLS:
                 # Claude's agent-as-tool: one built-in tool for every subagent, listed elsewhere. The list
                 # also names the calling agent itself (the main thread runs as the root's definition,
                 # ``--agent``) and Claude Code's own agent types; calls to those are denied in PreToolUse.
@@ -401,20 +410,14 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
                 assert is_transfer(tname) or tname in VENDOR_TOOLS.get(api, ()), (
                     f"{name}: {tool.name!r} declared on the wire, but the spec has no such tool"
                 )
-        assert (
-            api != "anthropic.messages"
-            or not delegates
-            or any(t.name in CLAUDE_AGENT_TOOLS for t in view.tools)
-        ), f"{name}: no Agent tool, but it delegates"
+        assert not claude_code or not delegates or any(t.name in CLAUDE_AGENT_TOOLS for t in view.tools), (
+            f"{name}: no Agent tool, but it delegates"
+        )
         names_by_call: dict[str, str] = {}
         for i in view.items:
             if i.kind == "tool_call" and i.call_id:
                 cname = portable_name(i.name)
-                if (
-                    api == "anthropic.messages"
-                    and cname in CLAUDE_AGENT_TOOLS
-                    and isinstance(i.arguments, dict)
-                ):
+                if claude_code and cname in CLAUDE_AGENT_TOOLS and isinstance(i.arguments, dict):
                     cname = str(i.arguments.get("subagent_type"))  # the agent tool that was called
                 names_by_call[i.call_id] = cname
         results = []
@@ -423,7 +426,7 @@ def wire_summary(b: AgentBundle, requests: list[dict[str, Any]]) -> dict[str, An
             if is_transfer(rname):
                 continue
             value = value_of(item, api)
-            if api == "anthropic.messages" and rname in agent_tools:
+            if claude_code and rname in agent_tools:
                 value = claude_hand_back(value)
             results.append((rname, value))
         slot = out.setdefault(name, {"first_user": view.first_user_text(), "declared": {}})

@@ -93,3 +93,18 @@ def test_every_package_is_on_a_floor() -> None:
     assert rooms == placed, (
         f"not on a floor: {sorted(rooms - placed)}; on a floor but missing: {sorted(placed - rooms)}"
     )
+
+
+def test_the_a2a_room_loads_its_sdk_lazily() -> None:
+    """``a2a`` (floor 7, beside ``mcp``) and the A2A tool source reach the ``a2a-sdk`` only inside the
+    functions that need it: the CLI's start-up and an agent without ``a2a_agents`` never import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, portagent.cli as c; c.build_parser();"
+        "import portagent.a2a.server, portagent.a2a.card, portagent.tools.a2a.sources, portagent.runtime.runner;"
+        "print(sorted(m for m in sys.modules if m == 'a2a' or m.startswith('a2a.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -165,3 +165,23 @@ def test_bad_targets_are_usage_errors(tmp_path, setup, extra, message):
     assert code == 2 and message in err and "Traceback" not in err
     assert snapshot(tmp_path) == before
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path: Path) -> None:
+    """``portagent … | head -1``: the pipe closes before portagent is done writing."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "portagent", "capabilities"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err, err

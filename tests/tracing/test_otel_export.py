@@ -167,6 +167,10 @@ def test_protobuf_export_decoded_with_the_official_definitions(resumed_trace: Pa
     assert [s.name for s in attempts] == ["attempt 1", "attempt 2"]
     assert all(s.parent_span_id == root.span_id for s in attempts)
     assert _attrs(attempts[0])["portagent.status"] == "waiting_approval"
+    # The resume boundary rides on the second attempt's span, with the journal it replayed.
+    (boundary,) = [ev for ev in attempts[1].events if ev.name == "portagent.attempt.started"]
+    b = {kv.key: kv.value for kv in boundary.attributes}
+    assert b["attempt"].int_value == 2 and b["journal"].string_value == "journal/attempt-1.jsonl"
     chats = [s for s in spans if s.name.startswith("chat ")]
     tools = [s for s in spans if s.name.startswith("execute_tool ")]
     model_calls = [e for e in events if e["type"] == "model.call"]

@@ -239,7 +239,7 @@ class _Builder:
         # given for both.
         tls = tls_context()
         options = types.HttpOptions(
-            base_url=endpoint.base_url or None,
+            base_url=endpoint.client_url or None,
             httpx_async_client=self.http,
             client_args={"verify": tls},
             async_client_args={"verify": tls, "ssl": tls},

@@ -249,7 +249,7 @@ class _Run(_ToolHooks):
             cwd=str(home.cwd),
             cli_path=s.options.extra.get("cli_path"),
             env=home.env(
-                base_url=base_url or s.endpoint.base_url, api_key=s.endpoint.api_key, extra=extra_env
+                base_url=base_url or s.endpoint.client_url, api_key=s.endpoint.api_key, extra=extra_env
             ),
             extra_args=extra_args,
             include_partial_messages=True,

@@ -137,7 +137,7 @@ class _Builder:
         self.agents: dict[str, Agent[Any]] = {}
         self.hooks = _Hooks(session)
         endpoint = session.endpoint
-        base_url = endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None
+        base_url = endpoint.client_url.rstrip("/") + "/v1" if endpoint.client_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
         # (and, through the response hook, as ``error`` events rather than silence).

@@ -215,7 +215,10 @@ class McpConnection:
         if self.closed_reason is not None:
             raise McpServerError(self.closed_reason)
         try:
-            return await self.client.call_tool(tool, args)
+            from portagent.tracing.propagation import HEADER, current_header
+
+            parent = current_header()  # W3C trace context of the calling run (docs/a2a.md)
+            return await self.client.call_tool(tool, args, meta={HEADER: parent} if parent else None)
         except Exception as e:
             if _is_closed(e) or (self._task is not None and self._task.done()):
                 self.closed_reason = (

@@ -96,11 +96,15 @@ if wanted:
     TOOLS = [t for t in TOOLS if t.name in wanted]
 
 
-def _log(name: str, args: dict) -> None:
+def _log(name: str, args: dict, traceparent: str | None = None) -> None:
     path = os.environ.get("MCP_TEST_LOG")
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"server": NAME, "tool": name, "args": args}) + "\n")
+    trace_log = os.environ.get("MCP_TEST_TRACE_LOG")  # the ``_meta.traceparent`` each call carried
+    if trace_log:
+        with open(trace_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"server": NAME, "tool": name, "traceparent": traceparent}) + "\n")
 
 
 async def list_tools(ctx, params):
@@ -109,7 +113,7 @@ async def list_tools(ctx, params):
 
 async def call_tool(ctx, params):
     args = params.arguments or {}
-    _log(params.name, args)
+    _log(params.name, args, (params.meta or {}).get("traceparent"))
     if params.name == "get_forecast":
         out = {"city": args["city"], "forecast": os.environ.get("MCP_TEST_FORECAST", "sunny"), "server": NAME}
         return types.CallToolResult(

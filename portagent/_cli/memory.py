@@ -1,0 +1,187 @@
+"""``portagent memory list|show|search|add|edit|delete|pause|resume``: the human controls of the memory store.
+
+Works on ``$PORTAGENT_HOME/memory.db`` (``--home`` overrides), the store the memory tools (``remember``,
+``recall``, ``forget``; docs/memory.md) write and read through the gateway.
+
+Exit codes: 0 done · 2 usage error: unknown memory id, a record without source/scope/expiry/confidence,
+bad values, a damaged store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+from typing import Any
+
+SCOPES = ("user", "agent", "project")
+TYPES = ("episodic", "semantic", "procedural", "artifact")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("memory", help="view, correct, delete and pause the governed memory store")
+    p.add_argument("--home", metavar="DIR", help="state folder (default: $PORTAGENT_HOME or ./.portagent)")
+    msub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    ls = msub.add_parser("list", help="list memories (oldest first)")
+    ls.add_argument("--scope", choices=SCOPES)
+    ls.add_argument("--owner")
+    ls.add_argument("--json", action="store_true", help="print JSON (one array)")
+
+    show = msub.add_parser("show", help="one memory with its source and last retrieval")
+    show.add_argument("memory_id", metavar="ID")
+    show.add_argument("--json", action="store_true")
+
+    search = msub.add_parser("search", help="rank memories for a query as recall would, with explanations")
+    search.add_argument("query")
+    search.add_argument("-k", type=int, default=5)
+    search.add_argument("--include-stale", action="store_true", help="also expired, superseded, retired ones")
+    search.add_argument("--json", action="store_true")
+
+    add = msub.add_parser(
+        "add", help="store a memory by hand (source, scope, expiry and confidence required)"
+    )
+    add.add_argument("--statement", required=True)
+    add.add_argument("--source", required=True, help="file:line, URL, or who said it")
+    add.add_argument("--scope", required=True, choices=SCOPES)
+    add.add_argument("--expires", required=True, metavar="DATE|never")
+    add.add_argument("--confidence", required=True, type=float)
+    add.add_argument("--type", choices=TYPES, default="semantic")
+    add.add_argument("--owner", help="default: $USER for user/project scope; required for agent scope")
+    add.add_argument("--supersedes", metavar="ID")
+
+    edit = msub.add_parser("edit", help="correct a memory (re-validated)")
+    edit.add_argument("memory_id", metavar="ID")
+    edit.add_argument("--statement")
+    edit.add_argument("--source")
+    edit.add_argument("--expires", metavar="DATE|never")
+    edit.add_argument("--confidence", type=float)
+    edit.add_argument("--type", choices=TYPES)
+
+    delete = msub.add_parser("delete", help="delete a memory for good")
+    delete.add_argument("memory_id", metavar="ID")
+
+    msub.add_parser("pause", help="refuse every memory write (remember, forget, add) until resume")
+    msub.add_parser("resume", help="allow memory writes again")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from portagent.contracts.errors import UsageError
+    from portagent.contracts.memory import MemoryWrite
+    from portagent.core.home import portagent_home
+    from portagent.tools.memory import MEMORY_DB, MemoryStore
+
+    home = portagent_home(args.home)
+    path = home / MEMORY_DB
+    action = args.memory_command
+    if not path.exists() and action in ("list", "search"):
+        print("[]" if args.json else f"no memories in {home}")
+        return 0
+    if not path.exists() and action in ("show", "edit", "delete"):
+        raise UsageError(f"no memory {args.memory_id!r} in {home}: 'portagent memory list' shows them")
+    store = MemoryStore(path)
+    try:
+        if action == "list":
+            records = store.records(scope=args.scope, owner=args.owner)
+            if args.json:
+                print(json.dumps([r.model_dump(mode="json") for r in records], indent=2, ensure_ascii=False))
+            elif not records:
+                print(f"no memories in {home}")
+            for r in [] if args.json else records:
+                print(f"{r.memory_id}  {r.scope}:{r.owner}  {r.status:<10}  {r.statement}")
+            if store.paused and not args.json:
+                print("(memory writes are paused: 'portagent memory resume')")
+            return 0
+        if action == "show":
+            record = store._require(args.memory_id)
+            if args.json:
+                print(record.model_dump_json(indent=2))
+            else:
+                for key, value in record.model_dump().items():
+                    print(f"{key:<16} {value}")
+            return 0
+        if action == "search":
+            if args.k < 1:
+                raise UsageError("-k must be at least 1")
+            found = store.search(args.query, k=args.k, include_stale=args.include_stale, touch=False)
+            if args.json:
+                print(json.dumps([f.model_dump(mode="json") for f in found], indent=2, ensure_ascii=False))
+            elif not found:
+                print("no memory matches")
+            for f in [] if args.json else found:
+                print(f"{f.score:.3f}  {f.record.memory_id}  {f.record.statement}")
+                print(f"       {f.explanation}; last retrieved {f.record.last_retrieved or 'never'}")
+            return 0
+        if action == "add":
+            if args.scope == "agent" and not args.owner:
+                raise UsageError("--owner AGENT is required for an agent-scope memory")
+            try:
+                write = MemoryWrite(
+                    statement=args.statement,
+                    source=args.source,
+                    scope=args.scope,
+                    expires_at=args.expires,
+                    confidence=args.confidence,
+                    type=args.type,
+                    supersedes=args.supersedes,
+                )
+            except ValidationError as e:
+                raise UsageError(_first_problem(e)) from None
+            owner = args.owner or _user()
+            record = store.write(write, owner=owner, written_by=f"cli:{_user()}")
+            print(f"stored {record.memory_id}  {record.scope}:{record.owner}")
+            return 0
+        if action == "edit":
+            changes: dict[str, Any] = {
+                k: v
+                for k, v in (
+                    ("statement", args.statement),
+                    ("source", args.source),
+                    ("expires_at", args.expires),
+                    ("confidence", args.confidence),
+                    ("type", args.type),
+                )
+                if v is not None
+            }
+            if not changes:
+                raise UsageError(
+                    "nothing to change: give --statement, --source, --expires, --confidence or --type"
+                )
+            try:
+                record = store.edit(args.memory_id, **changes)
+            except ValidationError as e:
+                raise UsageError(_first_problem(e)) from None
+            print(f"edited {record.memory_id}")
+            return 0
+        if action == "delete":
+            record = store.delete(args.memory_id)
+            print(f"deleted {record.memory_id}  ({record.statement})")
+            return 0
+        if action in ("pause", "resume"):
+            store.set_paused(action == "pause")
+            print("memory writes paused" if action == "pause" else "memory writes resumed")
+            return 0
+        raise AssertionError(action)
+    finally:
+        store.close()
+
+
+def _first_problem(e: Any) -> str:
+    first = e.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "memory"
+    names = {
+        "expires_at": "--expires",
+        "statement": "--statement",
+        "source": "--source",
+        "confidence": "--confidence",
+    }
+    return f"{names.get(where, where)}: {first['msg']}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "user"

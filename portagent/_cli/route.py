@@ -1,0 +1,96 @@
+"""``portagent route ROUTER REQUESTS [--out DIR] [--json]``: decide requests with an explicit router.
+
+ROUTER is a ``kind: router`` spec (capability registry, weights, gates); REQUESTS a YAML/JSON file with
+``requests:``. Prints each decision with every candidate's score, gate and reasons; ``--out`` writes
+``decisions.json`` and one run folder per request (``<request_id>/trace.jsonl``, readable by
+``trace show`` and scored by the evals). Exit 0 whatever the decisions (a ``stop`` is an answer);
+2 for a bad flag or folder; 1 for an invalid spec or requests file. docs/router.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "route",
+        help="decide requests with an explicit router (kind: router) and print the receipts",
+        description="Score every capability of the router's registry for each request, gate it (effect "
+        "both ways — least privilege —, scope, cost, latency, review in prod), and print the decision "
+        "with every alternative. Nothing is executed.",
+    )
+    p.add_argument("router", help="kind: router spec")
+    p.add_argument("requests", help="YAML/JSON file with a 'requests:' list")
+    p.add_argument("--out", help="write decisions.json and <request_id>/trace.jsonl here")
+    p.add_argument("--json", action="store_true", help="print the decisions as JSON")
+
+
+def _load_requests(path: str) -> Any:
+    from pydantic import ValidationError
+
+    from portagent.contracts.errors import SpecError, SpecProblem
+    from portagent.contracts.loader import problems_from_validation, read_document
+    from portagent.contracts.router import RouteRequests
+
+    data, node = read_document(Path(path))
+    if not isinstance(data, dict):
+        raise SpecError([SpecProblem(path, "", "expected a mapping with a 'requests:' list")])
+    try:
+        return RouteRequests.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(problems_from_validation(e, path, node, RouteRequests, data=data)) from None
+
+
+def _check_out(out: str) -> Path:
+    from portagent.contracts.errors import UsageError
+
+    if not out.strip():
+        raise UsageError("--out: the folder name is empty")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()) and not (path / "decisions.json").is_file():
+        raise UsageError(
+            f"--out {out}: the folder holds other files; give an empty folder or an earlier route folder"
+        )
+    return path
+
+
+def _render(routed: Any) -> str:
+    lines: list[str] = []
+    for r in routed:
+        d = r.decision
+        chosen = (
+            f"{d.selected_route} ({d.selected_kind}, score {d.score})" if d.selected_route else "no route"
+        )
+        lines.append(f"{d.request_id}: {d.decision.upper()} {chosen} — {d.reason}")
+        for a in d.alternatives:
+            lines.append(
+                f"    {a.score:>7}  {a.gate:<6}  {a.route_id} [{a.kind}, {a.effect}]  {'; '.join(a.reasons)}"
+            )
+        if d.fallbacks:
+            lines.append(f"    fallbacks: {', '.join(d.fallbacks)}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from portagent.contracts.loader import load_spec_file
+    from portagent.contracts.router import RouterSpec
+    from portagent.runtime.route import decide, write_routed
+
+    out = _check_out(args.out) if args.out is not None else None
+    spec = load_spec_file(args.router, RouterSpec)
+    requests = _load_requests(args.requests)
+    routed = decide(spec, requests.requests)
+    if out is not None:
+        write_routed(routed, out)
+    if args.json:
+        print(json.dumps([r.decision.model_dump(mode="json") for r in routed], indent=2, ensure_ascii=False))
+    else:
+        print(_render(routed))
+    return 0

@@ -1,0 +1,1 @@
+"""The Anthropic Messages API adapter (the anthropic SDK's tool runner)."""

@@ -1,0 +1,360 @@
+"""Anthropic Messages API adapter (anthropic 2.14): the SDK's own tool runner.
+
+Translation only:
+
+- AgentSpec → one ``client.beta.messages.tool_runner(model, system=instructions, tools, messages)`` per
+  agent and user message, on an ``AsyncAnthropic`` client built per run (async clients are bound to their
+  event loop, SDK_NOTES §8.5), ``thread=False`` so every request carries the whole conversation (the
+  same requests as the plain ``messages.create`` loop, readable in cassettes and by the emulator);
+- ToolSpec → ``_GatewayTool``, a ``BetaAsyncBuiltinFunctionTool`` declaring the ToolSpec's JSON Schema
+  verbatim as ``input_schema``; its ``call`` hands the input to the gateway and nothing else. A rejected
+  call is answered as a ``ToolError`` (the runner sends it with ``is_error: true``, as Claude Code does);
+- delegation ``agent_as_tool`` → ``_AgentTool`` declaring ``{"input": string}`` like the other providers;
+  its call runs the sub-agent's own tool runner and returns its final text. There is no handoff: a tool
+  runner's system prompt and tools are fixed for its loop (``capabilities.PROFILES["anthropic"]``);
+- ``output_schema`` → ``output_config.format = {type: json_schema, schema}`` (structured outputs); the text
+  answer is parsed here and validated by portagent afterwards;
+- model calls → read from each message the runner yields (usage, ``stop_reason``, id).
+
+Why the runner and not a hand-written ``messages.create`` loop: everything portagent needs fits the
+runner's public surface. The one thing that needed care is the order of work at each step: the runner
+runs a reply's tools lazily when it is asked for the next item, then sends the next request at once. So
+the loop here asks for the tool results itself (``generate_tool_call_response()``, cached by the runner
+and reused for its next request): once they are there, a stop signal raised in a tool (approval deferred,
+budget exhausted) ends the run *before* the next request, and ``session.before_model_call`` counts the next
+request before it is sent. The runner catches every exception a tool raises (and logs it with a
+traceback), so a signal is kept in the session and reaches the tool runner only as a quiet ``ToolError``.
+
+Pinned SDK behaviour: a tool name the runner does not know (none declared) is answered by the runner
+itself ("Error: Tool '…' not found", ``is_error``), never by the gateway; its ``UserWarning`` is silenced.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import deque
+from typing import Any
+
+import anthropic
+from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
+
+from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
+from portagent.adapters.anthropic import rules
+from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.port import RunSession, RunSignal
+from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.errors import ProviderError, UsageError
+from portagent.contracts.portability import Verdict
+from portagent.contracts.tool import ToolSpec
+from portagent.wire.anthropic_response import anthropic_usage
+
+_NOT_FOUND = r"Tool '.*' not found in tool runner"
+"""The runner answers an undeclared tool name itself and warns about it; the answer is pinned in the tests,
+the warning would only reach a CLI user's terminal."""
+
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "other",
+    "pause_turn": "other",
+}
+"""Anthropic ``stop_reason`` → portagent ``finish_reason`` (the same mapping as Claude Code's)."""
+
+AGENT_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+    "additionalProperties": False,
+}
+"""What an agent-as-tool takes, on every provider: the task as text."""
+
+
+class _CallIds:
+    """The vendor ids of one reply's tool calls, handed out in the order the runner runs them (it runs a
+    reply's ``tool_use`` blocks one at a time, in order; ``call()`` itself is given only the input)."""
+
+    def __init__(self) -> None:
+        self._pending: deque[tuple[str, str]] = deque()
+
+    def expect(self, message: Any, runnable: set[str]) -> None:
+        self._pending = deque(
+            (b.name, b.id) for b in message.content if b.type == "tool_use" and b.name in runnable
+        )
+
+    def take(self, name: str) -> str | None:
+        if self._pending and self._pending[0][0] == name:
+            return self._pending.popleft()[1]
+        return None
+
+
+class _GatewayTool(BetaAsyncBuiltinFunctionTool):
+    """A ToolSpec as a runnable tool: declared verbatim, executed only by the gateway."""
+
+    def __init__(self, spec: ToolSpec, agent: str, session: RunSession, ids: _CallIds) -> None:
+        self.spec = spec
+        self.agent = agent
+        self.session = session
+        self.ids = ids
+
+    def to_dict(self) -> Any:
+        return {
+            "name": self.spec.name,
+            "description": self.spec.model_description(),
+            "input_schema": self.spec.input_schema,
+        }
+
+    async def call(self, input: object) -> Any:
+        vendor_id = self.ids.take(self.spec.name)
+        try:
+            obs = await self.session.gateway(self.agent).call(
+                self.spec.name, input, vendor_call_id=vendor_id, via="function"
+            )
+        except RunSignal as sig:  # kept in session.stop; the loop ends the run before the next request
+            raise ToolError(f"run stopped: {sig}") from sig
+        text = observation_json(obs)
+        if not obs.ok:
+            raise ToolError(text)
+        return text
+
+
+class _AgentTool(BetaAsyncBuiltinFunctionTool):
+    """An agent-as-tool: its call runs the sub-agent's own tool runner; the parent keeps control."""
+
+    def __init__(self, loop: _Loop, parent: str, target: str, description: str, ids: _CallIds) -> None:
+        self.loop = loop
+        self.parent = parent
+        self.target = target
+        self.description = description
+        self.ids = ids
+
+    def to_dict(self) -> Any:
+        return {"name": self.target, "description": self.description, "input_schema": AGENT_TOOL_SCHEMA}
+
+    async def call(self, input: object) -> Any:
+        session = self.loop.session
+        vendor_id = self.ids.take(self.target)
+        task = input.get("input") if isinstance(input, dict) else None
+        if not isinstance(task, str):
+            raise ToolError(
+                json.dumps({"ok": False, "error": "validation_error", "message": "input: string"})
+            )
+        session.record_handoff(
+            self.parent, self.target, "agent_as_tool", details={"vendor_call_id": vendor_id}
+        )
+        try:
+            final, _ = await self.loop.run_agent(self.target, [{"role": "user", "content": task}])
+        except RunSignal as sig:
+            session.signal(sig)
+            raise ToolError(f"run stopped: {sig}") from sig
+        except Exception as e:  # a provider error in the sub-agent fails the run, as on the other providers
+            self.loop.failure = self.loop.failure or e
+            raise ToolError(f"sub-agent {self.target} failed: {e}") from e
+        return final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)
+
+
+class _Loop:
+    """Runs one agent's tool runner to the end of a user turn, reporting every model call."""
+
+    def __init__(self, session: RunSession, client: anthropic.AsyncAnthropic) -> None:
+        self.session = session
+        self.client = client
+        shared = session.bundle.spec.models
+        self.max_tokens = shared.max_tokens or rules.DEFAULT_MAX_TOKENS
+        self.temperature = shared.temperature if shared.force_shared_settings else None
+        self.failure: Exception | None = None
+        """An error raised inside an agent tool's run (the runner would turn it into a tool result)."""
+
+    def tools(self, agent: str, ids: _CallIds) -> list[BetaAsyncBuiltinFunctionTool]:
+        node = self.session.bundle.agents[agent]
+        out: list[BetaAsyncBuiltinFunctionTool] = [
+            _GatewayTool(spec, agent, self.session, ids) for spec in node.tools.values()
+        ]
+        for edge in node.edges:  # handoff edges never reach here: the verdict refuses them first
+            target = self.session.bundle.agents[edge.target].spec
+            out.append(
+                _AgentTool(
+                    self, agent, edge.target, edge.description or target.description or edge.target, ids
+                )
+            )
+        return out
+
+    def params(self, agent: str) -> dict[str, Any]:
+        spec = self.session.bundle.agents[agent].spec
+        extra: dict[str, Any] = {}
+        if spec.output_schema is not None:
+            extra["output_config"] = {"format": {"type": "json_schema", "schema": spec.output_schema}}
+        if self.temperature is not None:
+            extra["extra_body"] = {"temperature": self.temperature}
+        cache = self.session.options.extra.get("anthropic_cache_control")
+        if cache:
+            extra["cache_control"] = cache
+        return extra
+
+    async def run_agent(self, agent: str, messages: list[Any]) -> tuple[Any, list[Any]]:
+        """One user turn of ``agent`` over ``messages``: its final output, and the conversation after it."""
+        session = self.session
+        ids = _CallIds()
+        tools = self.tools(agent, ids)
+        runnable = {t.name for t in tools}
+        history = list(messages)
+        stopwatch = Stopwatch(session.clock)
+        session.before_model_call(agent)
+        stopwatch.start(agent)
+        # One runner type per ``stream`` (messages, or message streams read to their final message).
+        runner: Any = self.client.beta.messages.tool_runner(
+            model=session.model_for(agent),
+            max_tokens=self.max_tokens,
+            system=session.bundle.agents[agent].spec.instructions,
+            messages=list(messages),
+            tools=tools,
+            thread=False,
+            stream=session.options.streaming,
+            **self.params(agent),
+        )
+        last: Any = None
+        try:
+            async for item in runner:
+                message = await item.get_final_message() if session.options.streaming else item
+                last = message
+                self._record(agent, message, stopwatch.stop(agent))
+                history.append({"role": "assistant", "content": [_block_param(b) for b in message.content]})
+                ids.expect(message, runnable)
+                with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
+                    warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
+                    response = await runner.generate_tool_call_response()
+                session.check_stopped()  # a tool deferred an approval or exhausted a budget: no next request
+                if self.failure is not None:
+                    raise self.failure
+                if response is not None and message.stop_reason == "tool_use":
+                    history.append(response)
+                    session.before_model_call(agent)
+                    stopwatch.start(agent)
+                elif message.stop_reason == "pause_turn":
+                    session.before_model_call(agent)
+                    stopwatch.start(agent)
+        finally:
+            await runner.close()
+        return self._final(agent, last), history
+
+    def _record(self, agent: str, message: Any, latency: float | None) -> None:
+        usage = anthropic_usage(message.usage.model_dump(mode="json", exclude_none=True))
+        self.session.record_model_call(
+            agent=agent,
+            model=self.session.model_for(agent),
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            cache_read_tokens=usage.cache_read_tokens if usage else 0,
+            cache_write_tokens=usage.cache_write_tokens if usage else 0,
+            reasoning_tokens=usage.reasoning_tokens if usage else 0,
+            latency_ms=latency,
+            finish_reason=FINISH.get(message.stop_reason or "", "other" if message.stop_reason else None),
+            response_id=message.id,
+            details={"message_id": message.id, "stop_reason": message.stop_reason},
+        )
+
+    def _final(self, agent: str, message: Any) -> Any:
+        if message is None:
+            return None
+        text = "".join(b.text for b in message.content if b.type == "text")
+        if self.session.bundle.agents[agent].spec.output_schema is None:
+            return text
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text  # output_valid: false is decided by the runner, not a crash here
+
+
+def _block_param(block: Any) -> dict[str, Any]:
+    """A reply's content block as a request param (for the next user message of a multi-turn run)."""
+    data: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+    data.pop("parsed_output", None)
+    if data.get("type") == "text":
+        return {"type": "text", "text": data.get("text", "")}
+    if data.get("type") == "tool_use":
+        return {"type": "tool_use", "id": data["id"], "name": data["name"], "input": data.get("input")}
+    return data
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+class AnthropicAdapter:
+    name = "anthropic"
+    capabilities = PROFILES["anthropic"]
+
+    def sdk_version(self) -> str:
+        return package_version("anthropic")
+
+    def cli_version(self) -> str | None:
+        return None
+
+    async def run(self, session: RunSession) -> AdapterOutcome:
+        # The runner asks the whole verdict first; asking here too keeps the adapter safe when driven directly.
+        Verdict("anthropic", tuple(rules.lacks(session.bundle))).raise_if_unrunnable()
+        endpoint = session.endpoint
+        # The SDK's own retries are kept (max_retries=2 unless ``options.extra["anthropic_max_retries"]``
+        # says otherwise): a 429 is retried natively and shows up as an ``error`` event through the hook.
+        retries = session.options.extra.get("anthropic_max_retries")
+        http = anthropic.DefaultAsyncHttpxClient(
+            event_hooks={"response": [http_error_hook(session, "the anthropic client may retry")]},
+            verify=tls_context(),
+        )
+        client = anthropic.AsyncAnthropic(
+            api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
+            base_url=endpoint.base_url.rstrip("/") if endpoint.base_url else None,
+            http_client=http,
+            max_retries=int(retries) if retries is not None else anthropic.DEFAULT_MAX_RETRIES,
+            # anthropic 2.14 makes OTel spans and propagates trace context by default: portagent writes its
+            # own trace, and the requests stay the same from run to run (no traceparent header)
+            open_telemetry=False,
+        )
+        loop = _Loop(session, client)
+        root = session.bundle.root
+        history: list[Any] = []
+        final: Any = None
+        try:
+            for text in session.request.messages:
+                final, history = await loop.run_agent(root, [*history, {"role": "user", "content": text}])
+            session.check_stopped()
+        except Exception as e:
+            _raise_mapped(e, session)
+        finally:
+            await client.close()
+        return AdapterOutcome(
+            final_output=final,
+            final_agent=root,
+            details={"tool_runner": "beta.messages.tool_runner", "streaming": session.options.streaming},
+        )
+
+
+def _raise_mapped(e: Exception, session: RunSession) -> None:
+    """The one place SDK and vendor errors become portagent errors."""
+    session.reraise_signal(e)
+    cause: BaseException | None = e
+    while cause is not None and not isinstance(cause, anthropic.AnthropicError):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, anthropic.APIStatusError):
+        raise ProviderError(
+            f"Anthropic API error {cause.status_code}: {cause.message}",
+            status=cause.status_code,
+            body=cause.response.text,
+            retryable=REGISTRY["anthropic"].retryable(cause.status_code),
+        ) from e
+    if isinstance(cause, anthropic.APIConnectionError):
+        raise ProviderError(
+            f"cannot reach the Anthropic endpoint {session.endpoint.base_url or 'api.anthropic.com'}: "
+            f"{cause.__cause__ or cause}",
+            retryable=True,
+        ) from e
+    if isinstance(cause, anthropic.AnthropicError):
+        raise UsageError(f"anthropic client configuration error: {cause}") from e
+    if isinstance(e, TypeError) and "authentication" in str(e):
+        raise UsageError(f"anthropic client configuration error: {e}") from e
+    raise e
+
+
+ADAPTER = AnthropicAdapter()

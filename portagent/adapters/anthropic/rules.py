@@ -1,0 +1,35 @@
+"""What the anthropic adapter notes about a spec (no SDK import).
+
+The plain Messages API lacks nothing beyond its capability profile (``contracts/capabilities.py``: no
+handoffs, no built-in tools): tool schemas are sent verbatim as ``input_schema``, agents as tools nest at
+any depth, temperature and ``max_tokens`` exist. Where the adapter fills in what the spec leaves open,
+the verdict says so in notes.
+"""
+
+from __future__ import annotations
+
+from portagent.contracts.bundle import AgentBundle
+from portagent.contracts.portability import Lack
+
+DEFAULT_MAX_TOKENS = 4096
+"""Sent when the spec sets no ``models.max_tokens``: the Messages API requires a value."""
+
+
+def lacks(bundle: AgentBundle) -> list[Lack]:
+    """Nothing beyond the profile (kept as the vendor-rules seam every adapter has)."""
+    return []
+
+
+def notes(bundle: AgentBundle) -> list[str]:
+    """Not lacks: where the adapter fills in what the spec leaves open."""
+    out: list[str] = []
+    models = bundle.spec.models
+    if models.max_tokens is None:
+        out.append(
+            f"anthropic: models.max_tokens is not set; the Messages API requires one, {DEFAULT_MAX_TOKENS} is sent"
+        )
+    for name, node in bundle.agents.items():
+        own = node.spec.models
+        if not (own.anthropic or models.anthropic) and (own.claude or models.claude):
+            out.append(f"anthropic: agent {name!r} has no models.anthropic; its models.claude id is used")
+    return out

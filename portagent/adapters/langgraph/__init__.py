@@ -1,0 +1,1 @@
+"""The LangGraph adapter (an explicit StateGraph over a LangChain chat model)."""

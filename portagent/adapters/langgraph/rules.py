@@ -1,0 +1,78 @@
+"""The langgraph adapter's model choice and what it notes about a spec (no SDK import).
+
+A LangGraph agent runs over a LangChain chat model whose vendor the spec chooses: ``models.langgraph`` is
+``<vendor>:<model id>`` in LangChain's own ``init_chat_model`` spelling, with the vendors whose maintained
+integrations the ``langgraph`` extra installs:
+
+- ``openai:<id>`` — ``langchain-openai`` (``ChatOpenAI``; the Responses or Chat Completions API as
+  ``models.openai_api`` says);
+- ``anthropic:<id>`` — ``langchain-anthropic`` (``ChatAnthropic``, the Messages API);
+- ``google_genai:<id>`` — ``langchain-google-genai`` (``ChatGoogleGenerativeAI``, the Gemini API).
+
+Unset, the adapter runs the spec's OpenAI model (``openai:`` + ``models.openai``), so every spec that
+runs on ``openai`` runs on ``langgraph`` too, through the same endpoint (the verdict says so in a note).
+"""
+
+from __future__ import annotations
+
+from portagent.contracts.bundle import AgentBundle, AgentNode
+from portagent.contracts.portability import Lack
+
+VENDORS: dict[str, str] = {
+    "openai": "openai",
+    "anthropic": "claude",
+    "google_genai": "adk",
+}
+"""Chat-model vendor → the portagent provider whose wire protocol (and emulator turns) it speaks."""
+
+
+def model_choice(node: AgentNode, root: AgentNode) -> tuple[str, str] | None:
+    """(vendor, model id) for one agent: its own ``models.langgraph``, the root's, else ``openai:`` + the
+    OpenAI id. None when there is nothing to run."""
+    for models in (node.spec.models, root.spec.models):
+        if models.langgraph:
+            vendor, sep, model = models.langgraph.partition(":")
+            return (vendor, model) if sep else ("", models.langgraph)
+    openai_id = node.spec.models.openai or root.spec.models.openai
+    return ("openai", openai_id) if openai_id else None
+
+
+def _file(node: AgentNode) -> str:
+    return str(node.path) if node.path is not None else node.name
+
+
+def lacks(bundle: AgentBundle) -> list[Lack]:
+    """A ``models.langgraph`` value must name a vendor the extra installs, and a model id."""
+    out: list[Lack] = []
+    for node in bundle.agents.values():
+        value = node.spec.models.langgraph
+        if value is None:
+            continue
+        vendor, sep, model = value.partition(":")
+        if not sep or vendor not in VENDORS or not model:
+            out.append(
+                Lack(
+                    "a chat model vendor",
+                    f"models.langgraph {value!r} on {node.name}: expected <vendor>:<model id> with vendor one of "
+                    f"{', '.join(VENDORS)} (e.g. openai:gpt-4.1-mini)",
+                    _file(node),
+                    "models.langgraph",
+                    kind="usage",
+                )
+            )
+    return out
+
+
+def notes(bundle: AgentBundle) -> list[str]:
+    out: list[str] = []
+    for name, node in bundle.agents.items():
+        if not (node.spec.models.langgraph or bundle.spec.models.langgraph):
+            out.append(f"langgraph: agent {name!r} has no models.langgraph; it runs openai:<models.openai>")
+        choice = model_choice(node, bundle.node)
+        if choice is not None and choice[0] == "google_genai":
+            out.append(
+                f"langgraph: agent {name!r} runs a Gemini chat model; langchain-google-genai declares its tools in "
+                "Gemini's OpenAPI schema subset (keywords such as additionalProperties are dropped); the gateway "
+                "still enforces every keyword"
+            )
+    return out

@@ -1,0 +1,498 @@
+"""Sessions: the portable history of a thread, kept by portagent, continued on any provider.
+
+    run --session ID ──► history = store.turns(ID) ──► input = framed history ⊕ new message
+                         ──► runner.arun_full (unchanged) ──► completed? store.append(user…, assistant)
+
+The history is portagent's, not an SDK's: each turn is ``{role, content, provider, run_id, at}``, stored in
+``$PORTAGENT_HOME/sessions.db`` (``SqliteSessionStore``; any object with the ``SessionStore`` protocol may
+replace it). A run in a session sends the earlier turns *as input*, framed in one block before the new user
+message (``frame_history``), on every provider: the same bytes reach openai-agents, ADK and Claude Code, so
+a thread started on one provider continues on another (docs/sessions.md). The SDKs' own session mechanisms
+(openai-agents ``Session``, ADK ``SessionService``, Claude Code ``resume``) keep a provider's own items and
+cannot receive another provider's turns (Claude Code has no API to inject assistant turns), so they are not
+used — one observable behaviour instead of three.
+
+Only a completed run adds turns (its user message(s), then its final output as the assistant turn); a
+failed, stopped, duplicate or waiting run leaves the thread as it was, and re-running a waiting request
+(same idempotency key) sends the same history again. Session history is never written to a memory store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import ValidationError
+
+from portagent.contracts._base import Contract
+from portagent.contracts.errors import UsageError
+from portagent.contracts.session import Turn, frame_history
+from portagent.core.clock import Clock, SystemClock, iso
+
+if TYPE_CHECKING:
+    from portagent.contracts.bundle import AgentBundle
+    from portagent.contracts.run import RunRequest
+    from portagent.runtime.runner import RunConfig, RunOutput
+
+SESSIONS_DB = "sessions.db"
+SESSION_EXPORT_KIND = "portagent-session"
+SESSION_EXPORT_VERSION = 1
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+"""A session id: letters, digits, ``_ . : -``, at most 128 characters (it appears in file names and logs)."""
+
+
+class SessionInfo(Contract):
+    """A thread, summarised."""
+
+    session_id: str
+    """The thread's id."""
+    turns: int
+    """Number of turns."""
+    providers: list[str]
+    """Providers that added turns, in the order they first did."""
+    created_at: str
+    """First turn stored."""
+    updated_at: str
+    """Last turn stored."""
+
+
+class SessionStore(Protocol):
+    """Where threads live. ``SqliteSessionStore`` is the default; a team may plug its own."""
+
+    def turns(self, session_id: str) -> list[Turn]:
+        """The thread's turns in order; empty for a thread that does not exist yet."""
+        ...
+
+    def append(
+        self,
+        session_id: str,
+        turns: Sequence[tuple[str, str]],
+        *,
+        provider: str,
+        run_id: str,
+        agent: str,
+        trace_path: str | None = None,
+    ) -> list[Turn]:
+        """Append ``(role, content)`` pairs after the last turn; returns the stored turns."""
+        ...
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every thread, most recently updated last."""
+        ...
+
+    def clear(self, session_id: str) -> int:
+        """Delete a thread's turns; returns how many were deleted."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` if well formed, else one UsageError saying what is allowed."""
+    if not SESSION_ID_RE.fullmatch(session_id):
+        raise UsageError(
+            f"session id {session_id!r} is not valid: use 1-128 letters, digits, '_', '.', ':' or '-', "
+            "starting with a letter or digit"
+        )
+    return session_id
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    provider TEXT,
+    run_id TEXT,
+    agent TEXT,
+    trace_path TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+
+class SqliteSessionStore:
+    """Threads in one SQLite file (``$PORTAGENT_HOME/sessions.db`` unless ``path`` is given).
+
+    A file that is not a SQLite database, or whose table is not the one written here, is reported as one
+    UsageError naming the file (never a traceback); nothing is written to it.
+    """
+
+    def __init__(self, path: Path | None = None, *, clock: Clock | None = None, create: bool = True) -> None:
+        from portagent.core.home import state_file
+
+        self.path = path or state_file(SESSIONS_DB, create=create)
+        self.clock = clock or SystemClock()
+        from portagent.tools.sqlite_state import open_state_db
+
+        self._db = open_state_db(self.path, _SCHEMA, "session store")
+        with self._guard():
+            cols = [row[1] for row in self._db.execute("PRAGMA table_info(turns)")]
+        expected = [
+            "session_id",
+            "seq",
+            "role",
+            "content",
+            "provider",
+            "run_id",
+            "agent",
+            "trace_path",
+            "created_at",
+        ]
+        if cols != expected:
+            self._db.close()
+            raise UsageError(self._damaged(f"its 'turns' table has columns {cols}, expected {expected}"))
+
+    def _damaged(self, detail: str) -> str:
+        return (
+            f"the session store {str(self.path)!r} is damaged ({detail}); move it away to start a new one "
+            "(its threads are then lost)"
+        )
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise UsageError(self._damaged(str(e))) from e
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise UsageError(self._damaged(f"a stored turn is invalid at {where}: {first['msg']}")) from e
+
+    def turns(self, session_id: str) -> list[Turn]:
+        with self._guard():
+            rows = self._db.execute(
+                "SELECT seq, role, content, provider, run_id, agent, trace_path, created_at FROM turns "
+                "WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            return [
+                Turn(
+                    seq=r[0],
+                    role=r[1],
+                    content=r[2],
+                    provider=r[3],
+                    run_id=r[4],
+                    agent=r[5],
+                    trace_path=r[6],
+                    created_at=r[7],
+                )
+                for r in rows
+            ]
+
+    def append(
+        self,
+        session_id: str,
+        turns: Sequence[tuple[str, str]],
+        *,
+        provider: str,
+        run_id: str,
+        agent: str,
+        trace_path: str | None = None,
+    ) -> list[Turn]:
+        now = iso(self.clock.now())
+        stored: list[Turn] = []
+        with self._guard():
+            # One write transaction: two runs finishing at once on one thread get consecutive seqs.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                last = self._db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM turns WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+                for i, (role, content) in enumerate(turns, start=int(last) + 1):
+                    turn = Turn(
+                        seq=i,
+                        role=role,  # validated by the model
+                        content=content,
+                        provider=provider,
+                        run_id=run_id,
+                        agent=agent,
+                        trace_path=trace_path,
+                        created_at=now,
+                    )
+                    self._db.execute(
+                        "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (session_id, i, turn.role, content, provider, run_id, agent, trace_path, now),
+                    )
+                    stored.append(turn)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return stored
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._guard():
+            rows = self._db.execute(
+                "SELECT session_id, COUNT(*), MIN(created_at), MAX(created_at) FROM turns "
+                "GROUP BY session_id ORDER BY MAX(created_at), session_id"
+            ).fetchall()
+            out = []
+            for sid, count, first, last in rows:
+                providers: list[str] = []
+                for (p,) in self._db.execute(
+                    "SELECT provider FROM turns WHERE session_id = ? ORDER BY seq", (sid,)
+                ):
+                    if p and p not in providers:
+                        providers.append(p)
+                out.append(
+                    SessionInfo(
+                        session_id=sid, turns=count, providers=providers, created_at=first, updated_at=last
+                    )
+                )
+            return out
+
+    def clear(self, session_id: str) -> int:
+        with self._guard():
+            return self._db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,)).rowcount
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def open_session_store(*, create: bool = True) -> SqliteSessionStore:
+    """The default store in ``$PORTAGENT_HOME``."""
+    return SqliteSessionStore(create=create)
+
+
+def output_text(final: Any) -> str:
+    """A final output as an assistant turn's text (structured outputs as compact JSON)."""
+    if isinstance(final, str):
+        return final
+    return json.dumps(final, ensure_ascii=False, sort_keys=True)
+
+
+def session_request(
+    request: RunRequest, turns: Sequence[Turn], *, omitted: int = 0, compacted: str | None = None
+) -> RunRequest:
+    """``request`` with its first message framed by the thread's earlier turns."""
+    assert request.session_id is not None
+    messages = request.messages
+    first = frame_history(request.session_id, turns, messages[0], omitted=omitted, compacted=compacted)
+    new_input: str | list[str] = [first, *messages[1:]] if len(messages) > 1 else first
+    return request.model_copy(update={"input": new_input})
+
+
+@dataclass
+class FittedHistory:
+    """What a run in a session sends of its thread under a context budget."""
+
+    kept: list[Turn]
+    """The newest turns, sent as they are."""
+    excluded: list[dict[str, Any]] = field(default_factory=list)
+    """The older turns left out, as a manifest part (``ExcludedPart``)."""
+    compacted: str | None = None
+    """Those turns compacted (``tracing.handoff.render_compacted``), sent instead of them; None when
+    they have no traces on disk or even the compaction does not fit."""
+    compacted_part: dict[str, Any] | None = None
+    """The compaction as a manifest part (type ``handoff``)."""
+
+
+def fit_history(bundle: AgentBundle, request: RunRequest, turns: Sequence[Turn]) -> FittedHistory:
+    """The newest turns that fit the root agent's ``max_context_tokens`` beside what cannot be left out
+    (instructions, tool declarations, the new messages); the older ones are **compacted** into a handoff
+    package from their runs' traces (``tracing/handoff.py``) when it fits, else only left out. Without a budget
+    every turn is kept. Estimated tokens (``adapters/context_manifest.py``)."""
+    from portagent.adapters.context_manifest import estimate_tokens, manifest_fixed_tokens
+    from portagent.contracts.session import split_framed
+
+    budget = bundle.spec.max_context_tokens
+    if budget is None or not turns:
+        return FittedHistory(list(turns))
+    assert request.session_id is not None
+    session_id = request.session_id
+    available = budget - manifest_fixed_tokens(bundle, request)
+
+    def block(n: int, compacted: str | None) -> int:
+        framed = split_framed(
+            frame_history(
+                session_id, turns[len(turns) - n :], "x", omitted=len(turns) - n, compacted=compacted
+            )
+        )
+        assert framed is not None
+        return estimate_tokens(framed.history)
+
+    if block(len(turns), None) <= available:
+        return FittedHistory(list(turns))
+    # cut between exchanges only: the kept part starts with a user turn (or is empty)
+    cuts = [n for n in range(len(turns) - 1, -1, -1) if n == 0 or turns[len(turns) - n].role == "user"]
+    for n in cuts:  # the most newest turns that fit beside the compaction of the older ones
+        compacted, part = _compact_turns(session_id, turns[: len(turns) - n])
+        if compacted is not None and block(n, compacted) <= available:
+            return _fitted(session_id, turns, n, budget, compacted, part)
+    keep = next((n for n in cuts if block(n, None) <= available), 0)
+    return _fitted(session_id, turns, keep, budget, None, None)
+
+
+def _fitted(
+    session_id: str,
+    turns: Sequence[Turn],
+    keep: int,
+    budget: int,
+    compacted: str | None,
+    part: dict[str, Any] | None,
+) -> FittedHistory:
+    from portagent.adapters.context_manifest import estimate_tokens
+
+    dropped = turns[: len(turns) - keep]
+    how = f"compacted into {part['source'].split(' ')[0]}" if part is not None else "left out"
+    excluded = {
+        "type": "history",
+        "source": f"session:{session_id}#{dropped[0].seq}-{dropped[-1].seq}",
+        "tokens": estimate_tokens("\n".join(t.content for t in dropped)),
+        "reason": f"max_context_tokens {budget}: the oldest turns {how}, the newest {keep} kept",
+    }
+    return FittedHistory(list(turns[len(turns) - keep :]), [excluded], compacted, part)
+
+
+def _compact_turns(session_id: str, dropped: Sequence[Turn]) -> tuple[str | None, dict[str, Any] | None]:
+    """The dropped turns compacted from their runs' traces, or (None, None) when a trace is missing."""
+    from portagent.adapters.context_manifest import estimate_tokens
+    from portagent.core.clock import FixedClock
+    from portagent.tracing.handoff import compact, render_compacted
+
+    try:
+        events, _ = session_events(dropped)
+    except UsageError:
+        return None, None
+    if not events:
+        return None, None
+    package = compact(events, owner=f"session:{session_id}", clock=FixedClock())
+    text = render_compacted(package, events, dropped[0].seq, dropped[-1].seq)
+    part = {
+        "type": "handoff",
+        "source": f"handoff:{package.handoff_id} (session:{session_id}#{dropped[0].seq}-{dropped[-1].seq})",
+        "tokens": estimate_tokens(text),
+    }
+    return text, part
+
+
+async def arun_in_session(
+    agent: AgentBundle | str | Path,
+    request: RunRequest,
+    config: RunConfig | None = None,
+    *,
+    store: SessionStore | None = None,
+    on_event: Any = None,
+) -> RunOutput:
+    """Run ``request`` as the next exchange of thread ``request.session_id`` (created if new).
+
+    The runner is used as it is; this wrapper only builds the input from the stored history and, when the
+    run completed, appends the new turns.
+    """
+    from portagent.contracts.bundle import AgentBundle, load_agent
+    from portagent.core.secrets import mask_text
+    from portagent.runtime.runner import arun_full
+
+    if request.session_id is None:
+        raise UsageError("a session run needs a session id (RunRequest.session_id / --session ID)")
+    session_id = check_session_id(request.session_id)
+    bundle = agent if isinstance(agent, AgentBundle) else load_agent(agent)
+    owned = store is None
+    sessions: SessionStore = store if store is not None else open_session_store()
+    try:
+        history = sessions.turns(session_id)
+        fitted = fit_history(bundle, request, history)
+        config = _with_session_context(config, session_id, fitted)
+        run_request = session_request(
+            request, fitted.kept, omitted=len(history) - len(fitted.kept), compacted=fitted.compacted
+        )
+        output = await arun_full(bundle, run_request, config, on_event=on_event)
+        result = output.result
+        if result.status == "completed":
+            new: list[tuple[str, str]] = [("user", mask_text(m)) for m in request.messages]
+            new.append(("assistant", output_text(result.final_output)))
+            sessions.append(
+                session_id,
+                new,
+                provider=request.provider,
+                run_id=result.run_id,
+                agent=bundle.root,
+                trace_path=_absolute(result.trace_path, config),
+            )
+        return output
+    finally:
+        if owned:
+            sessions.close()
+
+
+def export_session(session_id: str, turns: Sequence[Turn]) -> dict[str, Any]:
+    """A thread as a portable JSON document (``sessions export``)."""
+    return {
+        "kind": SESSION_EXPORT_KIND,
+        "schema_version": SESSION_EXPORT_VERSION,
+        "session_id": session_id,
+        "turns": [t.model_dump(mode="json") for t in turns],
+    }
+
+
+def describe_session_run(session_id: str, result: Any) -> str:
+    """The CLI's ``session`` line after a run in a thread."""
+    store = open_session_store(create=False)
+    try:
+        count = len(store.turns(session_id))
+    finally:
+        store.close()
+    added = "turns added" if result.status == "completed" else f"nothing added (run {result.status})"
+    return f"session    {session_id}  {count} turns, {added}  (portagent sessions show {session_id})"
+
+
+def _with_session_context(config: RunConfig | None, session_id: str, fitted: FittedHistory) -> RunConfig:
+    """A copy of ``config`` telling the context manifest what the budget left out of the thread."""
+    from dataclasses import replace
+
+    from portagent.adapters.context_manifest import SESSION_CONTEXT_OPTION
+    from portagent.runtime.runner import RunConfig
+
+    config = config or RunConfig()
+    context = {"session_id": session_id, "excluded": fitted.excluded, "compacted": fitted.compacted_part}
+    extra = {**config.options.extra, SESSION_CONTEXT_OPTION: context}
+    return replace(config, options=replace(config.options, extra=extra))
+
+
+def _absolute(trace_path: str | None, config: RunConfig) -> str | None:
+    """The run's trace as an absolute path (recorded runs name it relative to their folder)."""
+    if trace_path is None:
+        return None
+    path = Path(trace_path)
+    if not path.is_absolute() and config.out_dir is not None:
+        path = config.out_dir / path
+    return str(path.resolve())
+
+
+def session_events(turns: Sequence[Turn]) -> tuple[list[Any], dict[str, str]]:
+    """The trace events of a thread's runs, in order, and each run's trace file. A trace that is gone or
+    unreadable is one UsageError naming it."""
+    from portagent.tracing.timeline import load_trace_file
+
+    paths: dict[str, str] = {}
+    for t in turns:
+        if t.role == "assistant" and t.run_id and t.run_id not in paths:
+            if not t.trace_path:
+                raise UsageError(
+                    f"run {t.run_id} of this thread kept no trace on disk: no handoff can be checked"
+                )
+            paths[t.run_id] = t.trace_path
+    events: list[Any] = []
+    for run_id, path in paths.items():
+        if not Path(path).is_file():
+            raise UsageError(
+                f"the trace of run {run_id} is not at {path} any more: no handoff can be checked"
+            )
+        events += [e for e in load_trace_file(path) if e.run_id == run_id]
+    return events, paths
+
+
+def transcript_hash(turns: Sequence[Turn]) -> str:
+    text = json.dumps([[t.seq, t.role, t.content] for t in turns], ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()

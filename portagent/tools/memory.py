@@ -1,0 +1,458 @@
+"""The governed memory store and the memory tools (``remember``, ``recall``, ``forget``).
+
+    agent ─► remember / recall / forget   (ToolSpecs in contracts/builtin/memory.yaml: tool_files: [portagent:memory])
+          ─► ToolGateway: schema (source, scope, expiry, confidence required) → policy (effect classes:
+             remember/forget are reversible_write, recall is read) → approval → ledger
+          ─► these handlers ─► MemoryStore ($PORTAGENT_HOME/memory.db)
+
+Writes are governed twice: the gateway (schema, policy, approval — a denied write never reaches a handler)
+and the store (``MemoryWrite``: a record without source, scope, expiry or confidence is refused; a paused
+store refuses every write). Retrieval ranks by the configurable ch. 04 score and excludes expired,
+superseded and retired records (``include_stale`` shows them, ranked below every valid one); each result
+carries its explanation and the store records ``last_retrieved``.
+
+Scope separation: a recall sees the actor's ``user`` memories, the calling agent's ``agent`` memories and
+every ``project`` memory — never another user's or another agent's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from portagent.contracts.errors import UsageError
+from portagent.contracts.memory import (
+    MemoryRecord,
+    MemoryWrite,
+    Recalled,
+    RetrievalWeights,
+    memory_id_for,
+    parse_expiry,
+)
+from portagent.core.clock import Clock, SystemClock, iso
+from portagent.tools.observations import ToolFailure
+from portagent.tools.tool_context import ToolContext
+
+MEMORY_DB = "memory.db"
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "the",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    memory_id TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class MemoryWriteRefused(UsageError):
+    """A write the memory policy refuses (missing source/scope/expiry, expired, paused, unknown supersedes)."""
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased words of two or more characters, stop words removed, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for w in re.findall(r"[\w][\w-]*", text.lower()):
+        if len(w) >= 2 and w not in STOP_WORDS:
+            seen.setdefault(_stem(w), None)
+    return list(seen)
+
+
+def _stem(word: str) -> str:
+    """A plural's singular, crudely (``refunds`` → ``refund``; ``class`` stays): enough to match a query
+    against a statement without a language model."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def score(
+    record: MemoryRecord, query: str, now: datetime, weights: RetrievalWeights
+) -> tuple[float, dict[str, float], str]:
+    """The ch. 04 score of one record for ``query`` at ``now``, its parts, and an explanation."""
+    q, s = terms(query), terms(record.statement)
+    matched = [t for t in q if t in s]
+    rel = len(matched) / len(q) if q else 0.0
+    expired = record.expired(now)
+    valid = record.status == "active" and not expired
+    noise = (len(s) - len(matched)) / len(s) if s else 1.0
+    cost = min(1.0, (len(record.statement) / 4) / 250)
+    parts = {
+        "rel": rel,
+        "vig": 1.0 if valid else 0.0,
+        "authority": record.confidence,
+        "noise": noise,
+        "cost": cost,
+    }
+    total = (
+        weights.alpha * rel
+        + weights.beta * parts["vig"]
+        + weights.gamma * record.confidence
+        - weights.delta * noise
+        - weights.lam * cost
+    )
+    if record.status == "superseded":
+        validity = f"superseded by {record.superseded_by}"
+    elif record.status == "retired":
+        validity = f"retired ({record.retired_reason or 'forgotten'})"
+    elif expired:
+        validity = f"expired {record.expires_at}"
+    else:
+        validity = "valid" + ("" if record.expires_at == "never" else f" until {record.expires_at}")
+    why = (
+        f"matched {len(matched)}/{len(q)} query terms ({', '.join(matched) or 'none'}); {validity}; "
+        f"confidence {record.confidence:g}; source {record.source}; score {total:.3f}"
+    )
+    return round(total, 6), {k: round(v, 6) for k, v in parts.items()}, why
+
+
+class MemoryStore:
+    """Memory records in one SQLite file (``$PORTAGENT_HOME/memory.db`` unless ``path`` is given)."""
+
+    def __init__(self, path: Path | None = None, *, clock: Clock | None = None) -> None:
+        from portagent.core.home import state_file
+        from portagent.tools.sqlite_state import open_state_db
+
+        self.path = path or state_file(MEMORY_DB)
+        self.clock = clock or SystemClock()
+        self._db = open_state_db(self.path, _SCHEMA, "memory store")
+        with self._guard():
+            cols = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
+        if cols != ["memory_id", "scope", "owner", "status", "record"]:
+            self._db.close()
+            raise UsageError(self._damaged(f"its 'memories' table has columns {cols}"))
+
+    def _damaged(self, detail: str) -> str:
+        return f"the memory store {str(self.path)!r} is damaged ({detail}); move it away to start a new one"
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise UsageError(self._damaged(str(e))) from e
+        except (ValidationError, json.JSONDecodeError) as e:
+            raise UsageError(self._damaged(f"a stored record is invalid: {str(e).splitlines()[0]}")) from e
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- human controls ------------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        with self._guard():
+            row = self._db.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
+        return bool(row and row[0] == "1")
+
+    def set_paused(self, paused: bool) -> None:
+        with self._guard():
+            self._db.execute(
+                "INSERT INTO settings VALUES ('paused', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                ("1" if paused else "0",),
+            )
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        with self._guard():
+            row = self._db.execute("SELECT record FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
+            return MemoryRecord.model_validate_json(row[0]) if row else None
+
+    def records(self, *, scope: str | None = None, owner: str | None = None) -> list[MemoryRecord]:
+        sql, params = "SELECT record FROM memories WHERE 1=1", list[str]()
+        if scope is not None:
+            sql, params = sql + " AND scope = ?", [*params, scope]
+        if owner is not None:
+            sql, params = sql + " AND owner = ?", [*params, owner]
+        with self._guard():
+            rows = self._db.execute(sql + " ORDER BY memory_id", params).fetchall()
+            out = [MemoryRecord.model_validate_json(r[0]) for r in rows]
+        return sorted(out, key=lambda r: (r.created_at, r.memory_id))
+
+    def _put(self, record: MemoryRecord) -> None:
+        self._db.execute(
+            "INSERT INTO memories VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id) DO UPDATE SET "
+            "scope = excluded.scope, owner = excluded.owner, status = excluded.status, record = excluded.record",
+            (record.memory_id, record.scope, record.owner, record.status, record.model_dump_json()),
+        )
+
+    def edit(self, memory_id: str, **changes: Any) -> MemoryRecord:
+        """A person's correction (statement, source, confidence, expires_at, scope, type): re-validated."""
+        record = self._require(memory_id)
+        allowed = {"statement", "source", "confidence", "expires_at", "type"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise UsageError(f"cannot edit {', '.join(sorted(unknown))} of a memory")
+        write = MemoryWrite(
+            statement=changes.get("statement", record.statement),
+            source=changes.get("source", record.source),
+            scope=record.scope,
+            expires_at=changes.get("expires_at", record.expires_at),
+            confidence=changes.get("confidence", record.confidence),
+            type=changes.get("type", record.type),
+        )
+        updated = record.model_copy(
+            update={**write.model_dump(exclude={"supersedes", "scope"}), "updated_at": iso(self.clock.now())}
+        )
+        MemoryRecord.model_validate(updated.model_dump())
+        with self._guard():
+            self._put(updated)
+        return updated
+
+    def delete(self, memory_id: str) -> MemoryRecord:
+        record = self._require(memory_id)
+        with self._guard():
+            self._db.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
+        return record
+
+    def _require(self, memory_id: str) -> MemoryRecord:
+        record = self.get(memory_id)
+        if record is None:
+            raise UsageError(f"no memory {memory_id!r} in {self.path}: 'portagent memory list' shows them")
+        return record
+
+    # --- governed writes -----------------------------------------------------------------------------
+
+    def write(self, write: MemoryWrite, *, owner: str, written_by: str) -> MemoryRecord:
+        """Store one memory. Refused when paused, already expired, or superseding an unknown record."""
+        now = self.clock.now()
+        if self.paused:
+            raise MemoryWriteRefused("memory writes are paused by a person ('portagent memory pause')")
+        when = parse_expiry(write.expires_at)
+        if when is not None and when <= now:
+            raise MemoryWriteRefused(f"expires_at {write.expires_at} is already past: nothing to remember")
+        if not owner.strip():
+            raise MemoryWriteRefused("a memory needs an owner")
+        record = MemoryRecord(
+            memory_id=memory_id_for(write.scope, owner, write.statement, write.source),
+            statement=write.statement,
+            source=write.source,
+            scope=write.scope,
+            type=write.type,
+            owner=owner,
+            confidence=write.confidence,
+            created_at=iso(now),
+            expires_at=write.expires_at,
+            supersedes=write.supersedes,
+            written_by=written_by,
+        )
+        with self._guard():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if write.supersedes is not None:
+                    old = self.get(write.supersedes)
+                    if old is None or old.scope != write.scope or old.owner != owner:
+                        raise MemoryWriteRefused(
+                            f"supersedes {write.supersedes!r}: no such memory in scope {write.scope} of {owner}"
+                        )
+                    self._put(
+                        old.model_copy(update={"status": "superseded", "superseded_by": record.memory_id})
+                    )
+                existing = self.get(record.memory_id)
+                if existing is not None:
+                    record = existing  # the same fact from the same source: one record
+                else:
+                    self._put(record)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return record
+
+    def retire(self, memory_id: str, reason: str, *, owners: dict[str, str]) -> MemoryRecord:
+        """An agent's ``forget``: the record stays (audit) but is never retrieved again."""
+        if self.paused:
+            raise MemoryWriteRefused("memory writes are paused by a person ('portagent memory pause')")
+        record = self.get(memory_id)
+        if record is None or owners.get(record.scope, record.owner) != record.owner:
+            raise ToolFailure("not_found", f"no memory {memory_id!r} visible to this agent")
+        updated = record.model_copy(update={"status": "retired", "retired_reason": reason})
+        with self._guard():
+            self._put(updated)
+        return updated
+
+    # --- retrieval -----------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        owners: dict[str, str] | None = None,
+        k: int = 5,
+        weights: RetrievalWeights | None = None,
+        include_stale: bool = False,
+        touch: bool = True,
+    ) -> list[Recalled]:
+        """The top ``k`` records for ``query``: relevant ones only (at least one query term), valid ones
+        first; ``owners`` maps scope → the owner visible in it (``project`` absent = every project memory).
+        ``touch`` records the retrieval (``last_retrieved``, ``retrieval_count``)."""
+        weights = weights or RetrievalWeights()
+        now = self.clock.now()
+        ranked: list[tuple[float, int, MemoryRecord, dict[str, float], str]] = []
+        for record in self.records():
+            if owners is not None and record.scope in owners and owners[record.scope] != record.owner:
+                continue
+            total, parts, why = score(record, query, now, weights)
+            if parts["rel"] == 0:
+                continue
+            if not parts["vig"] and not include_stale:
+                continue
+            ranked.append((total, int(parts["vig"]), record, parts, why))
+        # valid records always rank above stale ones, whatever the weights; then by score, then id
+        ranked.sort(key=lambda x: (-x[1], -x[0], x[2].memory_id))
+        out: list[Recalled] = []
+        stamp = iso(now)
+        for total, _, record, parts, why in ranked[:k]:
+            previous = record.last_retrieved
+            if touch:
+                record = record.model_copy(
+                    update={"last_retrieved": stamp, "retrieval_count": record.retrieval_count + 1}
+                )
+                with self._guard():
+                    self._put(record)
+            out.append(
+                Recalled(
+                    record=record, score=total, parts=parts, explanation=why, previous_retrieval=previous
+                )
+            )
+        return out
+
+
+# --- the memory tools' handlers (contracts/builtin/memory.yaml) ---------------------------------------
+
+
+def _owners(ctx: ToolContext) -> dict[str, str]:
+    return {"user": ctx.actor, "agent": ctx.agent}
+
+
+def _owner(scope: str, ctx: ToolContext) -> str:
+    return ctx.agent if scope == "agent" else ctx.actor
+
+
+def _open() -> MemoryStore:
+    return MemoryStore()
+
+
+def remember(
+    statement: str,
+    source: str,
+    scope: str,
+    expires_at: str,
+    confidence: float,
+    ctx: ToolContext,
+    type: str = "semantic",
+    supersedes: str | None = None,
+) -> dict[str, Any]:
+    """``remember``: store one governed memory."""
+    try:
+        write = MemoryWrite(
+            statement=statement,
+            source=source,
+            scope=scope,  # checked by MemoryWrite (and the tool's schema)
+            expires_at=expires_at,
+            confidence=confidence,
+            type=type,
+            supersedes=supersedes,
+        )
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ToolFailure("validation_error", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    store = _open()
+    try:
+        record = store.write(write, owner=_owner(scope, ctx), written_by=f"run:{ctx.run_id}/{ctx.agent}")
+    except MemoryWriteRefused as e:
+        raise ToolFailure("permission_denied" if "paused" in str(e) else "validation_error", str(e)) from None
+    finally:
+        store.close()
+    return {"memory_id": record.memory_id, "scope": record.scope, "owner": record.owner, "stored": True}
+
+
+def recall(query: str, ctx: ToolContext, k: int = 5) -> dict[str, Any]:
+    """``recall``: the best valid memories for ``query``, each with why it was retrieved."""
+    store = _open()
+    try:
+        found = store.search(query, owners=_owners(ctx), k=k)
+    finally:
+        store.close()
+    return {
+        "memories": [
+            {
+                "memory_id": r.record.memory_id,
+                "statement": r.record.statement,
+                "source": r.record.source,
+                "scope": r.record.scope,
+                "confidence": r.record.confidence,
+                "expires_at": r.record.expires_at,
+                "score": r.score,
+                "explanation": r.explanation,
+                "last_retrieved": r.record.last_retrieved,
+            }
+            for r in found
+        ]
+    }
+
+
+def forget(memory_id: str, reason: str, ctx: ToolContext) -> dict[str, Any]:
+    """``forget``: retire a memory the agent can see (kept for audit, never retrieved again)."""
+    store = _open()
+    try:
+        record = store.retire(memory_id, reason, owners=_owners(ctx))
+    except MemoryWriteRefused as e:
+        raise ToolFailure("permission_denied", str(e)) from None
+    finally:
+        store.close()
+    return {"memory_id": record.memory_id, "status": record.status}
