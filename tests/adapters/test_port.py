@@ -42,6 +42,8 @@ def test_dummy_keys_are_the_recorded_ones() -> None:
         "openai": "sk-portagent-dummy",
         "claude": "sk-ant-portagent-dummy",
         "adk": "portagent-dummy-key",
+        "anthropic": "sk-ant-portagent-dummy",
+        "langgraph": "sk-portagent-dummy",
     }
 
 
