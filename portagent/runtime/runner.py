@@ -290,7 +290,6 @@ async def _run_attempt(
     _, provenance = labelled(provider, config.endpoint, config.recorded)  # idempotent: already labelled
     out_dir = trace_path.parent if trace_path is not None else None
     scope = config.scope or (resumption.scope if resumption else f"run:{request.idempotency_key or run_id}")
-    started_at = iso(clock.now())
 
     trace_id, seq0 = _existing_trace(trace_path) if attempt > 1 else (None, 0)
     if trace_path is not None and attempt == 1 and trace_path.exists():
@@ -362,6 +361,7 @@ async def _run_attempt(
             **({"resumed": resumed} if resumed else {}),
         },
     )
+    started_at = recorder.of_type("run.started")[-1].ts  # (reading the clock again would move a test clock)
     if resumption is not None:
         recorder.emit(
             "attempt.started",
