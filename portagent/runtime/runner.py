@@ -47,6 +47,7 @@ from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 from portagent.core.files import write_text_atomic
 from portagent.core.secrets import mask_data, mask_text
 from portagent.core.versions import PORTAGENT_VERSION as __version__
+from portagent.runtime.journaling import earlier_results, invocation_for, open_journal, register_paused
 from portagent.runtime.provenance import labelled
 from portagent.runtime.resume import (
     Resumption,
@@ -311,7 +312,7 @@ async def _run_attempt(
     from portagent.core.budgets import RunBudget
 
     _ensure_handler_path(bundle)
-    journal = _open_journal(config, out_dir, run_id, attempt, provider, resumption)
+    journal = open_journal(config, out_dir, run_id, attempt, provider, resumption)
     session = RunSession(
         bundle=bundle,
         request=request,
@@ -329,7 +330,7 @@ async def _run_attempt(
     if journal is not None:
         session.journal = journal.journal
     if resumption is not None and trace_path is not None:
-        session.earlier_results = _earlier_results(trace_path, attempt - 1)
+        session.earlier_results = earlier_results(trace_path, attempt - 1)
     if mcp is not None:
         mcp.bind(session)
     model = session.model_for()
@@ -505,135 +506,17 @@ async def _run_attempt(
                 journal=journal_summary,
             ).model_dump(mode="json"),
         ],
-        invocation=_invocation(config, resumption),
+        invocation=invocation_for(config, resumption),
     )
     if out_dir is not None:
         write_text_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
     if store is not None:
         store.finish(request.idempotency_key or "", status, result.model_dump(mode="json"), pending)
     elif status == "waiting_approval" and out_dir is not None:
-        _register_paused(run_id, scope, trace_path, result, pending)
+        register_paused(run_id, scope, trace_path, result, pending)
     if resumption is not None:
         supersede_stale_cards(scope, pending, attempt, status)
     return RunOutput(result, list(recorder.events), record)
-
-
-@dataclass
-class _Journal:
-    journal: Any
-    proxy: Any
-    endpoint: Endpoint
-    folder: Path
-
-    def close(self) -> dict[str, Any]:
-        self.proxy.stop()
-        summary: dict[str, Any] = self.journal.close(self.folder)
-        return summary
-
-
-DEFAULT_UPSTREAMS = {
-    "openai": "https://api.openai.com",
-    "claude": "https://api.anthropic.com",
-    "anthropic": "https://api.anthropic.com",
-    "adk": "https://generativelanguage.googleapis.com",
-}
-"""Where each vendor's SDK sends model calls when no base URL is set (the journal forwards there)."""
-
-
-def _open_journal(
-    config: RunConfig,
-    out_dir: Path | None,
-    run_id: str,
-    attempt: int,
-    provider: str,
-    resumption: Resumption | None,
-) -> _Journal | None:
-    """The run journal and its proxy, for a direct run with a run folder (ADR 0007); the endpoint the
-    SDK is then given points at the proxy. Primed with the exchanges a resumed attempt replays."""
-    import dataclasses
-    import os
-
-    endpoint = config.endpoint
-    if (
-        not config.journal
-        or out_dir is None
-        or endpoint.mode != "direct"
-        or provider not in DEFAULT_UPSTREAMS
-    ):
-        return None
-    if (
-        provider == "adk"
-        and not endpoint.base_url
-        and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower()
-        in (
-            "1",
-            "true",
-        )
-    ):
-        return None  # Vertex AI picks a regional host itself: no fixed upstream to forward to
-    from portagent.recording.http_proxy import HttpProxy
-    from portagent.recording.journal import RunJournal, journal_file
-    from portagent.runtime.provenance import shown_url
-
-    upstream = endpoint.base_url or DEFAULT_UPSTREAMS[provider]
-    if attempt == 1:  # a folder written again by a new run: an earlier run's later attempts do not belong
-        for stale in journal_file(out_dir, 1).parent.glob("attempt-*.jsonl"):
-            stale.unlink(missing_ok=True)
-    journal = RunJournal(
-        path=journal_file(out_dir, attempt),
-        header={
-            "run_id": run_id,
-            "attempt": attempt,
-            "provider": provider,
-            "upstream": shown_url(upstream),
-            **({"invocation": invocation} if (invocation := _invocation(config, resumption)) else {}),
-        },
-        replay=list(resumption.kept) if resumption is not None else [],
-    ).open()
-    proxy = HttpProxy(mode="journal", upstream=upstream, journal=journal, name="portagent-journal")
-    url = proxy.start_shared()
-    return _Journal(journal, proxy, dataclasses.replace(endpoint, journal_url=url), out_dir)
-
-
-def _earlier_results(trace_path: Path, attempt: int) -> Any:
-    """The results of the calls the attempt before ran, from the run's trace (its last attempt's
-    events: a trace cut short by a dead process is read as far as it is whole)."""
-    from portagent.tools.context import EarlierResults
-
-    events: list[Any] = []
-    try:
-        lines = trace_path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        try:
-            e = parse_event(json.loads(line))
-        except ValueError:
-            continue
-        if e.type == "run.started":
-            events = []
-        events.append(e)
-    return EarlierResults.from_events(attempt, events)
-
-
-def _invocation(config: RunConfig, resumption: Resumption | None) -> dict[str, Any] | None:
-    return (resumption.invocation if resumption is not None else None) or config.invocation
-
-
-def _register_paused(
-    run_id: str, scope: str, trace_path: Path | None, result: RunResult, pending: list[str]
-) -> None:
-    """A run without an idempotency key that waits for approval is kept in the run store under
-    ``run:<run_id>``, so ``portagent resume RUN_ID`` can continue it."""
-    from portagent.runtime.runstore import RunStore
-
-    store = RunStore()
-    try:
-        key = f"run:{run_id}"
-        store.claim(key, run_id, scope, str(trace_path) if trace_path else None)
-        store.finish(key, "waiting_approval", result.model_dump(mode="json"), pending)
-    finally:
-        store.close()
 
 
 async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:

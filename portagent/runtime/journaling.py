@@ -1,0 +1,136 @@
+"""The runner's side of the run journal (ADR 0007): opening the journal and its proxy for an attempt,
+the earlier attempt's results a resume reuses, how the run was started, and keeping a paused run
+without an idempotency key findable by ``portagent resume``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from portagent.adapters.port import Endpoint
+from portagent.contracts.run import RunResult
+from portagent.contracts.trace import parse_event
+
+if TYPE_CHECKING:
+    from portagent.runtime.resume import Resumption
+    from portagent.runtime.runner import RunConfig
+
+
+@dataclass
+class RunJournalSeam:
+    journal: Any
+    proxy: Any
+    endpoint: Endpoint
+    folder: Path
+
+    def close(self) -> dict[str, Any]:
+        self.proxy.stop()
+        summary: dict[str, Any] = self.journal.close(self.folder)
+        return summary
+
+
+DEFAULT_UPSTREAMS = {
+    "openai": "https://api.openai.com",
+    "claude": "https://api.anthropic.com",
+    "anthropic": "https://api.anthropic.com",
+    "adk": "https://generativelanguage.googleapis.com",
+}
+"""Where each vendor's SDK sends model calls when no base URL is set (the journal forwards there)."""
+
+
+def open_journal(
+    config: RunConfig,
+    out_dir: Path | None,
+    run_id: str,
+    attempt: int,
+    provider: str,
+    resumption: Resumption | None,
+) -> RunJournalSeam | None:
+    """The run journal and its proxy, for a direct run with a run folder (ADR 0007); the endpoint the
+    SDK is then given points at the proxy. Primed with the exchanges a resumed attempt replays."""
+    import dataclasses
+    import os
+
+    endpoint = config.endpoint
+    if (
+        not config.journal
+        or out_dir is None
+        or endpoint.mode != "direct"
+        or provider not in DEFAULT_UPSTREAMS
+    ):
+        return None
+    if (
+        provider == "adk"
+        and not endpoint.base_url
+        and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower()
+        in (
+            "1",
+            "true",
+        )
+    ):
+        return None  # Vertex AI picks a regional host itself: no fixed upstream to forward to
+    from portagent.recording.http_proxy import HttpProxy
+    from portagent.recording.journal import RunJournal, journal_file
+    from portagent.runtime.provenance import shown_url
+
+    upstream = endpoint.base_url or DEFAULT_UPSTREAMS[provider]
+    if attempt == 1:  # a folder written again by a new run: an earlier run's later attempts do not belong
+        for stale in journal_file(out_dir, 1).parent.glob("attempt-*.jsonl"):
+            stale.unlink(missing_ok=True)
+    journal = RunJournal(
+        path=journal_file(out_dir, attempt),
+        header={
+            "run_id": run_id,
+            "attempt": attempt,
+            "provider": provider,
+            "upstream": shown_url(upstream),
+            **({"invocation": invocation} if (invocation := invocation_for(config, resumption)) else {}),
+        },
+        replay=list(resumption.kept) if resumption is not None else [],
+    ).open()
+    proxy = HttpProxy(mode="journal", upstream=upstream, journal=journal, name="portagent-journal")
+    url = proxy.start_shared()
+    return RunJournalSeam(journal, proxy, dataclasses.replace(endpoint, journal_url=url), out_dir)
+
+
+def earlier_results(trace_path: Path, attempt: int) -> Any:
+    """The results of the calls the attempt before ran, from the run's trace (its last attempt's
+    events: a trace cut short by a dead process is read as far as it is whole)."""
+    from portagent.tools.context import EarlierResults
+
+    events: list[Any] = []
+    try:
+        lines = trace_path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            e = parse_event(json.loads(line))
+        except ValueError:
+            continue
+        if e.type == "run.started":
+            events = []
+        events.append(e)
+    return EarlierResults.from_events(attempt, events)
+
+
+def invocation_for(config: RunConfig, resumption: Resumption | None) -> dict[str, Any] | None:
+    return (resumption.invocation if resumption is not None else None) or config.invocation
+
+
+def register_paused(
+    run_id: str, scope: str, trace_path: Path | None, result: RunResult, pending: list[str]
+) -> None:
+    """A run without an idempotency key that waits for approval is kept in the run store under
+    ``run:<run_id>``, so ``portagent resume RUN_ID`` can continue it."""
+    from portagent.runtime.runstore import RunStore
+
+    store = RunStore()
+    try:
+        key = f"run:{run_id}"
+        store.claim(key, run_id, scope, str(trace_path) if trace_path else None)
+        store.finish(key, "waiting_approval", result.model_dump(mode="json"), pending)
+    finally:
+        store.close()
