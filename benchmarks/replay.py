@@ -102,6 +102,29 @@ def timed(fns: list[Any], n: int) -> list[tuple[float, float]]:
     return [(t[0], statistics.median(t[1:])) for t in times]
 
 
+def timed_stats(fns: list[Any], n: int) -> list[tuple[float, float, float, float]]:
+    """Like ``timed`` (interleaved A/B/C, first run apart), as (first, min, median, max)."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(n + 1):
+        for fn, acc in zip(fns, times, strict=True):
+            t0 = time.perf_counter()
+            fn()
+            acc.append(time.perf_counter() - t0)
+    return [(t[0], min(t[1:]), statistics.median(t[1:]), max(t[1:])) for t in times]
+
+
+def through_portagent_vcrpy(bundle: Any, folder: Path) -> None:
+    """The same replay with the transport-level player switched off (vcrpy serves it, as before)."""
+    from portagent.runtime import runner
+
+    saved = runner._player_providers
+    runner._player_providers = lambda: frozenset()
+    try:
+        through_portagent(bundle, folder)
+    finally:
+        runner._player_providers = saved
+
+
 def through_portagent(bundle: Any, folder: Path) -> None:
     from portagent.runtime.replay import replay_folder
 
@@ -174,9 +197,15 @@ def main() -> None:
                     ((p_first, p_med),) = timed([mine], n)
                     ((b_first, b_med),) = timed([lambda f=folder: claude_cli_through_proxy(bundle, f)], n_cli)
                 else:
-                    (b_first, b_med), (p_first, p_med) = timed(
-                        [lambda p=provider, f=folder, u=base_url: bare_under_vcrpy(bare[p], f, u), mine], n
+                    stats = timed_stats(
+                        [
+                            lambda p=provider, f=folder, u=base_url: bare_under_vcrpy(bare[p], f, u),
+                            mine,
+                            lambda f=folder: through_portagent_vcrpy(bundle, f),
+                        ],
+                        n,
                     )
+                    (b_first, _, b_med, _), (p_first, _, p_med, _) = stats[0], stats[1]
             except Exception as e:
                 print(f"{provider}: skipped ({type(e).__name__}: {e})")
                 continue
@@ -197,6 +226,12 @@ def main() -> None:
                     f"{provider:7s} portagent replay  first {p_first * 1000:7.1f} ms  median {p_med * 1000:8.2f} ms  (n={n})"
                 )
                 print(f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= 1.15)")
+                for label, (_, lo, med, hi) in zip(("bare+vcrpy", "player", "pa+vcrpy"), stats, strict=True):
+                    print(
+                        f"{provider:7s} {label:10s} min {lo * 1000:7.2f}  median {med * 1000:7.2f}  "
+                        f"max {hi * 1000:7.2f} ms"
+                    )
+                print(f"{provider:7s} player vs portagent-under-vcrpy {stats[1][2] / stats[2][2]:5.2f}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Replays ``examples/support_desk/suite.yaml`` from the committed ``cassettes/`` (no key, no network, no
 server): agent-v1 (agent.yaml) and the candidate agent-v2 (agent_v2.yaml, whose policy lets emails out
-without review) on every provider with recorded cassettes. Prints the providers × versions table and
-the gate verdict, and writes report.html (docs/demo.md).
+without review) on the three agent SDKs (openai, claude, adk; ``--all-providers`` adds the plain Messages
+API, ``anthropic``, and ``langgraph``), each provider only when its cassettes are recorded. Prints the
+providers × versions table and the gate verdict, and writes report.html (docs/demo.md).
 
 Exit 0 when the demo ran and showed what it is meant to show — agent-v1 passes every case on every
 provider and the gate blocks agent-v2 for a permission regression on every provider, and for nothing
@@ -18,7 +19,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    # types only: the CLI loads the eval core when a command runs
     from portagent.contracts.suite import LoadedSuite
     from portagent.evals.gate import GateDecision
     from portagent.evals.report import Results
@@ -49,10 +53,21 @@ def add_parser(sub: Any) -> None:
         "--providers",
         action="append",
         metavar="P[,P…]",
-        help="providers (default: every provider of the suite with recorded cassettes)",
+        help="providers (default: openai, claude, adk — each one whose cassettes are recorded)",
+    )
+    p.add_argument(
+        "--all-providers",
+        action="store_true",
+        help="every provider of the suite with recorded cassettes (adds anthropic and langgraph)",
     )
     p.add_argument(
         "--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)"
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="replay every run again (default: a run of an earlier demo in --out whose inputs are "
+        "unchanged is reused — eval --reuse)",
     )
 
 
@@ -69,15 +84,18 @@ def find_checkout() -> Path | None:
     return source if (source / SUITE).is_file() else None
 
 
-def recorded_providers(loaded: LoadedSuite, cassettes: Path) -> tuple[list[str], dict[str, str]]:
-    """Providers whose cassettes are all there; the others with the reason they are left out."""
+def recorded_providers(
+    loaded: LoadedSuite, cassettes: Path, wanted: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """The ``wanted`` providers of the suite whose cassettes are all there; the others with the reason they
+    are left out."""
     from portagent.recording.layout import is_recorded
     from portagent.runtime.eval_plan import plan_runs, resolve_agents
 
     agents = resolve_agents(loaded)
     ok: list[str] = []
     skipped: dict[str, str] = {}
-    for provider in loaded.suite.providers:
+    for provider in (p for p in loaded.suite.providers if p in wanted):
         tasks = plan_runs(
             loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False
         )
@@ -116,8 +134,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_suite(suite)
     out = console()
     providers = split_csv(args.providers)
+    if providers and args.all_providers:
+        raise UsageError("--providers and --all-providers name the providers twice: give one of them")
     if not providers:
-        providers, skipped = recorded_providers(loaded, cassettes)
+        from portagent.contracts.providers import DEFAULT_COMPARISON
+
+        wanted = loaded.suite.providers if args.all_providers else DEFAULT_COMPARISON
+        providers, skipped = recorded_providers(loaded, cassettes, wanted)
         for p, why in skipped.items():
             out.print(f"note: {p} left out of the demo: {why} under {cassettes}", markup=False)
         if not providers:
@@ -130,14 +153,17 @@ def run(args: argparse.Namespace) -> int:
         f"replayed offline from {cassettes}",
         markup=False,
     )
+    out_dir = Path(args.out)
+    earlier = (out_dir / "eval.json").is_file() or (out_dir / "report.json").is_file()
     results, decision, _comparison = run_suite(
         suite,
         mode="replay",
         providers=providers,
         workers=args.workers or default_workers(),
         cassettes=cassettes,
-        out=Path(args.out),
+        out=out_dir,
         overwrite=True,
+        reuse=out_dir if earlier and not args.fresh else None,
     )
     ok, lines = judge_demo(results, decision)
     for line in lines:

@@ -66,6 +66,13 @@ def add_parser(sub: Any) -> None:
         help="continue an interrupted eval in --out: keep the runs it finished, run the others",
     )
     p.add_argument(
+        "--reuse",
+        metavar="RESULTS",
+        help="keep the runs of an earlier results folder (it may be --out) whose inputs are unchanged — "
+        "spec, policy, tools and handler code, case request, cassette or emulator script, portagent and "
+        "SDK versions — scoring them again instead of making them (labelled reused); not with --live",
+    )
+    p.add_argument(
         "--baseline",
         metavar="RESULTS",
         help="results folder the result is gated against (its runs' tools are compared too)",
@@ -150,6 +157,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--resume keeps the finished runs in --out and --overwrite replaces them: choose one"
         )
+    reuse = Path(args.reuse) if args.reuse else None
+    if reuse is not None:
+        if mode == "live":
+            raise UsageError("--reuse keeps replayed and emulated runs; a live run is never reused")
+        if args.resume:
+            raise UsageError("--resume already keeps the finished runs in --out: drop --reuse")
     if args.address and args.executor != "ray":
         raise UsageError("--address names a Ray cluster: use it with --executor ray")
     if args.executor == "ray":
@@ -194,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         limits=args.limit,
         executor=args.executor,
         address=args.address,
+        reuse=reuse,
     )
     from portagent.evals.github import report_to_github
 
@@ -221,6 +235,7 @@ def run_suite(
     limits: list[str] | None = None,
     executor: str = "local",
     address: str | None = None,
+    reuse: Path | None = None,
 ) -> tuple[Results, GateDecision, Comparison | None]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
     import time
@@ -233,6 +248,10 @@ def run_suite(
     from portagent.runtime.eval_run import plan_eval, run_eval
 
     started = datetime.now(UTC)
+    if executor == "local" and reuse is None:  # the workers' fork server warms up while the eval plans
+        from portagent.runtime.eval_pool import warm_workers
+
+        warm_workers(providers or [])
     loaded = load_suite(suite)
     if baseline is not None and (baseline.result.suite_id, baseline.result.dataset_version) != (
         loaded.suite.suite_id,
@@ -277,10 +296,26 @@ def run_suite(
 
         calibration = calibrate_eval(plan, workers=workers, gating_only=True)
         refuse_ungated(calibration, str(suite))
+    carried: dict[int, Any] = {}
+    if reuse is not None:  # read before the results folder is emptied: --reuse may name --out itself
+        from portagent.runtime.reuse import carry_over, check_reusable
+
+        check_reusable(reuse)
+        carried = carry_over(plan.tasks, reuse, out_dir)
+        if executor == "local" and len(carried) < len(plan.tasks):
+            from portagent.runtime.eval_pool import warm_workers
+
+            warm_workers(providers or [])
     if resume:
         _check_resumable(out_dir)
     else:
         prepare_out_dir(out_dir, overwrite=overwrite)
+    if carried:
+        from portagent.runtime.reuse import restore
+
+        for task in plan.tasks:
+            if task.index in carried:
+                restore(carried[task.index], task)
     n = len(plan.tasks)
     err = console(stderr=True)
     where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
@@ -314,6 +349,7 @@ def run_suite(
                 scheduler=scheduler,
                 executor=executor,
                 address=address,
+                carried=carried.keys(),
             )
     else:
         err.print(label + " …")
@@ -325,6 +361,7 @@ def run_suite(
             scheduler=scheduler,
             executor=executor,
             address=address,
+            carried=carried.keys(),
         )
     scheduler.close()
     if scheduler.active:
@@ -334,6 +371,13 @@ def run_suite(
             err.print(f"{skipped} run(s) {scheduler.stopped}", markup=False, highlight=False)
     if run.pool.reused:
         err.print(f"resumed: {run.pool.reused} finished run(s) kept, {n - run.pool.reused} run")
+    if reuse is not None:
+        err.print(
+            f"reused: {run.pool.carried} run(s) with unchanged inputs kept from {reuse}, "
+            f"{n - run.pool.carried} made",
+            markup=False,
+            highlight=False,
+        )
     duration = time.perf_counter() - t0
     results, decision, comparison = write_eval(
         run,

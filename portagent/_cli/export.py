@@ -1,4 +1,4 @@
-"""``portagent export AGENT --to openai|adk|claude [--out FILE] [--overwrite]``: a readable, runnable Python
+"""``portagent export AGENT --to openai|adk|claude|anthropic|langgraph [--out FILE] [--overwrite]``: a readable, runnable Python
 module that builds the agent natively with that SDK, its tool bodies calling portagent's gateway.
 Exit 0 when written, 1 when the target cannot run the spec (port-check finds a lack), 2 on usage errors."""
 

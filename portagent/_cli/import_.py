@@ -1,7 +1,8 @@
-"""``portagent import MODULE:OBJECT --from openai|adk|claude [--out DIR] [--overwrite] [--model P=ID]``.
+"""``portagent import MODULE:OBJECT --from openai|adk|claude|anthropic|langgraph [--out DIR] [--overwrite] [--model P=ID]``.
 
 Reads a native agent definition (an openai-agents ``Agent``, a google-adk ``LlmAgent``, a Claude
-``ClaudeAgentOptions`` or ``AgentDefinition``) and writes portable specs plus ``import-report.md``
+``ClaudeAgentOptions`` or ``AgentDefinition``, an anthropic tool runner's keyword-argument dict, a LangGraph
+``create_react_agent`` graph) and writes portable specs plus ``import-report.md``
 (docs/migration.md). The module is imported the way ``python -m`` would: the current folder first.
 Exit 0 when written, 1 when the written specs would not validate, 2 on usage errors (module not
 importable, object of the wrong type, output folder exists without ``--overwrite``).
@@ -18,7 +19,7 @@ from portagent.contracts.providers import PROVIDERS
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "import",
-        help="import a native openai-agents / ADK / Claude agent into portable specs",
+        help="import a native openai-agents / ADK / Claude / anthropic / LangGraph agent into portable specs",
         description="Read a native agent definition and write an AgentSpec, ToolSpecs, a starting "
         "PermissionPolicy and import-report.md (what was imported, changed, left out, "
         "and what to review). Exit 0 when written, 2 on usage errors.",

@@ -1,10 +1,10 @@
-"""``portagent memory list|show|search|add|edit|delete|pause|resume``: the human controls of the memory store.
+"""``portagent memory list|show|search|add|import|edit|delete|pause|resume``: the human controls of the memory store.
 
 Works on ``$PORTAGENT_HOME/memory.db`` (``--home`` overrides), the store the memory tools (``remember``,
 ``recall``, ``forget``; docs/memory.md) write and read through the gateway.
 
-Exit codes: 0 done · 2 usage error: unknown memory id, a record without source/scope/expiry/confidence,
-bad values, a damaged store.
+Exit codes: 0 done · 1 ``import`` flagged some notes (not stored) · 2 usage error: unknown memory id, a
+record without source/scope/expiry/confidence, bad values, a missing folder, a damaged store.
 """
 
 from __future__ import annotations
@@ -50,6 +50,29 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--owner", help="default: $USER for user/project scope; required for agent scope")
     add.add_argument("--supersedes", metavar="ID")
 
+    imp = msub.add_parser(
+        "import",
+        help="ingest Markdown notes (an Obsidian vault) whose front matter has type, status, date, source",
+        description="Each *.md under DIR with front matter giving type (a memory type), status (active, "
+        "approved, final or published), date and source becomes one record; every other note is flagged "
+        "and not stored. Exit 0: all stored · 1: some notes flagged · 2: usage error.",
+    )
+    imp.add_argument(
+        "folder", metavar="DIR", help="the notes' folder (searched recursively; .hidden skipped)"
+    )
+    imp.add_argument("--scope", required=True, choices=SCOPES)
+    imp.add_argument("--owner", help="default: $USER for user/project scope; required for agent scope")
+    until = imp.add_mutually_exclusive_group(required=True)
+    until.add_argument(
+        "--expires", metavar="DATE|never", help="every record's expiry (a note's 'expires:' wins)"
+    )
+    until.add_argument(
+        "--ttl-days", type=int, metavar="N", help="each record expires N days after its note's date"
+    )
+    imp.add_argument("--confidence", required=True, type=float, help="0-1 (a note's 'confidence:' wins)")
+    imp.add_argument("--dry-run", action="store_true", help="check and report, write nothing")
+    imp.add_argument("--json", action="store_true", help="print JSON: stored, unchanged, flagged")
+
     edit = msub.add_parser("edit", help="correct a memory (re-validated)")
     edit.add_argument("memory_id", metavar="ID")
     edit.add_argument("--statement")
@@ -76,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     home = portagent_home(args.home)
     path = home / MEMORY_DB
     action = args.memory_command
+    if action == "import":
+        return _import(args, path)
     if not path.exists() and action in ("list", "search"):
         print("[]" if args.json else f"no memories in {home}")
         return 0
@@ -166,6 +191,89 @@ def run(args: argparse.Namespace) -> int:
         raise AssertionError(action)
     finally:
         store.close()
+
+
+def _import(args: argparse.Namespace, path: Any) -> int:
+    """``memory import``: check every note first, then write the ready ones (exit 1 when any was flagged)."""
+    from pathlib import Path
+
+    from portagent.contracts.errors import UsageError
+    from portagent.tools.memory import MemoryStore
+    from portagent.tools.memory_import import apply_import, plan_import
+
+    if args.scope == "agent" and not args.owner:
+        raise UsageError("--owner AGENT is required for an agent-scope memory")
+    owner = args.owner or _user()
+    folder = Path(args.folder).expanduser()
+    # the store is created only to write to it: without one every note is new, and a dry run, a usage
+    # error or an import with nothing to store leaves no memory.db behind
+    store = MemoryStore(path) if path.exists() else None
+    try:
+        plan = plan_import(
+            folder,
+            scope=args.scope,
+            owner=owner,
+            confidence=args.confidence,
+            expires=args.expires,
+            ttl_days=args.ttl_days,
+            store=store,
+        )
+        if not args.dry_run and plan.to_write:
+            store = store or MemoryStore(path)
+            apply_import(plan, store, written_by=f"cli:{_user()}")
+    finally:
+        if store is not None:
+            store.close()
+    stored = [
+        {
+            "note": n.note,
+            "memory_id": n.memory_id,
+            "statement": n.write.statement,
+            "source": n.write.source,
+            "supersedes": n.write.supersedes,
+        }
+        for n in plan.to_write
+        if not n.update
+    ]
+    updated: list[dict[str, Any]] = [
+        {"note": n.note, "memory_id": n.memory_id, "changes": n.update} for n in plan.to_write if n.update
+    ]
+    unchanged = [{"note": n.note, "memory_id": n.memory_id} for n in plan.ready if n.unchanged]
+    flagged = [{"note": f.note, "reason": f.reason} for f in plan.flagged]
+    if args.json:
+        doc = {
+            "folder": str(folder),
+            "scope": args.scope,
+            "owner": owner,
+            "dry_run": args.dry_run,
+            "stored": stored,
+            "updated": updated,
+            "unchanged": unchanged,
+            "flagged": flagged,
+        }
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        verb = "would store" if args.dry_run else "stored"
+        for s in stored:
+            replaces = f"  (supersedes {s['supersedes']})" if s["supersedes"] else ""
+            print(f"{verb:<11} {s['memory_id']}  {s['note']}  {s['statement']}{replaces}")
+        for u in updated:
+            changes = ", ".join(f"{k}={v}" for k, v in u["changes"].items())
+            print(
+                f"{'would update' if args.dry_run else 'updated':<11} {u['memory_id']}  {u['note']}  {changes}"
+            )
+        for n in unchanged:
+            print(f"{'unchanged':<11} {n['memory_id']}  {n['note']}  (already stored)")
+        for f in flagged:
+            print(f"{'flagged':<11} {f['note']}  {f['reason']}")
+        total = len(stored) + len(updated) + len(unchanged) + len(flagged)
+        print(
+            f"{total} notes: {len(stored)} {verb}, "
+            + (f"{len(updated)} {'would update' if args.dry_run else 'updated'}, " if updated else "")
+            + f"{len(unchanged)} unchanged, {len(flagged)} flagged"
+            + (" (flagged notes are not stored)" if flagged else "")
+        )
+    return 1 if flagged else 0
 
 
 def _first_problem(e: Any) -> str:

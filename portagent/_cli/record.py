@@ -4,7 +4,8 @@ Records cassettes into the DESIGN §6 layout, ``<out>/<suite>/<agent>@<version>/
 r<repeat>/``: for a suite, every case × provider × repeat × agent version with the case's context and
 scripted approvals; for an agent spec, one case given by ``--case`` and ``--input``. ``--missing``
 records only absent folders; ``--drifted`` replays each recorded folder and re-records the ones that
-drift. Every new recording is replayed once (``--no-verify`` skips it). Exit 0 when everything asked
+drift. Every new recording is replayed once (``--no-verify`` skips it). ``--executor ray [--address]``
+makes each recording and each replay a Ray task (``runtime.ray_executor``). Exit 0 when everything asked
 for was recorded, 1 when a recording failed, 2 on usage errors (``--live`` without the key).
 """
 
@@ -54,6 +55,19 @@ def add_parser(sub: Any) -> None:
         "--workers", type=int, default=2, metavar="N", help="worker processes for replay checks (default 2)"
     )
     p.add_argument("--no-verify", action="store_true", help="do not replay each new recording to check it")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: record in this process, replay checks in worker processes (default); ray: each "
+        "recording and replay check a Ray task (the ray extra)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: the Ray cluster to join (default: RAY_ADDRESS, else a local Ray "
+        "with --workers CPUs)",
+    )
     p.add_argument(
         "--strict",
         action="store_true",
@@ -137,6 +151,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.address and args.executor != "ray":
+        raise UsageError("--address names a Ray cluster: use it with --executor ray")
+    if args.executor == "ray":
+        from portagent.runtime.ray_executor import require_ray
+
+        require_ray()
     script = Path(args.emulator).resolve() if args.emulator else None
     if script is not None and not script.is_file():
         raise UsageError(f"--emulator {args.emulator}: emulator script not found")
@@ -197,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
         verify=not args.no_verify,
         workers=args.workers,
         on_result=show,
+        executor=args.executor,
+        address=args.address,
     )
     out.print(
         f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False

@@ -20,12 +20,19 @@ def add_parser(sub: Any) -> None:
         help="decide requests with an explicit router (kind: router) and print the receipts",
         description="Score every capability of the router's registry for each request, gate it (effect "
         "both ways — least privilege —, scope, cost, latency, review in prod), and print the decision "
-        "with every alternative. Nothing is executed.",
+        "with every alternative. With --execute, each chosen local_tool route then runs through the "
+        "gateway in the request's run (route.decision, tool.call, tool.result in one trace).",
     )
     p.add_argument("router", help="kind: router spec")
     p.add_argument("requests", help="YAML/JSON file with a 'requests:' list")
     p.add_argument("--out", help="write decisions.json and <request_id>/trace.jsonl here")
     p.add_argument("--json", action="store_true", help="print the decisions as JSON")
+    p.add_argument(
+        "--execute",
+        action="store_true",
+        help="run each chosen local_tool route (the router's tool_files) through the gateway, in the "
+        "request's run: policy, approvals (a 'review' decision needs one), fallbacks on failure",
+    )
 
 
 def _load_requests(path: str) -> Any:
@@ -73,6 +80,19 @@ def _render(routed: Any) -> str:
             )
         if d.fallbacks:
             lines.append(f"    fallbacks: {', '.join(d.fallbacks)}")
+        execution = (r.events[-1].final_output or {}).get("execution") if r.events else None
+        for step in (execution or {}).get("routes", []):
+            if not step.get("executed", True):
+                lines.append(f"    executed: nothing — {step['why']}")
+            elif step["ok"]:
+                lines.append(f"    executed: {step['route']} → {step['tool']} ok")
+            elif step.get("approval_id"):
+                lines.append(
+                    f"    executed: {step['route']} → {step['tool']} waits for approval {step['approval_id']} "
+                    f"(`portagent approvals approve {step['approval_id']}`, then run this command again)"
+                )
+            else:
+                lines.append(f"    executed: {step['route']} → {step['tool']} failed: {step['error']}")
     return "\n".join(lines)
 
 
@@ -86,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
     out = _check_out(args.out) if args.out is not None else None
     spec = load_spec_file(args.router, RouterSpec)
     requests = _load_requests(args.requests)
-    routed = decide(spec, requests.requests)
+    executor = None
+    if args.execute:
+        from portagent.runtime.route import load_executor
+
+        executor = load_executor(spec, args.router)
+    routed = decide(spec, requests.requests, executor=executor)
     if out is not None:
         write_routed(routed, out)
     if args.json:

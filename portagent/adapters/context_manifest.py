@@ -90,7 +90,14 @@ def manifest(session: RunSession, agent: str | None) -> dict[str, Any]:
     excluded: list[dict[str, Any]] = []
     if sub_agent:
         # an agent used as a tool starts a conversation of its own: the coordinator's request, not the user's
-        part("handoff", f"handoff:{name} (the coordinator's request)", "")
+        # (after the handoff package it was given, when its edge says ``context: handoff``)
+        given = next(
+            (e for e in reversed(events) if e.type == "handoff.package" and e.to_agent == name), None
+        )
+        if given is not None:
+            parts.append({"type": "handoff", "source": f"handoff:{given.handoff_id}", "tokens": given.tokens})
+        else:
+            part("handoff", f"handoff:{name} (the coordinator's request)", "")
     else:
         messages = session.request.messages
         framed = split_framed(messages[0])
@@ -139,3 +146,31 @@ def emit_manifest(session: RunSession, agent: str | None) -> None:
         session.recorder.emit(
             "context.manifest", agent=agent or session.current_agent, **manifest(session, agent)
         )
+
+
+def delegation_input(session: RunSession, parent: str, target: str, task: str) -> str:
+    """What the sub-agent ``target`` receives when ``parent`` calls it as a tool with ``task`` (every
+    adapter calls this right after ``record_handoff``): the task alone, or — when the edge says ``context:
+    handoff`` — the handoff package of the run so far (``tracing/handoff.py``), recorded as a
+    ``handoff.package`` event, then the task (docs/handoff.md "Delegation")."""
+    node = session.bundle.agents.get(parent)
+    edge = next((e for e in node.edges if e.target == target), None) if node is not None else None
+    if edge is None or edge.context != "handoff":
+        return task
+    from portagent.tracing.handoff import delegation_package, render_delegation
+
+    package = delegation_package(
+        session.recorder.events, parent=parent, target=target, task=task, clock=session.clock
+    )
+    text = render_delegation(package, parent, target, task)
+    session.recorder.emit(
+        "handoff.package",
+        agent=parent,
+        from_agent=parent,
+        to_agent=target,
+        handoff_id=package.handoff_id,
+        task=task,
+        tokens=estimate_tokens(text) - estimate_tokens(task),
+        package=package.model_dump(mode="json", exclude_defaults=True),
+    )
+    return text

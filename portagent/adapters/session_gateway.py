@@ -82,6 +82,7 @@ class SessionGateway:
         from portagent.adapters.memory_trace import emit_memory_event
 
         emit_memory_event(self.session, prepared, obs)  # memory.read / memory.write for the memory tools
+        self._stop_if_overspent()
         return obs
 
     async def call(
@@ -105,6 +106,14 @@ class SessionGateway:
         stop = budget_stop_of(obs)
         if stop is not None:
             raise self.session.signal(stop)
+
+    def _stop_if_overspent(self) -> None:
+        """A call that ran and reported its cost (a remote A2A agent) took the run over ``max_cost_usd``:
+        the run ends ``budget_exhausted`` after its result is traced, as after an over-budget model call."""
+        limit = self.session.bundle.spec.budget.max_cost_usd
+        spent = self.session.budget.cost_usd
+        if limit is not None and spent > limit + 1e-12:
+            raise self.session.budget_stop("max_cost_usd", limit, round(spent, 6), self.inner.context.agent)
 
 
 def budget_stop_of(obs: Observation) -> BudgetStop | None:

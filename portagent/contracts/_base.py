@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
 
 class Contract(BaseModel):
@@ -15,9 +16,32 @@ class Contract(BaseModel):
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
-        use_attribute_docstrings=True,
         populate_by_name=True,
+        # Validators are built on first use, not at import: `validate` never pays for the trace or
+        # report models, and a worker builds only what its runs touch (warm pools build them before forking).
+        defer_build=True,
     )
+
+    @classmethod
+    def model_json_schema(
+        cls,
+        by_alias: bool | None = None,
+        ref_template: str = DEFAULT_REF_TEMPLATE,
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        *,
+        union_format: Literal["any_of", "primitive_type_array"] = "any_of",
+    ) -> dict[str, Any]:
+        """Pydantic's schema, with each field's docstring as its description (read on demand: ``_docs``)."""
+        from portagent.contracts._docs import DocumentedSchema
+
+        return super().model_json_schema(
+            by_alias=by_alias,
+            ref_template=ref_template,
+            schema_generator=DocumentedSchema if schema_generator is GenerateJsonSchema else schema_generator,
+            mode=mode,
+            union_format=union_format,
+        )
 
     def hash_payload(self) -> Any:
         """What ``canonical_hash`` covers: every field not left at its default (DESIGN §3)."""

@@ -68,6 +68,19 @@ class Delegate(Contract):
     """``handoff``: the specialist takes over; ``agent_as_tool``: the coordinator keeps control."""
     description: str = ""
     """When to delegate (shown to the model)."""
+    context: Literal["task", "handoff"] = "task"
+    """What the sub-agent receives (``agent_as_tool`` only): ``task``, the coordinator's request alone (the
+    vendor default); ``handoff``, a handoff package compacted from the run so far, then the request
+    (docs/handoff.md "Delegation")."""
+
+    @model_validator(mode="after")
+    def _handoff_context_needs_agent_as_tool(self) -> Delegate:
+        if self.context == "handoff" and self.kind != "agent_as_tool":
+            raise ValueError(
+                "context: handoff is only for kind: agent_as_tool (a 'handoff' hands over the whole "
+                "conversation on every provider)"
+            )
+        return self
 
 
 class McpServerRef(Contract):

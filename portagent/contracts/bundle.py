@@ -25,6 +25,8 @@ class DelegationEdge:
     target: str
     """Name of the receiving agent."""
     description: str = ""
+    context: str = "task"
+    """What the sub-agent receives: ``task`` or ``handoff`` (a handoff package first; ``Delegate.context``)."""
 
 
 @dataclass
@@ -220,7 +222,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                 continue
             target = load_one(dp, str(dp), (policy, policy_path))
             if target is not None:
-                node.edges.append(DelegationEdge(d.kind, target, d.description))
+                node.edges.append(DelegationEdge(d.kind, target, d.description, d.context))
         return spec.name
 
     p = Path(path)

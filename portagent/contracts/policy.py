@@ -6,7 +6,6 @@ import os
 from typing import Annotated, Any, Literal
 
 import re2
-import regex
 from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract, short_hash
@@ -62,6 +61,8 @@ class PolicyRegex:
             return
         except re2.error:
             pass
+        import regex  # the fallback engine: imported only for a pattern RE2 cannot run
+
         try:
             self._slow = regex.compile(pattern, regex.V0 | (regex.IGNORECASE if ignore_case else 0))
         except (regex.error, ValueError, TypeError, OverflowError, RecursionError) as e:

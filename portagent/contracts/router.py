@@ -12,7 +12,7 @@ onto it as ``read → read``, ``draft → prepare_change``, ``write → reversib
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -123,6 +123,8 @@ class RouteRequest(Contract):
     """Cost budget."""
     user_scope: list[Annotated[str, Field(min_length=1)]] = []
     """Scopes the caller holds."""
+    args: dict[str, Any] = {}
+    """The arguments the chosen route is called with when the router executes it (``route --execute``)."""
 
 
 class RouterSpec(Contract):
@@ -153,6 +155,12 @@ class RouterSpec(Contract):
     """Effects that need approval on an ``a2a_agent`` route in any environment."""
     registry: Annotated[list[Capability], Field(min_length=1)]
     """The candidates."""
+    tool_files: list[str] = []
+    """Tools files (relative to this spec) whose ToolSpecs the ``local_tool`` routes name as ``target``:
+    what ``portagent route --execute`` runs through the gateway."""
+    policy: str | None = None
+    """Permission policy file (relative to this spec) for executed routes; default: the effect-class
+    defaults. A route whose gate is ``review`` always needs an approval, whatever the policy allows."""
 
     @field_validator("effect_risk")
     @classmethod

@@ -9,21 +9,10 @@ from pydantic import Field
 from portagent.contracts._base import Contract
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import ProviderName
+from portagent.contracts.status import RunStatus as RunStatus
 from portagent.contracts.trace import CostSource, Mode, Source
 
 RUN_RECORD_SCHEMA_VERSION = 1
-
-RunStatus = Literal[
-    "created",
-    "running",
-    "waiting_approval",
-    "completed",
-    "failed",
-    "budget_exhausted",
-    "cancelled",
-    "duplicate",
-]
-"""States of a run."""
 
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "budget_exhausted", "cancelled", "duplicate"})
 

@@ -20,7 +20,7 @@ from portagent.contracts._base import Contract
 from portagent.contracts.errors import SpecError, SpecProblem
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
-from portagent.contracts.run import RunStatus
+from portagent.contracts.status import RunStatus
 
 SUITE_SCHEMA_VERSION: Final = 1
 
@@ -327,6 +327,24 @@ class RunContext(Contract):
     """Other context values read by tool preconditions."""
 
 
+class ThreadTurn(Contract):
+    """An earlier turn of the session thread a case continues (issue 16, docs/sessions.md)."""
+
+    role: Literal["user", "assistant"]
+    """Who spoke."""
+    content: Annotated[str, Field(min_length=1)]
+    """What was said."""
+
+
+class ContextGate(Contract):
+    """The design source's ch. 04 gate, as a suite option (``context_gate:``; docs/context.md "In an eval"):
+    the candidate must send at least ``min_token_saving`` fewer input tokens than the baseline, over the same
+    cases on each provider, **and** pass at least as many runs (no lower continuation)."""
+
+    min_token_saving: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.35
+    """Smallest share of the baseline's input tokens the candidate must save (0.35: 35 % fewer)."""
+
+
 class Case(Contract):
     """One eval case."""
 
@@ -352,6 +370,9 @@ class Case(Contract):
     emulator_script: str | None = None
     """Emulator script for this case (relative to the file that declares the case); overrides the
     suite's."""
+    thread: list[ThreadTurn] = []
+    """Earlier turns of a session thread the case continues: sent before ``input`` as ``run --session``
+    sends a thread (framed, the agent's ``max_context_tokens`` applied; ``runtime/sessions.thread_request``)."""
 
     @property
     def messages(self) -> list[str]:
@@ -380,7 +401,8 @@ class ProviderLimits(Contract):
     """Runs of this provider in flight at once (also caps its worker processes)."""
     requests_per_minute: Annotated[float | None, Field(gt=0)] = None
     """Model requests per minute (a run is admitted for the requests its provider's runs have needed on
-    average; the difference is settled after it ends)."""
+    average; the difference is settled after it ends; and each request waits for its process's share of
+    the rate, ``runtime.request_limits``)."""
     tokens_per_minute: Annotated[float | None, Field(gt=0)] = None
     """Tokens (input + output) per minute, admitted the same way."""
     burst_s: Annotated[float, Field(gt=0)] = 60.0
@@ -439,6 +461,8 @@ class Suite(Contract):
     """Inline cases."""
     case_files: list[str] = []
     """Files (relative to this file) holding one case, or a list of cases."""
+    context_gate: ContextGate | None = None
+    """Gate the candidate's context tokens against the baseline's (needs ``baseline`` and ``candidate``)."""
 
     @field_validator("providers")
     @classmethod
@@ -455,6 +479,10 @@ class Suite(Contract):
             raise ValueError("give either 'agent' or 'baseline' + 'candidate', not both")
         if self.agent is None and pair != (True, True):
             raise ValueError("give 'agent', or both 'baseline' and 'candidate'")
+        if self.context_gate is not None and self.agent is not None:
+            raise ValueError(
+                "context_gate compares a candidate with a baseline: give 'baseline' and 'candidate'"
+            )
         if not self.cases and not self.case_files:
             raise ValueError("a suite needs 'cases' or 'case_files'")
         ids = [c.case_id for c in self.cases]

@@ -309,6 +309,26 @@ class Handoff(_Event):
     """Why (from the model, when given)."""
 
 
+class HandoffPackageEvent(_Event):
+    """What a sub-agent was given on a ``context: handoff`` delegation: the package compacted from the run so
+    far (``tracing/handoff.py``), emitted right after its ``handoff`` event (docs/handoff.md)."""
+
+    type: Literal["handoff.package"] = "handoff.package"
+    """Event type."""
+    from_agent: str
+    """Delegating agent."""
+    to_agent: str
+    """Receiving agent."""
+    handoff_id: str
+    """The package's id (the sub-agent's input names it)."""
+    task: str
+    """The coordinator's request, sent after the package."""
+    tokens: int
+    """Estimated tokens of the package as sent (characters / 4)."""
+    package: dict[str, Any]
+    """The ``HandoffPackage`` (``contracts/handoff.py``)."""
+
+
 class RouteDecisionEvent(_Event):
     type: Literal["route.decision"] = "route.decision"
     """Event type."""
@@ -400,6 +420,7 @@ TraceEvent = Annotated[
     | ApprovalResolved
     | ToolResult
     | Handoff
+    | HandoffPackageEvent
     | RouteDecisionEvent
     | BudgetExceeded
     | ErrorEvent
@@ -423,6 +444,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "approval.resolved",
     "tool.result",
     "handoff",
+    "handoff.package",
     "route.decision",
     "budget.exceeded",
     "error",

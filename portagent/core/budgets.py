@@ -7,7 +7,9 @@ Semantics (ACCEPTANCE ch. 06, ADR 0002):
   and the count checked includes the call being checked;
 - a tool's ``cost_usd`` is checked *before* permission (would ``spent + cost`` exceed
   ``max_cost_usd``?) but charged only when its handler actually runs;
-- model cost is added by the runner (``add_model_cost``) and shares ``max_cost_usd`` with tools.
+- model cost is added by the runner (``add_model_cost``) and shares ``max_cost_usd`` with tools;
+- a remote agent's reported cost is added after its call ran (``add_tool_cost``): a run it takes over
+  ``max_cost_usd`` stops after that call, as a model call's cost does.
 
 Money is kept as ``Decimal`` built from the floats' shortest repr, so ``0.05 - 0.01`` is ``0.04``
 and three 0.05 calls fit a 0.15 budget exactly (binary floats would say 0.15000000000000002).
@@ -146,6 +148,16 @@ class RunBudget:
             if m is not None and self.spent + cost > m:
                 return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent + cost))
             self._tool_cost += cost
+            return OK
+
+    def add_tool_cost(self, cost_usd: float | Decimal) -> BudgetCheck:
+        """Add what a call reported it cost once it ran (a remote A2A agent's ``cost_usd``): spent money is
+        always counted; the answer says whether the run is now over ``max_cost_usd``."""
+        with self._lock:
+            self._tool_cost += _money(cost_usd)
+            m = self.max_cost
+            if m is not None and self.spent > m:
+                return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent))
             return OK
 
     def _check_locked(self, cost: Decimal) -> BudgetCheck:

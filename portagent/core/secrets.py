@@ -146,8 +146,11 @@ class Finding:
 
 
 @lru_cache(maxsize=1)
-def _patterns() -> tuple[tuple[str, re.Pattern[str], int], ...]:
-    """portagent's patterns plus the detect-secrets plugins' (loaded once)."""
+def _patterns() -> tuple[tuple[str, re.Pattern[str], int, Any], ...]:
+    """portagent's patterns plus the detect-secrets plugins' (loaded once), each with its RE2 gate
+    (``core.regex_prefilter``: skips the pattern on a text where it cannot match; None: always run)."""
+    from portagent.core.regex_prefilter import prefilter
+
     out = list(_OWN_PATTERNS)
     for module, cls, kind in _DS_PLUGINS:
         try:
@@ -157,7 +160,7 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str], int], ...]:
         for pat in getattr(plugin, "denylist", ()):
             if isinstance(pat, re.Pattern):
                 out.append((kind, pat, 1 if pat.groups else 0))
-    return tuple(out)
+    return tuple((kind, pat, group, prefilter(pat)) for kind, pat, group in out)
 
 
 def _secret_env_name(name: str) -> bool:
@@ -184,12 +187,20 @@ def _encodings(value: str) -> set[str]:
 
 def env_secret_values() -> list[str]:
     """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy), in their
-    plain and encoded forms (base64, percent-encoded, JSON-escaped), longest first."""
+    plain and encoded forms (base64, percent-encoded, JSON-escaped), longest first.
+
+    Read on every mask (a variable set mid-run is protected from then on), but worked out once per
+    distinct environment: the trace recorder masks every event."""
+    return list(_env_values(frozenset(os.environ.items())))
+
+
+@lru_cache(maxsize=8)
+def _env_values(environment: frozenset[tuple[str, str]]) -> tuple[str, ...]:
     values: set[str] = set()
-    for name, value in os.environ.items():
+    for name, value in environment:
         if _secret_env_name(name) and len(value) >= 8 and value not in ALLOWED_DUMMIES:
             values.update(_encodings(value))
-    return sorted(values, key=len, reverse=True)
+    return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
 
 def _masked(text: str, start: int, end: int) -> bool:
@@ -210,7 +221,9 @@ def scan(text: str, *, extra: list[str] | None = None, env: tuple[str, ...] | No
         while start != -1:
             found.append(Finding(start, start + len(value), "env-value"))
             start = text.find(value, start + len(value))
-    for kind, pat, group in _patterns():
+    for kind, pat, group, gate in _patterns():
+        if gate is not None and gate.search(text) is None:
+            continue
         for m in pat.finditer(text):
             g = group if group <= (pat.groups or 0) and m.group(group) is not None else 0
             start, end = m.span(g)
@@ -247,13 +260,13 @@ def _looks_like_jwt(token: str) -> bool:
 
 def mask_text(text: str, *, extra: list[str] | None = None) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
-    return _mask_text(text, extra, tuple(env_secret_values()))
+    return _mask_text(text, extra, _env_values(frozenset(os.environ.items())))
 
 
 def mask_data(value: Any, *, extra: list[str] | None = None) -> Any:
     """A copy of a JSON-like value (dicts, lists, tuples, strings) with every string masked; keys
     too. Other values are returned as they are."""
-    return _mask_data(value, extra, tuple(env_secret_values()))
+    return _mask_data(value, extra, _env_values(frozenset(os.environ.items())))
 
 
 def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any:

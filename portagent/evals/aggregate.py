@@ -19,6 +19,7 @@ from typing import Final, Literal
 from portagent.contracts._base import Contract
 from portagent.contracts.run import Usage
 from portagent.contracts.suite import Case, ReviewCost
+from portagent.evals.context_metrics import ContextSaving
 from portagent.evals.judging import Judging
 from portagent.evals.scoring import RunScore
 from portagent.evals.stats import (
@@ -196,6 +197,8 @@ class SuiteResult(Contract):
     judging: Judging | None = None
     """What the suite's graders did (verdict summaries, pairwise, calibration) and what judging cost,
     apart from the agent's cost; None when the suite has no graders."""
+    context: list[ContextSaving] = []
+    """The suite's ``context_gate`` per provider (issue 16, ``evals/context_metrics.py``); empty without one."""
 
     @classmethod
     def from_runs(

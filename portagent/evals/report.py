@@ -236,6 +236,20 @@ def decide(
     *,
     strict: bool = False,
 ) -> tuple[GateDecision, Comparison | None]:
+    """The gate decision (``_decide``), blocked as well by a failed ``context_gate`` the result carries."""
+    from portagent.evals.context_metrics import apply_context_gate
+
+    decision, comparison = _decide(results, baseline, min_pass_rate, strict=strict)
+    return apply_context_gate(decision, results.result.context), comparison
+
+
+def _decide(
+    results: Results,
+    baseline: Results | None = None,
+    min_pass_rate: float | None = None,
+    *,
+    strict: bool = False,
+) -> tuple[GateDecision, Comparison | None]:
     """The gate decision of a results folder (and the comparison, when there is one).
 
     With ``baseline``: the result is gated against it. Without, a folder holding a baseline and a

@@ -446,6 +446,9 @@ def _event_row(ev: Any, tools: dict[str, str], peak: float) -> str:
     elif t == "handoff":
         kind, cls = "handoff", "k-handoff"
         what = f"{ev.from_agent} → {ev.to_agent} ({ev.kind})"
+    elif t == "handoff.package":  # what the sub-agent was given (docs/handoff.md "Delegation")
+        kind, cls = "handoff package", "k-handoff"
+        what = f"{ev.handoff_id} → {ev.to_agent} ({ev.tokens} tokens, estimate)"
     elif t == "budget.exceeded":
         kind, cls = "budget", "k-budget"
         what = f"{ev.limit}: {ev.observed:g} over the limit {ev.limit_value:g}"

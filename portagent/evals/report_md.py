@@ -105,6 +105,11 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
     from portagent.evals.judging import judging_markdown  # graders' verdicts, apart from the agent's cost
 
     lines += judging_markdown(r.judging, r.runs)
+    if r.context:  # the suite's context_gate (issue 16, docs/context.md)
+        from portagent.evals.context_metrics import context_line
+
+        lines += ["## Context tokens (baseline → candidate)", ""]
+        lines += [f"- {context_line(c)}" for c in r.context] + [""]
 
     if decision.reasons:
         lines += ["## Why the gate blocks", ""]

@@ -75,6 +75,11 @@ def print_summary(
         c.print(review, highlight=False, markup=False)
     if comparison is not None:
         c.print(f"comparison: {comparison.verdict}")
+    if results.result.context:  # the suite's context_gate (issue 16)
+        from portagent.evals.context_metrics import context_line
+
+        for saving in results.result.context:
+            c.print(f"context: {context_line(saving)}", markup=False, highlight=False)
     if decision.passed:
         c.print(
             "[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else "")

@@ -93,11 +93,16 @@ class Provenance(Contract):
     """Repeat index."""
     run_id: str = ""
     """The run."""
+    reused: bool = False
+    """Not made again: an earlier eval's run with the very same inputs, scored again from its trace
+    (``eval --reuse``)."""
 
     def label(self) -> str:
-        """How reports show the source: ``emulator``, ``endpoint``, ``replay (emulator)`` …"""
+        """How reports show the source: ``emulator``, ``endpoint``, ``replay (emulator)``,
+        ``replay (emulator), reused`` …"""
         s = self.source or "unknown"
-        return f"{s} ({self.recorded_source})" if s == "replay" and self.recorded_source else s
+        label = f"{s} ({self.recorded_source})" if s == "replay" and self.recorded_source else s
+        return f"{label}, reused" if self.reused else label
 
 
 class RunScore(Contract):

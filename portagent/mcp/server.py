@@ -26,7 +26,9 @@ bearer token is set (``--auth-token`` or ``PORTAGENT_MCP_TOKEN``), and with a to
 carry ``Authorization: Bearer <token>``.
 
 One serve session (one process) is one trace: ``run.started`` when it starts, the calls as they come,
-``run.completed`` when it stops; the file is flushed after every call. Run budgets (``max_tool_calls``,
+``run.completed`` when it stops; the file is flushed after every call. A call whose ``_meta`` carries a
+W3C ``traceparent`` joins the caller's trace instead: its events (``tool.call`` … ``tool.result``) have
+the caller's trace id and name the caller's span as their parent (a malformed value is ignored). Run budgets (``max_tool_calls``,
 ``max_cost_usd``) do not apply to a long-lived server; each tool's own budgets do.
 """
 
@@ -38,7 +40,7 @@ import ipaddress
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -356,12 +358,27 @@ class GovernedServer:
 
     # -- MCP handlers ----------------------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: dict[str, Any] | None, client: str | None = None) -> Any:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        client: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Any:
         """One ``tools/call`` from ``client`` (None: the process's only client), through its gateway;
-        always a ``CallToolResult``."""
+        always a ``CallToolResult``. A valid W3C ``traceparent`` in the request's ``_meta`` makes this
+        call's events join the caller's trace (``tracing/propagation.py``); a missing or malformed one
+        is ignored, as the W3C spec asks."""
+        from portagent.tracing.propagation import HEADER, joining_call, parse
+
         self.calls += 1
+        parent = parse((meta or {}).get(HEADER))
+        details = {"mcp": {HEADER: parent.header()}} if parent is not None else None
         try:
-            obs = await self.gateway_for(client).call(name, arguments or {}, via="mcp")
+            with joining_call(self.run_id, parent):
+                obs = await self.gateway_for(client).call(
+                    name, arguments or {}, via="mcp", provider_details=details
+                )
         finally:
             self.recorder.flush()
         return to_call_result(obs, self.home, client)
@@ -378,7 +395,10 @@ class GovernedServer:
 
         async def call_tool(ctx: Any, params: Any) -> Any:
             return await self.call(
-                params.name, params.arguments, self.client_of(getattr(ctx, "request", None))
+                params.name,
+                params.arguments,
+                self.client_of(getattr(ctx, "request", None)),
+                getattr(params, "meta", None),
             )
 
         def input_schema(name: str) -> Any:

@@ -52,9 +52,10 @@ PORTAGENT_USES: dict[str, tuple[bool, str]] = {
 
 def flag_descriptions() -> dict[str, str]:
     """Each flag's meaning, from the contract's own field docstrings."""
-    return {
-        name: (ProviderCapabilities.model_fields[name].description or "").strip() for name in CAPABILITY_FLAGS
-    }
+    from portagent.contracts._docs import field_docs
+
+    docs = field_docs(ProviderCapabilities)
+    return {name: docs.get(name, "").strip() for name in CAPABILITY_FLAGS}
 
 
 def _package_version(package: str) -> str | None:

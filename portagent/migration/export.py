@@ -20,7 +20,7 @@ from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UnsupportedFeatureError, UsageError
 
-TARGETS = ("openai", "adk", "claude")
+TARGETS = ("openai", "adk", "claude", "anthropic", "langgraph")
 
 
 def literal(value: Any, indent: int = 0) -> str:
@@ -80,6 +80,10 @@ def export_agent(agent: str | Path, target: str, out: str | Path | None = None) 
         from portagent.migration.export_openai import render
     elif target == "adk":
         from portagent.migration.export_adk import render
+    elif target == "anthropic":
+        from portagent.migration.export_anthropic import render
+    elif target == "langgraph":
+        from portagent.migration.export_langgraph import render
     else:
         from portagent.migration.export_claude import render
     return render(bundle, spec_path_expr(spec, path), str(spec)), path

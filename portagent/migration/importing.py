@@ -35,10 +35,18 @@ SDKS: dict[str, tuple[str, str, str]] = {
     "openai": ("agents", "openai-agents", "openai"),
     "adk": ("google.adk", "google-adk", "adk"),
     "claude": ("claude_agent_sdk", "claude-agent-sdk", "claude"),
+    "anthropic": ("anthropic", "anthropic", "anthropic"),
+    "langgraph": ("langgraph.prebuilt", "langgraph", "langgraph"),
 }
 """``--from`` value → (top module, distribution, portagent extra)."""
 
-_TYPE_HINTS = {"agents": "openai", "google.adk": "adk", "claude_agent_sdk": "claude"}
+_TYPE_HINTS = {
+    "agents": "openai",
+    "google.adk": "adk",
+    "claude_agent_sdk": "claude",
+    "anthropic": "anthropic",
+    "langgraph": "langgraph",
+}
 
 
 def load_object(ref: str) -> Any:
@@ -101,6 +109,14 @@ def import_native(
         from portagent.migration.from_adk import read_adk
 
         draft = read_adk(ref, obj)
+    elif sdk == "anthropic":
+        from portagent.migration.from_anthropic import read_anthropic
+
+        draft = read_anthropic(ref, obj)
+    elif sdk == "langgraph":
+        from portagent.migration.from_langgraph import read_langgraph
+
+        draft = read_langgraph(ref, obj)
     else:
         from portagent.migration.from_claude import read_claude
 
@@ -122,7 +138,7 @@ def import_native(
                 f"replaced {draft.root.models[provider]!r} by {model!r} (--model)",
             )
         draft.root.models[provider] = model
-    missing = [p for p in SDKS if not draft.root.models.get(p)]
+    missing = [p for p in ("openai", "adk", "claude") if not draft.root.models.get(p)]
     if missing:
         draft.report.add(
             "review",

@@ -59,6 +59,27 @@ def from_mcp_content(result: Any) -> Any:
     return {"text": text}
 
 
+async def call_anthropic_tool(fn: Callable[..., Any], **args: Any) -> Any:
+    """Call an anthropic ``@beta_tool`` function and convert what it returns: its ``tool_result`` content.
+    JSON text is read back as its value (the gateway encodes every output as JSON for every provider),
+    other text stays text, content blocks convert as MCP content does; raising the SDK's ``ToolError``
+    (its way to answer with ``is_error``) is a handler error."""
+    try:
+        result = await call_original(fn, **args)
+    except Exception as e:
+        if type(e).__name__ == "ToolError" and type(e).__module__.startswith("anthropic."):
+            raise ToolFailure("handler_error", str(e)) from e
+        raise
+    if isinstance(result, str):
+        try:
+            return json.loads(result)
+        except ValueError:
+            return result
+    if isinstance(result, list):
+        return from_mcp_content({"content": result})
+    return result
+
+
 async def call_mcp_handler(handler: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> Any:
     """Call a Claude SDK MCP tool handler with its ``args`` dict and convert what it returns."""
     return from_mcp_content(await call_original(handler, args))

@@ -318,6 +318,7 @@ def _shim_text(draft: ImportDraft, tools: list[DraftTool], paths: list[str] | No
         *path_lines,
         "from portagent.migration.shims import (  # noqa: F401",
         "    adk_context,",
+        "    call_anthropic_tool,",
         "    call_mcp_handler,",
         "    call_original,",
         "    openai_context,",

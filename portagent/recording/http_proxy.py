@@ -30,7 +30,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from portagent.contracts.errors import RecordingError
@@ -71,6 +71,21 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class ForwardGate(Protocol):
+    """An optional hook on requests forwarded upstream (``HttpProxy(gate=…)``; portagent's is
+    ``runtime.request_limits.RequestGate``: per-request rate limits and Retry-After). Called on the
+    connection's thread; replayed or journal-served answers never reach it."""
+
+    def before_forward(self, body: bytes) -> None:
+        """Block until the request may go upstream."""
+
+    def on_response(self, status: int, headers: dict[str, str]) -> None:
+        """The upstream's status and headers, before they are relayed to the client."""
+
+    def on_complete(self, status: int, body: bytes) -> None:
+        """The whole answer, once relayed."""
+
+
 class HttpProxy:
     """A loopback reverse proxy that records (or replays) the Claude Code CLI's HTTP traffic.
 
@@ -88,6 +103,7 @@ class HttpProxy:
         default_upstream: str | None = None,
         journal: RunJournal | None = None,
         name: str = "portagent-proxy",
+        gate: ForwardGate | None = None,
     ) -> None:
         if mode not in ("record", "replay", "journal"):
             raise ValueError(f"mode must be 'record', 'replay' or 'journal', not {mode!r}")
@@ -102,6 +118,7 @@ class HttpProxy:
         self.api_key = api_key
         self.journal = journal
         self.name = name
+        self.gate = gate
         self.interactions: list[tuple[int, Any, dict[str, Any]]] = []
         """(order, vcr Request, vcr response dict) in record mode, or the loaded cassette in replay mode."""
         self.unmatched: list[str] = []
@@ -327,8 +344,12 @@ class _Handler(BaseHTTPRequestHandler):
         conn = conn_cls(up.hostname or "", up.port, timeout=600)
         target = up.path + self.path
         try:
+            if proxy.gate is not None:
+                proxy.gate.before_forward(body)
             conn.request(self.command, target, body=body or None, headers=headers)
             upstream = conn.getresponse()
+            if proxy.gate is not None:
+                proxy.gate.on_response(upstream.status, dict(upstream.getheaders()))
         except OSError as e:
             conn.close()
             if proxy.journal is not None:
@@ -380,6 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._relay(upstream, keep if proxy.journal is not None else None)
         finally:
             conn.close()
+        if proxy.gate is not None:
+            proxy.gate.on_complete(upstream.status, self._received)
         if proxy.journal is None:
             keep(self._received)
 

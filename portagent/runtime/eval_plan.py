@@ -192,8 +192,9 @@ def run_out_dir(results: Path, agent_label: str, case_id: str, provider: str, re
     return results / "runs" / agent_label / case_id / provider / f"r{repeat}"
 
 
-def request_for(case: Case, provider: str, repeat: int) -> Any:
-    """The RunRequest a case asks for on ``provider``."""
+def request_for(case: Case, provider: str, repeat: int, bundle: Any = None) -> Any:
+    """The RunRequest a case asks for on ``provider`` (continuing ``case.thread`` under ``bundle``'s context
+    budget when the case gives one)."""
     from portagent.contracts.run import RunRequest
 
     ctx = case.context
@@ -202,7 +203,7 @@ def request_for(case: Case, provider: str, repeat: int) -> Any:
         context["confidence"] = ctx.confidence
     if ctx.evidence:
         context["evidence"] = list(ctx.evidence)
-    return RunRequest(
+    request = RunRequest(
         input=case.input,
         provider=provider,
         case_id=case.case_id,
@@ -212,6 +213,11 @@ def request_for(case: Case, provider: str, repeat: int) -> Any:
         env=ctx.env,
         context=context,
     )
+    if case.thread and bundle is not None:  # issue 16: a case continuing a session thread
+        from portagent.runtime.sessions import thread_request
+
+        request = thread_request(bundle, request, case.thread)
+    return request
 
 
 def approver_for(case: Case, suite_approver: str) -> Any:

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,7 +220,7 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
     from portagent.runtime.runner import RunConfig, arun_full
 
     bundle = _bundle(task.agent.path)
-    request = request_for(task.case, task.provider, task.repeat)
+    request = request_for(task.case, task.provider, task.repeat, bundle)
     approver = approver_for(task.case, task.approver)
     clear_run_state(task.scope)
     if task.mode == "replay":
@@ -441,6 +441,8 @@ class PoolReport:
     wall_s: float = 0.0
     reused: int = 0
     """Runs an interrupted eval had finished, kept by ``--resume``."""
+    carried: int = 0
+    """Runs an earlier eval made with the same inputs, kept by ``--reuse`` (``runtime.reuse``)."""
 
 
 def run_tasks(
@@ -453,6 +455,7 @@ def run_tasks(
     scheduler: Any = None,
     executor: str = "local",
     address: str | None = None,
+    carried: Collection[int] = (),
 ) -> PoolReport:
     """Run every task; outcomes come back in plan order.
 
@@ -460,22 +463,41 @@ def run_tasks(
     whose run an interrupted eval already finished into its ``out_dir`` is scored from it, not run again.
     ``scheduler``: a ``runtime.limits.Scheduler`` that admits each run (limits, Retry-After, spend cap).
     ``executor="ray"``: each run a Ray task (``runtime.ray_executor``; ``address``: the cluster).
+    ``carried``: indexes of tasks whose run folder ``runtime.reuse`` restored (``--reuse``): scored from
+    it, labelled reused. Every run made here leaves its inputs hash for a later ``--reuse``.
     """
     if workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
     t0 = time.perf_counter()
     report = PoolReport()
-    if resume:
+    by_index = {t.index: t for t in tasks}
+    made_here = on_result
+    from portagent.runtime.reuse import Fingerprints
+
+    prints = Fingerprints()
+
+    def delivered(out: RunOutcome) -> None:
+        prints.write(by_index[out.index])
+        if made_here:
+            made_here(out)
+
+    on_result = delivered
+    if resume or carried:
         todo = []
         for task in tasks:
-            done = finished(task)
+            done = finished(task) if (resume or task.index in carried) else None
             if done is None:
                 todo.append(task)
                 continue
+            if task.index in carried:
+                done.score = done.score.model_copy(
+                    update={"provenance": done.score.provenance.model_copy(update={"reused": True})}
+                )
+                report.carried += 1
+            else:
+                report.reused += 1
             report.outcomes.append(done)
-            report.reused += 1
-            if on_result:
-                on_result(done)
+            delivered(done)
         tasks = todo
     if executor == "ray" and not in_process:
         from portagent.runtime.ray_executor import run_ray
@@ -493,25 +515,46 @@ def run_tasks(
         )
         for out in made:
             report.outcomes.append(out)
-            if on_result:
-                on_result(out)
+            on_result(out)
         if in_process:
             close_emulators()
     elif in_process:
         for task in tasks:
             out = execute(task)
             report.outcomes.append(out)
-            if on_result:
-                on_result(out)
+            on_result(out)
         close_emulators()
     else:
         for out in _pool(tasks, workers, report.workers):
             report.outcomes.append(out)
-            if on_result:
-                on_result(out)
+            on_result(out)
     report.outcomes.sort(key=lambda o: o.index)
     report.wall_s = time.perf_counter() - t0
     return report
+
+
+WARM_SDKS_ENV = "PORTAGENT_WARM_SDKS"
+"""Adapter modules (comma-separated) the fork server also imports (``runtime.warm``)."""
+
+
+def warm_workers(providers: Sequence[str]) -> None:
+    """Start the workers' fork server now, preloading ``runtime.warm``: it imports the run path (and, when
+    one provider's workers will share it, that provider's adapter and SDK) while the eval plans, so each
+    worker forks ready. A fork server already running (an earlier eval in this process) is kept."""
+    import multiprocessing as mp
+    from multiprocessing import forkserver
+
+    mp.get_context("forkserver").set_forkserver_preload(["portagent.runtime.warm"])
+    chosen = [p for p in dict.fromkeys(providers) if p in REGISTRY]
+    before = os.environ.get(WARM_SDKS_ENV)
+    os.environ[WARM_SDKS_ENV] = REGISTRY[chosen[0]].module if len(chosen) == 1 else ""
+    try:
+        forkserver.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop(WARM_SDKS_ENV, None)
+        else:
+            os.environ[WARM_SDKS_ENV] = before
 
 
 def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> Iterator[RunOutcome]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -217,6 +217,7 @@ def run_eval(
     scheduler: Any = None,
     executor: str = "local",
     address: str | None = None,
+    carried: Collection[int] = (),
 ) -> EvalRun:
     """Run a plan and aggregate it. ``resume``: runs an interrupted eval already finished into the plan's
     results folder are kept (scored from their trace), the others run (``eval --resume``). The cases'
@@ -233,6 +234,7 @@ def run_eval(
         scheduler=scheduler,
         executor=executor,
         address=address,
+        carried=carried,
     )
     suite = plan.loaded.suite
     judging: Any = None
@@ -250,6 +252,15 @@ def run_eval(
     )
     if judging is not None:
         result = result.model_copy(update={"judging": judging})
+    if suite.context_gate is not None:  # issue 16: the ch. 04 token-saving gate (docs/context.md)
+        from portagent.evals.context_metrics import context_savings
+
+        roles = {a.role: a.version for a in plan.agents}
+        result = result.model_copy(
+            update={
+                "context": context_savings(result, roles["baseline"], roles["candidate"], suite.context_gate)
+            }
+        )
     errors = [f"{plan.tasks[o.index].label}: {o.error}" for o in pool.outcomes if o.error]
     return EvalRun(plan, result, pool, workers, errors + judge_errors)
 
@@ -321,6 +332,8 @@ def record_tasks(
     verify: bool = True,
     workers: int = 2,
     on_result: Callable[[RecordOutcome], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> list[RecordOutcome]:
     """Record each task's run into its cassette folder.
 
@@ -333,6 +346,8 @@ def record_tasks(
     Replays (drift checks, verification) go to worker processes: a run's tools may keep state in
     their module (the demo's ticket numbers), and a replay must start from the same state as its
     recording did — a fresh process, never the one that just recorded the same scope.
+
+    ``executor="ray"``: recordings and replays are Ray tasks (``runtime.ray_executor``; ``address``).
     """
 
     from portagent.runtime.record import clean_staging
@@ -341,8 +356,9 @@ def record_tasks(
         clean_staging(parent)  # what a killed recording left behind
     outcomes: dict[int, RecordOutcome] = {}
     try:
+        ray: dict[str, Any] = {"executor": executor, "address": address}
         done = _record_tasks(
-            tasks, outcomes, source, only, record_mode, emulator_script, verify, workers, on_result
+            tasks, outcomes, source, only, record_mode, emulator_script, verify, workers, on_result, **ray
         )
         # the judges of the cases' graders judge the answers just recorded (runtime.judging)
         from portagent.runtime.judging import record_jobs
@@ -354,7 +370,16 @@ def record_tasks(
             for parent in sorted({t.cassette.parent for t in judges if t.cassette is not None}):
                 clean_staging(parent)
             done += _record_tasks(
-                judges, outcomes, source, "all", record_mode, emulator_script, verify, workers, on_result
+                judges,
+                outcomes,
+                source,
+                "all",
+                record_mode,
+                emulator_script,
+                verify,
+                workers,
+                on_result,
+                **ray,
             )
         return done
     finally:
@@ -375,6 +400,8 @@ def _record_tasks(
     verify: bool,
     workers: int,
     on_result: Callable[[RecordOutcome], None] | None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> list[RecordOutcome]:
     from dataclasses import replace
 
@@ -392,7 +419,12 @@ def _record_tasks(
         else:
             todo.append(task)
     if only == "drifted" and todo:
-        checks = run_tasks([replace(t, mode="replay", out_dir=None) for t in todo], workers=workers)
+        checks = run_tasks(
+            [replace(t, mode="replay", out_dir=None) for t in todo],
+            workers=workers,
+            executor=executor,
+            address=address,
+        )
         drifted = {o.index for o in checks.outcomes if is_drift(o)}
         for o in checks.outcomes:
             if o.index not in drifted:
@@ -403,8 +435,20 @@ def _record_tasks(
                     "replays cleanly" if not o.error else f"replay fails without drift: {o.error}",
                 )
         todo = [t for t in todo if t.index in drifted]
-    for task in todo:
-        out = _record_one(task, source, record_mode, emulator_script)
+    if executor == "ray":
+        from portagent.runtime.ray_executor import record_ray
+
+        made: Iterable[tuple[RunTask, RecordOutcome]] = record_ray(
+            todo,
+            source=source,
+            record_mode=record_mode,
+            script=emulator_script,
+            address=address,
+            num_cpus=workers,
+        )
+    else:
+        made = ((task, _record_one(task, source, record_mode, emulator_script)) for task in todo)
+    for task, out in made:
         if out.staging is not None:
             lacking = missing_files(out.staging, task.provider)
             if lacking:
@@ -421,6 +465,8 @@ def _record_tasks(
         checks = run_tasks(
             [replace(t, mode="replay", out_dir=None, cassette=staged[t.index]) for t in fresh],
             workers=workers,
+            executor=executor,
+            address=address,
         )
         for o in checks.outcomes:
             prev = outcomes[o.index]
@@ -501,7 +547,7 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
     return await stage_run(
         bundle,
-        request_for(task.case, task.provider, task.repeat),
+        request_for(task.case, task.provider, task.repeat, bundle),
         task.cassette,
         endpoint,
         approver=approver_for(task.case, task.approver),

@@ -45,12 +45,17 @@ def _next_wait(sched: Scheduler, pending: dict[str, deque[RunTask]]) -> float:
 
 def run_in_process(tasks: Sequence[RunTask], sched: Scheduler) -> Iterator[RunOutcome]:
     """One run at a time in this process, each when the scheduler admits it."""
-    from portagent.runtime.eval_pool import execute
-
     sched.attempts.clear()  # task indexes are per call (the judges' start at 0 again)
     pending: dict[str, deque[RunTask]] = {}
     for t in tasks:
         pending.setdefault(t.provider, deque()).append(t)
+    with sched.requests_limited():  # per-request limits for this process's runs (runtime.request_limits)
+        yield from _admitted_in_process(pending, sched)
+
+
+def _admitted_in_process(pending: dict[str, deque[RunTask]], sched: Scheduler) -> Iterator[RunOutcome]:
+    from portagent.runtime.eval_pool import execute
+
     while any(pending.values()):
         task = next((q[0] for q in pending.values() if q and sched.admit(q[0])), None)
         if task is None:
@@ -102,7 +107,7 @@ def run_pooled(
         while active[p] < want and len(procs) < workers:
             proc = ctx.Process(
                 target=_worker_main,
-                args=(p, queues[p], results, dict(os.environ), os.getcwd(), me),
+                args=(p, queues[p], results, {**os.environ, **sched.request_env(workers)}, os.getcwd(), me),
                 name=f"portagent-eval-{p}",
                 daemon=True,
             )

@@ -90,7 +90,15 @@ def open_journal(
         },
         replay=list(resumption.kept) if resumption is not None else [],
     ).open()
-    proxy = HttpProxy(mode="journal", upstream=upstream, journal=journal, name="portagent-journal")
+    from portagent.runtime.request_limits import request_gate
+
+    proxy = HttpProxy(
+        mode="journal",
+        upstream=upstream,
+        journal=journal,
+        name="portagent-journal",
+        gate=request_gate(provider),  # per-request rate limits and Retry-After (eval --live, issue 17)
+    )
     url = proxy.start_shared()
     return RunJournalSeam(journal, proxy, dataclasses.replace(endpoint, journal_url=url), out_dir)
 

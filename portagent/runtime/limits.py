@@ -8,7 +8,8 @@ The eval's pool asks ``Scheduler.admit(task)`` before handing a run to a worker 
   are not known before it runs, so it is admitted for its provider's running mean (until the first run
   of the provider is back, one run at a time); what it really used is settled when it ends — a run that
   used more leaves a debt the next admission pays first. ``burst_s`` sets how much of a minute's rate
-  may go at once.
+  may go at once. Each request is held too, in the process that makes it (``runtime.request_limits``:
+  the run journal's proxy waits on that process's share of the rate, ``Scheduler.request_env``).
 - **Retry-After and backoff**: a run whose provider answered 429 / 503 / 529 (even when the vendor client's
   own retry then got through) pauses every new run of that provider for the ``Retry-After`` it sent, or,
   without one, for a jittered backoff ``d/2 + U(0, d/2)`` with ``d = min(cap, base · 2^(n−1))`` (n: the
@@ -28,10 +29,12 @@ pool's loop is a plain one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,14 +94,9 @@ class _Lane:
 
 
 def _bucket(per_minute: float | None, burst_s: float) -> Any:
-    from aiolimiter import AsyncLimiter
+    from portagent.runtime.request_limits import bucket
 
-    if per_minute is None:
-        return None
-    capacity = per_minute * burst_s / 60
-    if capacity < 1:  # at least one unit at a time, spaced at the rate
-        return AsyncLimiter(1, 60 / per_minute)
-    return AsyncLimiter(capacity, burst_s)
+    return bucket(per_minute, burst_s)
 
 
 class Scheduler:
@@ -148,6 +146,45 @@ class Scheduler:
         if provider not in self._lanes:
             self._lanes[provider] = _Lane(provider, self._limits.get(provider, ProviderLimits()))
         return self._lanes[provider]
+
+    def request_env(self, processes: int) -> dict[str, str]:
+        """The per-request limits (``runtime.request_limits``) for processes that make this eval's runs,
+        as the ``PORTAGENT_REQUEST_LIMITS`` variable: each rated provider's requests/tokens per minute
+        divided by the processes that may run it at once (``processes``, or fewer by ``max_concurrency``),
+        with its Retry-After cap and backoff. Empty when nothing is rated (or the eval is not live)."""
+        import json
+
+        from portagent.runtime.request_limits import REQUEST_LIMITS_ENV
+
+        out: dict[str, dict[str, float | None]] = {}
+        for provider, lim in self._limits.items():
+            if not (lim.requests_per_minute or lim.tokens_per_minute):
+                continue
+            n = max(1, min(processes, lim.max_concurrency or processes))
+            out[provider] = {
+                "requests_per_minute": lim.requests_per_minute / n if lim.requests_per_minute else None,
+                "tokens_per_minute": lim.tokens_per_minute / n if lim.tokens_per_minute else None,
+                "burst_s": lim.burst_s,
+                "max_retry_after_s": lim.max_retry_after_s,
+                "backoff_base_s": lim.backoff_base_s,
+                "backoff_cap_s": lim.backoff_cap_s,
+            }
+        return {REQUEST_LIMITS_ENV: json.dumps(out, sort_keys=True)} if out else {}
+
+    @contextlib.contextmanager
+    def requests_limited(self, processes: int = 1) -> Iterator[None]:
+        """This process's requests limited (``request_env``) while the block runs (in-process runs)."""
+        env = self.request_env(processes)
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def max_workers(self, provider: str) -> int | None:
         """The most worker processes worth starting for a provider (its ``max_concurrency``)."""

@@ -23,6 +23,10 @@ results folder — are the local pool's (timings aside). What has to hold on a c
 - **Warm imports**: Ray reuses its worker processes, so a vendor SDK is imported once per worker process,
   like a local worker bound to a provider.
 
+``record --executor ray`` makes each recording a Ray task the same way (``record_ray``): the run is
+staged into its cassette folder by the node, and the driver replays it (the verification, as Ray tasks
+too) and moves it into place.
+
 ``--address`` (or ``RAY_ADDRESS``) joins a running cluster; without it a local Ray is started with
 ``--workers`` CPUs. Ray is the ``ray`` extra.
 """
@@ -33,10 +37,14 @@ import importlib.util
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from portagent.contracts.errors import UsageError
 from portagent.runtime.eval_plan import RunOutcome, RunTask
+
+if TYPE_CHECKING:
+    from portagent.runtime.eval_run import RecordOutcome
 
 RAY_RETRIES = 2
 """Times Ray re-runs a task whose worker died (a lost node): the run starts its namespace afresh."""
@@ -59,13 +67,59 @@ def _make_run(task: RunTask, env: dict[str, str], cwd: str) -> RunOutcome:
     """One run on a Ray worker: the local pool's ``execute``."""
     from portagent.runtime.eval_pool import execute
 
+    _enter(env, cwd)
+    return execute(task)
+
+
+def _enter(env: dict[str, str], cwd: str) -> None:
+    """A Ray worker takes the driver's variables and folder for this task."""
     os.environ.update(env)
-    for name in ("PORTAGENT_HOME",):  # a previous task's home must not leak into this one
+    # a previous task's home and request limits must not leak into this one
+    for name in ("PORTAGENT_HOME", "PORTAGENT_REQUEST_LIMITS"):
         if name not in env:
             os.environ.pop(name, None)
     if os.path.isdir(cwd):
         os.chdir(cwd)
-    return execute(task)
+
+
+def _make_recording(
+    task: RunTask, source: str, record_mode: str, script: Path | None, env: dict[str, str], cwd: str
+) -> RecordOutcome:
+    """One recording on a Ray worker: ``record``'s own ``_record_one``, staged into the task's cassette
+    folder (a path every node sees); the driver verifies and places it."""
+    from portagent.runtime.eval_run import _record_one
+
+    _enter(env, cwd)
+    return _record_one(task, source, record_mode, script)
+
+
+def record_ray(
+    tasks: Sequence[RunTask],
+    *,
+    source: str,
+    record_mode: str,
+    script: Path | None,
+    address: str | None = None,
+    num_cpus: int = 2,
+) -> Iterator[tuple[RunTask, RecordOutcome]]:
+    """``record --executor ray``: each recording a Ray task, yielded as it finishes. Each Ray worker
+    process has its own emulator (reset before every run, like the local recorder's), so a recording's
+    fault counters and timing are its own."""
+    ray = connect(address, num_cpus)
+    remote = ray.remote(max_retries=RAY_RETRIES)(_make_recording)
+    env, cwd = task_env(), os.getcwd()
+    running = {remote.remote(t, source, record_mode, script, env, cwd): t for t in tasks}
+    while running:
+        done, _ = ray.wait(list(running), num_returns=1, timeout=0.5)
+        for ref in done:
+            task = running.pop(ref)
+            try:
+                outcome: RecordOutcome = ray.get(ref)
+            except Exception as e:  # lost past its retries: the folder keeps its earlier recording
+                from portagent.runtime.eval_run import RecordOutcome as Outcome
+
+                outcome = Outcome(task, "failed", f"Ray task failed: {type(e).__name__}: {str(e)[:300]}")
+            yield task, outcome
 
 
 def connect(address: str | None, num_cpus: int) -> Any:
@@ -112,6 +166,8 @@ def _stream(tasks: Sequence[RunTask], ray: Any, scheduler: Any) -> Iterator[RunO
     remote = ray.remote(max_retries=RAY_RETRIES)(_make_run)
     env, cwd = task_env(), os.getcwd()
     limited = scheduler is not None and scheduler.active
+    if limited:  # each Ray worker process limits its requests to its share of the provider's rate
+        env.update(scheduler.request_env(max(1, int(ray.cluster_resources().get("CPU", 1)))))
     if limited:
         scheduler.attempts.clear()
     pending = deque(tasks)

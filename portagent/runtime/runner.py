@@ -520,7 +520,8 @@ async def _run_attempt(
 
 
 async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
-    """Run the adapter, inside a vcrpy cassette when recording or replaying a Python SDK.
+    """Run the adapter, inside a vcrpy cassette when recording or replaying a Python SDK (a replay of
+    openai or adk is served by the transport-level player, recording/player.py, instead).
 
     The Claude adapter records and replays its own transport (the CLI's HTTP is invisible to vcrpy).
     """
@@ -531,9 +532,22 @@ async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
 
     assert endpoint.cassette_dir is not None, "record/replay needs endpoint.cassette_dir"
     mode = "none" if endpoint.mode == "replay" else endpoint.record_mode
+    if mode == "none" and session.provider in _player_providers():
+        from portagent.recording.player import player_session
+
+        with player_session(endpoint.cassette_dir, match_body=endpoint.match_body) as report:
+            session.cassette_report = report
+            return await adapter.run(session)
     with vcr_session(endpoint.cassette_dir, mode, match_body=endpoint.match_body) as report:
         session.cassette_report = report
         return await adapter.run(session)
+
+
+def _player_providers() -> frozenset[str]:
+    """Providers replayed by the transport-level player instead of vcrpy (recording/player.py)."""
+    from portagent.recording.player import PLAYER_PROVIDERS
+
+    return PLAYER_PROVIDERS
 
 
 def _trace_ref(trace_path: Path | None, mode: str) -> str | None:

@@ -6,8 +6,9 @@
 The history is portagent's, not an SDK's: each turn is ``{role, content, provider, run_id, at}``, stored in
 ``$PORTAGENT_HOME/sessions.db`` (``SqliteSessionStore``; any object with the ``SessionStore`` protocol may
 replace it). A run in a session sends the earlier turns *as input*, framed in one block before the new user
-message (``frame_history``), on every provider: the same bytes reach openai-agents, ADK and Claude Code, so
-a thread started on one provider continues on another (docs/sessions.md). The SDKs' own session mechanisms
+message (``frame_history``), on every provider: the same bytes reach openai-agents, ADK, Claude Code, the
+Anthropic Messages API and LangGraph, so a thread started on one provider continues on another (docs/sessions.md;
+tests/sessions/test_sessions.py takes every ordered pair of the five). The SDKs' own session mechanisms
 (openai-agents ``Session``, ADK ``SessionService``, Claude Code ``resume``) keep a provider's own items and
 cannot receive another provider's turns (Claude Code has no API to inject assistant turns), so they are not
 used — one observable behaviour instead of three.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -33,7 +35,14 @@ from pydantic import ValidationError
 
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
-from portagent.contracts.session import Turn, frame_history
+from portagent.contracts.session import (
+    HISTORY_CLOSE,
+    HISTORY_OPEN,
+    TURN_CLOSE,
+    TURN_OPEN,
+    Turn,
+    frame_history,
+)
 from portagent.core.clock import Clock, SystemClock, iso
 
 if TYPE_CHECKING:
@@ -302,9 +311,12 @@ def fit_history(bundle: AgentBundle, request: RunRequest, turns: Sequence[Turn])
     """The newest turns that fit the root agent's ``max_context_tokens`` beside what cannot be left out
     (instructions, tool declarations, the new messages); the older ones are **compacted** into a handoff
     package from their runs' traces (``tracing/handoff.py``) when it fits, else only left out. Without a budget
-    every turn is kept. Estimated tokens (``adapters/context_manifest.py``)."""
-    from portagent.adapters.context_manifest import estimate_tokens, manifest_fixed_tokens
-    from portagent.contracts.session import split_framed
+    every turn is kept. Estimated tokens (``adapters/context_manifest.py``).
+
+    Linear in the thread, not quadratic: each candidate cut's history block is sized from suffix sums (the
+    framing is a contract, ``contracts/session.py``), each run's trace is read once, and a cut is only
+    compacted when a lower bound of its block (the compaction's request and answer lines) fits."""
+    from portagent.adapters.context_manifest import manifest_fixed_tokens
 
     budget = bundle.spec.max_context_tokens
     if budget is None or not turns:
@@ -312,26 +324,88 @@ def fit_history(bundle: AgentBundle, request: RunRequest, turns: Sequence[Turn])
     assert request.session_id is not None
     session_id = request.session_id
     available = budget - manifest_fixed_tokens(bundle, request)
+    total = len(turns)
+    suffix = [0] * (total + 1)  # suffix[n]: the framed size of the newest n turns
+    for n in range(1, total + 1):
+        t = turns[total - n]
+        suffix[n] = suffix[n - 1] + len(TURN_OPEN.format(role=t.role)) + len(t.content) + len(TURN_CLOSE) + 3
 
-    def block(n: int, compacted: str | None) -> int:
-        framed = split_framed(
-            frame_history(
-                session_id, turns[len(turns) - n :], "x", omitted=len(turns) - n, compacted=compacted
-            )
-        )
-        assert framed is not None
-        return estimate_tokens(framed.history)
+    def block(n: int, compacted: int | None) -> int:
+        """Estimated tokens of the history block keeping the newest ``n`` turns (what ``frame_history``
+        writes and ``split_framed`` reads back), after a compaction of ``compacted`` characters."""
+        omitted = f' omitted="{total - n}"' if total - n else ""
+        opening = HISTORY_OPEN.format(session=session_id, turns=n, omitted=omitted)
+        size = len(opening) + 1 + (compacted + 1 if compacted else 0) + suffix[n] + len(HISTORY_CLOSE)
+        return math.ceil(size / 4)  # estimate_tokens of that block
 
-    if block(len(turns), None) <= available:
+    if block(total, None) <= available:
         return FittedHistory(list(turns))
     # cut between exchanges only: the kept part starts with a user turn (or is empty)
-    cuts = [n for n in range(len(turns) - 1, -1, -1) if n == 0 or turns[len(turns) - n].role == "user"]
+    cuts = [n for n in range(total - 1, -1, -1) if n == 0 or turns[total - n].role == "user"]
+    runs = _ThreadRuns(turns)
     for n in cuts:  # the most newest turns that fit beside the compaction of the older ones
-        compacted, part = _compact_turns(session_id, turns[: len(turns) - n])
-        if compacted is not None and block(n, compacted) <= available:
+        dropped = total - n
+        floor = runs.floor(dropped)
+        if floor is None:
+            break  # an older run kept no trace: no cut from here on can be compacted
+        if block(n, floor) > available:
+            continue
+        compacted, part = _compact_turns(session_id, turns[:dropped], runs.events(dropped))
+        if compacted is not None and block(n, len(compacted)) <= available:
             return _fitted(session_id, turns, n, budget, compacted, part)
     keep = next((n for n in cuts if block(n, None) <= available), 0)
     return _fitted(session_id, turns, keep, budget, None, None)
+
+
+class _ThreadRuns:
+    """The runs behind a thread's turns, each trace read once (``fit_history``): the events of the runs of
+    the oldest ``k`` turns, and a lower bound of their compaction's size."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = turns
+        self.order: list[str] = []  # run ids, in the order their first assistant turn appears
+        self.paths: dict[str, str] = {}  # run id -> its trace file (that assistant turn's)
+        self.upto: list[int] = []  # upto[k]: how many runs the oldest k turns name
+        self.missing_from: int | None = None  # the first k whose runs include one without a trace
+        for k, t in enumerate(turns, start=1):
+            if t.role == "assistant" and t.run_id and t.run_id not in self.order:
+                self.order.append(t.run_id)
+                if not t.trace_path or not Path(t.trace_path).is_file():
+                    self.missing_from = self.missing_from or k
+                else:
+                    self.paths[t.run_id] = t.trace_path
+            self.upto.append(len(self.order))
+        self._files: dict[str, list[Any]] = {}
+        self._runs: dict[str, list[Any]] = {}
+        self._floors: list[int] = []  # _floors[i]: the floor of runs[:i+1]
+
+    def _run(self, i: int) -> list[Any]:
+        run_id = self.order[i]
+        if run_id not in self._runs:
+            from portagent.tracing.timeline import load_trace_file
+
+            path = self.paths[run_id]
+            if path not in self._files:
+                self._files[path] = load_trace_file(path)
+            self._runs[run_id] = [e for e in self._files[path] if e.run_id == run_id]
+        return self._runs[run_id]
+
+    def floor(self, k: int) -> int | None:
+        """Characters the compaction of the oldest ``k`` turns takes at least (its frame and each run's
+        request and answer lines); None when one of their runs kept no trace."""
+        from portagent.tracing.handoff import compacted_floor
+
+        if self.missing_from is not None and k >= self.missing_from:
+            return None
+        count = self.upto[k - 1] if k else 0
+        while len(self._floors) < count:
+            i = len(self._floors)
+            self._floors.append((self._floors[-1] if i else 0) + compacted_floor(self._run(i)))
+        return (self._floors[count - 1] if count else 0) + compacted_floor([])
+
+    def events(self, k: int) -> list[Any]:
+        """The events of the runs of the oldest ``k`` turns, in order."""
+        return [e for i in range(self.upto[k - 1] if k else 0) for e in self._run(i)]
 
 
 def _fitted(
@@ -355,16 +429,14 @@ def _fitted(
     return FittedHistory(list(turns[len(turns) - keep :]), [excluded], compacted, part)
 
 
-def _compact_turns(session_id: str, dropped: Sequence[Turn]) -> tuple[str | None, dict[str, Any] | None]:
-    """The dropped turns compacted from their runs' traces, or (None, None) when a trace is missing."""
+def _compact_turns(
+    session_id: str, dropped: Sequence[Turn], events: list[Any]
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The dropped turns compacted from their runs' ``events``, or (None, None) when they have none."""
     from portagent.adapters.context_manifest import estimate_tokens
     from portagent.core.clock import FixedClock
     from portagent.tracing.handoff import compact, render_compacted
 
-    try:
-        events, _ = session_events(dropped)
-    except UsageError:
-        return None, None
     if not events:
         return None, None
     package = compact(events, owner=f"session:{session_id}", clock=FixedClock())
@@ -424,6 +496,22 @@ async def arun_in_session(
     finally:
         if owned:
             sessions.close()
+
+
+def thread_request(bundle: AgentBundle, request: RunRequest, thread: Sequence[Any]) -> RunRequest:
+    """An eval case's request continuing the thread it gives (``Case.thread``, ``{role, content}`` turns):
+    framed exactly as a run in a session is, under the root agent's ``max_context_tokens`` (``fit_history``;
+    these turns have no traces, so what does not fit is left out, not compacted). The session id is
+    ``case:<case_id>``; nothing is stored."""
+    if not thread:
+        return request
+    session_id = f"case:{request.case_id or 'thread'}"
+    turns = [
+        Turn(seq=i, role=t.role, content=t.content, created_at="") for i, t in enumerate(thread, start=1)
+    ]
+    request = request.model_copy(update={"session_id": session_id})
+    fitted = fit_history(bundle, request, turns)
+    return session_request(request, fitted.kept, omitted=len(turns) - len(fitted.kept))
 
 
 def export_session(session_id: str, turns: Sequence[Turn]) -> dict[str, Any]:

@@ -3,7 +3,6 @@ portability verdict when a provider is named (``--provider``)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +39,12 @@ def bundle_problems(
     if any(n.spec.mcp_servers for n in bundle.agents.values()):
         from portagent.tools.mcp.sources import list_live, remembered_listings
 
-        listings = asyncio.run(list_live(bundle)) if list_mcp else remembered_listings(bundle)
+        if list_mcp:
+            import asyncio
+
+            listings = asyncio.run(list_live(bundle))
+        else:
+            listings = remembered_listings(bundle)
     problems = spec_problems(bundle, listings)
     notes: list[str] = []
     for p in [provider] if provider else list(PROVIDERS):

@@ -158,9 +158,15 @@ class ToolGateway:
         vendor_call_id: str | None = None,
         via: ToolVia = "function",
         call_id: str | None = None,
+        provider_details: Mapping[str, Any] | None = None,
     ) -> Observation:
         prepared = await self.prepare(
-            tool_name, raw_args, vendor_call_id=vendor_call_id, via=via, call_id=call_id
+            tool_name,
+            raw_args,
+            vendor_call_id=vendor_call_id,
+            via=via,
+            call_id=call_id,
+            provider_details=provider_details,
         )
         return await self.execute(prepared)
 
@@ -172,8 +178,10 @@ class ToolGateway:
         vendor_call_id: str | None = None,
         via: ToolVia = "function",
         call_id: str | None = None,
+        provider_details: Mapping[str, Any] | None = None,
     ) -> PreparedCall:
-        """Everything up to and including the approval decision, once per call."""
+        """Everything up to and including the approval decision, once per call. ``provider_details``
+        (what the transport carried, e.g. ``mcp serve``'s incoming ``traceparent``) go on ``tool.call``."""
         cached = (self._prepared.get(call_id) if call_id else None) or (
             self.prepared(vendor_call_id) if vendor_call_id else None
         )
@@ -193,6 +201,7 @@ class ToolGateway:
         if vendor_call_id:
             self._by_vendor[vendor_call_id] = call_id
         details: dict[str, Any] = {"vendor_call_id": vendor_call_id} if vendor_call_id else {}
+        details.update(provider_details or {})
         if sent != args or compute_args_hash(sent) != p.args_hash:
             details["args_as_sent"] = sent
         self.emit(
@@ -224,6 +233,7 @@ class ToolGateway:
                 return prepared.result
             obs, latency = await self._run(prepared)
             self._finish(prepared, obs, latency)
+            self._charge_reported(prepared, obs)
             return obs
 
     # -- governed tools (run by the vendor runtime, decided here) --------------------------------------
@@ -434,6 +444,25 @@ class ToolGateway:
             return None
         self.emit("budget.exceeded", **charged.event_fields())
         return Observation.failure("budget_exhausted", charged.message, charged.event_fields())
+
+    def _charge_reported(self, p: PreparedCall, obs: Observation) -> None:
+        """Charge what a remote A2A agent reported the call cost (its answer's ``cost_usd``) to the run's
+        budget, beyond the ToolSpec's static ``cost_usd`` already charged. A duplicate (the ledger's earlier
+        outcome) did no new work and is not charged. Over ``max_cost_usd`` the run stops after this call
+        (``adapters/session_gateway.py``), as after an over-budget model call."""
+        from portagent.tools.a2a.bridge import is_a2a_tool
+
+        out = obs.output
+        if not (obs.ok and not obs.duplicate and is_a2a_tool(p.tool) and isinstance(out, dict)):
+            return
+        reported = out.get("cost_usd")
+        if isinstance(reported, bool) or not isinstance(reported, int | float):
+            return
+        from decimal import Decimal
+
+        extra = Decimal(repr(float(reported))) - Decimal(repr(float(p.tool.cost_usd if p.tool else 0.0)))
+        if extra > 0:
+            self.context.budget.add_tool_cost(extra)
 
     def _finish(self, p: PreparedCall, obs: Observation, latency_ms: float | None) -> None:
         p.result = obs

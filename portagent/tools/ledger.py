@@ -61,11 +61,18 @@ def start_identity(pid: int) -> str | None:
     return f"{boot}.{ticks}"
 
 
+_OWN_TOKEN: dict[int, str] = {}
+
+
 def owner_token() -> str:
-    """``host:pid@start`` (``host:pid`` where the start identity cannot be read)."""
+    """``host:pid@start`` (``host:pid`` where the start identity cannot be read). Worked out once per
+    process (a forked child has another pid, so it works out its own)."""
     pid = os.getpid()
-    start = start_identity(pid)
-    return f"{socket.gethostname()}:{pid}" + (f"@{start}" if start else "")
+    token = _OWN_TOKEN.get(pid)
+    if token is None:
+        start = start_identity(pid)
+        token = _OWN_TOKEN[pid] = f"{socket.gethostname()}:{pid}" + (f"@{start}" if start else "")
+    return token
 
 
 def pid_alive(pid: int) -> bool:

@@ -415,15 +415,40 @@ COMPACTED_OPEN = '<compacted_turns turns="{first}-{last}" handoff="{handoff_id}"
 COMPACTED_CLOSE = "</compacted_turns>"
 
 
-def render_compacted(h: HandoffPackage, events: Sequence[Any], first: int, last: int) -> str:
-    """Turns a context budget left out, as the model reads them: each run's request and answer (cut to
-    80 characters), then the package's decisions, limits, actions, errors not to repeat and next step."""
-    lines = [COMPACTED_OPEN.format(first=first, last=last, handoff_id=h.handoff_id)]
+def _turn_lines(events: Sequence[Any]) -> list[str]:
+    """Each run's request and answer, cut to 80 characters (the first lines of a compaction)."""
+    lines = []
     for e in events:
         if e.type == "run.started":
             lines.append(f"request: {_short(_goal_text(e), 80)}")
         elif e.type == "run.completed":
             lines.append(f"answer ({e.status}): {_short(e.final_output, 80)}")
+    return lines
+
+
+def compacted_floor(events: Sequence[Any]) -> int:
+    """A lower bound of ``len(render_compacted(…, events, …))``: with no events, its opening and closing
+    lines (one-digit turn numbers); else what ``events``' request and answer lines and their entries in the
+    actions line add. The floors of consecutive runs add up (``runtime/sessions.fit_history`` sizes a cut
+    before compacting it)."""
+    if not events:
+        opening = COMPACTED_OPEN.format(first=1, last=1, handoff_id="ho_" + "0" * 16)
+        return len(opening) + 1 + len(COMPACTED_CLOSE)
+    results = {(e.run_id, e.call_id): e for e in events if e.type == "tool.result"}
+    actions = 0  # each action's "<tool> <outcome>, " in the actions line
+    for e in events:
+        if e.type == "tool.call":
+            r = results.get((e.run_id, e.call_id))
+            outcome = "no_result" if r is None else ("ok" if r.ok else (r.error or "error"))
+            actions += len(e.tool) + 1 + len(outcome) + 2
+    return sum(len(line) + 1 for line in _turn_lines(events)) + actions
+
+
+def render_compacted(h: HandoffPackage, events: Sequence[Any], first: int, last: int) -> str:
+    """Turns a context budget left out, as the model reads them: each run's request and answer (cut to
+    80 characters), then the package's decisions, limits, actions, errors not to repeat and next step."""
+    lines = [COMPACTED_OPEN.format(first=first, last=last, handoff_id=h.handoff_id)]
+    lines += _turn_lines(events)
     lines += [f"decision: {d.decision} (because {d.reason})" for d in h.decisions]
     lines += [f"limit: {c.text}" for c in h.limits]
     if h.actions:
@@ -431,4 +456,45 @@ def render_compacted(h: HandoffPackage, events: Sequence[Any], first: int, last:
     lines += [f"do not redo: {c.text}" for c in h.do_not_redo]
     lines += [f"source: {s.title} ({s.ref})" for s in h.sources]
     lines.append(COMPACTED_CLOSE)
+    return "\n".join(lines)
+
+
+# --- delegation ------------------------------------------------------------------------------------------
+
+DELEGATION_OPEN = '<handoff id="{handoff_id}" from="{parent}" to="{target}">'
+DELEGATION_CLOSE = "</handoff>"
+
+
+def delegation_package(
+    events: Sequence[Any], *, parent: str, target: str, task: str, clock: Clock
+) -> HandoffPackage:
+    """The package a sub-agent gets when ``parent`` delegates ``task`` to it (``Delegate.context: handoff``):
+    the run so far compacted (``compact``, owned by ``parent``), the ``handoff`` event being the delegation
+    decision, and the task as the next step (backed by that event)."""
+    package = compact(events, owner=parent, clock=clock)
+    last = next((e for e in reversed(events) if e.type == "handoff" and e.to_agent == target), None)
+    fields = package.model_dump(exclude={"handoff_id", "handoff_version"})
+    fields["next_step"] = Claim(
+        text=f"{target}: {_short(task, 200)}", evidence=[ref(last)] if last is not None else []
+    )
+    return HandoffPackage(handoff_id=handoff_id(fields), **fields)
+
+
+def render_delegation(h: HandoffPackage, parent: str, target: str, task: str) -> str:
+    """The sub-agent's input, as the model reads it: the package (goal, decisions, limits, what was done and
+    how it ended, errors not to repeat, sources, open items; references, never the tool outputs), then the
+    coordinator's request, last."""
+    lines = [DELEGATION_OPEN.format(handoff_id=h.handoff_id, parent=parent, target=target)]
+    if h.goal is not None:
+        lines.append(f"goal: {_short(h.goal.text, 200)}")
+    lines += [f"decision: {d.decision} (because {d.reason})" for d in h.decisions]
+    lines += [f"limit: {c.text}" for c in h.limits]
+    lines += [f"done: {a.tool} {a.call_id} -> {a.outcome}" for a in h.actions]
+    lines += [f"tried: {c.text}" for c in h.tried_errors]
+    lines += [f"do not redo: {c.text}" for c in h.do_not_redo]
+    lines += [f"source: {s.title} ({s.ref})" for s in h.sources]
+    lines += [f"artifact: {a.ref}" for a in h.artifacts if a.kind == "effect"]
+    lines += [f"pending: {c.text}" for c in h.pending]
+    lines.append(DELEGATION_CLOSE)
+    lines.append(task)
     return "\n".join(lines)

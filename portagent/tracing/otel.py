@@ -187,14 +187,7 @@ def export_spans(
     several = len(attempts) > 1
     remote = None
     if first.parent_span_id:  # the run joined a caller's trace over A2A/MCP: its span is the parent
-        remote = api.NonRecordingSpan(
-            api.SpanContext(
-                trace_id=int(first.trace_id, 16),
-                span_id=int(first.parent_span_id, 16),
-                is_remote=True,
-                trace_flags=api.TraceFlags(api.TraceFlags.SAMPLED),
-            )
-        )
+        remote = _remote(api, first.trace_id, first.parent_span_id)
     root = start(
         f"invoke_agent {first.agent}",
         remote,
@@ -256,6 +249,18 @@ def export_spans(
     _finish(root, final, last_end, api)
     provider.shutdown()
     return count
+
+
+def _remote(api: Any, trace_id: str, span_id: str) -> Any:
+    """A caller's span in another process (W3C trace context), as the parent of a span of ours."""
+    return api.NonRecordingSpan(
+        api.SpanContext(
+            trace_id=int(trace_id, 16),
+            span_id=int(span_id, 16),
+            is_remote=True,
+            trace_flags=api.TraceFlags(api.TraceFlags.SAMPLED),
+        )
+    )
 
 
 def _finish(span: Any, end: Any, last: Any, api: Any) -> None:
@@ -363,8 +368,11 @@ def _attempt_children(
             }
             if include_content:
                 attrs["gen_ai.tool.call.arguments"] = _json(clean(e.args))
+            under = parent
+            if e.trace_id != group[0].trace_id and e.parent_span_id:  # made for a remote caller (mcp serve)
+                under = _remote(api, e.trace_id, e.parent_span_id)
             tools[e.call_id] = start(
-                f"execute_tool {e.tool}", parent, _ns(e.ts), attrs, api.SpanKind.INTERNAL, e.span_id
+                f"execute_tool {e.tool}", under, _ns(e.ts), attrs, api.SpanKind.INTERNAL, e.span_id
             )
         elif (
             e.type in ("permission.decision", "approval.requested", "approval.resolved")
@@ -397,6 +405,14 @@ def _attempt_children(
             if e.max_context_tokens is not None:
                 manifest["portagent.context.max_tokens"] = e.max_context_tokens
             parent.add_event("portagent.context.manifest", attributes=manifest, timestamp=_ns(e.ts))
+        elif e.type == "handoff.package":  # what a sub-agent was given: the package's id and size, no content
+            package = {
+                "portagent.handoff.id": e.handoff_id,
+                "portagent.handoff.from_agent": e.from_agent,
+                "portagent.handoff.to_agent": e.to_agent,
+                "portagent.handoff.tokens": e.tokens,
+            }
+            parent.add_event("portagent.handoff.package", attributes=package, timestamp=_ns(e.ts))
         elif e.type in ("handoff", "route.decision", "attempt.started", "budget.exceeded", "error"):
             wanted = {"route.decision": _ROUTE_FIELDS, "attempt.started": _ATTEMPT_FIELDS}.get(
                 e.type, _RUN_EVENT_FIELDS

@@ -19,7 +19,7 @@ from typing import Any
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
 from portagent.core.secrets import mask_data, mask_text
-from portagent.tracing.propagation import CURRENT, INCOMING, TraceParent
+from portagent.tracing.propagation import CALL, CURRENT, INCOMING, TraceParent
 
 
 class TraceRecorder:
@@ -72,12 +72,19 @@ class TraceRecorder:
         **fields: Any,
     ) -> Any:
         """Emit one event. ``root=True`` gives it the run's own span (run.started / run.completed)."""
+        call = None if root else CALL.get()
+        joined = call[1] if call is not None and call[0] == self.run_id else None  # a remote caller's call
+        span = self.root_span_id if root else (span_id or self.ids.span_id())
+        if joined is not None and type == "tool.call":  # what this call reaches joins under its span
+            CURRENT.set(TraceParent(joined.trace_id, span))
         data = {
             "type": type,
             "run_id": self.run_id,
-            "trace_id": self.trace_id,
-            "span_id": self.root_span_id if root else (span_id or self.ids.span_id()),
-            "parent_span_id": self.remote_parent_span_id if root else self.root_span_id,
+            "trace_id": joined.trace_id if joined is not None else self.trace_id,
+            "span_id": span,
+            "parent_span_id": joined.span_id
+            if joined is not None
+            else (self.remote_parent_span_id if root else self.root_span_id),
             "seq": self._seq,
             "ts": iso(self.clock.now()),
             "provider": self.provider,

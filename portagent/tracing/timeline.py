@@ -81,6 +81,8 @@ def describe(e: Any) -> str:
             return f"tool result  {e.call_id} {state}{dup} {_short(e.output)}"
         case "handoff":
             return f"handoff      {e.from_agent} -> {e.to_agent} ({e.kind})"
+        case "handoff.package":
+            return f"handoff pkg  {e.handoff_id} -> {e.to_agent} ({e.tokens} tokens, estimate)"
         case "route.decision":
             chosen = f"{e.selected_route} ({e.selected_kind}) score={e.score}" if e.selected_route else "-"
             return f"route        {e.request_id} {e.decision} -> {chosen}: {e.reason}"

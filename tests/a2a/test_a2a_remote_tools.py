@@ -29,7 +29,7 @@ ASK = "Ask the desk about the refund deadline."
 PROVIDERS = ["openai", "adk", "anthropic", pytest.param("claude", marks=pytest.mark.slow)]
 
 
-def caller(tmp: Path, policy: str, agent_ref: str) -> Path:
+def caller(tmp: Path, policy: str, agent_ref: str, budget: str = "") -> Path:
     """The coordinator's spec (the desk's URL is only known once it serves)."""
     folder = tmp / f"caller-{policy}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,6 +40,7 @@ def caller(tmp: Path, policy: str, agent_ref: str) -> Path:
         "instructions: Delegate student questions to the desk.\n"
         "models: {openai: gpt-4.1-mini, claude: claude-sonnet-4-6, adk: gemini-2.5-flash, anthropic: claude-sonnet-4-6}\n"
         "policy: policy.yaml\n"
+        f"{budget}"
         f"a2a_agents:\n  - name: desk\n{agent_ref}"
     )
     return spec
@@ -141,6 +142,55 @@ def test_record_then_replay_offline(tmp_path: Path) -> None:
     assert replayed.result.status == "completed", replayed.result.error
     assert replayed.result.final_output == recorded.result.final_output
     assert calls == 1
+
+
+# --- the remote's reported cost is charged to the caller's budget -----------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "adk"])
+def test_the_remote_cost_is_charged_and_stops_an_over_budget_run(
+    served: tuple[str, Path], tmp_path: Path, provider: str
+) -> None:
+    """``max_cost_usd`` fits the caller's own two model turns (so without the remote's cost the run would
+    complete), but not its first turn plus what the desk reported: the run stops right after the remote
+    call, ``budget_exhausted`` / ``max_cost_usd``, like a run whose own model cost passes the limit."""
+    from portagent.core.pricing import model_cost
+
+    url, log = served
+    model = {"openai": "gpt-4.1-mini", "adk": "gemini-2.5-flash"}[provider]
+    turn = model_cost(provider, model, input_tokens=200, output_tokens=20)  # caller_emulator.yaml's usage
+    assert turn is not None
+    limit = round(2 * turn + 0.00001, 6)
+    spec = caller(tmp_path, "allow_desk", f"    url: {url}\n", f"budget: {{max_cost_usd: {limit}}}\n")
+    out = run(spec, provider, ASK, tmp_path / "run")
+    types = [e.type for e in out.events]
+    result = next(e for e in out.events if e.type == "tool.result")
+    remote = result.output["cost_usd"]  # what the desk's own run cost, as its task reported it
+    assert result.ok and remote > limit - turn  # the premise: only the remote's cost passes the limit
+    assert (out.result.status, out.events[-1].stop_reason) == ("budget_exhausted", "max_cost_usd")
+    assert types.count("model.call") == 1  # stopped before the second turn
+    assert types.index("budget.exceeded") == types.index("tool.result") + 1
+    exceeded = next(e for e in out.events if e.type == "budget.exceeded")
+    assert (exceeded.limit, exceeded.limit_value) == ("max_cost_usd", limit)
+    assert exceeded.observed == pytest.approx(turn + remote, abs=1e-6)
+    assert out.events[-1].cost_usd == pytest.approx(turn + remote, abs=1e-8)
+    assert len(log_rows(log)) >= 1  # the desk did the work it charged for
+
+
+def test_a_run_within_budget_counts_the_remote_cost(served: tuple[str, Path], tmp_path: Path) -> None:
+    url, _ = served
+    spec = caller(tmp_path, "allow_desk", f"    url: {url}\n", "budget: {max_cost_usd: 0.05}\n")
+    out = run(spec, "openai", ASK, tmp_path / "run")
+    assert out.result.status == "completed", out.result.error
+    models = [e for e in out.events if e.type == "model.call"]
+    remote = next(e for e in out.events if e.type == "tool.result").output["cost_usd"]
+    from portagent.core.pricing import model_cost
+
+    own = sum(
+        model_cost("openai", e.model, input_tokens=e.input_tokens, output_tokens=e.output_tokens) or 0
+        for e in models
+    )
+    assert out.events[-1].cost_usd == pytest.approx(own + remote, abs=1e-8)
 
 
 # --- bad input: one message, exit 2, nothing sent ----------------------------------------------------

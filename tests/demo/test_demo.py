@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -238,3 +239,49 @@ def test_compare_refuses_different_dataset_versions(demo: dict[str, Any], tmp_pa
     assert code == 2
     assert "different dataset versions" in err and "'2026-11.1'" in err and "'2027-01.1'" in err
     assert "Traceback" not in err
+
+
+def test_default_demo_compares_the_three_agent_sdks(demo: dict[str, Any]) -> None:
+    # the suite lists five runtimes; the demo's default comparison stays at the three agent SDKs
+    assert set(demo["result"].providers) == {"openai", "claude", "adk"}
+
+
+def test_all_providers_adds_the_messages_api_and_langgraph(tmp_path: Path) -> None:
+    """``--all-providers`` replays the same suite on every runtime with recorded cassettes; the gate reaches
+    the same verdict on the plain Messages API and LangGraph as on the agent SDKs (a copy of the checkout
+    that holds only those two providers' cassettes keeps the test short)."""
+    require_path(CASSETTES, "the demo's committed cassettes")
+    work = tmp_path / "checkout"
+    shutil.copytree(REPO / "examples" / "support_desk", work / "examples" / "support_desk")
+    for version in CASSETTES.iterdir():
+        for case in version.iterdir():
+            for provider in ("anthropic", "langgraph"):
+                shutil.copytree(
+                    case / provider, work / "cassettes" / "support-desk" / version.name / case.name / provider
+                )
+    suite, cassettes = work / "examples/support_desk/suite.yaml", work / "cassettes"
+    code, out, err = run_cli(
+        "demo", "--suite", str(suite), "--cassettes", str(cassettes), "--out", str(tmp_path / "three")
+    )
+    assert code == 2 and "no provider of" in err  # the default three have no cassettes in this copy
+    code, out, err = run_cli(
+        "demo",
+        "--all-providers",
+        "--suite",
+        str(suite),
+        "--cassettes",
+        str(cassettes),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 0, out + err
+    assert "note: openai left out of the demo: no cassettes recorded" in out
+    result = SuiteResult.model_validate_json((tmp_path / "o" / "report.json").read_text())
+    assert set(result.providers) == {"anthropic", "langgraph"}
+    assert all(r.passed for r in result.select(agent_version="1.0.0").runs)
+    assert {r.provenance.case_id for r in result.select(agent_version="2.0.0").runs if not r.passed} == {
+        "email-reviewed",
+        "email-outside-denied",
+    }
+    code, out, err = run_cli("demo", "--all-providers", "--providers", "openai", "--out", str(tmp_path / "x"))
+    assert code == 2 and "give one of them" in err and "Traceback" not in err

@@ -20,6 +20,8 @@ DUMMY_KEYS = {
     "openai": "sk-portagent-dummy",
     "claude": "sk-ant-portagent-dummy",
     "adk": "portagent-dummy-key",
+    "anthropic": "sk-ant-portagent-dummy",
+    "langgraph": "sk-portagent-dummy",
 }
 MODELS = {"openai": "gpt-4.1-mini", "claude": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"}
 

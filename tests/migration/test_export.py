@@ -3,10 +3,11 @@
 
 What is compared: ``equivalent(portagent_events, exported_events)`` with its default cross-provider view
 (tool sequence, arguments, results, permission decisions, approvals, handoffs, budgets, route, final
-output, status, and the number of model calls). For openai and ADK the exported trace is also equal
-with ``across_providers=False`` (every field but the volatile ones, event order included); for Claude
+output, status, and the number of model calls). For openai, ADK and LangGraph the exported trace is also
+equal with ``across_providers=False`` (every field but the volatile ones, event order included); for Claude
 the position of ``model.call`` events may differ (the adapter waits for a model call to be recorded
 before deciding its tools; the exported module does not), so only the default view is asserted.
+The anthropic runtime (no handoffs) is proved on an agent-as-tool desk in test_export_new_runtimes.py.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def export(spec, target, path, *extra):
     return path
 
 
-@pytest.mark.parametrize("target", ["openai", "adk"])
+@pytest.mark.parametrize("target", ["openai", "adk", "langgraph"])
 @pytest.mark.parametrize(
     "text", ["My parcel ORD-8 never arrived.", "Summarise order ORD-7."], ids=["handoff", "structured_output"]
 )
@@ -61,7 +62,7 @@ def test_exported_module_trace_equals_portagents_run(emu, desk, tmp_path, target
     assert strict, strict.report()
 
 
-@pytest.mark.parametrize("target", ["openai", "adk"])
+@pytest.mark.parametrize("target", ["openai", "adk", "langgraph"])
 def test_exported_agent_tool_and_sub_agent_match(emu, tmp_path, target):
     """The ADK import (an AgentTool and a sub-agent): the exported program delegates like portagent does."""
     out = tmp_path / "adk_desk"

@@ -330,3 +330,85 @@ def test_results_that_are_not_results(tmp_path: Path) -> None:
     assert "not a portagent eval result (report.json)" in err
     err = _fails(2, "compare", str(tmp_path / "nope"), str(tmp_path))
     assert "no such results folder" in err
+
+
+# -- eval --reuse (issue 20): unchanged inputs are not run again, any change is ------------------------
+
+
+def _eval(suite: Path, cassettes: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    return run_cli(
+        "eval", str(suite), "--replay", "--providers", "openai", "--cassettes", str(cassettes),
+        "--out", str(out), "--workers", "1", "--no-progress", *extra,
+    )  # fmt: skip
+
+
+def _reused(out: Path) -> dict[str, bool]:
+    """Case → was its run kept from the earlier results (report.json), checked against the run folder:
+    a kept run's ``run.json`` is byte-for-byte the earlier one."""
+    return {
+        r["provenance"]["case_id"]: r["provenance"]["reused"]
+        for r in json.loads((out / "report.json").read_text())["runs"]
+    }
+
+
+def _run_files(out: Path) -> dict[str, bytes]:
+    return {p.parent.parent.parent.name: p.read_bytes() for p in sorted((out / "runs").rglob("run.json"))}
+
+
+def test_reuse_keeps_unchanged_runs_and_makes_changed_ones_again(
+    mini: dict[str, Path], tmp_path: Path
+) -> None:
+    agent = tmp_path / "agent"
+    shutil.copytree(mini["agent"], agent, ignore=shutil.ignore_patterns("__pycache__"))
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(mini["cassettes"], cassettes)
+    suite = write_suite(agent)
+    out = tmp_path / "results"
+    code, stdout, err = _eval(suite, cassettes, out)
+    assert code == 0, stdout + err
+    first = _run_files(out)
+    assert set(first) == {"refund", "status"} and _reused(out) == {"refund": False, "status": False}
+    assert all((p.parent / "inputs.json").is_file() for p in (out / "runs").rglob("run.json"))
+
+    # nothing changed: both runs are kept (same run ids), scored again, and labelled in every report
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--reuse", str(out))
+    assert code == 0, stdout + err
+    assert "reused: 2 run(s) with unchanged inputs" in err and "0 made" in err
+    assert _run_files(out) == first and _reused(out) == {"refund": True, "status": True}
+    assert "reused" in (out / "report.md").read_text()
+    assert "reused" in (out / "junit.xml").read_text()
+
+    # a reused run is scored against today's expectations, not yesterday's verdict
+    strict = write_suite(
+        agent,
+        "strict.yaml",
+        cases=[{**SUITE["cases"][0], "expect": {"final_must_contain": ["no such words"]}}],
+    )
+    code, stdout, err = _eval(strict, cassettes, tmp_path / "strict", "--reuse", str(out))
+    assert code == 1 and "reused: 1 run(s)" in err, stdout + err
+
+    # the handlers' code changed: every run is made again
+    handlers = agent / "support_desk_handlers.py"
+    handlers.write_text(handlers.read_text() + "\n# changed\n")
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--reuse", str(out))
+    assert code == 0 and "reused: 0 run(s)" in err and "2 made" in err, stdout + err
+    assert _reused(out) == {"refund": False, "status": False}
+
+    # one cassette changed (even by a comment): only that run is made again
+    cassette = next((cassettes / "mini").rglob("refund/openai/r0/cassette.yaml"))
+    cassette.write_text(cassette.read_text() + "# touched\n")
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--reuse", str(out))
+    assert code == 0 and "reused: 1 run(s)" in err and "1 made" in err, stdout + err
+    assert _reused(out) == {"refund": False, "status": True}
+
+
+def test_reuse_refusals(mini: dict[str, Path], tmp_path: Path) -> None:
+    suite, cassettes = mini["suite"], mini["cassettes"]
+    code, _, err = _eval(suite, cassettes, tmp_path / "a", "--reuse", str(tmp_path / "nope"))
+    assert code == 2 and "--reuse" in err and "no such results folder" in err and "Traceback" not in err
+    (tmp_path / "plain").mkdir()
+    code, _, err = _eval(suite, cassettes, tmp_path / "b", "--reuse", str(tmp_path / "plain"))
+    assert code == 2 and "not a portagent results folder" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    code, _, err = run_cli("eval", str(suite), "--live", "--reuse", str(tmp_path / "plain"))
+    assert code == 2 and "never reused" in err

@@ -4,6 +4,8 @@ and jittered backoff, and a spend cap for the whole eval.
 ``eval --live`` runs the real openai-agents SDK against portagent's emulator, started here and named by
 ``OPENAI_BASE_URL`` (the SDK's own variable: the run is labelled ``endpoint``). Every timing below is
 read from the emulator's request log — when each request reached the "vendor" —, never from portagent.
+The per-request gate (``runtime/request_limits.py``, in the run journal's proxy) is proven the same way,
+through ``eval --live`` and through two direct runs sharing one process.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,8 +108,8 @@ def test_concurrency_and_request_rate_are_respected(
     agent_dir: Path, live_emulator: Any, tmp_path: Path
 ) -> None:
     emu = live_emulator(load_script(agent_dir / "emulator.yaml"))
-    # 2 requests per second at most (burst of one second's worth), one run at a time
-    limits = {"openai": {"max_concurrency": 1, "requests_per_minute": 120, "burst_s": 1}}
+    # 4 requests per second at most (burst of half a second's worth), one run at a time
+    limits = {"openai": {"max_concurrency": 1, "requests_per_minute": 240, "burst_s": 0.5}}
     suite = _suite(agent_dir, "rate.yaml", repeats=2, limits=limits)
     code, out, err = _eval(suite, tmp_path / "r", "--live", "--workers", "2")
     assert code == 0, out + err
@@ -114,8 +117,8 @@ def test_concurrency_and_request_rate_are_respected(
     assert len(reqs) == 8  # 4 runs × (tool call, answer)
     starts = [r["time"] for r in reqs[::2]]  # each run's first request
     # once a run's requests are known (2), each run is admitted for 2 units of a bucket holding 2 and
-    # refilled at 2/s: runs start a second apart (without the limit: back to back, ~0.1 s)
-    assert all(b - a >= 0.9 for a, b in itertools.pairwise(starts[1:])), starts
+    # refilled at 4/s: runs start half a second apart (without the limit: back to back, ~0.1 s)
+    assert all(b - a >= 0.45 for a, b in itertools.pairwise(starts[1:])), starts
     # one run at a time: a conversation's two requests are never interleaved with another's
     firsts = [r["body"]["input"][0]["content"] for r in reqs]
     assert all(firsts[i] == firsts[i + 1] for i in range(0, 8, 2)), firsts
@@ -195,3 +198,154 @@ def test_limit_mistakes_are_one_message(
     code, out, err = _eval(suite, tmp_path / "x", "--emulator", *flags)
     assert code == 2 and message in err and "Traceback" not in err, err
     assert not (tmp_path / "x").exists()
+
+
+# -- per-request limits: the run journal's proxy holds each request (runtime/request_limits.py) ----------
+
+
+def test_each_request_of_a_run_respects_the_rate_and_backoff(
+    agent_dir: Path, live_emulator: Any, tmp_path: Path
+) -> None:
+    # status: overloaded (503, no Retry-After) once; the OpenAI client alone retries after ≤ 0.5 s
+    emu = live_emulator(_script(agent_dir, {"case_status": {"type": "overloaded", "times": 1}}))
+    # one request per 0.25 s (a bucket of one), and a backoff of d/2 + U(0, d/2), d = 1.2 s, after a 503
+    limits = {
+        "openai": {"max_concurrency": 1, "requests_per_minute": 240, "burst_s": 0.25, "backoff_base_s": 1.2}
+    }
+    suite = _suite(agent_dir, "per_request.yaml", limits=limits)
+    code, out, err = _eval(suite, tmp_path / "r", "--live", "--workers", "1")
+    assert code == 0, out + err
+    reqs = sorted(_model_requests(emu), key=lambda r: r["time"])
+    assert [r["status"] for r in reqs] == [200, 200, 503, 200, 200]
+    times = [r["time"] for r in reqs]
+    # every request the worker sent, those within one run included (the SDK sends a run's second request
+    # as soon as the tool ran: milliseconds), came at least a bucket's period after the one before
+    assert all(b - a >= 0.25 - 0.02 for a, b in itertools.pairwise(times)), times
+    assert times[1] - times[0] >= 0.23  # one run's two requests
+    # the SDK's own retry of the 503 was held for the gate's backoff, ≥ d/2 = 0.6 s (the SDK: ≤ 0.5 s)
+    assert times[3] - times[2] >= 0.6 - 0.02, times
+
+
+def _direct_run(agent: Path, emu: Any, out: Path, text: str) -> Any:
+    from portagent.adapters.port import Endpoint
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.run import RunRequest
+    from portagent.runtime.runner import RunConfig, arun_full
+
+    config = RunConfig(
+        endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy"), out_dir=out
+    )
+    return arun_full(load_agent(agent / "agent.yaml"), RunRequest(input=text, provider="openai"), config)
+
+
+def _gated(monkeypatch: pytest.MonkeyPatch, **limits: float) -> None:
+    from portagent.runtime.request_limits import REQUEST_LIMITS_ENV
+
+    monkeypatch.setenv(REQUEST_LIMITS_ENV, json.dumps({"openai": limits}))
+
+
+def test_a_retry_after_pauses_the_providers_other_runs_in_the_process(
+    agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A's first request gets a 429 with Retry-After 1 s; run B, started in the same process once
+    that 429 was answered, knows nothing of it — its own SDK would send at once. The gate holds B's first
+    request until the Retry-After is over; without the gate B goes straight away (the failing case)."""
+    import asyncio
+
+    from _support import portagent_home
+
+    script = _script(agent_dir, {"refund_rule": {"type": "http_429", "retry_after_s": 1.0, "times": 1}})
+
+    def limited(emu: Any) -> int:
+        return sum(r["status"] == 429 for r in emu.requests())
+
+    async def both(emu: Any, out: Path) -> None:
+        before = limited(emu)
+
+        async def after_the_429() -> Any:
+            while limited(emu) == before:
+                await asyncio.sleep(0.01)
+            return await _direct_run(agent_dir, emu, out / "b", CASES[1]["input"])
+
+        a, b = await asyncio.gather(
+            _direct_run(agent_dir, emu, out / "a", CASES[0]["input"]), after_the_429()
+        )
+        assert a.result.status == b.result.status == "completed"
+
+    def gap(reqs: list[dict[str, Any]]) -> float:
+        limited = next(r["time"] for r in reqs if r["status"] == 429)
+        b_first = min(r["time"] for r in reqs if r["body"]["input"][0]["content"] == CASES[1]["input"])
+        return float(b_first - limited)
+
+    with serve(script) as emu, portagent_home(tmp_path / "home"):
+        monkeypatch.delenv("PORTAGENT_REQUEST_LIMITS", raising=False)
+        asyncio.run(both(emu, tmp_path / "free"))
+        free = _model_requests(emu)
+        # no gate: B's request reached the vendor during A's Retry-After
+        assert gap(free) < 1.0 - 0.15
+        emu.reset()  # the 429 fires again
+        _gated(monkeypatch, requests_per_minute=60000)
+        asyncio.run(both(emu, tmp_path / "gated"))
+        assert gap(_model_requests(emu)[len(free) :]) >= 1.0 - 0.02
+
+
+def test_tokens_per_minute_are_paid_before_the_next_request(
+    agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each answer reports 440 tokens (the script's usage). 52 800 tokens a minute with a bucket of half
+    a second (440): an answer's tokens are paid before the next request, which waits for them to drain."""
+    import asyncio
+
+    from _support import portagent_home
+
+    _gated(monkeypatch, tokens_per_minute=52800, burst_s=0.5)
+    with serve(load_script(agent_dir / "emulator.yaml")) as emu, portagent_home(tmp_path / "home"):
+        for i, case in enumerate(CASES):
+            out = asyncio.run(_direct_run(agent_dir, emu, tmp_path / f"r{i}", case["input"]))
+            assert out.result.status == "completed"
+        times = sorted(r["time"] for r in _model_requests(emu))
+    assert len(times) == 4
+    # the first answer's 440 tokens fill the empty bucket at once; from then on each request waits until
+    # the previous answer's 440 tokens drained (0.5 s)
+    assert all(b - a >= 0.5 - 0.03 for a, b in itertools.pairwise(times[1:])), times
+
+
+def test_retry_after_and_usage_are_read_in_each_vendors_shape() -> None:
+    from email.utils import formatdate
+
+    from portagent.runtime.request_limits import retry_after, usage_tokens
+
+    assert retry_after({"Retry-After": "0.5"}) == 0.5
+    assert retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25  # ms first, as the SDKs do
+    when = retry_after({"Retry-After": formatdate(time.time() + 30, usegmt=True)})
+    assert when is not None and 25 <= when <= 31
+    assert retry_after({"Retry-After": "soon"}) is None and retry_after({}) is None
+    anthropic_sse = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"usage":'
+        b'{"input_tokens":10,"output_tokens":1}}}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":5}}\n\n'
+    )
+    assert usage_tokens(anthropic_sse) == 15  # cumulative output counts: the largest
+    gemini = b'[{"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":2}},'
+    gemini += b'{"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":3}}]'
+    assert usage_tokens(gemini) == 10
+    assert usage_tokens(b'{"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}') == 7
+    assert usage_tokens(b"not json") == 0
+
+
+def test_each_process_gets_its_share_of_the_rate() -> None:
+    from portagent.contracts.suite import ProviderLimits
+    from portagent.runtime.limits import Scheduler
+    from portagent.runtime.request_limits import REQUEST_LIMITS_ENV
+
+    limits = {
+        "openai": ProviderLimits(requests_per_minute=600, tokens_per_minute=9000, max_concurrency=2),
+        "claude": ProviderLimits(requests_per_minute=300),
+        "adk": ProviderLimits(max_concurrency=1),  # no rate: no gate
+    }
+    shares = json.loads(Scheduler(limits).request_env(4)[REQUEST_LIMITS_ENV])
+    assert set(shares) == {"openai", "claude"}
+    # openai runs in at most 2 processes (max_concurrency), claude in all 4
+    assert (shares["openai"]["requests_per_minute"], shares["openai"]["tokens_per_minute"]) == (300, 4500)
+    assert shares["claude"]["requests_per_minute"] == 75 and shares["claude"]["tokens_per_minute"] is None
+    assert Scheduler(limits, live=False).request_env(4) == {}  # replays and the emulator: no vendor

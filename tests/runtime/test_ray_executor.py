@@ -1,17 +1,21 @@
-"""``eval --executor ray`` (issue 17): the same plan, each run a Ray task, gives the local pool's results.
+"""``eval --executor ray`` and ``record --executor ray`` (issue 17): the same plan, each run a Ray task,
+gives the local pool's results (and the local recorder's recordings).
 
-A local Ray is started here (``ray.init(num_cpus=2)``), as the issue asks; the eval joins it. The runs
-replay the committed demo cassettes (openai), so both executors make the very same runs offline.
+A local Ray is started here (``ray.init(num_cpus=2)``), as the issue asks; the eval joins it. The eval runs
+replay the committed demo cassettes (openai), so both executors make the very same runs offline; the
+recordings are made against the emulator.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from _support import EXAMPLES, REPO, require_path, run_cli
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
@@ -48,6 +52,7 @@ def _eval(out: Path, *extra: str) -> tuple[int, str, str]:
     )
 
 
+@pytest.mark.slow  # a local Ray starts (≈ 6 s) and its workers import the SDK once
 def test_ray_results_equal_the_local_pool(local_ray: Any, tmp_path: Path) -> None:
     code_local, out_local, err_local = _eval(tmp_path / "local", "--workers", "1")
     code_ray, out_ray, err_ray = _eval(tmp_path / "ray", "--executor", "ray")
@@ -69,3 +74,59 @@ def test_address_without_ray_executor_is_one_message(tmp_path: Path) -> None:
     code, out, err = _eval(tmp_path / "x", "--address", "127.0.0.1:6379")
     assert code == 2 and "--address names a Ray cluster: use it with --executor ray" in err
     assert not (tmp_path / "x").exists()
+
+
+def _record_suite(tmp_path: Path) -> Path:
+    """Two read-only demo cases for openai against the emulator, in a copy of the example."""
+    root = tmp_path / "agent"
+    shutil.copytree(
+        EXAMPLES / "support_desk", root, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__")
+    )
+    data = yaml.safe_load(SUITE.read_text())
+    data.update(
+        providers=["openai"], repeats=1, cases=[c for c in data["cases"] if c["case_id"] in CASES[:2]]
+    )
+    data.pop("graders", None)
+    data["agent"] = data.pop("baseline")
+    data.pop("candidate")
+    path = root / "suite.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _recorded(root: Path) -> dict[str, Any]:
+    """Each recorded folder: its files, what the SDK sent (the cassette's request bodies) and the result."""
+    out: dict[str, Any] = {}
+    for run in sorted(root.rglob("run.json")):
+        folder = run.parent
+        cassette = yaml.safe_load((folder / "cassette.yaml").read_text())
+        result = json.loads(run.read_text())["result"]
+        out[str(folder.relative_to(root))] = (
+            sorted(p.name for p in folder.iterdir()),
+            [i["request"]["body"] for i in cassette["interactions"]],
+            (result["status"], result["final_output"]),
+        )
+    return out
+
+
+@pytest.mark.slow  # a local Ray starts (≈ 6 s) and its workers import the SDK once
+def test_record_with_ray_records_what_the_local_recorder_does(local_ray: Any, tmp_path: Path) -> None:
+    suite = _record_suite(tmp_path)
+    base = ("record", str(suite), "--emulator")
+    code, out, err = run_cli(*base, "--out", str(tmp_path / "local"), "--no-verify")
+    assert code == 0 and "2 recorded, 0 skipped, 0 failed" in out, out + err
+    code, out, err = run_cli(*base, "--out", str(tmp_path / "ray"), "--executor", "ray")
+    assert code == 0 and "2 recorded, 0 skipped, 0 failed" in out, out + err
+    assert (
+        out.count("replays cleanly") == 2
+    )  # each new recording replayed (a Ray task too) before it was placed
+    local, remote = _recorded(tmp_path / "local"), _recorded(tmp_path / "ray")
+    assert len(remote) == 2 and remote == local
+
+
+def test_record_address_without_ray_executor_is_one_message(tmp_path: Path) -> None:
+    code, out, err = run_cli(
+        "record", str(SUITE), "--emulator", "--out", str(tmp_path / "x"), "--address", "127.0.0.1:6379"
+    )
+    assert code == 2 and "--address names a Ray cluster: use it with --executor ray" in err
+    assert "Traceback" not in err and not (tmp_path / "x").exists()

@@ -2,8 +2,10 @@
 
 The proof is the emulator's request log, read with ``portagent.wire``: the request each SDK sent for the
 next step of a thread holds every earlier turn — including the ones another provider answered — in order.
-A thread is started on each provider and continued on each other provider: the chain
-openai → adk → claude → openai → claude → adk → openai covers the six ordered pairs with two Claude runs.
+A thread is started on each provider and continued on each other provider: ``CHAIN``, an Eulerian circuit of
+the complete directed graph on the five providers, takes each of the 20 ordered pairs exactly once in 21 runs.
+Every provider has four incoming pairs, so four runs each is the least possible; the circuit starts and ends on
+openai, so Claude (the slowest: one CLI process per run) runs exactly four times.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from _support import run_cli
 
 from portagent.adapters.port import Endpoint, RunOptions
+from portagent.contracts.providers import PROVIDERS
 from portagent.contracts.run import RunRequest
 from portagent.contracts.session import HISTORY_CLOSE, frame_history, split_framed
 from portagent.core.clock import FixedClock, IdFactory
@@ -35,8 +38,40 @@ DUMMY_KEYS = {
     "openai": "sk-portagent-dummy",
     "claude": "sk-ant-portagent-dummy",
     "adk": "portagent-dummy-key",
+    "anthropic": "sk-ant-portagent-dummy",
+    "langgraph": "sk-portagent-dummy",  # thread.yaml has no models.langgraph: the OpenAI model (langchain-openai)
 }
-CHAIN = ["openai", "adk", "claude", "openai", "claude", "adk", "openai"]
+CHAIN = [
+    "openai",
+    "adk",
+    "openai",
+    "claude",
+    "openai",
+    "anthropic",
+    "openai",
+    "langgraph",
+    "adk",
+    "claude",
+    "adk",
+    "anthropic",
+    "adk",
+    "langgraph",
+    "claude",
+    "anthropic",
+    "claude",
+    "langgraph",
+    "anthropic",
+    "langgraph",
+    "openai",
+]
+WIRE_APIS = {
+    "openai": {"openai.responses"},
+    "adk": {"gemini.generate_content"},
+    "claude": {"anthropic.messages"},
+    "anthropic": {"anthropic.messages"},
+    "langgraph": {"openai.chat", "openai.responses"},
+}
+"""The API each provider's SDK speaks to the emulator with thread.yaml's models: the request is that SDK's."""
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +113,7 @@ def step(
 
 @pytest.fixture(scope="module")
 def chain(emu, tmp_path_factory):
-    """The seven-step thread, one fresh state folder for the module (the thread lives in it)."""
+    """The 21-step thread, one fresh state folder for the module (the thread lives in it)."""
     import os
 
     tmp = tmp_path_factory.mktemp("chain")
@@ -98,10 +133,12 @@ def chain(emu, tmp_path_factory):
 
 
 def test_chain_covers_every_ordered_pair():
-    pairs = set(itertools.pairwise(CHAIN))
-    assert pairs == {
-        (a, b) for a in ("openai", "adk", "claude") for b in ("openai", "adk", "claude") if a != b
-    }
+    every_pair = {(a, b) for a in PROVIDERS for b in PROVIDERS if a != b}
+    pairs = list(itertools.pairwise(CHAIN))
+    assert set(pairs) == every_pair and len(pairs) == len(every_pair)  # each ordered pair exactly once
+    assert set(CHAIN) == set(PROVIDERS) and set(WIRE_APIS) == set(PROVIDERS) <= set(DUMMY_KEYS)
+    # the fewest Claude runs possible: one per incoming pair (len(PROVIDERS) - 1), not the start or the end
+    assert CHAIN.count("claude") == len(PROVIDERS) - 1 and "claude" not in (CHAIN[0], CHAIN[-1])
 
 
 def test_thread_continues_on_every_other_provider(chain):
@@ -110,6 +147,7 @@ def test_thread_continues_on_every_other_provider(chain):
         assert out.result.status == "completed", (provider, out.result)
         assert out.result.final_output == f"Answer {n}: noted."
         assert requests, f"{provider} sent no request at step {n}"
+        assert {q["api"] for q in requests} <= WIRE_APIS[provider], (provider, n)
         sent = first_user_text(requests[0])
         # every earlier turn, whoever answered it, in order, then the new message last
         expected = [x for j in range(1, n) for x in (f"Step {j} of the thread.", f"Answer {j}: noted.")]

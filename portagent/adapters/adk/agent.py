@@ -62,6 +62,7 @@ from portagent.adapters.adk.events import (
     usage_fields,
 )
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
@@ -143,6 +144,7 @@ class _DelegateTool(AgentTool):
         )
         text = args.get("input")
         request = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
+        request = delegation_input(self._session, self._parent, self.agent.name, request)  # context: handoff
         return await super().run_async(args={"request": request}, tool_context=tool_context)
 
 
@@ -333,9 +335,13 @@ class GoogleAdkAdapter:
         return None
 
     async def run(self, session: RunSession) -> AdapterOutcome:
+        from portagent.recording.player import active_transport
+
+        replay = active_transport("httpx")  # a replayed run: the cassette answers in process
         http = httpx.AsyncClient(
             timeout=httpx.Timeout(600.0, connect=30.0),
             verify=tls_context(),
+            **({"transport": replay} if replay is not None else {}),
             # An HTTP error answer becomes an ``error`` event, so a retry by the SDK (``adk_retry``) is
             # visible in the trace, not only in the server's log.
             event_hooks={"response": [http_error_hook(session, _retry_note(session))]},

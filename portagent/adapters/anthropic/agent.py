@@ -42,6 +42,7 @@ from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.port import RunSession, RunSignal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
@@ -80,10 +81,11 @@ class _CallIds:
     def __init__(self) -> None:
         self._pending: deque[tuple[str, str]] = deque()
 
-    def expect(self, message: Any, runnable: set[str]) -> None:
-        self._pending = deque(
-            (b.name, b.id) for b in message.content if b.type == "tool_use" and b.name in runnable
-        )
+    def expect(self, message: Any, runnable: set[str]) -> bool:
+        """Remember the reply's runnable calls; False when it also names a tool nobody declared."""
+        calls = [b for b in message.content if b.type == "tool_use"]
+        self._pending = deque((b.name, b.id) for b in calls if b.name in runnable)
+        return len(self._pending) == len(calls)
 
     def take(self, name: str) -> str | None:
         if self._pending and self._pending[0][0] == name:
@@ -145,6 +147,7 @@ class _AgentTool(BetaAsyncBuiltinFunctionTool):
         session.record_handoff(
             self.parent, self.target, "agent_as_tool", details={"vendor_call_id": vendor_id}
         )
+        task = delegation_input(session, self.parent, self.target, task)  # context: handoff (package first)
         try:
             final, _ = await self.loop.run_agent(self.target, [{"role": "user", "content": task}])
         except RunSignal as sig:
@@ -194,8 +197,11 @@ class _Loop:
             extra["cache_control"] = cache
         return extra
 
-    async def run_agent(self, agent: str, messages: list[Any]) -> tuple[Any, list[Any]]:
-        """One user turn of ``agent`` over ``messages``: its final output, and the conversation after it."""
+    async def run_agent(
+        self, agent: str, messages: list[Any], *, keep_history: bool = False
+    ) -> tuple[Any, list[Any]]:
+        """One user turn of ``agent`` over ``messages``: its final output, and (``keep_history``: when another
+        user message follows) the conversation after it."""
         session = self.session
         ids = _CallIds()
         tools = self.tools(agent, ids)
@@ -221,16 +227,22 @@ class _Loop:
                 message = await item.get_final_message() if session.options.streaming else item
                 last = message
                 self._record(agent, message, stopwatch.stop(agent))
-                history.append({"role": "assistant", "content": [_block_param(b) for b in message.content]})
-                ids.expect(message, runnable)
-                with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
-                    warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
+                if keep_history:
+                    history.append(
+                        {"role": "assistant", "content": [_block_param(b) for b in message.content]}
+                    )
+                if ids.expect(message, runnable):
                     response = await runner.generate_tool_call_response()
+                else:
+                    with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
+                        warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
+                        response = await runner.generate_tool_call_response()
                 session.check_stopped()  # a tool deferred an approval or exhausted a budget: no next request
                 if self.failure is not None:
                     raise self.failure
                 if response is not None and message.stop_reason == "tool_use":
-                    history.append(response)
+                    if keep_history:
+                        history.append(response)
                     session.before_model_call(agent)
                     stopwatch.start(agent)
                 elif message.stop_reason == "pause_turn":
@@ -317,8 +329,11 @@ class AnthropicAdapter:
         history: list[Any] = []
         final: Any = None
         try:
-            for text in session.request.messages:
-                final, history = await loop.run_agent(root, [*history, {"role": "user", "content": text}])
+            messages = session.request.messages
+            for i, text in enumerate(messages):
+                final, history = await loop.run_agent(
+                    root, [*history, {"role": "user", "content": text}], keep_history=i + 1 < len(messages)
+                )
             session.check_stopped()
         except Exception as e:
             _raise_mapped(e, session)

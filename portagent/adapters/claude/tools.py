@@ -28,6 +28,7 @@ from portagent.adapters._shared import elapsed_ms, observation_json
 from portagent.adapters.claude.rules import DELEGATION_BUILTINS as DELEGATION_TOOLS
 from portagent.adapters.claude.trace import ClaudeTrace
 from portagent.adapters.claude.transport import PortagentTransport
+from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
 from portagent.adapters.session_gateway import SessionGateway
 from portagent.contracts.bundle import AgentBundle
@@ -153,6 +154,17 @@ class _ToolHooks:
             reason=str(tool_input.get("description") or ""),
             details={"vendor_call_id": tool_use_id},
         )
+        # context: handoff — the subagent's prompt starts with the handoff package (docs/handoff.md)
+        prompt = tool_input.get("prompt")
+        given = delegation_input(self.session, caller, target, prompt) if isinstance(prompt, str) else prompt
+        if given != prompt:
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "updatedInput": {**tool_input, "prompt": given},
+                }
+            }
         return {}
 
     async def can_use_tool(

@@ -46,6 +46,7 @@ from langgraph.types import interrupt
 
 from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
 from portagent.contracts.capabilities import PROFILES
@@ -329,7 +330,8 @@ class _Graph:
     async def run_agent_tool(self, parent: str, target: str, args: Any, call_id: str | None) -> str:
         task = args.get("input") if isinstance(args, dict) else None
         self.session.record_handoff(parent, target, "agent_as_tool", details={"vendor_call_id": call_id})
-        final = await self.run(target, [HumanMessage(str(task or ""))], thread=f"{parent}/{call_id}")
+        given = delegation_input(self.session, parent, target, str(task or ""))  # context: handoff
+        final = await self.run(target, [HumanMessage(given)], thread=f"{parent}/{call_id}")
         self.session.check_stopped()  # an approval deferred inside the sub-agent: stop here too
         return final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)
 

@@ -41,6 +41,7 @@ from agents.exceptions import AgentsException
 
 from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
+from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.openai.schema import strict_compatible
 from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import PROFILES
@@ -141,9 +142,13 @@ class _Builder:
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
         # (and, through the response hook, as ``error`` events rather than silence).
+        from portagent.recording.player import active_transport
+
+        replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = openai.DefaultAsyncHttpx2Client(
             event_hooks={"response": [http_error_hook(session, "the OpenAI client may retry")]},
             verify=tls_context(),
+            **({"transport": replay} if replay is not None else {}),
         )
         self.client = openai.AsyncOpenAI(
             api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
@@ -222,7 +227,7 @@ class _Builder:
                 "agent_as_tool",
                 details={"vendor_call_id": getattr(ctx, "tool_call_id", None)},
             )
-            return await inner(ctx, raw_args)
+            return await inner(ctx, _with_context(session, parent, target.name, raw_args))
 
         return replace(tool, on_invoke_tool=invoke)
 
@@ -233,6 +238,19 @@ class _Builder:
         if not shared.force_shared_settings:
             return ModelSettings(include_usage=True)
         return ModelSettings(temperature=shared.temperature, max_tokens=shared.max_tokens, include_usage=True)
+
+
+def _with_context(session: RunSession, parent: str, target: str, raw_args: str) -> str:
+    """The agent tool's ``{"input": …}`` with the handoff package first on a ``context: handoff`` edge
+    (``adapters/context_manifest.delegation_input``); anything else is passed on unchanged."""
+    try:
+        args = json.loads(raw_args)
+    except ValueError:
+        return raw_args
+    if not isinstance(args, dict) or not isinstance(args.get("input"), str):
+        return raw_args
+    given = delegation_input(session, parent, target, args["input"])
+    return raw_args if given == args["input"] else json.dumps({**args, "input": given}, ensure_ascii=False)
 
 
 # --- running ---------------------------------------------------------------------------------------

@@ -215,10 +215,11 @@ class McpConnection:
         if self.closed_reason is not None:
             raise McpServerError(self.closed_reason)
         try:
-            from portagent.tracing.propagation import HEADER, current_header
+            from portagent.tracing.propagation import HEADER, as_otel_parent, current_header
 
             parent = current_header()  # W3C trace context of the calling run (docs/a2a.md)
-            return await self.client.call_tool(tool, args, meta={HEADER: parent} if parent else None)
+            with as_otel_parent(parent):  # the SDK re-injects _meta.traceparent from the OTel context
+                return await self.client.call_tool(tool, args, meta={HEADER: parent} if parent else None)
         except Exception as e:
             if _is_closed(e) or (self._task is not None and self._task.done()):
                 self.closed_reason = (

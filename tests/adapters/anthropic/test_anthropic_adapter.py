@@ -32,6 +32,7 @@ from portagent.contracts.errors import UnsupportedFeatureError
 from portagent.emulator import load_script, serve
 from portagent.tools.approvals import ApprovalStore
 
+pytest_plugins = ["pytester"]  # the plugin test below; the folder must pass when run alone
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "data" / "suite.yaml"
 STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["unary", "sse"])

@@ -1,0 +1,116 @@
+"""Issue 20's figures in one run: per-run replay cost, the demo end to end, ``validate`` start-up.
+
+- **per-run cost of a replayed eval run** (openai, one process, the demo suite's runs after the first):
+  ``execute`` as an eval worker calls it — the SDK, the gateway, the trace, the cassette, scoring.
+  Goal ≤ 30 ms/run.
+- **``portagent demo``**, 168 replayed runs, a fresh process each time: ``--fresh`` (every run replayed)
+  and the default second run (runs with unchanged inputs reused). Goal < 5 s fresh.
+- **``portagent validate examples/support_desk``** against ``portagent --help``. Goal ≤ 0.3 s.
+
+Rows measured against each other (fresh vs reused demo, validate vs --help) alternate A/B/A/B so drift
+hits both sides. Every figure: median of the samples, with min and max. Replay vs the bare SDK is
+``benchmarks/replay.py``; 1 vs 2 workers is ``benchmarks/suite.py``. Prints numbers; asserts nothing.
+
+    python benchmarks/speed.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "examples" / "support_desk" / "suite.yaml"
+CASSETTES = REPO / "cassettes"
+PORTAGENT = [sys.executable, "-m", "portagent"]
+
+
+def spread(xs: list[float], unit: str, scale: float = 1.0) -> str:
+    ys = [x * scale for x in xs]
+    return f"median {statistics.median(ys):7.2f} {unit}  (min {min(ys):.2f}, max {max(ys):.2f}, n={len(ys)})"
+
+
+def per_run_cost(repeats: int, runs: int) -> list[float]:
+    """ms per replayed run, one sample per repeat; each sample in a fresh process (imports not counted)."""
+    code = f"""
+import sys, tempfile, time
+from pathlib import Path
+from portagent.contracts.suite import load_suite
+from portagent.runtime.eval_run import plan_eval
+from portagent.runtime.eval_pool import execute
+loaded = load_suite(Path({str(SUITE)!r}))
+plan = plan_eval(loaded, mode="replay", providers=["openai"], cassettes=Path({str(CASSETTES)!r}),
+                 results=Path(tempfile.mkdtemp()))
+tasks = plan.tasks[:{runs}]
+execute(tasks[0])
+t0 = time.perf_counter()
+for t in tasks[1:]:
+    execute(t)
+print((time.perf_counter() - t0) / (len(tasks) - 1))
+"""
+    out = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as home:
+            env = {**os.environ, "PORTAGENT_HOME": home}
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, cwd=REPO
+            )
+        if done.returncode != 0:
+            raise SystemExit(f"per-run cost probe failed:\n{done.stderr[-2000:]}")
+        out.append(float(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, cwd=REPO)
+    took = time.perf_counter() - t0
+    if done.returncode not in (0, 1):  # the demo's gate verdict is BLOCK by design (exit 0 "as expected")
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return took
+
+
+def demo(pairs: int) -> tuple[list[float], list[float]]:
+    fresh, reused = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "demo-out"
+        env = {**os.environ, "PORTAGENT_HOME": str(Path(tmp) / "home")}
+        wall([*PORTAGENT, "demo", "--out", str(out), "--fresh"], env)  # leaves results to reuse
+        for _ in range(pairs):
+            fresh.append(wall([*PORTAGENT, "demo", "--out", str(out), "--fresh"], env))
+            reused.append(wall([*PORTAGENT, "demo", "--out", str(out)], env))
+    return fresh, reused
+
+
+def validate(pairs: int) -> tuple[list[float], list[float]]:
+    checks, helps = [], []
+    for _ in range(pairs):
+        checks.append(wall([*PORTAGENT, "validate", "-q", str(REPO / "examples" / "support_desk")]))
+        helps.append(wall([*PORTAGENT, "--help"]))
+    return checks, helps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="few samples (CI smoke)")
+    quick = ap.parse_args().quick
+    n = 2 if quick else 5
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    cost = per_run_cost(n, 12 if quick else 56)
+    print(f"replayed run (openai, per run)   {spread(cost, 'ms', 1000)}   goal <= 30 ms")
+    checks, helps = validate(3 if quick else 7)
+    print(f"validate examples/support_desk   {spread(checks, 's')}   goal <= 0.3 s")
+    print(f"  ratio to portagent --help      {statistics.median(checks) / statistics.median(helps):.2f}x")
+    fresh, reused = demo(1 if quick else n)
+    print(f"demo, 168 runs, --fresh          {spread(fresh, 's')}   goal < 5 s")
+    print(f"demo, second run (reused)        {spread(reused, 's')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Reading an anthropic SDK tool-runner program (anthropic 2.14) into an ``ImportDraft``.
+
+A program on the plain Messages API has no agent object: the agent is the arguments of its loop. What
+can be read faithfully is the **tool-runner keyword arguments** kept in one module-level dict and used as
+``client.beta.messages.tool_runner(**AGENT, messages=...)`` (or ``messages.create(**AGENT, ...)``)::
+
+    AGENT = dict(model=MODEL, system=SYSTEM, tools=[get_order, search_faq], max_tokens=1024)
+
+``portagent import shop:AGENT --from anthropic`` reads that dict. Anything else (a client, a runner, a
+function holding the loop, a module) is refused with one message naming what was found: the loop
+itself is arbitrary code.
+
+| anthropic | portagent |
+|---|---|
+| ``model`` | ``models.anthropic`` |
+| ``system`` (a string, or text blocks) | ``instructions`` |
+| ``tools``: ``@beta_tool`` / ``@beta_async_tool`` functions | ToolSpecs: the SDK's ``input_schema``, handler ``module:name.func`` |
+| ``max_tokens``, ``temperature`` | shared settings, forced (the program really sent them) |
+| ``output_config.format`` (``json_schema``) | ``output_schema`` |
+
+Everything else — tool definitions given as plain dicts (server tools such as web search, or a schema
+whose code lives in the program's own loop), ``thinking``, ``tool_choice``, ``betas``, ``cache_control`` …
+— is listed in the report. There are no handoffs or sub-agents in a tool runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from portagent.adapters.base import package_version
+from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
+from portagent.migration.importing import (
+    ReaderState,
+    function_ref,
+    holder_ref,
+    placeholder_instructions,
+    py_identifier,
+    schema_gap,
+    source_module,
+    where,
+)
+from portagent.migration.report import ImportReport
+
+EXPECTED = (
+    "the keyword arguments of a tool runner: a dict with 'model' and 'tools' (functions decorated with "
+    "@beta_tool or @beta_async_tool) and usually 'system', used as "
+    "client.beta.messages.tool_runner(**AGENT, messages=...) (docs/migration.md)"
+)
+_SHARED = ("max_tokens", "temperature")
+_IGNORED = ("messages", "stream", "thread")
+"""Per-run arguments: the conversation is the run's input, streaming is ``--stream``, and a server-held
+thread only changes what each request repeats (portagent's adapter sends the whole conversation)."""
+
+
+def read_anthropic(ref: str, obj: Any) -> ImportDraft:
+    from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
+
+    from portagent.contracts.errors import UsageError
+
+    if not isinstance(obj, Mapping):
+        raise UsageError(
+            f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}; --from anthropic reads {EXPECTED}"
+        )
+    missing = [k for k in ("model", "tools") if k not in obj]
+    if missing or not isinstance(obj.get("model"), str) or not isinstance(obj.get("tools"), list | tuple):
+        found = ", ".join(sorted(map(str, obj))) or "nothing"
+        raise UsageError(
+            f"{ref} is a dict with {found}; --from anthropic reads {EXPECTED} "
+            "('model' a string, 'tools' a list)"
+        )
+    report = ImportReport(sdk=f"anthropic {package_version('anthropic')}", source=ref)
+    reader = ReaderState(report)
+    name = reader.agent_names.take(ref.rpartition(":")[2].split(".")[-1].lower())
+    draft = DraftAgent(name=name, instructions="")
+    draft.instructions = _instructions(obj.get("system"), name, report)
+    draft.models["anthropic"] = obj["model"]
+    for key in _SHARED:
+        value = obj.get(key)
+        if value is not None:
+            draft.models[key] = value
+            draft.models["force_shared_settings"] = True
+            report.add(
+                "changed",
+                f"{key}={value!r}",
+                f"imported as models.{key} with force_shared_settings: true (the program sent it; other "
+                "providers apply it too, or refuse it — see port-check)",
+            )
+    for t in obj["tools"]:
+        if isinstance(t, BetaFunctionTool | BetaAsyncFunctionTool):
+            tool = _tool(t, ref, reader)
+            if tool is not None:
+                draft.tools.append(tool)
+        elif isinstance(t, Mapping):
+            kind = t.get("type") or "custom"
+            report.add(
+                "not_portable",
+                f"tool definition {t.get('name', '?')!r} (type {kind}, a plain dict)",
+                "not imported: a server tool runs at Anthropic, and a hand-written definition's code lives "
+                "in the program's own loop; write a ToolSpec and a handler for it",
+            )
+        else:
+            report.add(
+                "not_portable",
+                f"tool {type(t).__qualname__} {getattr(t, 'name', '')!r}".rstrip(" '"),
+                "not imported: only @beta_tool / @beta_async_tool functions point at a Python function",
+            )
+    _output(obj.get("output_config"), draft, report)
+    for key in sorted(map(str, obj)):
+        if key in ("model", "tools", "system", "output_config", *_SHARED, *_IGNORED):
+            continue
+        report.add(
+            "not_portable", f"{key}={obj[key]!r}"[:120], "not imported: an Anthropic-only request setting"
+        )
+    return ImportDraft(
+        sdk="anthropic",
+        root=draft,
+        report=report,
+        rules=reader.rules,
+        shim_imports=list(reader.shim_imports.values()),
+    )
+
+
+def _instructions(system: Any, name: str, report: ImportReport) -> str:
+    if isinstance(system, str) and system.strip():
+        return system
+    if isinstance(system, list | tuple):
+        texts = [b.get("text", "") for b in system if isinstance(b, Mapping) and b.get("type") == "text"]
+        if texts and all(texts):
+            report.add(
+                "changed",
+                "system given as text blocks",
+                "joined into one instructions text (block options such as cache_control are not kept; "
+                "pass prompt caching with RunOptions.extra['anthropic_cache_control'])",
+            )
+            return "\n\n".join(texts)
+    report.add(
+        "changed",
+        f"agent {name} has no system prompt",
+        "a placeholder marked [instructions to write] was written",
+    )
+    return placeholder_instructions(name, "the tool runner had no usable system prompt")
+
+
+def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
+    fn = t.func
+    subject = f"tool {t.name!r}"
+    gap = schema_gap(t.input_schema)
+    if gap:
+        reader.report.add(
+            "not_portable",
+            subject,
+            f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
+        )
+        return None
+    holder = holder_ref(t, [getattr(fn, "__module__", ""), source_module(ref)])
+    handler = function_ref(fn) or (f"{holder}.func" if holder else None)
+    if handler is None:
+        reader.report.add(
+            "not_portable",
+            f"{subject} ({where(fn)})",
+            "not imported: its function cannot be imported by name (a closure, a lambda or a function "
+            "defined in __main__); move it to a module",
+        )
+        return None
+    name = reader.tool_names.take(t.name)
+    if name != t.name:
+        reader.report.add("changed", subject, f"renamed {name!r}")
+    # The function returns its tool_result content (text), a portagent handler returns a value: a shim.
+    mod, _, attr = handler.partition(":")
+    alias = "_src_" + py_identifier(mod)
+    reader.shim_imports[mod] = f"import {mod} as {alias}"
+    fname = py_identifier(name)
+    why = "returns its tool_result content as text; JSON text is read back as its value"
+    reader.report.add("note", subject, f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}")
+    return DraftTool(
+        name=name,
+        description=t.description or "",
+        input_schema=dict(t.input_schema),
+        handler="",
+        origin=f"anthropic {type(t).__name__} {t.name} ({fn.__module__}.{fn.__qualname__})",
+        shim=(
+            f"async def {fname}(**args):\n"
+            f'    """{mod}.{attr} {why}."""\n'
+            f"    return await call_anthropic_tool({alias}.{attr}, **args)\n"
+        ),
+    )
+
+
+def _output(config: Any, draft: DraftAgent, report: ImportReport) -> None:
+    if config is None:
+        return
+    fmt = config.get("format") if isinstance(config, Mapping) else None
+    if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
+        draft.output_schema = dict(fmt["schema"])
+        rest = {k: v for k, v in config.items() if k != "format"}
+    else:
+        rest = dict(config) if isinstance(config, Mapping) else {"output_config": config}
+    for key, value in rest.items():
+        report.add("not_portable", f"output_config.{key}={value!r}"[:120], "not imported: Anthropic-only")

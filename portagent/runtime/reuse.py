@@ -1,0 +1,247 @@
+"""Incremental evals (``eval --reuse DIR``): a run whose inputs have not changed is not made again.
+
+Each run an eval makes leaves ``inputs.json`` in its run folder: a hash over everything that decides
+what the run does — the agent graph's spec, policy and tool hashes, the source of every handler module,
+the request the case makes, the approver's decisions, the cassette's files (replay) or the emulator
+script (emulator mode), and the portagent, SDK and Python versions. A later eval given ``--reuse DIR``
+computes the same hash for each planned run; where it equals the one stored under ``DIR``, the run's
+folder is carried over and scored again from its trace (so changed expectations, thresholds and graders
+still apply), and it is labelled ``reused`` in every report. Any change makes the run again.
+
+What is never reused: live runs (a vendor's answer is not a function of the inputs), and runs of agents
+whose tools reach outside (MCP servers, remote agents): their answers can change with nothing here
+changing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from portagent.runtime.eval_plan import RunTask
+
+INPUTS_FILE = "inputs.json"
+REUSE_SCHEMA = 1
+
+
+@dataclass
+class Carried:
+    """A run folder read into memory before the results folder is emptied (``--reuse`` may name ``--out``)."""
+
+    task_index: int
+    source: Path
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+class Fingerprints:
+    """Inputs hashes of planned runs. One instance per eval: agent graphs and handler sources are read
+    once per eval, never cached across evals (a long-lived process may see them change)."""
+
+    def __init__(self) -> None:
+        self._bundles: dict[Path, Any] = {}
+        self._handlers: dict[Path, dict[str, str] | None] = {}
+
+    def key(self, task: RunTask) -> str | None:
+        """The hash of what decides ``task``'s run, or None when such a run is never reused."""
+        parts = self.parts(task)
+        if parts is None:
+            return None
+        text = json.dumps(parts, sort_keys=True, ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def parts(self, task: RunTask) -> dict[str, Any] | None:
+        if task.mode == "live" or task.out_dir is None:
+            return None
+        from portagent import __version__
+        from portagent.adapters.base import REGISTRY
+        from portagent.core.versions import package_version
+        from portagent.runtime.eval_plan import approver_for, request_for
+
+        bundle = self._bundle(task.agent.path)
+        if bundle is None or _reaches_outside(bundle):
+            return None
+        handlers = self._handler_sources(task.agent.path)
+        if handlers is None:
+            return None
+        if task.mode == "replay":
+            recording = _folder_hash(task.cassette) if task.cassette is not None else None
+        else:
+            recording = _file_hash(task.emulator_script) if task.emulator_script is not None else None
+        if recording is None:
+            return None
+        request = request_for(task.case, task.provider, task.repeat)
+        return {
+            "schema": REUSE_SCHEMA,
+            "mode": task.mode,
+            "provider": task.provider,
+            "case": task.case.case_id,
+            "repeat": task.repeat,
+            "agent": task.agent.label,
+            "spec_hash": bundle.spec_hash,
+            "policy_hash": bundle.policy_hash,
+            "tool_hashes": bundle.tool_hashes(),
+            "handlers": handlers,
+            "request": request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
+            "approver": approver_for(task.case, task.approver),
+            "recording": recording,
+            "portagent": __version__,
+            "sdk": package_version(REGISTRY[task.provider].package),
+            "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        }
+
+    def write(self, task: RunTask) -> None:
+        """Store a finished run's inputs hash beside its ``run.json`` (nothing for runs never reused)."""
+        if task.out_dir is None or not (task.out_dir / "run.json").is_file():
+            return
+        key = self.key(task)
+        if key is None:
+            return
+        from portagent.core.files import write_text_atomic
+
+        write_text_atomic(task.out_dir / INPUTS_FILE, json.dumps({"schema": REUSE_SCHEMA, "key": key}) + "\n")
+
+    def _bundle(self, path: Path) -> Any:
+        if path not in self._bundles:
+            from portagent.contracts.bundle import load_agent
+            from portagent.contracts.errors import PortagentError
+
+            try:
+                self._bundles[path] = load_agent(path)
+            except (OSError, PortagentError):
+                self._bundles[path] = None
+        return self._bundles[path]
+
+    def _handler_sources(self, agent_path: Path) -> dict[str, str] | None:
+        """``{module: sha256 of its source file}`` for every handler module of the agent graph, plus every
+        ``.py`` file beside the agent spec (the helpers a handler imports usually live there); None when a
+        handler module cannot be found (then the run is never reused: its code cannot be fingerprinted)."""
+        if agent_path not in self._handlers:
+            bundle = self._bundle(agent_path)
+            self._handlers[agent_path] = _handler_sources(bundle) if bundle is not None else None
+        return self._handlers[agent_path]
+
+
+def check_reusable(folder: Path) -> None:
+    """Refuse a ``--reuse`` folder that is not a results folder (one message, nothing read)."""
+    from portagent.contracts.errors import UsageError
+
+    if not folder.is_dir():
+        raise UsageError(f"--reuse {folder}: no such results folder")
+    if not ((folder / "eval.json").is_file() or (folder / "report.json").is_file()):
+        raise UsageError(f"--reuse {folder}: not a portagent results folder (no eval.json or report.json)")
+
+
+def carry_over(tasks: Sequence[RunTask], source: Path, results: Path) -> dict[int, Carried]:
+    """The runs of ``tasks`` whose inputs equal those stored under ``source`` (an earlier results
+    folder), read into memory. ``results``: the new results folder the tasks' ``out_dir`` lie in."""
+    carried: dict[int, Carried] = {}
+    prints = Fingerprints()
+    for task in tasks:
+        if task.out_dir is None:
+            continue
+        try:
+            folder = source / task.out_dir.relative_to(results)
+        except ValueError:
+            continue
+        stored = _stored_key(folder)
+        if stored is None or stored != prints.key(task):
+            continue
+        files = {}
+        try:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    files[path.relative_to(folder).as_posix()] = path.read_bytes()
+        except OSError:
+            continue
+        if "run.json" in files and "trace.jsonl" in files:
+            carried[task.index] = Carried(task.index, folder, files)
+    return carried
+
+
+def restore(carried: Carried, task: RunTask) -> None:
+    """Write a carried run folder into the task's (new, empty) run folder."""
+    assert task.out_dir is not None
+    for rel, data in carried.files.items():
+        target = task.out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _stored_key(folder: Path) -> str | None:
+    try:
+        data = json.loads((folder / INPUTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != REUSE_SCHEMA
+        or not isinstance(data.get("key"), str)
+    ):
+        return None
+    return str(data["key"])
+
+
+def _reaches_outside(bundle: Any) -> bool:
+    """Tools whose answers can change with nothing in the spec, cassette or code changing."""
+    return any(node.spec.mcp_servers or node.spec.a2a_agents for node in bundle.agents.values())
+
+
+def _handler_sources(bundle: Any) -> dict[str, str] | None:
+    modules = sorted(
+        {t.handler.split(":", 1)[0] for t in bundle.all_tools().values() if getattr(t, "handler", None)}
+    )
+    out: dict[str, str] = {}
+    base = str(bundle.base_dir)
+    added = base not in sys.path
+    if added:
+        sys.path.insert(0, base)
+    try:
+        for module in modules:
+            local = _beside(bundle.base_dir, module)  # what the gateway imports first: the spec's folder
+            if local is None:
+                try:
+                    spec = importlib.util.find_spec(module)
+                except (ImportError, ValueError):
+                    return None
+                if spec is None or spec.origin is None or not Path(spec.origin).is_file():
+                    return None
+                local = Path(spec.origin)
+            out[module] = _file_hash(local)
+    finally:
+        if added:
+            sys.path.remove(base)
+    for path in sorted(bundle.base_dir.glob("*.py")):
+        out[f"./{path.name}"] = _file_hash(path)
+    return out
+
+
+def _beside(base: Path, module: str) -> Path | None:
+    """The source file of ``module`` under ``base`` (``a.b`` → ``a/b.py`` or ``a/b/__init__.py``), if any."""
+    stem = base.joinpath(*module.split("."))
+    for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _folder_hash(folder: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(folder).as_posix().encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()

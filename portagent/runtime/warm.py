@@ -1,0 +1,58 @@
+"""What an eval's worker processes share before they exist: imported once, in the fork server.
+
+Workers are forked from multiprocessing's fork server (``eval_pool``). By default that server is an
+empty interpreter, so every worker imported portagent's run path, vcrpy and pydantic, built the same
+validators and compiled the same secret patterns again — half a second to a second per worker, paid
+for every provider's first worker and every extra one. ``warm_workers`` starts the server early (while
+the eval plans) with this module as its preload: importing it imports the run path and does the
+one-time work, and every worker forked afterwards starts with it done.
+
+Importing this module *is* the warm-up (``multiprocessing`` preloads modules by name); nothing else
+imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+
+RUN_PATH = (
+    "portagent.runtime.eval_pool",
+    "portagent.runtime.runner",
+    "portagent.runtime.replay",
+    "portagent.recording.vcr_cassette",
+    "portagent.recording.http_proxy",
+    "portagent.tracing.recorder",
+    "portagent.tools.gateway",
+    "portagent.tools.approvals",
+    "portagent.tools.ledger",
+    "portagent.evals.scoring",
+    "portagent.evals.tool_versions",
+    "portagent.evals.drift",
+)
+
+
+def warm() -> None:
+    """Import the run path (and the adapters named in ``$PORTAGENT_WARM_SDKS``, set by ``eval_pool.warm_workers``), then build what every
+    run builds on first use: contract validators, the secret scanner's patterns."""
+    for name in RUN_PATH:
+        importlib.import_module(name)
+    from portagent.runtime.eval_pool import WARM_SDKS_ENV
+
+    for name in filter(None, os.environ.get(WARM_SDKS_ENV, "").split(",")):
+        with contextlib.suppress(Exception):  # the worker imports it again and reports a failure itself
+            importlib.import_module(name)
+    from portagent.contracts._base import Contract
+    from portagent.core.secrets import _patterns
+
+    _patterns()
+    todo = list(Contract.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        with contextlib.suppress(Exception):  # unresolved names: it builds (and fails) where it is used
+            cls.model_rebuild()
+
+
+warm()

@@ -1,0 +1,190 @@
+"""``portagent import --from anthropic|langgraph``: the realistic, well-defined subset (a tool runner's
+keyword arguments; a ``create_react_agent`` graph) becomes specs that validate, and a portagent run of
+them against the emulator makes the same tool calls as the native program itself; everything else is
+refused through the CLI with one message naming what was found, and nothing is written."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+import yaml
+from _migration_helpers import DUMMY_KEYS, SCRIPT, import_cli, of, run_spec
+from _support import run_cli
+
+from portagent.emulator import load_script, serve
+from portagent.runtime.validate import check_paths
+
+TEXT = "Summarise order ORD-7."
+
+
+@pytest.fixture(scope="module")
+def emu():
+    with serve(load_script(SCRIPT)) as running:
+        yield running
+
+
+def report(out) -> str:
+    return (out / "import-report.md").read_text(encoding="utf-8")
+
+
+def calls(events) -> list[tuple[str, dict]]:
+    return [(e.tool, e.args) for e in of(events, "tool.call")]
+
+
+# --- anthropic -------------------------------------------------------------------------------------
+
+
+def native_anthropic_run(emu, text: str) -> tuple[list[tuple[str, dict]], str]:
+    """The source program itself: the SDK's tool runner over AGENT, its own tools run natively."""
+    import anthropic
+    import native_anthropic as native
+
+    client = anthropic.Anthropic(base_url=emu.base_url, api_key=DUMMY_KEYS["anthropic"])
+    seen: list[tuple[str, dict]] = []
+    last = None
+    # thread=False: the emulator holds no server-side thread, so every request carries the conversation
+    runner = client.beta.messages.tool_runner(
+        **native.AGENT, messages=[{"role": "user", "content": text}], thread=False
+    )
+    for message in runner:
+        seen += [(b.name, b.input) for b in message.content if b.type == "tool_use"]
+        last = message
+    client.close()
+    return seen, "".join(b.text for b in last.content if b.type == "text")
+
+
+def test_an_anthropic_tool_runner_imports_and_runs_like_the_source(emu, tmp_path):
+    import native_anthropic as native
+
+    out = tmp_path / "desk"
+    code, stdout, stderr = import_cli("native_anthropic:AGENT", "anthropic", out, "--name", "shop_desk")
+    assert code == 0, stderr
+    assert all(r.ok for r in check_paths([str(out / "agent.yaml")]))  # what `portagent validate` says
+    spec = yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
+    assert spec["instructions"] == native.SYSTEM and spec["models"]["anthropic"] == native.MODEL
+    assert spec["output_schema"] == native.SUMMARY and spec["models"]["max_tokens"] == 1024
+    tools = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
+    docs = tools if isinstance(tools, list) else tools.get("tools", tools)
+    by_name = {t["name"]: t for t in docs}
+    assert by_name["get_order"]["input_schema"] == native.get_order.input_schema  # the SDK's own schema
+    shim = (out / (by_name["get_order"]["handler"].partition(":")[0] + ".py")).read_text(encoding="utf-8")
+    assert (
+        "call_anthropic_tool(_src_native_anthropic.get_order.func, **args)" in shim
+    )  # the original, unchanged
+    text = report(out)
+    assert "web_search" in text and "tool_choice" in text  # listed, not dropped
+
+    source_calls, source_final = native_anthropic_run(emu, TEXT)
+    ours = run_spec(out / "agent.yaml", "anthropic", TEXT, emu, tmp_path)
+    assert ours.result.status == "completed" and ours.result.output_valid, ours.result.error
+    assert calls(ours.events) == source_calls == [("get_order", {"order_id": "ORD-7"})]
+    assert ours.result.final_output == json.loads(source_final)
+    assert of(ours.events, "tool.result")[0].ok  # the imported handler (the original function) ran
+
+
+def test_async_tools_text_results_and_tool_errors_convert(tmp_path):
+    """An @beta_async_tool: the shim awaits the original; plain text stays text; ToolError is a handler error."""
+    import native_anthropic as native
+
+    from portagent.contracts.bundle import load_agent
+    from portagent.tools.handlers import resolve
+    from portagent.tools.observations import ToolFailure
+
+    out = tmp_path / "tracker"
+    code, _, stderr = import_cli("native_anthropic:ASYNC_AGENT", "anthropic", out, "--name", "tracker")
+    assert code == 0, stderr
+    bundle = load_agent(out / "agent.yaml")
+    assert bundle.agents["tracker"].spec.instructions == native.SYSTEM  # text blocks joined
+    tool = bundle.all_tools()["track_parcel"]
+    assert tool.input_schema == native.track_parcel.input_schema
+    sys.path.insert(0, str(out))
+    try:
+        fn = resolve(tool.handler).fn
+        assert asyncio.run(fn(order_id="ORD-7")) == "ORD-7 is delivered"
+        with pytest.raises(ToolFailure, match="no order ORD-9"):
+            asyncio.run(fn(order_id="ORD-9"))
+    finally:
+        sys.path.remove(str(out))
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            "native_anthropic:client_factory",
+            "is a builtins.str; --from anthropic reads the keyword arguments",
+        ),
+        ("native_anthropic:SUMMARY", "is a dict with additionalProperties, properties, required, type"),
+        ("native_anthropic:get_order", "BetaFunctionTool; --from anthropic reads"),
+    ],
+)
+def test_anything_else_is_refused_for_anthropic(tmp_path, target, expected):
+    out = tmp_path / "x"
+    code, _, err = run_cli("import", target, "--from", "anthropic", "--out", str(out))
+    assert code == 2 and expected in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+# --- langgraph -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def native_lg(emu):
+    import os
+
+    before = os.environ.get("SHOP_LLM_BASE_URL")
+    os.environ["SHOP_LLM_BASE_URL"] = emu.openai_base_url
+    try:
+        import native_langgraph
+
+        yield native_langgraph
+    finally:
+        if before is None:
+            os.environ.pop("SHOP_LLM_BASE_URL", None)
+        else:
+            os.environ["SHOP_LLM_BASE_URL"] = before
+
+
+def test_a_create_react_agent_graph_imports_and_runs_like_the_source(emu, native_lg, tmp_path):
+    out = tmp_path / "desk"
+    code, _, stderr = import_cli("native_langgraph:desk", "langgraph", out)
+    assert code == 0, stderr
+    assert all(r.ok for r in check_paths([str(out / "agent.yaml")]))
+    spec = yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
+    assert spec["name"] == "shop_desk" and spec["instructions"].startswith("You are the shop's front desk.")
+    assert spec["models"]["langgraph"] == "openai:gpt-4.1-mini" and spec["models"]["openai"] == "gpt-4.1-mini"
+    assert spec["models"]["temperature"] == 0.2 and spec["models"]["openai_api"] == "chat_completions"
+    assert spec["tools"] == ["get_order", "search_faq"]
+    tools = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
+    docs = tools if isinstance(tools, list) else tools.get("tools", tools)
+    shim = (out / (docs[0]["handler"].partition(":")[0] + ".py")).read_text(encoding="utf-8")
+    assert "get_order = _src_native_langgraph.get_order.func" in shim
+    assert "search_faq = _src_native_langgraph.search_faq.coroutine" in shim  # async: the coroutine
+
+    async def source():
+        state = await native_lg.desk.ainvoke({"messages": [("user", TEXT)]})
+        return [(c["name"], c["args"]) for m in state["messages"] for c in getattr(m, "tool_calls", [])]
+
+    source_calls = asyncio.run(source())
+    ours = run_spec(out / "agent.yaml", "langgraph", TEXT, emu, tmp_path)
+    assert ours.result.status == "completed", ours.result.error
+    assert calls(ours.events) == source_calls == [("get_order", {"order_id": "ORD-7"})]
+    assert of(ours.events, "tool.result")[0].ok
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("native_langgraph:custom", "is a compiled graph with nodes shout; --from langgraph reads"),
+        ("native_langgraph:model", "ChatOpenAI; --from langgraph reads a compiled graph made by"),
+        ("native_anthropic:AGENT", "is a builtins.dict; --from langgraph reads"),
+    ],
+)
+def test_anything_else_is_refused_for_langgraph(native_lg, tmp_path, target, expected):
+    out = tmp_path / "x"
+    code, _, err = run_cli("import", target, "--from", "langgraph", "--out", str(out))
+    assert code == 2 and expected in err and "Traceback" not in err, err
+    assert not out.exists()

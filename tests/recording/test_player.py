@@ -1,0 +1,132 @@
+"""The transport-level cassette player (recording/player.py) replays openai and adk runs without vcrpy,
+and reports drift exactly as the vcrpy replay does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _support import EXAMPLES
+
+from portagent.adapters.port import Endpoint
+from portagent.contracts.bundle import load_agent
+from portagent.contracts.run import RunRequest
+from portagent.emulator import load_script, serve
+from portagent.recording import player as player_module
+from portagent.runtime import runner
+from portagent.runtime.record import record_run
+from portagent.runtime.replay import replay_folder
+
+SUPPORT = EXAMPLES / "support_desk"
+Q = "Case EXP-42: what is missing and what do the rules say about documents?"
+KEYS = {"openai": "sk-test-dummy", "adk": "test-dummy-key"}
+PROVIDERS = ("openai", "adk")
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: Any) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("player")
+
+    async def go() -> None:
+        with serve(load_script(SUPPORT / "emulator.yaml")) as emu:
+            for provider in PROVIDERS:
+                ep = Endpoint(source="emulator", base_url=emu.base_url, api_key=KEYS[provider])
+                await record_run(
+                    SUPPORT / "agent.yaml",
+                    RunRequest(input=Q, provider=provider, case_id="c1"),
+                    root / provider,
+                    ep,
+                    approver="auto-deny",
+                )
+
+    asyncio.run(go())
+    return {p: root / p for p in PROVIDERS}
+
+
+def _watch_vcrpy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts vcrpy's patcher builds and cassette loads (both happen on every vcrpy replay)."""
+    import vcr.cassette
+    import vcr.patch
+
+    seen: list[str] = []
+    build = vcr.patch.CassettePatcherBuilder.build
+    load = vcr.cassette.Cassette._load
+
+    def watched_build(self: Any) -> Any:
+        seen.append("patch")
+        return build(self)
+
+    def watched_load(self: Any) -> Any:
+        seen.append("load")
+        return load(self)
+
+    monkeypatch.setattr(vcr.patch.CassettePatcherBuilder, "build", watched_build)
+    monkeypatch.setattr(vcr.cassette.Cassette, "_load", watched_load)
+    return seen
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_player_serves_the_replay_not_vcrpy(
+    provider: str, recorded: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _watch_vcrpy(monkeypatch)
+    served: list[str] = []
+    respond = player_module.CassettePlayer.respond
+
+    def counted(self: Any, method: str, url: str, body: bytes, headers: Any) -> Any:
+        served.append(f"{method} {url}")
+        return respond(self, method, url, body, headers)
+
+    monkeypatch.setattr(player_module.CassettePlayer, "respond", counted)
+    out = asyncio.run(replay_folder(load_agent(SUPPORT / "agent.yaml"), recorded[provider], out_dir=tmp_path))
+    assert out.result.status == "completed", out.result.error
+    assert seen == []  # vcrpy neither patched anything nor loaded the cassette
+    manifest = json.loads((tmp_path / "run.json").read_text())["manifest"]["cassette"]
+    assert served and manifest == {"played": len(served), "recorded": len(served)}
+    original = json.loads((recorded[provider] / "run.json").read_text())
+    assert out.result.final_output == original["result"]["final_output"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_player_drift_report_is_vcrpys(
+    provider: str, recorded: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "agent"
+    shutil.copytree(SUPPORT, work)
+    tools = (work / "tools.yaml").read_text()
+    (work / "tools.yaml").write_text(
+        tools.replace("Search the student-services policy handbook", "Search the NEW handbook")
+    )
+    bundle = load_agent(work / "agent.yaml")
+
+    def replay(out: Path) -> tuple[Any, dict[str, Any]]:
+        res = asyncio.run(replay_folder(bundle, recorded[provider], out_dir=out))
+        return res.result, json.loads((out / "run.json").read_text())["manifest"]["cassette"]
+
+    seen = _watch_vcrpy(monkeypatch)
+    by_player, player_cassette = replay(tmp_path / "player")
+    assert "patch" not in seen
+    monkeypatch.setattr(runner, "_player_providers", lambda: frozenset())
+    by_vcrpy, vcrpy_cassette = replay(tmp_path / "vcrpy")
+    assert "patch" in seen  # the second replay did go through vcrpy
+
+    assert by_player.stop_reason == by_vcrpy.stop_reason == "cassette_drift"
+    assert by_player.error == by_vcrpy.error
+    assert "Search the NEW handbook" in (by_player.error or "")
+    assert player_cassette == vcrpy_cassette
+    assert player_cassette["drift"] and player_cassette.get("unplayed")
+
+
+def test_parsed_cassette_is_cached_per_file_version(recorded: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "copy"
+    shutil.copytree(recorded["openai"], folder)
+    path = folder / "cassette.yaml"
+    first = player_module.CassettePlayer(path, True)
+    assert player_module.CassettePlayer(path, True).data is first.data  # parsed once
+    path.write_text(path.read_text() + "\n")  # an edit (size changes): parsed again
+    again = player_module.CassettePlayer(path, True)
+    assert again.data is not first.data and len(again.data.requests) == len(first.data.requests)
