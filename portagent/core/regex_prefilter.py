@@ -23,6 +23,7 @@ The findings are therefore exactly those of the Python patterns alone (a propert
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 _WIDE_CLASS = {"d": r"\pN", "w": r"\pL\pN\pM_", "s": r"\s\pZ\x{0b}\x{1c}-\x{1f}\x{85}"}
@@ -37,10 +38,21 @@ class _Unsupported(Exception):
 
 def prefilter(pattern: re.Pattern[str]) -> Any | None:
     """A compiled RE2 pattern matching a superset of ``pattern``'s matches, or None."""
-    try:
-        import re2
-    except ImportError:  # pragma: no cover - a core dependency
+    source = _gate_source(pattern)
+    return None if source is None else _compile(source)
+
+
+def prefilter_any(patterns: Sequence[re.Pattern[str]]) -> Any | None:
+    """One RE2 pattern matching wherever *any* of ``patterns`` might (the alternation of their gates), or
+    None when one of them has no gate: a text it finds nothing in needs none of the patterns run."""
+    sources = [_gate_source(p) for p in patterns]
+    if not sources or any(s is None for s in sources):
         return None
+    return _compile("|".join(f"(?:{s})" for s in sources), max_mem=64 << 20)
+
+
+def _gate_source(pattern: re.Pattern[str]) -> str | None:
+    """The RE2 source of ``pattern``'s gate, its flags inline, or None."""
     if pattern.flags & re.VERBOSE and re.search(r"[\s#]", pattern.pattern):
         return None  # verbose mode changes what whitespace and '#' mean; without them it changes nothing
     try:
@@ -54,10 +66,21 @@ def prefilter(pattern: re.Pattern[str]) -> Any | None:
         flags += "m"
     if pattern.flags & re.DOTALL:
         flags += "s"
+    source = f"(?{flags}:{text})" if flags else text
+    return source if _compile(source) is not None else None
+
+
+def _compile(source: str, max_mem: int | None = None) -> Any | None:
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - a core dependency
+        return None
     options = re2.Options()
     options.log_errors = False
+    if max_mem is not None:
+        options.max_mem = max_mem
     try:
-        return re2.compile(f"(?{flags}){text}" if flags else text, options)
+        return re2.compile(source, options)
     except Exception:  # re2.error, or a size limit: the pattern simply runs every time
         return None
 

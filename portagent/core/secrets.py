@@ -163,6 +163,14 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str], int, Any], ...]:
     return tuple((kind, pat, group, prefilter(pat)) for kind, pat, group in out)
 
 
+@lru_cache(maxsize=1)
+def _any_gate() -> Any:
+    """One RE2 gate for every pattern at once (``regex_prefilter.prefilter_any``), or None."""
+    from portagent.core.regex_prefilter import prefilter_any
+
+    return prefilter_any([pat for _, pat, _, _ in _patterns()])
+
+
 def _secret_env_name(name: str) -> bool:
     upper = name.upper()
     if upper in _ENV_NOT_SECRET:
@@ -191,7 +199,22 @@ def env_secret_values() -> list[str]:
 
     Read on every mask (a variable set mid-run is protected from then on), but worked out once per
     distinct environment: the trace recorder masks every event."""
-    return list(_env_values(frozenset(os.environ.items())))
+    return list(_current_env_values())
+
+
+def _current_env_values() -> tuple[str, ...]:
+    # os.environ keeps its entries encoded in ``_data`` (CPython): a snapshot of that is several times
+    # cheaper than decoding every variable through ``items()`` on each of a run's hundreds of masks.
+    raw = getattr(os.environ, "_data", None)
+    if isinstance(raw, dict):
+        return _env_values_raw(frozenset(raw.items()))
+    return _env_values(frozenset(os.environ.items()))
+
+
+@lru_cache(maxsize=8)
+def _env_values_raw(environment: frozenset[tuple[Any, Any]]) -> tuple[str, ...]:
+    decode = os.fsdecode
+    return _env_values(frozenset((decode(k), decode(v)) for k, v in environment))
 
 
 @lru_cache(maxsize=8)
@@ -221,7 +244,10 @@ def scan(text: str, *, extra: list[str] | None = None, env: tuple[str, ...] | No
         while start != -1:
             found.append(Finding(start, start + len(value), "env-value"))
             start = text.find(value, start + len(value))
-    for kind, pat, group, gate in _patterns():
+    patterns = _patterns()
+    if patterns and _any_gate() is not None and _any_gate().search(text) is None:
+        patterns = ()  # no pattern can match anywhere in this text
+    for kind, pat, group, gate in patterns:
         if gate is not None and gate.search(text) is None:
             continue
         for m in pat.finditer(text):
@@ -260,13 +286,13 @@ def _looks_like_jwt(token: str) -> bool:
 
 def mask_text(text: str, *, extra: list[str] | None = None) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]``."""
-    return _mask_text(text, extra, _env_values(frozenset(os.environ.items())))
+    return _mask_text(text, extra, _current_env_values())
 
 
 def mask_data(value: Any, *, extra: list[str] | None = None) -> Any:
     """A copy of a JSON-like value (dicts, lists, tuples, strings) with every string masked; keys
     too. Other values are returned as they are."""
-    return _mask_data(value, extra, _env_values(frozenset(os.environ.items())))
+    return _mask_data(value, extra, _current_env_values())
 
 
 def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any:
