@@ -142,11 +142,12 @@ def carry_over(tasks: Sequence[RunTask], source: Path, results: Path) -> dict[in
     folder), read into memory. ``results``: the new results folder the tasks' ``out_dir`` lie in."""
     carried: dict[int, Carried] = {}
     prints = Fingerprints()
+    results = results.resolve()  # a relative --out (the demo's default) against the plan's absolute folders
     for task in tasks:
         if task.out_dir is None:
             continue
         try:
-            folder = source / task.out_dir.relative_to(results)
+            folder = source / task.out_dir.resolve().relative_to(results)
         except ValueError:
             continue
         stored = _stored_key(folder)

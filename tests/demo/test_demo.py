@@ -285,3 +285,22 @@ def test_all_providers_adds_the_messages_api_and_langgraph(tmp_path: Path) -> No
     }
     code, out, err = run_cli("demo", "--all-providers", "--providers", "openai", "--out", str(tmp_path / "x"))
     assert code == 2 and "give one of them" in err and "Traceback" not in err
+
+
+def test_a_second_demo_reuses_the_first_runs(demo: dict[str, Any], tmp_path: Path) -> None:
+    """The demo's default --out is relative (./demo-out): a second demo over the first one's folder keeps
+    every run whose inputs did not change, and says so."""
+    shutil.copytree(demo["out"], tmp_path / "results")
+    env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "portagent", "demo", "--out", "results"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "reused: 168 run(s) with unchanged inputs kept from results, 0 made" in proc.stdout + proc.stderr
+    result = SuiteResult.model_validate_json((tmp_path / "results" / "report.json").read_text())
+    assert all(r.provenance.reused for r in result.runs)

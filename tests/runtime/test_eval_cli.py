@@ -356,7 +356,7 @@ def _run_files(out: Path) -> dict[str, bytes]:
 
 
 def test_reuse_keeps_unchanged_runs_and_makes_changed_ones_again(
-    mini: dict[str, Path], tmp_path: Path
+    mini: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent = tmp_path / "agent"
     shutil.copytree(mini["agent"], agent, ignore=shutil.ignore_patterns("__pycache__"))
@@ -377,6 +377,12 @@ def test_reuse_keeps_unchanged_runs_and_makes_changed_ones_again(
     assert _run_files(out) == first and _reused(out) == {"refund": True, "status": True}
     assert "reused" in (out / "report.md").read_text()
     assert "reused" in (out / "junit.xml").read_text()
+
+    # the same with relative folders (the demo's default --out is ./demo-out)
+    with monkeypatch.context() as m:
+        m.chdir(tmp_path)
+        code, stdout, err = _eval(suite, cassettes, Path("results"), "--overwrite", "--reuse", "results")
+    assert code == 0 and "reused: 2 run(s)" in err and "0 made" in err, stdout + err
 
     # a reused run is scored against today's expectations, not yesterday's verdict
     strict = write_suite(
