@@ -32,11 +32,13 @@ from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
     TC_PARAM,
+    UNIMPORTABLE,
     ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
     py_identifier,
+    refuse_schema_gap,
     schema_gap,
     sdk_context_uses,
     takes_param,
@@ -274,11 +276,7 @@ class _Reader(ReaderState):
         schema = _declared_schema(t)
         gap = schema_gap(schema) if schema is not None else "ADK gives no declaration for it"
         if gap:
-            self.report.add(
-                "not_portable",
-                subject,
-                f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
-            )
+            refuse_schema_gap(self.report, subject, gap)
             return None
         assert schema is not None
         ref = function_ref(t.func)
@@ -286,8 +284,7 @@ class _Reader(ReaderState):
             self.report.add(
                 "not_portable",
                 subject,
-                "not imported: its function cannot be imported by name (a "
-                "closure, a lambda or a function defined in __main__); move it to a module",
+                UNIMPORTABLE,
             )
             return None
         name = self.tool_names.take(t.name)

@@ -32,13 +32,11 @@ from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
     ReaderState,
-    function_ref,
-    holder_ref,
     placeholder_instructions,
     py_identifier,
+    refuse_schema_gap,
     schema_gap,
-    source_module,
-    where,
+    tool_function_ref,
 )
 from portagent.migration.report import ImportReport
 
@@ -147,21 +145,10 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     subject = f"tool {t.name!r}"
     gap = schema_gap(t.input_schema)
     if gap:
-        reader.report.add(
-            "not_portable",
-            subject,
-            f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
-        )
+        refuse_schema_gap(reader.report, subject, gap)
         return None
-    holder = holder_ref(t, [getattr(fn, "__module__", ""), source_module(ref)])
-    handler = function_ref(fn) or (f"{holder}.func" if holder else None)
+    handler = tool_function_ref(reader.report, subject, t, fn, ref, "func")
     if handler is None:
-        reader.report.add(
-            "not_portable",
-            f"{subject} ({where(fn)})",
-            "not imported: its function cannot be imported by name (a closure, a lambda or a function "
-            "defined in __main__); move it to a module",
-        )
         return None
     name = reader.tool_names.take(t.name)
     if name != t.name:

@@ -30,12 +30,10 @@ from portagent.contracts.errors import UsageError
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
     ReaderState,
-    function_ref,
-    holder_ref,
     placeholder_instructions,
+    refuse_schema_gap,
     schema_gap,
-    source_module,
-    where,
+    tool_function_ref,
 )
 from portagent.migration.report import ImportReport
 
@@ -204,21 +202,10 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     schema = convert_to_openai_tool(t)["function"]["parameters"]  # what the model is sent
     gap = schema_gap(schema)
     if gap:
-        reader.report.add(
-            "not_portable",
-            subject,
-            f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
-        )
+        refuse_schema_gap(reader.report, subject, gap)
         return None
-    holder = holder_ref(t, [getattr(fn, "__module__", ""), source_module(ref)])
-    handler = function_ref(fn) or (f"{holder}.{attr}" if holder else None)
+    handler = tool_function_ref(reader.report, subject, t, fn, ref, attr)
     if handler is None:
-        reader.report.add(
-            "not_portable",
-            f"{subject} ({where(fn)})",
-            "not imported: its function cannot be imported by name (a closure, a lambda or a function "
-            "defined in __main__); move it to a module",
-        )
         return None
     name = reader.tool_names.take(t.name)
     if name != t.name:

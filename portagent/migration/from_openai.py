@@ -34,11 +34,13 @@ from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftEdge, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.importing import (
     TC_PARAM,
+    UNIMPORTABLE,
     ReaderState,
     function_ref,
     holder_ref,
     placeholder_instructions,
     py_identifier,
+    refuse_schema_gap,
     schema_gap,
     sdk_context_uses,
     source_module,
@@ -259,11 +261,7 @@ class _Reader(ReaderState):
             return None
         gap = schema_gap(t.params_json_schema)
         if gap:
-            self.report.add(
-                "not_portable",
-                subject,
-                f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
-            )
+            refuse_schema_gap(self.report, subject, gap)
             return None
         name = self.tool_names.take(t.name)
         if name != t.name:
@@ -331,8 +329,7 @@ class _Reader(ReaderState):
             self.report.add(
                 "not_portable",
                 subject,
-                "not imported: its function cannot be imported by name (a "
-                "closure, a lambda or a function defined in __main__); move it to a module",
+                UNIMPORTABLE,
             )
             return None, None
         takes_ctx = _takes_context(fn)

@@ -226,6 +226,35 @@ def source_module(ref: str) -> str:
     return ref.partition(":")[0]
 
 
+UNIMPORTABLE = (
+    "not imported: its function cannot be imported by name (a closure, a lambda or a function defined "
+    "in __main__); move it to a module"
+)
+"""Why a tool whose function has no importable name is left out (every reader says it the same way)."""
+
+
+def refuse_schema_gap(report: ImportReport, subject: str, gap: str) -> None:
+    """A tool left out because its input schema needs what a ToolSpec cannot say (``schema_gap``)."""
+    report.add(
+        "not_portable",
+        subject,
+        f"not imported: {gap}; add type hints and import again, or write its ToolSpec by hand",
+    )
+
+
+def tool_function_ref(
+    report: ImportReport, subject: str, tool: Any, fn: Any, ref: str, attr: str
+) -> str | None:
+    """An importable ``module:name`` for a tool's function: the function itself, else attribute ``attr``
+    of the module-level tool object holding it (a decorated function's name is the tool's); None, with
+    the reason in the report, when neither can be imported by name."""
+    holder = holder_ref(tool, [getattr(fn, "__module__", ""), source_module(ref)])
+    found = function_ref(fn) or (f"{holder}.{attr}" if holder else None)
+    if found is None:
+        report.add("not_portable", f"{subject} ({where(fn)})", UNIMPORTABLE)
+    return found
+
+
 TC_PARAM = "portagent_tool_context"
 """The ``ToolContext`` parameter of generated shims (a name no tool argument uses)."""
 
