@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.adapters.base import get_adapter
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
-    from portagent.runtime.sessions import check_session_id, open_session_store
+    from portagent.runtime.session_store import check_session_id, open_session_store
     from portagent.tools.approvers import make_approver
 
     if args.base_url and not args.live:
@@ -97,7 +97,7 @@ class _Chat:
             raise UsageError(f"--live on {provider} needs {info.key_env} in the environment")
 
     def turns(self) -> list[Any]:
-        from portagent.runtime.sessions import open_session_store
+        from portagent.runtime.session_store import open_session_store
 
         store = open_session_store()
         try:
@@ -143,7 +143,7 @@ class _Chat:
                     who = "you" if t.role == "user" else f"{t.agent or 'agent'} ({t.provider})"
                     self.say(f"#{t.seq} {who}: {t.content}")
             case "/clear":
-                from portagent.runtime.sessions import open_session_store
+                from portagent.runtime.session_store import open_session_store
 
                 store = open_session_store()
                 try:

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.base_url and not args.live:
         raise UsageError("--base-url goes with --live")
     if args.session is not None:
-        from portagent.runtime.sessions import check_session_id
+        from portagent.runtime.session_store import check_session_id
 
         check_session_id(args.session)
     check_out_folder(args.out)

@@ -66,7 +66,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
     from portagent.core.home import portagent_home
-    from portagent.runtime.sessions import SESSIONS_DB, SqliteSessionStore, check_session_id
+    from portagent.runtime.session_store import SESSIONS_DB, SqliteSessionStore, check_session_id
 
     if args.sessions_command == "check-handoff":
         return _check_handoff(args.file)

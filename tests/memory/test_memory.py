@@ -292,7 +292,7 @@ def test_paused_store_refuses_the_tool(emu, tmp_path):
 
 def test_session_history_is_never_promoted_to_memory(tmp_path):
     """A thread of several runs (tests/sessions) leaves the memory store untouched: no file is even made."""
-    from portagent.runtime.sessions import SqliteSessionStore
+    from portagent.runtime.session_store import SqliteSessionStore
 
     sessions = SqliteSessionStore()
     sessions.append(

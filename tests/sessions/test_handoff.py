@@ -24,7 +24,8 @@ from portagent.contracts.run import RunRequest
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.evals import context_metrics as cm
 from portagent.runtime.runner import RunConfig
-from portagent.runtime.sessions import SqliteSessionStore, arun_in_session, session_events
+from portagent.runtime.session_store import SqliteSessionStore
+from portagent.runtime.sessions import arun_in_session, session_events
 from portagent.tracing.handoff import compact, package_tokens, validate, verify
 
 MEMORY = Path(__file__).resolve().parents[1] / "memory" / "data"

@@ -26,7 +26,8 @@ from portagent.contracts.run import RunRequest
 from portagent.contracts.session import HISTORY_CLOSE, frame_history, split_framed
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig
-from portagent.runtime.sessions import SqliteSessionStore, arun_in_session
+from portagent.runtime.session_store import SqliteSessionStore
+from portagent.runtime.sessions import arun_in_session
 from portagent.wire import anthropic as wire_anthropic
 from portagent.wire import gemini as wire_gemini
 from portagent.wire import openai as wire_openai
