@@ -43,7 +43,7 @@ import sys, tempfile, time
 from pathlib import Path
 from portagent.contracts.suite import load_suite
 from portagent.runtime.eval_run import plan_eval
-from portagent.runtime.eval_pool import execute
+from portagent.runtime.eval_execute import execute
 loaded = load_suite(Path({str(SUITE)!r}))
 plan = plan_eval(loaded, mode="replay", providers=["openai"], cassettes=Path({str(CASSETTES)!r}),
                  results=Path(tempfile.mkdtemp()))

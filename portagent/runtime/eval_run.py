@@ -38,6 +38,7 @@ from typing import Any, Literal
 from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.contracts.suite import LoadedSuite
+from portagent.runtime.eval_execute import _bundle, _emulator, clear_run_state, close_emulators
 
 # The runner is the module other code imports; planning and the pool live beside it.
 from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
@@ -56,14 +57,7 @@ from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
     script_hash,
     select_providers,
 )
-from portagent.runtime.eval_pool import (
-    PoolReport,
-    _bundle,
-    _emulator,
-    clear_run_state,
-    close_emulators,
-    run_tasks,
-)
+from portagent.runtime.eval_pool import PoolReport, run_tasks
 
 
 @dataclass

@@ -54,7 +54,7 @@ def run_in_process(tasks: Sequence[RunTask], sched: Scheduler) -> Iterator[RunOu
 
 
 def _admitted_in_process(pending: dict[str, deque[RunTask]], sched: Scheduler) -> Iterator[RunOutcome]:
-    from portagent.runtime.eval_pool import execute
+    from portagent.runtime.eval_execute import execute
 
     while any(pending.values()):
         task = next((q[0] for q in pending.values() if q and sched.admit(q[0])), None)
@@ -81,7 +81,8 @@ def run_pooled(
     import multiprocessing as mp
     import queue as queue_mod
 
-    from portagent.runtime.eval_pool import _unrunnable, _worker_main
+    from portagent.runtime.eval_execute import _unrunnable
+    from portagent.runtime.eval_pool import _worker_main
     from portagent.tools.ledger import start_identity
 
     if not tasks:

@@ -1,10 +1,10 @@
 """``eval --executor ray``: the same plan, each run a Ray task, for evals larger than one machine.
 
     driver (portagent eval)                               Ray cluster (any node)
-    plan ─► RunTask … ──► ray.remote(_make_run)(task, env) ──► eval_pool.execute(task) ─► RunOutcome
+    plan ─► RunTask … ──► ray.remote(_make_run)(task, env) ──► eval_execute.execute(task) ─► RunOutcome
          ◄── ray.wait: outcomes as they finish (progress bar, scheduler) ◄───────────────┘
 
-A run is what the local pool makes: ``eval_pool.execute``, the same code, so the outcomes — and the
+A run is what the local pool makes: ``eval_execute.execute``, the same code, so the outcomes — and the
 results folder — are the local pool's (timings aside). What has to hold on a cluster:
 
 - **Paths**: a task carries absolute paths (agent spec, cassette folder, results folder); every node must
@@ -65,7 +65,7 @@ def task_env() -> dict[str, str]:
 
 def _make_run(task: RunTask, env: dict[str, str], cwd: str) -> RunOutcome:
     """One run on a Ray worker: the local pool's ``execute``."""
-    from portagent.runtime.eval_pool import execute
+    from portagent.runtime.eval_execute import execute
 
     _enter(env, cwd)
     return execute(task)
@@ -190,7 +190,7 @@ def _stream(tasks: Sequence[RunTask], ray: Any, scheduler: Any) -> Iterator[RunO
             try:
                 outcome: RunOutcome = ray.get(ref)
             except Exception as e:  # the task failed past its retries (a lost node): the run fails, says why
-                from portagent.runtime.eval_pool import _unrunnable
+                from portagent.runtime.eval_execute import _unrunnable
 
                 outcome = _unrunnable(task, f"Ray task failed: {type(e).__name__}: {str(e)[:300]}", 0.0)
             if limited and scheduler.finished(task, outcome):

@@ -1,0 +1,281 @@
+"""Making one planned run, in whatever process runs it (a pool worker, a Ray task, the eval process
+itself): ``execute`` loads the agent and its cassette or emulator, runs it through ``runtime.runner`` and
+scores it; ``finished`` reads back a run an interrupted eval already made. The pool that hands runs to
+worker processes is ``runtime/eval_pool.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from portagent.adapters.base import REGISTRY
+from portagent.contracts.errors import PortagentError
+from portagent.evals.scoring import Provenance, score_run
+from portagent.runtime.eval_plan import (
+    RunOutcome,
+    RunSignals,
+    RunTask,
+    approver_for,
+    request_for,
+    script_hash,
+)
+
+_BUNDLES: dict[Path, Any] = {}
+_EMULATORS: dict[Path, Any] = {}
+_STACK = contextlib.ExitStack()
+
+
+def _bundle(path: Path) -> Any:
+    if path not in _BUNDLES:
+        from portagent.contracts.bundle import load_agent
+
+        _BUNDLES[path] = load_agent(path)
+    return _BUNDLES[path]
+
+
+def _emulator(path: Path) -> Any:
+    """One emulator per script in this process, started on first use."""
+    if path not in _EMULATORS:
+        from portagent.emulator import load_script, serve
+
+        _EMULATORS[path] = _STACK.enter_context(serve(load_script(path)))
+    return _EMULATORS[path]
+
+
+def close_emulators() -> None:
+    """Stop the emulators this process started."""
+    _STACK.close()
+    _EMULATORS.clear()
+
+
+def clear_run_state(scope: str) -> None:
+    """Forget the effects and approval cards of a previous run with the same scope."""
+    from portagent.tools.approvals import ApprovalStore
+    from portagent.tools.ledger import EffectLedger
+
+    ledger = EffectLedger()
+    try:
+        ledger.clear_scope(scope)
+    finally:
+        ledger.close()
+    approvals = ApprovalStore()
+    try:
+        approvals.clear_scope(scope)
+    finally:
+        approvals.close()
+
+
+def execute(task: RunTask) -> RunOutcome:
+    """Make one run and score it. Never raises for a run's own failure: it becomes a failed score."""
+    t0 = time.perf_counter()
+    try:
+        output, latency, source, notes = asyncio.run(_make_run(task))
+    except PortagentError as e:
+        return _unrunnable(task, e.render(), t0)
+    except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        return _unrunnable(task, f"run crashed: {detail}", t0)
+    return _scored(task, output.events, output.result, latency, source, notes, t0)
+
+
+def _scored(
+    task: RunTask, events: list[Any], r: Any, latency: float | None, source: Any, notes: list[str], t0: float
+) -> RunOutcome:
+    started = next((e for e in events if e.type == "run.started"), None)  # the run's own label (issue 15)
+    prov = Provenance(
+        case_id=task.case.case_id,
+        provider=task.provider,
+        agent=task.agent.name,
+        agent_version=task.agent.version,
+        source=started.source if started is not None else source,
+        recorded_source=started.recorded_source if started is not None else None,
+        repeat=task.repeat,
+        run_id=r.run_id,
+    )
+    score = score_run(events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
+    if notes:
+        score = score.model_copy(update={"warnings": [*score.warnings, *notes]})
+    error = None
+    if r.status == "failed":
+        error = f"{r.stop_reason}: {r.error}" if r.error else r.stop_reason
+        score = score.model_copy(update={"notes": [f"run failed ({error})", *score.notes]})
+    return RunOutcome(
+        task.index,
+        score,
+        error,
+        time.perf_counter() - t0,
+        os.getpid(),
+        r.final_output,
+        _signals(task, events, r),
+    )
+
+
+_RETRY_AFTER = re.compile(r"retry-after ([0-9]+(?:\.[0-9]+)?) s")
+_RATE_LIMITED = frozenset({"http_429", "http_503", "http_529"})
+
+
+def _signals(task: RunTask, events: list[Any], r: Any) -> RunSignals:
+    """What the scheduler of a live eval reads from a run (``runtime.limits``). A ``Retry-After`` is read
+    from the ``error`` events the adapters' HTTP hook writes (``adapters._shared.http_error_hook``)."""
+    errors = [e for e in events if e.type == "error"]
+    http = [e for e in errors if e.error_type.startswith("http_")]
+    hints = [float(m.group(1)) for e in http if (m := _RETRY_AFTER.search(e.message))]
+    calls = [e for e in events if e.type == "model.call"]
+    try:
+        tools = _bundle(task.agent.path).all_tools()
+    except (OSError, PortagentError):
+        tools = {}
+    called = {e.tool for e in events if e.type == "tool.call"}
+    safe = all(name in tools and tools[name].effect in ("read", "compute") for name in called)
+    return RunSignals(
+        requests=len(calls) + len(http),
+        tokens=sum(e.input_tokens + e.output_tokens for e in calls),
+        rate_limited=any(e.error_type in _RATE_LIMITED for e in http),
+        retry_after_s=max(hints) if hints else None,
+        retryable=r.status == "failed"
+        and r.stop_reason == "provider_error"
+        and bool(errors)
+        and errors[-1].retryable,
+        retry_safe=safe,
+    )
+
+
+def finished(task: RunTask) -> RunOutcome | None:
+    """The outcome of a run an earlier, interrupted eval already finished into this results folder
+    (``eval --resume``), scored again from its ``trace.jsonl``; None when it must run (no complete
+    ``run.json`` — it is written last, atomically —, or one made by another agent spec, case, provider,
+    repeat or mode)."""
+    from pydantic import ValidationError
+
+    from portagent.contracts.run import RunRecord
+    from portagent.tracing.recorder import read_trace
+
+    if task.out_dir is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        record = RunRecord.model_validate_json((task.out_dir / "run.json").read_text(encoding="utf-8"))
+        events = read_trace(task.out_dir / "trace.jsonl")
+        bundle = _bundle(task.agent.path)
+    except (OSError, ValueError, ValidationError, PortagentError):
+        return None
+    m = record.manifest
+    live = ("live", "endpoint") if task.mode == "live" else (task.mode,)
+    mode_ok = m.mode == "replay" if task.mode == "replay" else (m.mode != "replay" and m.source in live)
+    same = (m.provider, m.case_id, m.repeat, m.spec_hash) == (
+        task.provider,
+        task.case.case_id,
+        task.repeat,
+        bundle.spec_hash,
+    )
+    starts = [i for i, e in enumerate(events) if e.type == "run.started"]
+    if not (mode_ok and same and starts and events[-1].type == "run.completed"):
+        return None
+    latency = record.result.duration_ms if task.mode == "replay" else None
+    notes: list[str] = []
+    if task.mode == "replay" and task.cassette is not None:  # keep the tool-version warnings (issue 15)
+        from portagent.evals.tool_versions import (
+            current_tools,
+            read_folder_tools,
+            run_warnings,
+            unversioned_changes,
+        )
+
+        recorded_tools = read_folder_tools(task.cassette)
+        if recorded_tools is not None:
+            notes = run_warnings(
+                unversioned_changes(recorded_tools, current_tools(bundle), since="the recording")
+            )
+    return _scored(task, events[starts[-1] :], record.result, latency, m.source, notes, t0)
+
+
+def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
+    prov = Provenance(
+        case_id=task.case.case_id,
+        provider=task.provider,
+        agent=task.agent.name,
+        agent_version=task.agent.version,
+        source=None,
+        repeat=task.repeat,
+    )
+    score = score_run([], task.case, task.thresholds, provenance=prov)
+    score = score.model_copy(update={"notes": [f"run could not be made: {message}", *score.notes]})
+    return RunOutcome(task.index, score, message, time.perf_counter() - t0, os.getpid())
+
+
+async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
+    """(RunOutput, recorded latency or None, source, warnings such as an SDK version change)."""
+    from portagent.adapters.port import Endpoint
+    from portagent.runtime.runner import RunConfig, arun_full
+
+    bundle = _bundle(task.agent.path)
+    request = request_for(task.case, task.provider, task.repeat, bundle)
+    approver = approver_for(task.case, task.approver)
+    clear_run_state(task.scope)
+    if task.mode == "replay":
+        from portagent.runtime.replay import approval_notes, load_recorded, replay_config, version_changes
+
+        assert task.cassette is not None
+        recorded = load_recorded(task.cassette)
+        config, _ = replay_config(task.cassette, recorded, out_dir=task.out_dir, approver=approver)
+        config.scope = task.scope
+        output = await arun_full(bundle, request, config)
+        changed = [f"recorded with another version: {c}" for c in version_changes(recorded.record)]
+        changed += approval_notes(config)
+        from portagent.evals.tool_versions import (  # a tool changed without a version bump (issue 15)
+            current_tools,
+            recorded_tools,
+            run_warnings,
+            unversioned_changes,
+        )
+
+        changed += run_warnings(
+            unversioned_changes(
+                recorded_tools(recorded.record.manifest, recorded.events),
+                current_tools(bundle),
+                since="the recording",
+            )
+        )
+        if output.result.stop_reason == "cassette_drift":  # name what changed (issue 15)
+            from portagent.evals.drift import CHANGED_PREFIX, recording_changes
+
+            changed += [
+                CHANGED_PREFIX + c
+                for c in recording_changes(
+                    recorded.record.manifest,
+                    spec_hash=bundle.spec_hash,
+                    policy_hash=bundle.policy_hash,
+                    tool_hashes=bundle.tool_hashes(),
+                    request=request.model_dump(
+                        mode="json", exclude={"idempotency_key"}, exclude_defaults=True
+                    ),
+                )
+            ]
+        return output, recorded.record.result.duration_ms, recorded.record.manifest.source, changed
+    if task.mode == "emulator":
+        assert task.emulator_script is not None
+        emu = _emulator(task.emulator_script)
+        emu.reset()  # fault counters (times: N) start over for every run
+        endpoint = Endpoint(
+            source="emulator",
+            mode="direct",
+            base_url=emu.base_url,
+            api_key=REGISTRY[task.provider].dummy_key,
+            script_hash=script_hash(task.emulator_script),
+        )
+    else:
+        endpoint = Endpoint(
+            source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env)
+        )
+    output = await arun_full(
+        bundle,
+        request,
+        RunConfig(endpoint=endpoint, approver=approver, out_dir=task.out_dir, scope=task.scope),
+    )
+    return output, None, endpoint.source, []
