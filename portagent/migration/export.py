@@ -101,3 +101,39 @@ def models_for(bundle: AgentBundle, provider: str) -> dict[str, str]:
 def creation_order(bundle: AgentBundle) -> list[str]:
     """Agents with the root last (readers see the specialists first)."""
     return [n for n in bundle.agents if n != bundle.root] + [bundle.root]
+
+
+def main_block(
+    api_key_help: str,
+    base_url_env: str | None = None,
+    base_url_help: str = "endpoint root (portagent's emulator: http://127.0.0.1:PORT)",
+    extra: tuple[str, str] | None = None,
+) -> str:
+    """The ``if __name__ == "__main__":`` block that ends every exported module: the command line
+    (messages, endpoint, key, approver, trace, source), one run of ``main`` and its outcome as JSON.
+
+    ``base_url_env`` is the environment variable ``--base-url`` defaults to (none: no default);
+    ``extra`` is one more option of the runtime: its ``add_argument`` arguments and the keyword
+    passed to ``main`` (e.g. ``('"--cwd", help="..."', "cwd=args.cwd")``). Plain text, no braces to
+    escape: append it after any ``str.format`` of the template."""
+    base_url = f'"--base-url", default=os.environ.get("{base_url_env}"),' if base_url_env else '"--base-url",'
+    line = f'    parser.add_argument({base_url} help="{base_url_help}")'
+    if len(line) > 120:
+        line = f'    parser.add_argument({base_url}\n                        help="{base_url_help}")'
+    extra_arg = f"    parser.add_argument({extra[0]})\n" if extra else ""
+    extra_kwarg = f", {extra[1]}" if extra else ""
+    return (
+        'if __name__ == "__main__":\n'
+        "    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])\n"
+        '    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")\n'
+        f"{line}\n"
+        f'    parser.add_argument("--api-key", help="{api_key_help}")\n'
+        '    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")\n'
+        '    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")\n'
+        '    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")\n'
+        f"{extra_arg}"
+        "    args = parser.parse_args()\n"
+        "    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,\n"
+        f"                           trace=args.trace, source=args.source{extra_kwarg}))\n"
+        '    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))\n'
+    )

@@ -10,7 +10,7 @@ transfers, ``Runner`` + ``InMemorySessionService`` — written out as plain code
 from __future__ import annotations
 
 from portagent.contracts.bundle import AgentBundle
-from portagent.migration.export import literal, models_for, string_literal
+from portagent.migration.export import literal, main_block, models_for, string_literal
 
 HEADER = '''"""{root} as a native google-adk program.
 
@@ -213,20 +213,14 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     return run.completed(final, final_agent=final_agent)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
-    parser.add_argument("--base-url", default=os.environ.get("GOOGLE_GEMINI_BASE_URL"), help="Gemini endpoint")
-    parser.add_argument("--api-key", help="default: $GOOGLE_API_KEY")
-    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
-    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
-    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
-    parser.add_argument("--stream", action="store_true", help="SSE streaming")
-    args = parser.parse_args()
-    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
-                           trace=args.trace, source=args.source, streaming=args.stream))
-    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))
 '''
+
+MAIN = main_block(
+    api_key_help="default: $GOOGLE_API_KEY",
+    base_url_env="GOOGLE_GEMINI_BASE_URL",
+    base_url_help="Gemini endpoint",
+    extra=('"--stream", action="store_true", help="SSE streaming"', "streaming=args.stream"),
+)
 
 
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
@@ -281,4 +275,4 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         )
         lines.append(f"                     sub_agents, output_schema, model({name!r}, base_url, key))")
         funcs.append("\n".join(lines))
-    return out + "\n".join(funcs) + "\n" + FOOTER.replace("make_{root}", f"make_{bundle.root}")
+    return out + "\n".join(funcs) + "\n" + FOOTER.replace("make_{root}", f"make_{bundle.root}") + MAIN

@@ -15,7 +15,7 @@ from typing import Any
 
 from portagent.adapters.anthropic.rules import DEFAULT_MAX_TOKENS
 from portagent.contracts.bundle import AgentBundle
-from portagent.migration.export import creation_order, literal, models_for, string_literal
+from portagent.migration.export import creation_order, literal, main_block, models_for, string_literal
 
 HEADER = '''"""{root} as a native program on the anthropic SDK (the Messages API tool-use loop).
 
@@ -184,20 +184,9 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     return run.completed(final, final_agent=ROOT)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
-    parser.add_argument("--base-url", default=os.environ.get("ANTHROPIC_BASE_URL"),
-                        help="endpoint root (portagent's emulator: http://127.0.0.1:PORT)")
-    parser.add_argument("--api-key", help="default: $ANTHROPIC_API_KEY")
-    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
-    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
-    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
-    args = parser.parse_args()
-    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
-                           trace=args.trace, source=args.source))
-    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))
 '''
+
+MAIN = main_block(api_key_help="default: $ANTHROPIC_API_KEY", base_url_env="ANTHROPIC_BASE_URL")
 
 
 def agents_table(bundle: AgentBundle) -> list[str]:
@@ -229,4 +218,4 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         default_max_tokens=DEFAULT_MAX_TOKENS,
         temperature=shared.temperature if shared.force_shared_settings else None,
     )
-    return out + AGENTS_HEAD + "\n" + "\n".join(agents_table(bundle)) + "\n}" + BODY
+    return out + AGENTS_HEAD + "\n" + "\n".join(agents_table(bundle)) + "\n}" + BODY + MAIN

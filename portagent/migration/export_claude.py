@@ -15,7 +15,7 @@ transport cassette, no replay.
 from __future__ import annotations
 
 from portagent.contracts.bundle import AgentBundle
-from portagent.migration.export import literal, models_for, string_literal
+from portagent.migration.export import literal, main_block, models_for, string_literal
 
 HEADER = '''"""{root} as a native Claude Agent SDK program.
 
@@ -282,20 +282,17 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     return run.completed(final, final_agent=ROOT, vendor_cost_usd=result.total_cost_usd)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
-    parser.add_argument("--base-url", default=os.environ.get("ANTHROPIC_BASE_URL"), help="Anthropic endpoint")
-    parser.add_argument("--api-key", help="default: $ANTHROPIC_API_KEY")
-    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
-    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
-    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
-    parser.add_argument("--cwd", help="the CLI's working folder (what Read and the other built-ins see)")
-    args = parser.parse_args()
-    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
-                           trace=args.trace, source=args.source, cwd=args.cwd))
-    print(json.dumps({{k: out[k] for k in ("status", "stop_reason", "final_output")}}, ensure_ascii=False, indent=2))
 '''
+
+MAIN = main_block(
+    api_key_help="default: $ANTHROPIC_API_KEY",
+    base_url_env="ANTHROPIC_BASE_URL",
+    base_url_help="Anthropic endpoint",
+    extra=(
+        '"--cwd", help="the CLI\'s working folder (what Read and the other built-ins see)"',
+        "cwd=args.cwd",
+    ),
+)
 
 
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
@@ -323,4 +320,4 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         descriptions=literal(descriptions, 15),
         output_schema=literal(bundle.spec.output_schema, 16),
     )
-    return text + BODY.format()
+    return text + BODY.format() + MAIN

@@ -15,7 +15,7 @@ from typing import Any
 
 from portagent.adapters.langgraph.rules import model_choice
 from portagent.contracts.bundle import AgentBundle
-from portagent.migration.export import creation_order, literal, string_literal
+from portagent.migration.export import creation_order, literal, main_block, string_literal
 
 HEADER = '''"""{root} as a native LangGraph program (a StateGraph over LangChain chat models).
 
@@ -267,19 +267,9 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     return run.completed(final, final_agent=graph.final_agent)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
-    parser.add_argument("--base-url", help="endpoint root (portagent's emulator: http://127.0.0.1:PORT)")
-    parser.add_argument("--api-key", help="default: the vendor's usual environment variable")
-    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
-    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
-    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
-    args = parser.parse_args()
-    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
-                           trace=args.trace, source=args.source))
-    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))
 '''
+
+MAIN = main_block(api_key_help="default: the vendor's usual environment variable")
 
 
 def agents_table(bundle: AgentBundle) -> list[str]:
@@ -322,4 +312,4 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         max_turns=bundle.spec.budget.max_turns,
         settings=literal(settings, 11),
     )
-    return out + AGENTS_HEAD + "\n" + "\n".join(agents_table(bundle)) + "\n}" + BODY
+    return out + AGENTS_HEAD + "\n" + "\n".join(agents_table(bundle)) + "\n}" + BODY + MAIN

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from portagent.adapters.openai.schema import strict_compatible
 from portagent.contracts.bundle import AgentBundle
-from portagent.migration.export import creation_order, literal, models_for, string_literal
+from portagent.migration.export import creation_order, literal, main_block, models_for, string_literal
 
 HEADER = '''"""{root} as a native openai-agents program.
 
@@ -201,20 +201,9 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
     return run.completed(result.final_output, final_agent=result.last_agent.name)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")
-    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL_ROOT"),
-                        help="endpoint root (portagent's emulator: http://127.0.0.1:PORT)")
-    parser.add_argument("--api-key", help="default: $OPENAI_API_KEY")
-    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")
-    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")
-    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")
-    args = parser.parse_args()
-    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,
-                           trace=args.trace, source=args.source))
-    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))
 '''
+
+MAIN = main_block(api_key_help="default: $OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL_ROOT")
 
 
 def var(agent: str) -> str:
@@ -284,4 +273,4 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
         lines.append("    # delegation, wired once every agent exists (handoff cycles resolve)")
         lines += wiring
     lines.append(f"    return {var(bundle.root)}")
-    return out + "\n".join(lines) + "\n" + FOOTER
+    return out + "\n".join(lines) + "\n" + FOOTER + MAIN
