@@ -172,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_spend_usd is not None and not args.max_spend_usd > 0:
         raise UsageError(f"--max-spend-usd must be more than 0, got {args.max_spend_usd:g}")
     if args.calibrate:
-        if args.resume or args.baseline:
-            raise UsageError("--calibrate runs only the judges: --resume and --baseline do not apply")
+        if args.resume or args.baseline or args.reuse:
+            raise UsageError(
+                "--calibrate runs only the judges: --resume, --baseline and --reuse do not apply"
+            )
         return calibrate_suite(
             args.suite,
             mode=mode,

@@ -28,7 +28,8 @@ from typing import Any
 
 _WIDE_CLASS = {"d": r"\pN", "w": r"\pL\pN\pM_", "s": r"\s\pZ\x{0b}\x{1c}-\x{1f}\x{85}"}
 _ZERO_WIDTH = {"b", "B", "A", "Z"}
-_COUNTED = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_COUNTED = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+"""A counted repeat as Python reads it: ``{m}``, ``{m,}``, ``{m,n}``, and ``{,n}`` / ``{,}`` (from 0)."""
 _RE2_MAX_REPEAT = 1000
 
 
@@ -110,13 +111,17 @@ def _translate(src: str) -> str:
             i = end
         elif c in "^$":
             i += 1
-        elif c == "{" and (m := _COUNTED.match(src, i)):
-            low, high = int(m.group(1)), m.group(2)
+        elif c == "{" and (m := _COUNTED.match(src, i)) and (m.group(1) or m.group(2)):
+            low, comma, high = int(m.group(1) or 0), m.group(2), m.group(3)
             if low > _RE2_MAX_REPEAT:
                 raise _Unsupported
-            # RE2 refuses counts above 1000: an open upper bound only widens
-            wide = high is not None and high != "" and int(high) > _RE2_MAX_REPEAT
-            out.append(f"{{{low},}}" if wide else m.group(0))
+            # RE2 refuses counts above 1000 (an open upper bound only widens), and reads "{,n}" as text
+            if not comma:
+                out.append(f"{{{low}}}")
+            elif not high or int(high) > _RE2_MAX_REPEAT:
+                out.append(f"{{{low},}}")
+            else:
+                out.append(f"{{{low},{high}}}")
             i = m.end()
         elif c == "(" and src.startswith("(?", i):
             if src.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):

@@ -41,7 +41,7 @@ PLAYER_PROVIDERS = frozenset({"openai", "adk"})
 _ACTIVE: contextvars.ContextVar[CassettePlayer | None] = contextvars.ContextVar(
     "portagent_cassette_player", default=None
 )
-_CACHE: dict[str, tuple[tuple[int, int], _Parsed]] = {}
+_CACHE: dict[str, tuple[tuple[int, ...], _Parsed]] = {}
 _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 256
 
@@ -75,7 +75,7 @@ def _load(path: Path, match_body: bool) -> _Parsed:
         st = path.stat()
     except OSError as e:
         raise RecordingError(f"{path}: cassette not found") from e
-    version = (st.st_mtime_ns, st.st_size)
+    version = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size)  # a rewrite in one tick too
     cache_key = f"{path.resolve()}|{int(match_body)}"
     with _CACHE_LOCK:
         hit = _CACHE.get(cache_key)

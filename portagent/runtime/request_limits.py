@@ -202,7 +202,7 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-_RETRY_DELAY = re.compile(rb'"retryDelay"\s*:\s*"([0-9.]+)s"')
+_RETRY_DELAY = re.compile(rb'"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"')
 
 
 def _gemini_retry_delay(body: bytes) -> float | None:

@@ -21,6 +21,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,12 @@ class Fingerprints:
     def parts(self, task: RunTask) -> dict[str, Any] | None:
         if task.mode == "live" or task.out_dir is None:
             return None
+        try:
+            return self._parts(task)
+        except OSError:  # a file that vanished or cannot be read: such a run is never reused
+            return None
+
+    def _parts(self, task: RunTask) -> dict[str, Any] | None:
         from portagent import __version__
         from portagent.adapters.base import REGISTRY
         from portagent.core.versions import package_version
@@ -75,7 +82,7 @@ class Fingerprints:
             recording = _file_hash(task.emulator_script) if task.emulator_script is not None else None
         if recording is None:
             return None
-        request = request_for(task.case, task.provider, task.repeat)
+        request = request_for(task.case, task.provider, task.repeat, bundle)  # the case's thread too
         return {
             "schema": REUSE_SCHEMA,
             "mode": task.mode,
@@ -91,6 +98,7 @@ class Fingerprints:
             "approver": approver_for(task.case, task.approver),
             "recording": recording,
             "portagent": __version__,
+            "portagent_source": _portagent_source(),  # an editable checkout changes without a new version
             "sdk": package_version(REGISTRY[task.provider].package),
             "python": f"{sys.version_info.major}.{sys.version_info.minor}",
         }
@@ -208,7 +216,7 @@ def _handler_sources(bundle: Any) -> dict[str, str] | None:
             if local is None:
                 try:
                     spec = importlib.util.find_spec(module)
-                except (ImportError, ValueError):
+                except Exception:  # find_spec imports the parent package: its code may fail in any way
                     return None
                 if spec is None or spec.origin is None or not Path(spec.origin).is_file():
                     return None
@@ -218,7 +226,8 @@ def _handler_sources(bundle: Any) -> dict[str, str] | None:
         if added:
             sys.path.remove(base)
     for path in sorted(bundle.base_dir.glob("*.py")):
-        out[f"./{path.name}"] = _file_hash(path)
+        if path.is_file():  # not an editor's dangling lock link (.#handlers.py)
+            out[f"./{path.name}"] = _file_hash(path)
     return out
 
 
@@ -229,6 +238,16 @@ def _beside(base: Path, module: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+@lru_cache(maxsize=1)
+def _portagent_source() -> str:
+    """One hash of portagent's own Python source (read once per process)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _file_hash(path: Path) -> str:

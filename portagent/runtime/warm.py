@@ -44,9 +44,10 @@ def warm() -> None:
         with contextlib.suppress(Exception):  # the worker imports it again and reports a failure itself
             importlib.import_module(name)
     from portagent.contracts._base import Contract
-    from portagent.core.secrets import _patterns
+    from portagent.core.secrets import _any_gate, _patterns
 
     _patterns()
+    _any_gate()
     todo = list(Contract.__subclasses__())
     while todo:
         cls = todo.pop()

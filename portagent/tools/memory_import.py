@@ -121,6 +121,8 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
         raise _NoteProblem("front matter is not closed (no second '---' line)")
     try:
         meta = yaml.safe_load("\n".join(lines[1:end]))
+    except ValueError as e:  # a date that does not exist (2024-02-30) comes out of the YAML loader as this
+        raise _NoteProblem(f"front matter has a value that cannot be read: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""  # +1 (0-based) +1 (the '---')

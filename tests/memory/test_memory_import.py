@@ -374,3 +374,16 @@ def test_statement_rules():
     assert note_statement({}, "   \n") is None
     meta, body = split_front_matter("\ufeff---\ntype: semantic\n...\nBody")
     assert meta == {"type": "semantic"} and body == "Body"
+
+
+def test_a_date_that_does_not_exist_is_flagged_not_a_crash(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "bad-date.md").write_text(
+        "---\ntype: semantic\nstatus: active\ndate: 2024-02-30\nsource: handbook H-1\n---\nRefunds take 30 days.\n"
+    )
+    code, out, err = run_cli(
+        "memory", "import", str(vault), "--scope", "project", "--confidence", "0.9", "--expires", "never"
+    )
+    assert code == 1 and "bad-date.md" in out + err and "cannot be read" in out + err
+    assert "Traceback" not in out + err

@@ -90,6 +90,8 @@ def test_every_shipped_pattern_has_a_gate() -> None:
         (r"[^\s]{4}", "ab\u00a0c"),
         (r"\d{2}", "٣٣"),
         (r"a{2,2000}", "a" * 3),
+        (r"key{,3}X", "keX"),  # Python reads {,n} as {0,n}; RE2 would read it as text
+        (r"key{,}X", "keyyyyX"),
     ],
 )
 def test_gate_never_rejects_a_text_the_pattern_matches(pattern: str, text: str) -> None:
