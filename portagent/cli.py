@@ -65,7 +65,9 @@ def _module(name: str) -> str:
     return "portagent._cli." + SPECIAL_MODULES.get(name, name.replace("-", "_"))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` a parser holding just that subcommand: a command line that
+    names a known command parses the same either way, without importing the other 23 modules."""
     from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     parser = _Parser(
@@ -74,16 +76,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"portagent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         module = importlib.import_module(_module(name))
         module.add_parser(sub)
     return parser
 
 
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand when it is the first argument (``portagent validate …``); anything else (no
+    argument, ``--help``, ``--version``, a misspelt command) gets the whole parser and its messages."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from portagent.contracts.errors import PortagentError
 
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_named_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -6,11 +6,14 @@ a YAML, pydantic or Unicode exception (a Hypothesis test holds the loader to tha
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import importlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -223,13 +226,13 @@ def check_node_tree(root: yaml.Node, label: str) -> None:
     # Pass 1, top-down over distinct nodes: duplicate keys, with the path where each node is first met.
     seen: set[int] = set()
     stack: list[tuple[yaml.Node, tuple[str, ...]]] = [(root, ())]
-    order: list[yaml.Node] = []
+    shared = False  # a node met twice: the document uses an alias
     while stack:
         node, where = stack.pop()
         if id(node) in seen:
+            shared = True
             continue
         seen.add(id(node))
-        order.append(node)
         if isinstance(node, yaml.MappingNode):
             first: dict[tuple[str, str], int] = {}
             for k, v in node.value:
@@ -257,6 +260,8 @@ def check_node_tree(root: yaml.Node, label: str) -> None:
                 stack.append((item, (*where, str(i))))
     if problems:
         raise SpecError(problems)
+    if not shared:  # no alias: nothing expands and nothing can refer to itself
+        return
     # Pass 2, bottom-up: the expanded size of every distinct node (a recursive alias is refused).
     size: dict[int, int] = {}
     state: dict[int, int] = {}  # 1: on the current path, 2: done
@@ -439,8 +444,42 @@ def load_spec_file(
     picks the contract. Raises ``SpecError`` with every problem found."""
     p = Path(path)
     label = str(path)
+    memo = _loaded.get()
+    key = _memo_key(p, label, model_cls, expect_kind) if memo is not None else None
+    if memo is not None and key is not None and key in memo:
+        return memo[key]
     data, node = read_document(p)
-    return validate_document(data, label, node, model_cls, expect_kind=expect_kind)
+    model = validate_document(data, label, node, model_cls, expect_kind=expect_kind)
+    if memo is not None and key is not None:
+        memo[key] = model
+    return model
+
+
+_loaded: contextvars.ContextVar[dict[tuple[Any, ...], BaseModel] | None] = contextvars.ContextVar(
+    "portagent_loaded_specs", default=None
+)
+
+
+@contextlib.contextmanager
+def loading_once() -> Iterator[None]:
+    """Within this block a spec file that loaded cleanly is not read again while its path, inode, size
+    and modification time stay the same (``validate`` meets a shared tools file once per agent that
+    names it). Contracts are frozen, so sharing one loaded model is safe; failures are never kept."""
+    token = _loaded.set({})
+    try:
+        yield
+    finally:
+        _loaded.reset(token)
+
+
+def _memo_key(
+    p: Path, label: str, model_cls: type[BaseModel] | None, expect_kind: str | None
+) -> tuple[Any, ...] | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None  # read_document reports it
+    return (label, str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, model_cls, expect_kind)
 
 
 def validate_document(

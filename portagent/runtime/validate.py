@@ -10,7 +10,7 @@ from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.checks import spec_problems, tool_problems
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
-from portagent.contracts.loader import iter_spec_files, load_spec_file
+from portagent.contracts.loader import iter_spec_files, load_spec_file, loading_once
 from portagent.contracts.providers import PROVIDERS
 from portagent.contracts.tool import ToolSet, ToolSpec
 
@@ -105,4 +105,5 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
             raise UsageError(f"{raw}: no such file or directory")
         if Path(raw).is_dir() and not iter_spec_files([raw]):
             raise UsageError(f"{raw}: no spec files (*.yaml, *.yml, *.json) in this folder")
-    return [check_file(f, provider, list_mcp=list_mcp) for f in iter_spec_files(paths)]
+    with loading_once():
+        return [check_file(f, provider, list_mcp=list_mcp) for f in iter_spec_files(paths)]
