@@ -9,6 +9,8 @@ player answers the SDK's HTTP client *in process* instead, from its transport:
 - each recorded request is reduced once to a key (method, path, query and the normalized body: the
   same comparison as ``vcr_cassette``'s matchers), so a request is matched by one dict lookup;
 - ordered, single-use playback, as ``make_vcr`` configures vcrpy (``allow_playback_repeats`` off);
+- nothing else reaches the network while it plays (``offline.py``: vcrpy's patches used to guarantee
+  that for every HTTP library, the player answers only the SDK's client);
 - on a mismatch the player builds vcrpy's own cassette from the parsed interactions, with the same
   play counts, and raises vcrpy's ``CannotOverwriteExistingCassetteException``: the runner's drift
   report (``find_mismatch`` / ``describe_mismatch``) is the one vcrpy would have produced.
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.errors import RecordingError
+from portagent.recording.offline import offline
 from portagent.recording.vcr_cassette import (
     CASSETTE_FILE,
     CassetteReport,
@@ -204,7 +207,8 @@ def player_session(folder: Path, *, match_body: bool = True) -> Iterator[Cassett
     report = CassetteReport()
     token = _ACTIVE.set(player)
     try:
-        yield report
+        with offline(str(path)):  # what the player does not answer must not reach the network either
+            yield report
     finally:
         _ACTIVE.reset(token)
         player.fill(report)

@@ -130,3 +130,57 @@ def test_parsed_cassette_is_cached_per_file_version(recorded: dict[str, Path], t
     path.write_text(path.read_text() + "\n")  # an edit (size changes): parsed again
     again = player_module.CassettePlayer(path, True)
     assert again.data is not first.data and len(again.data.requests) == len(first.data.requests)
+
+
+# -- a replay stays offline (recording/offline.py) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_handler_cannot_reach_the_network_during_a_replay(
+    provider: str, recorded: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vcrpy's patches used to stop a handler's own HTTP during a replay; the player answers only the
+    SDK's client, so the offline guard must stop the rest. The handler tries a (documentation-range)
+    address, then answers as recorded: the replay still matches its cassette."""
+    import socket
+
+    import support_desk_handlers
+
+    from portagent.recording.offline import OfflineReplayError
+    from portagent.tools import handlers
+
+    refused: list[BaseException] = []
+    original = support_desk_handlers.get_student_record
+
+    def calling_out(**kwargs: Any) -> Any:
+        try:
+            socket.create_connection(("198.51.100.7", 443), timeout=0.5).close()
+        except BaseException as e:  # whatever stops it is what the test inspects
+            refused.append(e)
+        return original(**kwargs)
+
+    monkeypatch.setattr(support_desk_handlers, "get_student_record", calling_out)
+    monkeypatch.setattr(handlers, "_CACHE", {})  # resolve the handler again: the wrapper
+    out = asyncio.run(replay_folder(load_agent(SUPPORT / "agent.yaml"), recorded[provider], out_dir=tmp_path))
+    assert out.result.status == "completed", out.result.error
+    assert refused and all(isinstance(e, OfflineReplayError) for e in refused), refused
+    assert "198.51.100.7:443" in str(refused[0]) and "cassette.yaml" in str(refused[0])
+
+
+def test_the_offline_guard_allows_loopback_and_ends_with_the_replay() -> None:
+    import socket
+
+    from portagent.recording import offline as guard
+
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        with guard.offline("c.yaml"):
+            socket.create_connection(server.getsockname(), timeout=2).close()  # loopback: allowed
+            with pytest.raises(guard.OfflineReplayError, match="look up the host 'api.openai.com'"):
+                socket.getaddrinfo("api.openai.com", 443)
+            with pytest.raises(guard.OfflineReplayError, match=r"reach 2001:db8::1:443"):
+                socket.socket(socket.AF_INET6).connect(("2001:db8::1", 443))
+        assert guard._active == []
+        socket.create_connection(server.getsockname(), timeout=2).close()
+    finally:
+        server.close()
