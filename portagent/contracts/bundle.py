@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from portagent.contracts._base import short_hash
 from portagent.contracts.agent import AgentSpec
@@ -74,11 +75,26 @@ class AgentBundle:
     @property
     def spec_hash(self) -> str:
         """Hash over every agent spec in the graph (sorted by name)."""
-        return short_hash({n: a.spec.hash_payload() for n, a in sorted(self.agents.items())})
+        return self._hashes()[0]
 
     @property
     def policy_hash(self) -> str:
-        return short_hash({n: a.policy.hash_payload() for n, a in sorted(self.agents.items())})
+        return self._hashes()[1]
+
+    def _hashes(self) -> tuple[str, str]:
+        """``spec_hash`` and ``policy_hash``, worked out again only when an agent, its spec or its policy
+        is not the very object it was (specs and policies are frozen; every run asks for both)."""
+        parts = tuple((n, a.spec, a.policy) for n, a in self.agents.items())
+        memo: tuple[tuple[Any, ...], tuple[str, str]] | None = self.__dict__.get("_hash_memo")
+        if memo is not None and _same_parts(memo[0], parts):
+            return memo[1]
+        ordered = sorted(self.agents.items())
+        hashes = (
+            short_hash({n: a.spec.hash_payload() for n, a in ordered}),
+            short_hash({n: a.policy.hash_payload() for n, a in ordered}),
+        )
+        self.__dict__["_hash_memo"] = (parts, hashes)
+        return hashes
 
     def tool_hashes(self) -> dict[str, str]:
         return {name: t.spec_hash for name, t in sorted(self.all_tools().items())}
@@ -108,6 +124,12 @@ class AgentBundle:
                 if found:
                     return found
         return None
+
+
+def _same_parts(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(
+        x[0] == y[0] and x[1] is y[1] and x[2] is y[2] for x, y in zip(a, b, strict=True)
+    )
 
 
 def _load_tools_file(path: Path, label: str) -> list[ToolSpec]:

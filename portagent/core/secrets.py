@@ -202,13 +202,25 @@ def env_secret_values() -> list[str]:
     return list(_current_env_values())
 
 
+_LAST_ENV: tuple[dict[Any, Any], tuple[str, ...]] | None = None
+"""The environment last worked out (a copy of ``os.environ``'s encoded entries) and its protected values."""
+
+
 def _current_env_values() -> tuple[str, ...]:
-    # os.environ keeps its entries encoded in ``_data`` (CPython): a snapshot of that is several times
-    # cheaper than decoding every variable through ``items()`` on each of a run's hundreds of masks.
+    # os.environ keeps its entries encoded in ``_data`` (CPython). Comparing that dict with the copy taken
+    # last time costs a few microseconds; building a key from it (or decoding every variable through
+    # ``items()``) on each of a run's hundreds of masks would cost ten times more.
+    global _LAST_ENV
     raw = getattr(os.environ, "_data", None)
-    if isinstance(raw, dict):
-        return _env_values_raw(frozenset(raw.items()))
-    return _env_values(frozenset(os.environ.items()))
+    if not isinstance(raw, dict):
+        return _env_values(frozenset(os.environ.items()))
+    last = _LAST_ENV
+    if last is not None and last[0] == raw:
+        return last[1]
+    snapshot = dict(raw)
+    values = _env_values_raw(frozenset(snapshot.items()))
+    _LAST_ENV = (snapshot, values)
+    return values
 
 
 @lru_cache(maxsize=8)

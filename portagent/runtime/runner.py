@@ -12,6 +12,7 @@ even when the SDK fails.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -112,9 +113,17 @@ def _ensure_handler_path(bundle: AgentBundle) -> None:
     """Handlers resolve next to the agent spec first (``module:function`` strings)."""
     for node in bundle.agents.values():
         if node.path is not None:
-            d = str(node.path.parent.resolve())
+            # an absolute path's folder is worked out once; a relative one depends on the working folder
+            d = _spec_dir(node.path) if node.path.is_absolute() else str(node.path.parent.resolve())
             if d not in sys.path:
                 sys.path.insert(0, d)
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_dir(path: Path) -> str:
+    """The resolved folder of a spec file given by its absolute path (resolving is a few system calls;
+    every run asks)."""
+    return str(path.parent.resolve())
 
 
 def _validate_output(bundle: AgentBundle, final: Any) -> tuple[Any, bool | None]:

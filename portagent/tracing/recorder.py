@@ -49,7 +49,9 @@ class TraceRecorder:
         self.events: list[Any] = []
         self._seq = 0
         self._calls = 0
-        self._pending: list[str] = []
+        self._written = 0
+        """How many of ``events`` are in ``trace.jsonl`` already (events are serialized when flushed, and
+        not at all when the run keeps no file)."""
         self._subscribers: list[Callable[[Any], None]] = []
         self.transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         """Applied to each event's fields before validation (replays restore recorded latencies)."""
@@ -96,7 +98,6 @@ class TraceRecorder:
         event = parse_event(data)
         self._seq += 1
         self.events.append(event)
-        self._pending.append(event.model_dump_json(exclude_none=False))
         for cb in self._subscribers:
             cb(event)
         return event
@@ -106,14 +107,15 @@ class TraceRecorder:
 
     def flush(self) -> None:
         """Append buffered events to ``path`` (one write)."""
-        if self.path is None or not self._pending:
-            self._pending.clear()
+        pending = self.events[self._written :]
+        self._written = len(self.events)
+        if self.path is None or not pending:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = mask_text("\n".join(self._pending) + "\n")  # the env values of this moment, too
+        lines = [e.model_dump_json(exclude_none=False) for e in pending]
+        text = mask_text("\n".join(lines) + "\n")  # the env values of this moment, too
         with self.path.open("a", encoding="utf-8") as f:
             f.write(text)
-        self._pending.clear()
 
 
 def read_trace(path: str | Path) -> list[Any]:

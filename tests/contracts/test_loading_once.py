@@ -68,3 +68,20 @@ def test_a_failing_file_is_reported_every_time(tmp_path: Path, monkeypatch: pyte
             with pytest.raises(SpecError):
                 load_spec_file(f)
     assert len(reads) == 2
+
+
+def test_bundle_hashes_follow_a_replaced_spec_or_policy() -> None:
+    """``spec_hash``/``policy_hash`` are kept between calls, but only while every agent's spec and
+    policy are the very objects they were."""
+    from pathlib import Path as _P
+
+    from portagent.contracts.bundle import load_agent
+
+    bundle = load_agent(_P(__file__).resolve().parents[2] / "examples" / "support_desk" / "agent.yaml")
+    spec_hash, policy_hash = bundle.spec_hash, bundle.policy_hash
+    assert bundle.spec_hash == spec_hash
+    node = bundle.node
+    node.spec = node.spec.model_copy(update={"description": node.spec.description + " (changed)"})
+    assert bundle.spec_hash != spec_hash and bundle.policy_hash == policy_hash
+    node.policy = node.policy.model_copy(update={"name": node.policy.name + "-changed"})
+    assert bundle.policy_hash != policy_hash

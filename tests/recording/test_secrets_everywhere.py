@@ -423,3 +423,17 @@ def test_a_credential_in_a_url_query_is_masked() -> None:
         assert token not in masked and "[REDACTED:" in masked, url
     ordinary = "https://docs.example/search?page=2&id=123456789&q=refund+deadline"
     assert mask_text(ordinary) == ordinary
+
+
+def test_the_environment_is_read_at_each_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The protected values are worked out once per distinct environment: a variable set, changed or
+    removed between two masks is honoured by the second (a run may set one mid-way)."""
+    first, second = "vq8Lk2PzR7" + "mW4xT1nB", "Hc5Jd9QaE3" + "sY6uZ0oG"
+    monkeypatch.delenv("PORTAGENT_TEST_API_KEY", raising=False)
+    assert mask_text(f"value {first}") == f"value {first}"
+    monkeypatch.setenv("PORTAGENT_TEST_API_KEY", first)
+    assert first not in mask_text(f"value {first}")
+    monkeypatch.setenv("PORTAGENT_TEST_API_KEY", second)  # same variables, another value
+    assert first in mask_text(f"value {first}") and second not in mask_text(f"value {second}")
+    monkeypatch.delenv("PORTAGENT_TEST_API_KEY")
+    assert mask_text(f"value {second}") == f"value {second}"

@@ -1,0 +1,30 @@
+"""Handlers resolve beside the agent spec: a spec named by a relative path is looked for from the
+working folder of this run, not of an earlier one (the folder of an absolute path may be kept)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from portagent.contracts.bundle import AgentBundle, AgentNode
+from portagent.runtime import runner
+
+
+def _bundle(path: Path) -> AgentBundle:
+    node = AgentNode.__new__(AgentNode)  # only its path is read here
+    node.path = path
+    return AgentBundle(root="a", agents={"a": node})
+
+
+def test_a_relative_spec_path_follows_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("one", "two"):
+        project = tmp_path / name
+        project.mkdir()
+        monkeypatch.chdir(project)
+        runner._ensure_handler_path(_bundle(Path("agent.yaml")))
+        assert sys.path[0] == str(project.resolve())
