@@ -335,18 +335,18 @@ async def through_portagent(provider: str, base_url: str, key: str) -> str:
     return str(out.result.final_output)
 
 
-def timed(fn: Any, n: int) -> tuple[float, float]:
-    times = []
-    first = 0.0
+def paired(bare: Any, ours: Any, n: int) -> tuple[float, float, float, float, list[float]]:
+    """Both sides alternate run by run (bare, portagent, bare, …), so drift on a shared machine hits
+    both alike. Returns each side's first (cold) run, each side's median, and the per-pair ratios."""
+    sides: tuple[list[float], list[float]] = ([], [])
     for i in range(n + 1):
-        t0 = time.perf_counter()
-        asyncio.run(fn())
-        dt = time.perf_counter() - t0
-        if i == 0:
-            first = dt
-        else:
-            times.append(dt)
-    return first, statistics.median(times)
+        for k, fn in enumerate((bare, ours) if i % 2 == 0 else (ours, bare)):
+            t0 = time.perf_counter()
+            asyncio.run(fn())
+            sides[k if i % 2 == 0 else 1 - k].append(time.perf_counter() - t0)
+    b, p = sides
+    ratios = [pt / bt for bt, pt in zip(b[1:], p[1:], strict=True)]
+    return b[0], p[0], statistics.median(b[1:]), statistics.median(p[1:]), ratios
 
 
 def main() -> None:
@@ -354,6 +354,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="3 runs per side (CI smoke)")
     ap.add_argument("--providers", default="openai,adk,claude,anthropic,langgraph")
     ap.add_argument("-n", type=int, default=30)
+    ap.add_argument(
+        "--emulator",
+        choices=("subprocess", "thread"),
+        default="subprocess",
+        help="where the emulator runs: its own process, like a real server (default), or a thread of this "
+        "one (its request handling then competes with both sides for this process's GIL)",
+    )
     args = ap.parse_args()
     n = 3 if args.quick else args.n
     import os
@@ -377,14 +384,17 @@ def main() -> None:
         "anthropic": bare_anthropic,
         "langgraph": bare_langgraph,
     }
-    with serve(load_script(SUPPORT / "emulator.yaml")) as emu:
+    with serve(load_script(SUPPORT / "emulator.yaml"), mode=args.emulator) as emu:
         for provider in [p.strip() for p in args.providers.split(",") if p.strip()]:
             if provider not in bare:
                 print(f"{provider}: no bare baseline in this script")
                 continue
             try:
-                b_first, b_med = timed(lambda p=provider: bare[p](emu.base_url), n)
-                p_first, p_med = timed(lambda p=provider: through_portagent(p, emu.base_url, keys[p]), n)
+                b_first, p_first, b_med, p_med, ratios = paired(
+                    lambda p=provider: bare[p](emu.base_url),
+                    lambda p=provider: through_portagent(p, emu.base_url, keys[p]),
+                    n,
+                )
             except Exception as e:  # an adapter not installed or not working: say so, keep going
                 print(f"{provider}: skipped ({type(e).__name__}: {e})")
                 continue
@@ -394,8 +404,12 @@ def main() -> None:
             print(
                 f"{provider:7s} portagent first {p_first * 1000:7.1f} ms  median {p_med * 1000:7.2f} ms  (n={n})"
             )
+            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
             goal = "1.10" if provider == "claude" else "1.15"
-            print(f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= {goal})")
+            print(
+                f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= {goal}); per pair: "
+                f"median {statistics.median(ratios):.2f}, quartiles {q[0]:.2f}-{q[2]:.2f}"
+            )
     me, kids = peak_rss_mb()
     print(f"peak RSS: this process {me:.0f} MB, largest child (the Claude CLI) {kids:.0f} MB")
 

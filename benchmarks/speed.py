@@ -6,12 +6,15 @@
 - **``portagent demo``**, 168 replayed runs, a fresh process each time: ``--fresh`` (every run replayed)
   and the default second run (runs with unchanged inputs reused). Goal < 5 s fresh.
 - **``portagent validate examples/support_desk``** against ``portagent --help``. Goal ≤ 0.3 s.
+- **the peer row** (with ``--peer-python``, an interpreter that has ``inspect-ai``): Inspect AI's cost
+  per sample for the same shape of offline work (``benchmarks/peer_inspect.py``), measured alternately
+  with portagent's per-run cost. Goal: portagent's figure below the peer's.
 
 Rows measured against each other (fresh vs reused demo, validate vs --help) alternate A/B/A/B so drift
 hits both sides. Every figure: median of the samples, with min and max. Replay vs the bare SDK is
 ``benchmarks/replay.py``; 1 vs 2 workers is ``benchmarks/suite.py``. Prints numbers; asserts nothing.
 
-    python benchmarks/speed.py [--quick]
+    python benchmarks/speed.py [--quick] [--peer-python PATH]
 """
 
 from __future__ import annotations
@@ -67,6 +70,22 @@ print((time.perf_counter() - t0) / (len(tasks) - 1))
     return out
 
 
+def peer_cost(python: str, samples: int) -> float:
+    """Inspect AI's ms per sample (one repeat), from ``peer_inspect.py`` run by ``python``."""
+    import json
+
+    done = subprocess.run(
+        [python, str(REPO / "benchmarks" / "peer_inspect.py"), "--samples", str(samples), "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the peer probe failed ({python}):\n{done.stderr[-2000:]}{done.stdout[-500:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])[0]) / 1000
+
+
 def wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, cwd=REPO)
@@ -99,11 +118,29 @@ def validate(pairs: int) -> tuple[list[float], list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="few samples (CI smoke)")
-    quick = ap.parse_args().quick
+    ap.add_argument(
+        "--peer-python",
+        metavar="PATH",
+        help="a Python that has inspect-ai: adds the peer row (see benchmarks/peer_inspect.py)",
+    )
+    args = ap.parse_args()
+    quick = args.quick
     n = 2 if quick else 5
+    runs = 12 if quick else 56
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
-    cost = per_run_cost(n, 12 if quick else 56)
+    cost: list[float] = []
+    peer: list[float] = []
+    for _ in range(n):  # with a peer, the two alternate sample by sample
+        cost += per_run_cost(1, runs)
+        if args.peer_python:
+            peer.append(peer_cost(args.peer_python, runs))
     print(f"replayed run (openai, per run)   {spread(cost, 'ms', 1000)}   goal <= 30 ms")
+    if peer:
+        print(f"peer: Inspect AI, per sample     {spread(peer, 'ms', 1000)}")
+        ratio = statistics.median(cost) / statistics.median(peer)
+        print(f"  ratio portagent / peer         {ratio:.2f}x   goal < 1 (ahead of the peer)")
+    else:
+        print("peer row: not measured (give --peer-python, a Python with inspect-ai installed)")
     checks, helps = validate(3 if quick else 7)
     print(f"validate examples/support_desk   {spread(checks, 's')}   goal <= 0.3 s")
     print(f"  ratio to portagent --help      {statistics.median(checks) / statistics.median(helps):.2f}x")
