@@ -1,4 +1,4 @@
-"""A transport-level player for vcrpy cassettes (replay only, openai and adk).
+"""A transport-level player for vcrpy cassettes (replay only: openai, adk and anthropic).
 
 vcrpy, per replayed run, parses the YAML cassette, patches every HTTP library it knows (probing the
 optional ones), and compares each request with every recorded one through its matcher chain. The
@@ -38,7 +38,7 @@ from portagent.recording.vcr_cassette import (
     _normalized_text,
 )
 
-PLAYER_PROVIDERS = frozenset({"openai", "adk"})
+PLAYER_PROVIDERS = frozenset({"openai", "adk", "anthropic"})
 """Providers whose adapter builds its HTTP client with ``active_transport``."""
 
 _ACTIVE: contextvars.ContextVar[CassettePlayer | None] = contextvars.ContextVar(

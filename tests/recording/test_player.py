@@ -23,8 +23,8 @@ from portagent.runtime.replay import replay_folder
 
 SUPPORT = EXAMPLES / "support_desk"
 Q = "Case EXP-42: what is missing and what do the rules say about documents?"
-KEYS = {"openai": "sk-test-dummy", "adk": "test-dummy-key"}
-PROVIDERS = ("openai", "adk")
+KEYS = {"openai": "sk-test-dummy", "adk": "test-dummy-key", "anthropic": "sk-ant-test-dummy"}
+PROVIDERS = ("openai", "adk", "anthropic")
 
 
 @pytest.fixture(scope="module")

@@ -311,9 +311,13 @@ class AnthropicAdapter:
         # The SDK's own retries are kept (max_retries=2 unless ``options.extra["anthropic_max_retries"]``
         # says otherwise): a 429 is retried natively and shows up as an ``error`` event through the hook.
         retries = session.options.extra.get("anthropic_max_retries")
+        from portagent.recording.player import active_transport
+
+        replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = anthropic.DefaultAsyncHttpxClient(
             event_hooks={"response": [http_error_hook(session, "the anthropic client may retry")]},
             verify=tls_context(),
+            **({"transport": replay} if replay is not None else {}),
         )
         client = anthropic.AsyncAnthropic(
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
