@@ -290,7 +290,7 @@ class ToolGateway:
             self.emit("budget.exceeded", **budget.event_fields())
             return Observation.failure("budget_exhausted", budget.message, budget.event_fields())
         try:
-            if self.policy.slow_matching:  # a time-limited regex may run: not on the event loop
+            if self.policy.slow_for(tool):  # a time-limited regex may run: not on the event loop
                 decision = await asyncio.to_thread(self.policy.decide, tool, p.args, self.context)
             else:
                 decision = self.policy.decide(tool, p.args, self.context)

@@ -394,12 +394,29 @@ class PolicyEngine:
         self._approval = [r for r in rules if r.decision == "approval_required"]
         self._allow = [r for r in rules if r.decision == "allow"]
         self._classifiers = [r for r in rules if r.risk_action is not None]
-        self.slow_matching = any(
-            p.regex is not None and _regex(p.regex, p.ignore_case).engine != "re2"
+        self._slow_rules = [
+            r
             for r in rules
-            for p in r.when
-        )
-        """Whether some regex runs on the time-limited engine: the gateway then decides off the event loop."""
+            if any(p.regex is not None and _regex(p.regex, p.ignore_case).engine != "re2" for p in r.when)
+        ]
+        self.slow_matching = bool(self._slow_rules)
+        """Whether some regex runs on the time-limited engine (see ``slow_for``)."""
+        self._slow_by_tool: dict[tuple[str, str], bool] = {}
+
+    def slow_for(self, tool: ToolSpec) -> bool:
+        """Whether deciding a call of ``tool`` may run a regex on the time-limited engine: the gateway then
+        decides off the event loop. Only rules that can apply to the tool count — a rule for another tool
+        or effect class is left before its ``when`` is read (``rule_matches``)."""
+        key = (tool.name, tool.effect)
+        hit = self._slow_by_tool.get(key)
+        if hit is None:
+            hit = any(
+                (r.tool is None or fnmatch.fnmatchcase(tool.name, r.tool))
+                and (not r.effect or tool.effect in r.effect)
+                for r in self._slow_rules
+            )
+            self._slow_by_tool[key] = hit
+        return hit
 
     @property
     def version(self) -> str:

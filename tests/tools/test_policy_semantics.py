@@ -273,6 +273,35 @@ def test_a_regex_re2_cannot_run_has_a_time_limit_and_its_timeout_denies(monkeypa
     assert decide(PAY, pol, {"amount": 1, "memo": "aaaa"})[0].decision.decision == "allow"
 
 
+def test_only_a_call_a_slow_regex_can_judge_is_decided_off_the_event_loop():
+    """A lookaround regex runs on the time-limited engine, in a thread. A rule for another tool (or
+    effect class) never reads its ``when``: those calls are decided on the loop, without the hop."""
+    import threading
+
+    slow = {"id": "s", "decision": "deny", "tool": "pay*", "when": [{"arg": "memo", "regex": "^(?!ok)"}]}
+    lookup = tool("lookup", properties={"q": {"type": "string"}})
+    threads: dict[str, str] = {}
+
+    class Watching(PolicyEngine):
+        def decide(self, tool: ToolSpec, args: Any, ctx: Any) -> Any:
+            threads[tool.name] = threading.current_thread().name
+            return super().decide(tool, args, ctx)
+
+    engine = Watching(policy(slow))
+    assert engine.slow_for(PAY) and not engine.slow_for(lookup)
+
+    async def both() -> str:
+        gw = ToolGateway([PAY, lookup], ctx(), policy=engine)
+        await gw.prepare("pay", {"amount": 1, "memo": "ok then"})
+        await gw.prepare("lookup", {"q": "x"})
+        return threading.current_thread().name
+
+    loop_thread = run(both())
+    assert threads["lookup"] == loop_thread and threads["pay"] != loop_thread
+    by_effect = PolicyEngine(policy({**slow, "tool": None, "effect": ["external_effect"]}))
+    assert not by_effect.slow_for(lookup)  # a read tool: the rule for external effects never applies
+
+
 def test_a_regex_that_does_not_compile_is_refused_at_load():
     import pytest
     from pydantic import ValidationError
