@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent._cli.eval import default_workers, run_suite, split_csv
     from portagent.contracts.errors import UsageError
     from portagent.contracts.suite import load_suite
+    from portagent.evals.report import is_results_folder
     from portagent.evals.report_terminal import console
 
     if args.workers is not None and args.workers < 1:
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         markup=False,
     )
     out_dir = Path(args.out)
-    earlier = (out_dir / "eval.json").is_file() or (out_dir / "report.json").is_file()
+    earlier = is_results_folder(out_dir)
     results, decision, _comparison = run_suite(
         suite,
         mode="replay",

@@ -189,6 +189,12 @@ def load_results(path: str | Path) -> Results:
 # -- writing ------------------------------------------------------------------------------------------
 
 
+def is_results_folder(folder: Path) -> bool:
+    """A folder an eval (``eval.json``) or a report (``report.json``) wrote: the only kind ``--overwrite``
+    empties and ``--reuse`` reads."""
+    return (folder / "eval.json").is_file() or (folder / "report.json").is_file()
+
+
 def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
     """An empty results folder. A non-empty one is refused unless ``overwrite`` — and even then only
     when it is a results folder (it has ``eval.json`` or ``report.json``): ``--overwrite`` never
@@ -202,7 +208,7 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
                 f"--out {out}: folder is not empty; pass --overwrite to replace the results in it, "
                 "or choose another folder"
             )
-        if not ((out / "eval.json").is_file() or (out / "report.json").is_file()):
+        if not is_results_folder(out):
             raise UsageError(
                 f"--out {out}: not a portagent results folder (no eval.json or report.json); "
                 "refusing to empty it even with --overwrite"

@@ -141,7 +141,9 @@ def check_reusable(folder: Path) -> None:
 
     if not folder.is_dir():
         raise UsageError(f"--reuse {folder}: no such results folder")
-    if not ((folder / "eval.json").is_file() or (folder / "report.json").is_file()):
+    from portagent.evals.report import is_results_folder
+
+    if not is_results_folder(folder):
         raise UsageError(f"--reuse {folder}: not a portagent results folder (no eval.json or report.json)")
 
 
