@@ -212,12 +212,20 @@ def _gemini_retry_delay(body: bytes) -> float | None:
 
 _INPUT_KEYS = ("input_tokens", "prompt_tokens", "promptTokenCount")
 _OUTPUT_KEYS = ("output_tokens", "completion_tokens", "candidatesTokenCount")
+_EXTRA_KEYS = ("cache_creation_input_tokens", "thoughtsTokenCount", "toolUsePromptTokenCount")
+"""Tokens a vendor reports beside its input and output counts, and counts against its token rate:
+Anthropic's ``input_tokens`` leaves out the tokens written to the prompt cache (they count toward its
+input-tokens-per-minute limit; cache *reads* do not, so they are left out here too); Gemini's
+candidates leave out the thinking tokens and the prompt the tool-use results added (its
+``totalTokenCount`` includes both). OpenAI's input and output already include their cached and
+reasoning parts."""
 
 
 def usage_tokens(body: bytes) -> int:
-    """Input + output tokens an answer reports (OpenAI Responses / Chat Completions, Anthropic Messages,
-    Gemini), whole or streamed (SSE ``data:`` lines, a JSON array); counts repeated across a stream's
-    events are cumulative, so the largest of each is taken. 0 when none is found."""
+    """The tokens an answer counts against its vendor's token rate: input + output as each vendor reports
+    them, plus what a vendor reports beside them (``_EXTRA_KEYS``) — OpenAI Responses / Chat Completions,
+    Anthropic Messages, Gemini, whole or streamed (SSE ``data:`` lines, a JSON array). Counts repeated
+    across a stream's events are cumulative, so the largest of each is taken. 0 when none is found."""
     docs: list[Any] = []
     text = body.decode("utf-8", errors="replace")
     try:
@@ -230,11 +238,12 @@ def usage_tokens(body: bytes) -> int:
                 except ValueError:
                     continue
     best: dict[str, int] = {}
+    counted = {*_INPUT_KEYS, *_OUTPUT_KEYS, *_EXTRA_KEYS}
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
-                if k in _INPUT_KEYS or k in _OUTPUT_KEYS:
+                if k in counted:
                     if isinstance(v, int) and not isinstance(v, bool):
                         best[k] = max(best.get(k, 0), v)
                 else:
@@ -244,8 +253,10 @@ def usage_tokens(body: bytes) -> int:
                 walk(item)
 
     walk(docs)
-    return max((best.get(k, 0) for k in _INPUT_KEYS), default=0) + max(
-        (best.get(k, 0) for k in _OUTPUT_KEYS), default=0
+    return (
+        max((best.get(k, 0) for k in _INPUT_KEYS), default=0)
+        + max((best.get(k, 0) for k in _OUTPUT_KEYS), default=0)
+        + sum(best.get(k, 0) for k in _EXTRA_KEYS)
     )
 
 

@@ -331,6 +331,14 @@ def test_retry_after_and_usage_are_read_in_each_vendors_shape() -> None:
     assert usage_tokens(gemini) == 10
     assert usage_tokens(b'{"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}') == 7
     assert usage_tokens(b"not json") == 0
+    # what each vendor counts beside input and output: Anthropic's cache writes (not its cache reads),
+    # Gemini's thinking tokens and tool-use prompt (its totalTokenCount)
+    cached = b'{"usage":{"input_tokens":12,"cache_creation_input_tokens":900,'
+    cached += b'"cache_read_input_tokens":4000,"output_tokens":30}}'
+    assert usage_tokens(cached) == 12 + 900 + 30
+    thinking = b'{"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":20,"thoughtsTokenCount":300,'
+    thinking += b'"toolUsePromptTokenCount":5,"totalTokenCount":375}}'
+    assert usage_tokens(thinking) == 375
 
 
 def test_each_process_gets_its_share_of_the_rate() -> None:
