@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.bundle import AgentBundle
+from portagent.contracts.errors import ApprovalError
 from portagent.contracts.run import RunResult
 from portagent.core.files import write_text_atomic
 
@@ -203,3 +204,23 @@ def load_invocation(folder: Path, attempt: int) -> dict[str, Any] | None:
         if isinstance(header, dict) and isinstance(header.get("invocation"), dict):
             return dict(header["invocation"])
     return None
+
+
+def require_decided(pending: list[str]) -> None:
+    """Refuse to resume a paused run while one of its approvals is still pending (or unknown)."""
+    from portagent.tools.approvals import ApprovalStore
+
+    approvals = ApprovalStore()
+    try:
+        for approval_id in pending:
+            card = approvals.get(approval_id)
+            if card.status == "pending":  # (an unknown id raises ApprovalError)
+                raise ApprovalError(
+                    f"still waiting for approval {approval_id}: decide it with "
+                    f"'portagent approvals approve|reject|edit {approval_id}', then resume the run "
+                    "('portagent resume RUN_ID', or the same request with the same --idempotency-key)"
+                )
+    finally:
+        close = getattr(approvals, "close", None)
+        if close:
+            close()

@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from portagent.adapters.base import REGISTRY, Adapter, AdapterOutcome, get_adapter
 from portagent.adapters.port import (
-    ApprovalPause,
     ApproverSpec,
-    BudgetStop,
     Endpoint,
     RunApprovals,
     RunOptions,
@@ -35,29 +33,27 @@ from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import ApprovalError, PortagentError, ProviderError
 from portagent.contracts.run import (
-    AttemptRecord,
-    RunManifest,
     RunRecord,
     RunRequest,
     RunResult,
     RunState,
-    Usage,
 )
 from portagent.contracts.trace import parse_event
-from portagent.core.clock import Clock, IdFactory, SystemClock, iso
+from portagent.core.clock import Clock, IdFactory, SystemClock
 from portagent.core.files import write_text_atomic
 from portagent.core.secrets import mask_data, mask_text
-from portagent.core.versions import PORTAGENT_VERSION as __version__
-from portagent.runtime.journaling import earlier_results, invocation_for, open_journal, register_paused
+from portagent.runtime.journaling import earlier_results, open_journal, register_paused
 from portagent.runtime.provenance import labelled
 from portagent.runtime.resume import (
     Resumption,
     interrupted_result,
     plan_resume,
+    require_decided,
     resume_blockers,
     resumed_trace,
     supersede_stale_cards,
 )
+from portagent.runtime.run_record import failure_of, make_record, run_cost, trace_ref, usage_of
 from portagent.tracing.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -215,7 +211,7 @@ async def _arun_full(
         prior = store.get(key)
         if prior is not None and prior.status == "waiting_approval":
             try:
-                _require_decided(prior.pending)
+                require_decided(prior.pending)
                 resumption = plan_resume(prior, bundle, "approval decided")
             except BaseException:
                 store.close()
@@ -400,9 +396,9 @@ async def _run_attempt(
         sig = unwrap_signal(e)
         if sig is None and not isinstance(e, ProviderError):
             raise
-        status, stop_reason, error = _from_exception(session, e)
+        status, stop_reason, error = failure_of(session, e)
     except Exception as e:  # SDK crash: the trace still ends with an error and run.completed
-        status, stop_reason, error = _from_exception(session, e)
+        status, stop_reason, error = failure_of(session, e)
     finally:
         journal_summary = journal.close() if journal is not None else None
 
@@ -419,16 +415,8 @@ async def _run_attempt(
     else:
         state.advance(status)  # type: ignore[arg-type]
 
-    usage = _usage(recorder.events)
-    tool_cost = session.budget.tool_cost_usd
-    if outcome.vendor_cost_usd is not None:
-        cost, cost_source = round(outcome.vendor_cost_usd + tool_cost, 8), "vendor"
-    elif session.model_costs and all(c is not None for c in session.model_costs):
-        cost, cost_source = round(sum(session.model_costs) + tool_cost, 8), "computed"  # type: ignore[arg-type]
-    elif not session.model_costs:
-        cost, cost_source = round(tool_cost, 8), "computed"
-    else:
-        cost, cost_source = None, "unknown"
+    usage = usage_of(recorder.events)
+    cost, cost_source = run_cost(session, outcome)
     duration_ms = round((clock.monotonic() - t0) * 1000, 3)
     if config.recorded is not None and config.recorded.duration_ms is not None:
         duration_ms = config.recorded.duration_ms
@@ -473,49 +461,21 @@ async def _run_attempt(
         cost_usd=cost,
         cost_source=cost_source,
         duration_ms=duration_ms,
-        trace_path=_trace_ref(trace_path, config.endpoint.mode),
+        trace_path=trace_ref(trace_path, config.endpoint.mode),
         pending_approvals=pending,
         attempt=attempt,
         error=error,
     )
-    record = RunRecord(
-        result=result,
-        manifest=RunManifest(
-            portagent_version=__version__,
-            provider=provider,
-            sdk=info.package,
-            sdk_version=adapter.sdk_version(),
-            cli_version=adapter.cli_version(),
-            model=model,
-            agent=bundle.root,
-            agent_version=bundle.spec.version,
-            spec_hash=bundle.spec_hash,
-            tool_hashes=bundle.tool_hashes(),
-            tool_versions={n: t.version for n, t in sorted(bundle.all_tools().items())},
-            policy_hash=bundle.policy_hash,
-            source=config.endpoint.source,
-            **provenance,
-            mode=config.endpoint.mode,
-            recorded_at=config.recorded_at or iso(clock.now()),
-            emulator_script_hash=config.endpoint.script_hash,
-            case_id=request.case_id,
-            repeat=request.repeat,
-            request=request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
-            approvals=_approval_decisions(recorder.events),
-            cassette=report.as_details() if (report := session.cassette_report) is not None else {},
-        ),
-        attempts=[
-            *(resumption.attempts if resumption is not None else []),
-            AttemptRecord(
-                attempt=attempt,
-                status=status,
-                stop_reason=stop_reason,
-                started_at=started_at,
-                resumed=resumption.reason if resumption is not None else None,
-                journal=journal_summary,
-            ).model_dump(mode="json"),
-        ],
-        invocation=invocation_for(config, resumption),
+    record = make_record(
+        result,
+        session,
+        config,
+        adapter,
+        resumption,
+        attempt=attempt,
+        started_at=started_at,
+        journal_summary=journal_summary,
+        events=recorder.events,
     )
     if out_dir is not None:
         write_text_atomic(out_dir / "run.json", mask_text(record.model_dump_json(indent=2) + "\n"))
@@ -557,86 +517,6 @@ def _player_providers() -> frozenset[str]:
     from portagent.recording.player import PLAYER_PROVIDERS
 
     return PLAYER_PROVIDERS
-
-
-def _trace_ref(trace_path: Path | None, mode: str) -> str | None:
-    """Recorded and replayed runs name their trace relative to run.json (cassettes move between machines)."""
-    if trace_path is None:
-        return None
-    return trace_path.name if mode in ("record", "replay") else str(trace_path)
-
-
-def _require_decided(pending: list[str]) -> None:
-    from portagent.tools.approvals import ApprovalStore
-
-    approvals = ApprovalStore()
-    try:
-        for approval_id in pending:
-            card = approvals.get(approval_id)
-            if card.status == "pending":  # (an unknown id raises ApprovalError)
-                raise ApprovalError(
-                    f"still waiting for approval {approval_id}: decide it with "
-                    f"'portagent approvals approve|reject|edit {approval_id}', then resume the run "
-                    "('portagent resume RUN_ID', or the same request with the same --idempotency-key)"
-                )
-    finally:
-        close = getattr(approvals, "close", None)
-        if close:
-            close()
-
-
-def _from_exception(session: RunSession, e: BaseException) -> tuple[str, str, str | None]:
-    if session.endpoint.mode == "replay":
-        from portagent.recording.vcr_cassette import describe_mismatch, find_mismatch
-
-        mismatch = find_mismatch(e)
-        if mismatch is not None:
-            message = "cassette drift: " + describe_mismatch(mismatch)
-            if session.cassette_report is not None:
-                session.cassette_report.drift = message
-            session.record_error("CassetteDrift", message)
-            return "failed", "cassette_drift", message
-    sig = unwrap_signal(e) or session.stop
-    if isinstance(sig, BudgetStop):
-        return "budget_exhausted", sig.limit, None
-    if isinstance(sig, ApprovalPause):
-        return "waiting_approval", "approval_pending", None
-    retryable = bool(getattr(e, "retryable", False))
-    message = str(e) or type(e).__name__
-    session.record_error(type(e).__name__, message, retryable=retryable)
-    reason = "provider_error" if isinstance(e, ProviderError) else "sdk_error"
-    return "failed", reason, message
-
-
-def _approval_decisions(events: list[Any]) -> list[dict[str, Any]]:
-    """The run's approval decisions as scripted-approver entries (keyed by tool and args_hash)."""
-    calls = {e.call_id: e for e in events if e.type == "tool.call"}
-    verbs = {"approved": "approve", "edited": "edit", "rejected": "reject"}
-    out = []
-    for e in events:
-        if e.type == "approval.resolved" and e.status in verbs and e.call_id in calls:
-            c = calls[e.call_id]
-            entry: dict[str, Any] = {"tool": c.tool, "args_hash": c.args_hash, "decision": verbs[e.status]}
-            if e.status == "edited" and e.effective_args is not None:
-                entry["args"] = e.effective_args
-            if e.reviewer:
-                entry["reviewer"] = e.reviewer
-            if e.note:
-                entry["note"] = e.note
-            out.append(entry)
-    return out
-
-
-def _usage(events: list[Any]) -> Usage:
-    calls = [e for e in events if e.type == "model.call"]
-    return Usage(
-        input_tokens=sum(e.input_tokens for e in calls),
-        output_tokens=sum(e.output_tokens for e in calls),
-        cache_read_tokens=sum(e.cache_read_tokens for e in calls),
-        cache_write_tokens=sum(e.cache_write_tokens for e in calls),
-        reasoning_tokens=sum(e.reasoning_tokens for e in calls),
-        model_calls=len(calls),
-    )
 
 
 async def arun(
