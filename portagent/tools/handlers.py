@@ -17,7 +17,6 @@ its late result ignored. Async functions are awaited under ``asyncio.wait_for``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import importlib
 import inspect
@@ -106,37 +105,84 @@ def resolve(ref: str) -> Resolved:
     return resolved
 
 
+class _Job:
+    """One sync call handed to a worker thread. A call abandoned before a worker took it (its timeout
+    passed, or its caller was cancelled) never starts: a handler's effect happens only for a call
+    someone still waits for."""
+
+    __slots__ = ("_lock", "_state", "fn", "fut", "loop")
+
+    QUEUED, RUNNING, ABANDONED = 0, 1, 2
+
+    def __init__(self, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any]) -> None:
+        self.fn, self.loop, self.fut = fn, loop, fut
+        self._lock = threading.Lock()
+        self._state = self.QUEUED
+
+    def claim(self) -> bool:
+        with self._lock:
+            if self._state == self.ABANDONED:
+                return False
+            self._state = self.RUNNING
+            return True
+
+    def abandon(self) -> None:
+        with self._lock:
+            if self._state == self.QUEUED:
+                self._state = self.ABANDONED
+
+    def deliver(self, result: Any, error: BaseException | None) -> None:
+        # straight onto the caller's loop: one wake-up, not a concurrent.futures chain (half the hop)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(_settle, self.fut, result, error)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if fut.done():  # timed out or cancelled meanwhile: the late result is ignored
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
 class _DaemonPool:
     """Daemon worker threads for sync functions: a hung handler never blocks interpreter exit
     (``asyncio.run`` would wait for the default executor's threads)."""
 
     def __init__(self) -> None:
-        self._q: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]] = (
-            queue.SimpleQueue()
-        )
+        self._q: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
 
-    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    def submit(self, job: _Job) -> None:
         with self._lock:
-            self._q.put((fn, fut))
+            self._q.put(job)
             if self._idle > 0:
                 self._idle -= 1
             else:
                 threading.Thread(target=self._work, name="portagent-tool", daemon=True).start()
-        return fut
 
     def _work(self) -> None:
         while True:
-            fn, fut = self._q.get()
-            if fut.set_running_or_notify_cancel():
+            job = self._q.get()
+            if job.claim():
+                result: Any = None
+                error: BaseException | None = None
                 try:
-                    fut.set_result(fn())
+                    result = job.fn()
                 except SystemExit as e:
-                    fut.set_exception(HandlerExit(e.code))
+                    error = HandlerExit(e.code)
+                except StopIteration as e:  # a future cannot carry it (PEP 479 turns it into this too)
+                    error = RuntimeError(f"the function raised StopIteration: {e}")
                 except BaseException as e:
-                    fut.set_exception(e)
+                    error = e
+                job.deliver(result, error)
             with self._lock:
                 self._idle += 1
 
@@ -157,13 +203,19 @@ async def call_function(
         except SystemExit as e:  # a callable object whose __call__ exits before returning a coroutine
             raise HandlerExit(e.code) from None
         return await (asyncio.wait_for(coro, timeout_s) if timeout_s else coro)
-    fut = _POOL.submit(lambda: resolved.fn(*args, **kwargs))
-    wrapped = asyncio.wrap_future(fut)
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    job = _Job(lambda: resolved.fn(*args, **kwargs), loop, fut)
+    _POOL.submit(job)
+    timer = loop.call_later(timeout_s, _expire, fut) if timeout_s else None
     try:
-        result = await (asyncio.wait_for(wrapped, timeout_s) if timeout_s else wrapped)
-    except TimeoutError:
-        fut.cancel()
+        result = await fut
+    except BaseException:  # timed out or cancelled: a call not started yet never starts
+        job.abandon()
         raise
+    finally:
+        if timer is not None:
+            timer.cancel()
     if inspect.isawaitable(result):  # a sync function that returned a coroutine
         guarded = _no_exit(result)
         result = await (asyncio.wait_for(guarded, timeout_s) if timeout_s else guarded)
