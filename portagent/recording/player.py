@@ -22,6 +22,7 @@ uses vcrpy for everything else (recording, other providers).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
@@ -198,8 +199,11 @@ def active_transport(flavour: str) -> Any:
 
 
 @contextmanager
-def player_session(folder: Path, *, match_body: bool = True) -> Iterator[CassetteReport]:
-    """Replay ``folder/cassette.yaml`` through the player; the report is filled like ``vcr_session``'s."""
+def player_session(
+    folder: Path, *, match_body: bool = True, offline_guard: bool = True
+) -> Iterator[CassetteReport]:
+    """Replay ``folder/cassette.yaml`` through the player; the report is filled like ``vcr_session``'s.
+    ``offline_guard=False`` only for a replay that asks its MCP servers live (``offline.py``)."""
     path = folder / CASSETTE_FILE
     if not path.exists():
         raise RecordingError(f"{path}: cassette not found")
@@ -207,8 +211,8 @@ def player_session(folder: Path, *, match_body: bool = True) -> Iterator[Cassett
     report = CassetteReport()
     token = _ACTIVE.set(player)
     try:
-        with offline(str(path)):  # what the player does not answer must not reach the network either
-            yield report
+        with offline(str(path)) if offline_guard else contextlib.nullcontext():
+            yield report  # what the player does not answer must not reach the network either
     finally:
         _ACTIVE.reset(token)
         player.fill(report)

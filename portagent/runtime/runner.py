@@ -504,12 +504,24 @@ async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
     if mode == "none" and session.provider in _player_providers():
         from portagent.recording.player import player_session
 
-        with player_session(endpoint.cassette_dir, match_body=endpoint.match_body) as report:
+        live_mcp = any(n.spec.mcp_servers for n in session.bundle.agents.values()) and _live_mcp(
+            session.options
+        )
+        with player_session(
+            endpoint.cassette_dir, match_body=endpoint.match_body, offline_guard=not live_mcp
+        ) as report:
             session.cassette_report = report
             return await adapter.run(session)
     with vcr_session(endpoint.cassette_dir, mode, match_body=endpoint.match_body) as report:
         session.cassette_report = report
         return await adapter.run(session)
+
+
+def _live_mcp(options: RunOptions) -> bool:
+    """A replay that asks its MCP servers live may reach them (``PORTAGENT_MCP_REPLAY=live``)."""
+    from portagent.tools.mcp.sources import live_mcp_in_replay
+
+    return live_mcp_in_replay(options)
 
 
 def _player_providers() -> frozenset[str]:

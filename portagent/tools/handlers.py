@@ -114,7 +114,9 @@ class _Job:
 
     QUEUED, RUNNING, ABANDONED = 0, 1, 2
 
-    def __init__(self, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any]) -> None:
+    def __init__(
+        self, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any]
+    ) -> None:
         self.fn, self.loop, self.fut = fn, loop, fut
         self._lock = threading.Lock()
         self._state = self.QUEUED

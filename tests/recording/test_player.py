@@ -184,3 +184,20 @@ def test_the_offline_guard_allows_loopback_and_ends_with_the_replay() -> None:
         socket.create_connection(server.getsockname(), timeout=2).close()
     finally:
         server.close()
+
+
+def test_a_replay_that_asks_its_mcp_servers_live_is_not_guarded(
+    recorded: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from portagent.adapters.port import RunOptions
+    from portagent.recording import offline as guard
+    from portagent.tools.mcp.sources import live_mcp_in_replay
+
+    with player_module.player_session(recorded["openai"]):
+        assert guard._active
+    with player_module.player_session(recorded["openai"], offline_guard=False):
+        assert not guard._active
+    assert not live_mcp_in_replay(RunOptions())
+    assert live_mcp_in_replay(RunOptions(extra={"mcp_replay": "live"}))
+    monkeypatch.setenv("PORTAGENT_MCP_REPLAY", "live")
+    assert live_mcp_in_replay(RunOptions())

@@ -439,9 +439,15 @@ class RunSources:
 def _mode(endpoint: Any, options: Any) -> str:
     mode = getattr(endpoint, "mode", "direct")
     if mode == "replay":
-        wanted = (getattr(options, "extra", None) or {}).get("mcp_replay") or os.environ.get(REPLAY_ENV, "")
-        return "verify" if wanted == "live" else "replay"
+        return "verify" if live_mcp_in_replay(options) else "replay"
     return "record" if mode == "record" else "live"
+
+
+def live_mcp_in_replay(options: Any) -> bool:
+    """Whether a replay asks its MCP servers live (``PORTAGENT_MCP_REPLAY=live`` or
+    ``RunOptions.extra["mcp_replay"] = "live"``): the one case a replay may reach a server."""
+    wanted = (getattr(options, "extra", None) or {}).get("mcp_replay") or os.environ.get(REPLAY_ENV, "")
+    return bool(wanted == "live")
 
 
 async def _connect(servers: dict[str, _Server]) -> None:
