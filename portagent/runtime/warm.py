@@ -22,6 +22,8 @@ RUN_PATH = (
     "portagent.runtime.runner",
     "portagent.runtime.replay",
     "portagent.recording.vcr_cassette",
+    "portagent.recording.player",
+    "vcr",  # imported lazily by the cassette code; ~0.15 s on a worker's first replay
     "portagent.recording.http_proxy",
     "portagent.tracing.recorder",
     "portagent.tools.gateway",
@@ -34,8 +36,9 @@ RUN_PATH = (
 
 
 def warm() -> None:
-    """Import the run path (and the adapters named in ``$PORTAGENT_WARM_SDKS``, set by ``eval_pool.warm_workers``), then build what every
-    run builds on first use: contract validators, the secret scanner's patterns."""
+    """Import the run path (and the adapters named in ``$PORTAGENT_WARM_SDKS``, set by
+    ``eval_pool.warm_workers``), then build what every run builds on first use whatever its provider:
+    contract validators, the secret scanner's patterns, the price table, the TLS context."""
     for name in RUN_PATH:
         importlib.import_module(name)
     from portagent.runtime.eval_pool import WARM_SDKS_ENV
@@ -48,6 +51,13 @@ def warm() -> None:
 
     _patterns()
     _any_gate()
+    from portagent.core.pricing import model_cost
+
+    # the price table loads on the first cost asked (~0.1 s): ask one, as every run's first model call would
+    model_cost("openai", "gpt-4.1-mini", input_tokens=1, output_tokens=1)
+    from portagent.adapters._shared import tls_context
+
+    tls_context()  # the CA bundle (~50 ms), per CA setting: a worker whose setting differs builds its own
     todo = list(Contract.__subclasses__())
     while todo:
         cls = todo.pop()
