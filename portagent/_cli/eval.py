@@ -308,16 +308,34 @@ def run_suite(
             from portagent.runtime.eval_pool import warm_workers
 
             warm_workers(providers or [])
+    aside = None
     if resume:
         _check_resumable(out_dir)
     else:
+        if carried and reuse is not None:  # --reuse of --out itself: the earlier results go aside, not away
+            from portagent.evals.report import check_out_dir
+            from portagent.runtime.reuse import set_aside
+
+            check_out_dir(out_dir, overwrite=overwrite)
+            aside = set_aside(out_dir, reuse)
         prepare_out_dir(out_dir, overwrite=overwrite)
     if carried:
         from portagent.runtime.reuse import restore
 
-        for task in plan.tasks:
-            if task.index in carried:
-                restore(carried[task.index], task)
+        try:
+            for task in plan.tasks:
+                if task.index in carried:
+                    restore(carried[task.index], task)
+        except BaseException:
+            if aside is not None:
+                console(stderr=True).print(
+                    f"the earlier results are kept in {aside}", markup=False, soft_wrap=True
+                )
+            raise
+    if aside is not None:
+        import shutil
+
+        shutil.rmtree(aside, ignore_errors=True)
     n = len(plan.tasks)
     err = console(stderr=True)
     where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"

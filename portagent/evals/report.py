@@ -199,6 +199,22 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
     """An empty results folder. A non-empty one is refused unless ``overwrite`` — and even then only
     when it is a results folder (it has ``eval.json`` or ``report.json``): ``--overwrite`` never
     empties an arbitrary folder."""
+    out = check_out_dir(path, overwrite=overwrite)
+    if out.is_dir():
+        for child in out.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a parent that is a file, a read-only or virtual file system (/proc)
+        raise UsageError(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
+    return out
+
+
+def check_out_dir(path: str | Path, *, overwrite: bool) -> Path:
+    """``prepare_out_dir``'s refusals, with nothing touched."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
@@ -213,15 +229,6 @@ def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:
                 f"--out {out}: not a portagent results folder (no eval.json or report.json); "
                 "refusing to empty it even with --overwrite"
             )
-        for child in out.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:  # a parent that is a file, a read-only or virtual file system (/proc)
-        raise UsageError(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
     return out
 
 

@@ -175,6 +175,21 @@ def carry_over(tasks: Sequence[RunTask], source: Path, results: Path) -> dict[in
     return carried
 
 
+def set_aside(out_dir: Path, source: Path) -> Path | None:
+    """When ``--reuse`` names the results folder being written (``--out``), rename it aside before a new
+    one is made: the earlier results stay on disk, whole, until the runs carried over are back in place
+    (then ``shutil.rmtree`` the aside folder). An interrupt in between leaves them there. Returns the aside
+    folder, or None when ``--reuse`` reads another folder."""
+    if not out_dir.is_dir() or out_dir.resolve() != source.resolve():
+        return None
+    import os
+    import time
+
+    aside = out_dir.with_name(f".{out_dir.name}.previous-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    out_dir.rename(aside)
+    return aside
+
+
 def restore(carried: Carried, task: RunTask) -> None:
     """Write a carried run folder into the task's (new, empty) run folder."""
     assert task.out_dir is not None

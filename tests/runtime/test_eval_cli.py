@@ -408,6 +408,32 @@ def test_reuse_keeps_unchanged_runs_and_makes_changed_ones_again(
     assert _reused(out) == {"refund": False, "status": True}
 
 
+def test_reuse_of_out_itself_keeps_the_earlier_results_on_disk_until_they_are_back(
+    mini: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--reuse`` naming ``--out``: the folder is renamed aside, not emptied, before the kept runs are
+    written back; an interrupt in between leaves every earlier result there, and says where."""
+    from portagent.runtime import reuse
+
+    suite, cassettes = mini["suite"], mini["cassettes"]
+    out = tmp_path / "results"
+    assert _eval(suite, cassettes, out)[0] == 0
+    first = _run_files(out)
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--reuse", str(out))
+    assert code == 0 and "reused: 2 run(s)" in err, stdout + err
+    assert _run_files(out) == first and not list(tmp_path.glob(".results.previous-*"))  # cleaned up
+
+    def interrupted(carried: object, task: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reuse, "restore", interrupted)
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--reuse", str(out))
+    assert code == 130, stdout + err
+    (aside,) = tmp_path.glob(".results.previous-*")
+    assert f"the earlier results are kept in {aside}" in err
+    assert (aside / "eval.json").is_file() and _run_files(aside) == first
+
+
 def test_reuse_refusals(mini: dict[str, Path], tmp_path: Path) -> None:
     suite, cassettes = mini["suite"], mini["cassettes"]
     code, _, err = _eval(suite, cassettes, tmp_path / "a", "--reuse", str(tmp_path / "nope"))
