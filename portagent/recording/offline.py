@@ -50,7 +50,8 @@ def _is_local(host: Any) -> bool:
         ip = ipaddress.ip_address(name)
     except ValueError:
         return False  # a host name other than localhost: resolving it is already network traffic
-    return ip.is_loopback or ip.is_unspecified
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (a dual-stack socket's view of IPv4)
+    return ip.is_loopback or ip.is_unspecified or (mapped is not None and mapped.is_loopback)
 
 
 def _refuse(what: str) -> None:

@@ -182,6 +182,10 @@ def test_the_offline_guard_allows_loopback_and_ends_with_the_replay() -> None:
                 socket.socket(socket.AF_INET6).connect(("2001:db8::1", 443))
         assert guard._active == []
         socket.create_connection(server.getsockname(), timeout=2).close()
+        assert (
+            guard._is_local("::ffff:127.0.0.1") and guard._is_local("[::1]") and guard._is_local(b"localhost")
+        )
+        assert not guard._is_local("::ffff:198.51.100.7") and not guard._is_local("api.example.com")
     finally:
         server.close()
 
