@@ -88,9 +88,7 @@ def old_fit_history(bundle: Any, request: Any, turns: Sequence[Any]) -> Any:
     from portagent.adapters.context_manifest import estimate_tokens, manifest_fixed_tokens
     from portagent.contracts.errors import UsageError
     from portagent.contracts.session import frame_history, split_framed
-    from portagent.core.clock import FixedClock
-    from portagent.runtime.sessions import FittedHistory, _fitted, session_events
-    from portagent.tracing.handoff import compact, render_compacted
+    from portagent.runtime.sessions import FittedHistory, _compact_turns, _fitted, session_events
 
     budget = bundle.spec.max_context_tokens
     session_id = request.session_id
@@ -107,19 +105,10 @@ def old_fit_history(bundle: Any, request: Any, turns: Sequence[Any]) -> Any:
 
     def compact_turns(dropped: Sequence[Any]) -> tuple[str | None, dict[str, Any] | None]:
         try:
-            events, _ = session_events(dropped)
+            events, _ = session_events(dropped)  # the old cost: the dropped runs' traces read per cut
         except UsageError:
             return None, None
-        if not events:
-            return None, None
-        package = compact(events, owner=f"session:{session_id}", clock=FixedClock())
-        text = render_compacted(package, events, dropped[0].seq, dropped[-1].seq)
-        part = {
-            "type": "handoff",
-            "source": f"handoff:{package.handoff_id} (session:{session_id}#{dropped[0].seq}-{dropped[-1].seq})",
-            "tokens": estimate_tokens(text),
-        }
-        return text, part
+        return _compact_turns(session_id, dropped, events)
 
     if block(len(turns), None) <= available:
         return FittedHistory(list(turns))
