@@ -103,7 +103,8 @@ def _headers(pairs: list[str]) -> dict[str, str]:
 
 def _export(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
-    from portagent.tracing.otel import build_spans, send_otlp, write_otlp_json
+    from portagent.tracing.otel import build_spans
+    from portagent.tracing.otlp import send_otlp, write_otlp_json
     from portagent.tracing.timeline import load_trace_file
 
     headers = _headers(args.otlp_header)
