@@ -19,8 +19,6 @@ every call but the card needs ``Authorization: Bearer``, and the card declares t
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
 import json
 import socket
 import threading
@@ -32,41 +30,29 @@ from typing import Any
 
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import UsageError
+from portagent.core import serving
 from portagent.tracing.propagation import joining
 
 CARD_PATH = "/.well-known/agent-card.json"
 """Where the AgentCard is served (A2A's well-known path)."""
 TOKEN_ENV = "PORTAGENT_A2A_TOKEN"
 """Environment variable holding the bearer token(s), comma-separated."""
-MIN_TOKEN_LENGTH = 16
 KEY_PREFIX = "a2a:"
 """Idempotency-key prefix of a task's run."""
 
 
-def is_loopback(host: str) -> bool:
-    bare = host.strip("[]").lower()
-    if bare == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(bare).is_loopback
-    except ValueError:
-        return False
-
-
 def check_bind(host: str, tokens: Sequence[str]) -> None:
     """Refuse a non-loopback bind without a token, and tokens that are easy to guess."""
-    for t in tokens:
-        if len(t) < MIN_TOKEN_LENGTH or any(c.isspace() for c in t):
-            raise UsageError(
-                f"an A2A token must be at least {MIN_TOKEN_LENGTH} characters without spaces "
-                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
-            )
-    if not tokens and not is_loopback(host):
-        raise UsageError(
+    serving.check_bind(
+        host,
+        tokens,
+        token_name="A2A token",
+        unauthenticated=(
             f"refusing to serve on {host} without a token: anyone who can reach it could run the agent. "
             f"Set {TOKEN_ENV} (or --token) to a secret; callers then send `Authorization: Bearer <token>`. "
             "Or bind to 127.0.0.1."
-        )
+        ),
+    )
 
 
 @dataclass
@@ -270,13 +256,9 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if self.tokens and scope.get("path") != CARD_PATH:
-            scheme, _, value = headers.get(b"authorization", b"").partition(b" ")
-            if scheme.lower() != b"bearer" or not any(
-                hmac.compare_digest(value.strip(), t) for t in self.tokens
-            ):
-                await _plain(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
-                return
+        if self.tokens and scope.get("path") != CARD_PATH and not serving.bearer_ok(headers, self.tokens):
+            await _plain(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+            return
         if self.log is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import shlex
 import sys
@@ -51,6 +50,7 @@ from pydantic import BaseModel
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import Environment, PermissionPolicy
 from portagent.contracts.tool import ToolSpec
+from portagent.core import serving
 from portagent.core.clock import Clock, IdFactory, SystemClock
 from portagent.tools.mcp.annotations import hints_for
 from portagent.tools.observations import Observation
@@ -484,32 +484,18 @@ async def serve(
     return governed
 
 
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-MIN_TOKEN_LENGTH = 16
-
-
 def check_bind(host: str, tokens: Sequence[str]) -> None:
     """A bind that is not loopback needs a bearer token; tokens must not be trivially guessable."""
-    for t in tokens:
-        if len(t) < MIN_TOKEN_LENGTH or any(c.isspace() for c in t):
-            raise UsageError(
-                f"an MCP auth token must be at least {MIN_TOKEN_LENGTH} characters without spaces "
-                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
-            )
-    if not tokens and not is_loopback(host):
-        raise UsageError(
+    serving.check_bind(
+        host,
+        tokens,
+        token_name="MCP auth token",
+        unauthenticated=(
             f"refusing to serve on {host} without authentication: anyone who can reach it could call the "
             "tools. Set PORTAGENT_MCP_TOKEN (or --auth-token) to a secret; clients then send "
             "`Authorization: Bearer <token>`. Or bind to 127.0.0.1."
-        )
+        ),
+    )
 
 
 def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Any:
@@ -547,26 +533,21 @@ class BearerAuth:
         self.tokens = [t.encode() for t in tokens]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            raw = dict(scope.get("headers") or []).get(b"authorization", b"")
-            scheme, _, value = raw.partition(b" ")
-            presented = value.strip()
-            ok = scheme.lower() == b"bearer" and any(hmac.compare_digest(presented, t) for t in self.tokens)
-            if not ok:
-                body = b"missing or wrong bearer token"
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"www-authenticate", b'Bearer realm="portagent-mcp"'),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
+        if scope["type"] == "http" and not serving.bearer_ok(dict(scope.get("headers") or []), self.tokens):
+            body = b"missing or wrong bearer token"
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b'Bearer realm="portagent-mcp"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
         await self.app(scope, receive, send)
 
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from portagent.contracts.errors import RecordingError
+from portagent.core.serving import is_loopback
 
 
 class OfflineReplayError(RecordingError):
@@ -33,25 +34,21 @@ _active: list[str] = []
 _lock = threading.Lock()
 _hooked = False
 
-_LOCAL_NAMES = frozenset({"", "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-
 
 def _is_local(host: Any) -> bool:
-    if host is None:
+    """This machine: no host (a lookup of nothing), a loopback name or address (``core.serving``), or the
+    unspecified address (connecting to ``0.0.0.0`` reaches this machine)."""
+    if host is None or host in ("", b""):
         return True
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
-    if not isinstance(host, str):
+    if not isinstance(host, str | bytes):
         return True  # not an address this guard understands (e.g. an AF_PACKET tuple): not HTTP
-    name = host.strip("[]").split("%", 1)[0].lower()
-    if name in _LOCAL_NAMES or name.endswith(".localhost"):
+    if is_loopback(host):
         return True
+    bare = (host.decode("ascii", "replace") if isinstance(host, bytes) else host).strip("[]").split("%", 1)[0]
     try:
-        ip = ipaddress.ip_address(name)
+        return ipaddress.ip_address(bare).is_unspecified
     except ValueError:
         return False  # a host name other than localhost: resolving it is already network traffic
-    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1 (a dual-stack socket's view of IPv4)
-    return ip.is_loopback or ip.is_unspecified or (mapped is not None and mapped.is_loopback)
 
 
 def _refuse(what: str) -> None:
