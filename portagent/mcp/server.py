@@ -479,8 +479,10 @@ async def serve(
             finally:
                 governed.stop()
             return governed
+        from portagent.mcp.http import serve_http, transport_security
+
         security = transport_security(host, allow_hosts, allow_origins)
-        await _serve_http(governed, server, host, port, details, say, security)
+        await serve_http(governed, server, host, port, details, say, security)
     return governed
 
 
@@ -498,104 +500,6 @@ def check_bind(host: str, tokens: Sequence[str]) -> None:
     )
 
 
-def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Any:
-    """The Host/Origin allowlist (DNS-rebinding protection), on for every bind: loopback names, the bound
-    address when it is a specific one, and what the user adds (a name without a port allows any port)."""
-    import socket
-
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    bare = host.strip("[]")
-    if bare not in ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1"):
-        names.append(f"[{bare}]" if ":" in bare else bare)
-    if bare in ("0.0.0.0", "::"):
-        names.append(socket.gethostname())
-    names += list(allow_hosts)
-    hosts: list[str] = []
-    for n in names:
-        hosts += [n] if n.rsplit(":", 1)[-1].isdigit() and not n.endswith("]") else [n, f"{n}:*"]
-    origins = [f"http://{n}:*" for n in names[:3]] + [f"http://{n}" for n in names[:3]]
-    for o in allow_origins:
-        origins += [o.rstrip("/"), f"{o.rstrip('/')}:*"]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=sorted(set(hosts)),
-        allowed_origins=sorted(set(origins)),
-    )
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <one of the tokens>``."""
-
-    def __init__(self, app: Any, tokens: Sequence[str]) -> None:
-        self.app = app
-        self.tokens = [t.encode() for t in tokens]
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not serving.bearer_ok(dict(scope.get("headers") or []), self.tokens):
-            body = b"missing or wrong bearer token"
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"text/plain; charset=utf-8"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate", b'Bearer realm="portagent-mcp"'),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self.app(scope, receive, send)
-
-
-async def _serve_http(
-    governed: GovernedServer,
-    server: Any,
-    host: str,
-    port: int,
-    details: dict[str, Any],
-    say: Any,
-    security: Any = None,
-) -> None:
-    import socket
-
-    import uvicorn
-
-    app = server.streamable_http_app(host=host, transport_security=security or transport_security(host))
-    if governed.tokens:
-        app = BearerAuth(app, list(governed.tokens.values()))
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        sock.close()
-        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from e
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    url = f"http://{shown}:{bound}/mcp"
-    governed.start("streamable-http", {**details, "url": url})
-    say(
-        f"serving {len(governed.target.tools)} tools of {governed.target.name} on {url}; trace {governed.trace_path}"
-    )
-    hosts = ", ".join(h for h in (security.allowed_hosts if security else []) if not h.endswith(":*"))
-    say(
-        ("bearer token required; " if governed.tokens else "")
-        + f"Host allowlist: {hosts or 'loopback'} (add names with --allow-host)"
-    )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    try:
-        await _Uvicorn(config).serve(sockets=[sock])
-    finally:
-        governed.stop()
-        sock.close()
-
-
 def _cancel_on_sigterm() -> None:
     """SIGTERM ends a stdio session like a closed stdin: the serving task is cancelled, so the trace
     still ends with ``run.completed`` (the MCP client sends SIGTERM when stdin closing is not enough)."""
@@ -609,33 +513,3 @@ def _cancel_on_sigterm() -> None:
             NotImplementedError, RuntimeError, ValueError
         ):  # not the main thread / Windows
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-
-
-def _uvicorn_server() -> Any:
-    import contextlib
-    import signal
-    import threading
-
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        """uvicorn re-raises a captured SIGTERM/SIGINT once it has shut down, which would kill the process
-        before the session's ``run.completed`` is written; this one only asks the server to exit."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
-
-    return Server
-
-
-def _Uvicorn(config: Any) -> Any:
-    return _uvicorn_server()(config)
