@@ -186,7 +186,10 @@ def set_aside(out_dir: Path, source: Path) -> Path | None:
     import time
 
     aside = out_dir.with_name(f".{out_dir.name}.previous-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    out_dir.rename(aside)
+    try:
+        out_dir.rename(aside)
+    except OSError:  # cannot rename here (permissions, a mount point): empty and restore as before
+        return None
     return aside
 
 

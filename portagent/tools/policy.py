@@ -318,11 +318,16 @@ def fails_closed(rule: PolicyRule, pred: ArgPredicate) -> bool:
     return rule.decision in ("deny", "approval_required")
 
 
-def rule_matches(rule: PolicyRule, tool: ToolSpec, args: Any, ctx: GatewayContext) -> bool:
-    """Every condition the rule sets must hold."""
+def applies_to(rule: PolicyRule, tool: ToolSpec) -> bool:
+    """The rule's tool pattern and effect classes admit this tool (what a rule checks before anything else)."""
     if rule.tool is not None and not fnmatch.fnmatchcase(tool.name, rule.tool):
         return False
-    if rule.effect and tool.effect not in rule.effect:
+    return not rule.effect or tool.effect in rule.effect
+
+
+def rule_matches(rule: PolicyRule, tool: ToolSpec, args: Any, ctx: GatewayContext) -> bool:
+    """Every condition the rule sets must hold."""
+    if not applies_to(rule, tool):
         return False
     if rule.env and ctx.env not in rule.env:
         return False
@@ -410,11 +415,7 @@ class PolicyEngine:
         key = (tool.name, tool.effect)
         hit = self._slow_by_tool.get(key)
         if hit is None:
-            hit = any(
-                (r.tool is None or fnmatch.fnmatchcase(tool.name, r.tool))
-                and (not r.effect or tool.effect in r.effect)
-                for r in self._slow_rules
-            )
+            hit = any(applies_to(r, tool) for r in self._slow_rules)
             self._slow_by_tool[key] = hit
         return hit
 
