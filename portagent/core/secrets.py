@@ -307,14 +307,32 @@ def mask_data(value: Any, *, extra: list[str] | None = None) -> Any:
     return _mask_data(value, extra, _current_env_values())
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+"""Value types a mask never changes (checked by exact type: the walk below runs on every trace event)."""
+
+
 def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return _mask_text(value, extra, env)
+    if kind in _SCALARS:
+        return value
     if isinstance(value, dict):
-        return {
-            (_mask_text(k, extra, env) if isinstance(k, str) else k): _mask_data(v, extra, env)
-            for k, v in value.items()
-        }
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str):
+                k = _mask_text(k, extra, env)
+            kind = type(v)
+            out[k] = (
+                _mask_text(v, extra, env)
+                if kind is str
+                else v
+                if kind in _SCALARS
+                else _mask_data(v, extra, env)
+            )
+        return out
+    if isinstance(value, str):  # a str subclass
+        return _mask_text(value, extra, env)
     if isinstance(value, list):
         return [_mask_data(v, extra, env) for v in value]
     if isinstance(value, tuple):
@@ -322,17 +340,27 @@ def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any
     return value
 
 
+_SHORT: dict[str, tuple[tuple[str, ...], str]] = {}
+"""Masked short texts, each with the protected values it was masked against: ids, names and short texts
+recur in many events, and a hit counts only for the same environment (``env`` is the same object while
+the environment is unchanged)."""
+
+_SHORT_MAX = 4096
+
+
 def _mask_text(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:
     if len(text) < 6:  # shorter than any pattern (and than a protected variable's value)
         return text
-    if not extra and len(text) <= 2048:  # ids, names, short texts: the same strings recur in many events
-        return _mask_short(text, env)
-    return _mask(text, extra, env)
-
-
-@lru_cache(maxsize=4096)
-def _mask_short(text: str, env: tuple[str, ...]) -> str:
-    return _mask(text, None, env)
+    if extra or len(text) > 2048:
+        return _mask(text, extra, env)
+    hit = _SHORT.get(text)
+    if hit is not None and hit[0] is env:
+        return hit[1]
+    masked = _mask(text, None, env)
+    if len(_SHORT) >= _SHORT_MAX:
+        _SHORT.clear()
+    _SHORT[text] = (env, masked)
+    return masked
 
 
 def _mask(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:

@@ -437,3 +437,21 @@ def test_the_environment_is_read_at_each_mask(monkeypatch: pytest.MonkeyPatch) -
     assert first in mask_text(f"value {first}") and second not in mask_text(f"value {second}")
     monkeypatch.delenv("PORTAGENT_TEST_API_KEY")
     assert mask_text(f"value {second}") == f"value {second}"
+
+
+def test_masked_short_texts_are_kept_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mask_data`` keeps the masked form of short texts (ids and names recur in every event), but a
+    kept form counts only for the environment it was worked out in: the same text seen again after a
+    variable appears, changes or goes is masked against the new environment."""
+    value = "Ru7Kq2Xw" + "9PzL4mTb"
+    event = {"args": {"note": f"ref {value}", "n": 3, "ok": True, "tags": [f"t {value}", None]}}
+    monkeypatch.delenv("PORTAGENT_TEST_TOKEN", raising=False)
+    assert mask_data(event) == event  # kept unmasked for this environment
+    monkeypatch.setenv("PORTAGENT_TEST_TOKEN", value)
+    masked = mask_data(event)
+    assert value not in json.dumps(masked)
+    assert masked["args"]["n"] == 3 and masked["args"]["ok"] is True and masked["args"]["tags"][1] is None
+    monkeypatch.delenv("PORTAGENT_TEST_TOKEN")
+    assert mask_data(event) == event  # back to an environment without it
+    monkeypatch.setenv("PORTAGENT_TEST_TOKEN", value)
+    assert value not in json.dumps(mask_data(event))  # and again with it

@@ -101,13 +101,14 @@ class _GatewayTool(BetaAsyncBuiltinFunctionTool):
         self.agent = agent
         self.session = session
         self.ids = ids
+        self._param = {
+            "name": spec.name,
+            "description": spec.model_description(),
+            "input_schema": spec.input_schema,
+        }
 
     def to_dict(self) -> Any:
-        return {
-            "name": self.spec.name,
-            "description": self.spec.model_description(),
-            "input_schema": self.spec.input_schema,
-        }
+        return dict(self._param)  # asked several times per request; built once (a copy: never shared)
 
     async def call(self, input: object) -> Any:
         vendor_id = self.ids.take(self.spec.name)
