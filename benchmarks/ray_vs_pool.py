@@ -29,7 +29,7 @@ CPUS = 2
 
 
 def plan(n: int) -> list:  # type: ignore[type-arg]
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.runtime.eval_run import plan_eval
 
     base = plan_eval(

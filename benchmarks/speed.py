@@ -44,7 +44,7 @@ def per_run_cost(repeats: int, runs: int) -> list[float]:
     code = f"""
 import sys, tempfile, time
 from pathlib import Path
-from portagent.contracts.suite import load_suite
+from portagent.contracts.loaded_suite import load_suite
 from portagent.runtime.eval_run import plan_eval
 from portagent.runtime.eval_execute import execute
 loaded = load_suite(Path({str(SUITE)!r}))

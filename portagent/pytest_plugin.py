@@ -247,7 +247,7 @@ def plan_case_runs(
     role: str = "all",
 ) -> Iterator[CaseRuns]:
     """One CaseRuns per planned run: agent version × case × provider × repeat, in plan order."""
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.runtime.eval_plan import plan_runs, resolve_agents
 
     loaded = load_suite(suite)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     # types only: the CLI loads the eval core when a command runs
-    from portagent.contracts.suite import LoadedSuite
+    from portagent.contracts.loaded_suite import LoadedSuite
     from portagent.evals.gate import GateDecision
     from portagent.evals.report import Results
 
@@ -112,7 +112,7 @@ def recorded_providers(
 def run(args: argparse.Namespace) -> int:
     from portagent._cli.eval import default_workers, run_suite, split_csv
     from portagent.contracts.errors import UsageError
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report import is_results_folder
     from portagent.evals.report_terminal import console
 

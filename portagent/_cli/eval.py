@@ -244,7 +244,7 @@ def run_suite(
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report import prepare_out_dir, write_eval
     from portagent.evals.report_terminal import console, print_summary
     from portagent.runtime.eval_run import plan_eval, run_eval
@@ -451,7 +451,7 @@ def calibrate_suite(
 ) -> int:
     """``eval --calibrate``: each calibrated grader's agreement with its human labels; writes
     ``calibration.json`` into ``out`` when given. 0 when every grader that asks to gate may, else 1."""
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.judging import calibration_lines
     from portagent.evals.report import prepare_out_dir, write_text
     from portagent.evals.report_terminal import console

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
-    from portagent.contracts.suite import LoadedSuite
+    from portagent.contracts.loaded_suite import LoadedSuite
     from portagent.runtime.eval_plan import RunTask
     from portagent.runtime.eval_run import RecordOnly, RecordOutcome
 
@@ -101,7 +101,8 @@ def _agent_suite(
 ) -> LoadedSuite:
     """A one-case suite around an agent spec, so suites and single runs share one code path."""
     from portagent.contracts.errors import UsageError
-    from portagent.contracts.suite import Case, LoadedSuite, RunContext, Suite
+    from portagent.contracts.loaded_suite import LoadedSuite
+    from portagent.contracts.suite import Case, RunContext, Suite
 
     if not args.cases or len(args.cases) != 1 or not args.input:
         raise UsageError("recording an agent spec needs --case ID (once) and --input TEXT")
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
     from portagent._cli.eval import split_csv
     from portagent.contracts.errors import UsageError
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report_terminal import console
     from portagent.runtime.eval_plan import (
         check_live_keys,

@@ -2,22 +2,18 @@
 
 A suite names the agent spec (or a ``baseline`` and a ``candidate``), the providers, the repeats and
 the default thresholds; each case gives its input, why it exists, and what a good run looks like.
-``load_suite`` reads a suite file, pulls in its ``case_files`` and checks that every referenced file
-exists, reporting every problem with file and field path (``SpecError``).
+Reading a suite file (its ``case_files``, the paths it names) is ``contracts/loaded_suite.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract
-from portagent.contracts.errors import SpecError, SpecProblem
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
 from portagent.contracts.status import RunStatus
@@ -512,156 +508,3 @@ class Suite(Contract):
             return {"agent": self.agent}
         assert self.baseline is not None and self.candidate is not None
         return {"baseline": self.baseline, "candidate": self.candidate}
-
-
-@dataclass(frozen=True)
-class LoadedSuite:
-    """A suite file after ``load_suite``: the contract as written plus every case and resolved path."""
-
-    path: Path
-    """The suite file."""
-    suite: Suite
-    """The contract as written."""
-    cases: tuple[Case, ...]
-    """Inline cases, then the cases of each ``case_files`` entry, in order."""
-    agents: dict[str, Path]
-    """Role (``agent`` / ``baseline`` / ``candidate``) → absolute spec path."""
-    emulator_scripts: dict[str, Path]
-    """case_id → absolute emulator script path (the case's own, else the suite's); absent: none."""
-
-    def case(self, case_id: str) -> Case:
-        for c in self.cases:
-            if c.case_id == case_id:
-                return c
-        raise KeyError(case_id)
-
-
-def load_suite(path: str | Path) -> LoadedSuite:
-    """Read a suite file and its case files; check every referenced path exists.
-
-    Raises ``SpecError`` listing every problem (file, field path, line when known).
-    """
-    from portagent.contracts.loader import problems_from_validation, read_document, validate_document
-
-    suite_path = Path(path)
-    label = str(path)
-    data, node = read_document(suite_path)
-    suite = validate_document(data, label, node, Suite)
-    assert isinstance(suite, Suite)
-    base = suite_path.resolve().parent
-    problems: list[SpecProblem] = []
-
-    def exists(rel: str, where: str, what: str, file: str = label, rel_base: Path = base) -> Path:
-        p = (rel_base / rel).resolve()
-        if not p.is_file():
-            problems.append(SpecProblem(file, where, f"{what} not found: {rel} (looked for {p})"))
-        return p
-
-    agents = {role: exists(ref, role, "agent spec") for role, ref in suite.agent_refs.items()}
-    suite_script = (
-        exists(suite.emulator_script, "emulator_script", "emulator script") if suite.emulator_script else None
-    )
-
-    cases: list[Case] = list(suite.cases)
-    origins: dict[str, str] = {c.case_id: f"{label} [cases]" for c in cases}
-    scripts: dict[str, Path] = {}
-    for i, c in enumerate(suite.cases):
-        if c.emulator_script:
-            scripts[c.case_id] = exists(c.emulator_script, f"cases.{i}.emulator_script", "emulator script")
-    for i, rel in enumerate(suite.case_files):
-        case_path = base / rel
-        if not case_path.is_file():
-            problems.append(
-                SpecProblem(
-                    label, f"case_files.{i}", f"case file not found: {rel} (looked for {case_path.resolve()})"
-                )
-            )
-            continue
-        try:
-            cdata, cnode = read_document(case_path)
-        except SpecError as e:
-            problems.extend(e.problems)
-            continue
-        items = cdata if isinstance(cdata, list) else [cdata]
-        for j, item in enumerate(items):
-            prefix: tuple[Any, ...] = (j,) if isinstance(cdata, list) else ()
-            clabel = str(case_path)
-            if not isinstance(item, dict):
-                problems.append(
-                    SpecProblem(
-                        clabel,
-                        ".".join(map(str, prefix)),
-                        f"expected a case mapping, got {type(item).__name__}",
-                    )
-                )
-                continue
-            try:
-                case = Case.model_validate(item)
-            except ValidationError as e:
-                problems.extend(problems_from_validation(e, clabel, cnode, Case, prefix))
-                continue
-            where = f"{clabel} [{'.'.join(map(str, prefix)) or 'case'}]"
-            if case.case_id in origins:
-                problems.append(
-                    SpecProblem(
-                        clabel,
-                        ".".join(map(str, (*prefix, "case_id"))),
-                        f"duplicate case_id {case.case_id!r} (also in {origins[case.case_id]})",
-                    )
-                )
-                continue
-            origins[case.case_id] = where
-            cases.append(case)
-            if case.emulator_script:
-                scripts[case.case_id] = exists(
-                    case.emulator_script,
-                    ".".join(map(str, (*prefix, "emulator_script"))),
-                    "emulator script",
-                    clabel,
-                    case_path.resolve().parent,
-                )
-    _check_graders(label, suite, cases, origins, problems, exists)
-    if problems:
-        raise SpecError(problems)
-    if suite_script is not None:
-        for c in cases:
-            scripts.setdefault(c.case_id, suite_script)
-    return LoadedSuite(suite_path, suite, tuple(cases), agents, scripts)
-
-
-def _check_graders(
-    label: str,
-    suite: Suite,
-    cases: list[Case],
-    origins: dict[str, str],
-    problems: list[SpecProblem],
-    exists: Any,
-) -> None:
-    """Every grader a case names is one of the suite's, an inline one does not shadow a suite grader,
-    and every judge spec and judge emulator script exists (paths relative to the suite file)."""
-    names = {g.name for g in suite.graders}
-    seen: set[str] = set()
-    for i, spec in enumerate(suite.graders):
-        exists(spec.judge, f"graders.{i}.judge", "judge agent spec")
-        if spec.emulator_script:
-            exists(spec.emulator_script, f"graders.{i}.emulator_script", "emulator script")
-    for c in cases:
-        where = origins.get(c.case_id, "")
-        for j, g in enumerate(c.expect.graders):
-            path = f"case {c.case_id} ({where}): expect.graders.{j}"
-            if isinstance(g, str):
-                if g not in names:
-                    known = ", ".join(sorted(names)) or "none defined"
-                    problems.append(
-                        SpecProblem(label, path, f"unknown grader {g!r} (suite graders: {known})")
-                    )
-                continue
-            if g.name in names:
-                problems.append(
-                    SpecProblem(label, path, f"inline grader {g.name!r} shadows the suite's grader")
-                )
-            if g.name not in seen:
-                seen.add(g.name)
-                exists(g.judge, f"{path}.judge", "judge agent spec")
-                if g.emulator_script:
-                    exists(g.emulator_script, f"{path}.emulator_script", "emulator script")

@@ -9,7 +9,8 @@ imported eagerly so the package attribute is always the function.
 
 from __future__ import annotations
 
-from portagent.contracts.suite import Case, Expectations, LoadedSuite, Suite, Thresholds, load_suite
+from portagent.contracts.loaded_suite import LoadedSuite, load_suite
+from portagent.contracts.suite import Case, Expectations, Suite, Thresholds
 from portagent.evals.aggregate import GroupStats, SuiteResult
 from portagent.evals.compare import Comparison, Regression, Tolerances, compare
 from portagent.evals.gate import GateDecision, gate

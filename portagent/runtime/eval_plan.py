@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from portagent.contracts.errors import RecordingError, UnsupportedFeatureError, UsageError
-from portagent.contracts.suite import Case, GraderSpec, LoadedSuite, Thresholds
+from portagent.contracts.loaded_suite import LoadedSuite
+from portagent.contracts.suite import Case, GraderSpec, Thresholds
 from portagent.evals.scoring import RunScore
 
 Mode = Literal["replay", "emulator", "live"]

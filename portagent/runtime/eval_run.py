@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
-from portagent.contracts.suite import LoadedSuite
+from portagent.contracts.loaded_suite import LoadedSuite
 from portagent.runtime.eval_execute import _bundle, _emulator, clear_run_state, close_emulators
 
 # The runner is the module other code imports; planning and the pool live beside it.

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from portagent.contracts.errors import RecordingError, UsageError
-from portagent.contracts.suite import Case, LoadedSuite, Thresholds
+from portagent.contracts.loaded_suite import LoadedSuite
+from portagent.contracts.suite import Case, Thresholds
 from portagent.evals.calibration import CalibrationItem, CalibrationResult, calibrate
 from portagent.evals.graders import (
     GraderResult,

@@ -85,7 +85,9 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
             result.problems += probs
             result.notes += notes
     elif kind == "suite":
-        from portagent.contracts.suite import load_suite  # resolves case files, agent specs and scripts
+        from portagent.contracts.loaded_suite import (
+            load_suite,  # resolves case files, agent specs and scripts
+        )
 
         try:
             load_suite(path)

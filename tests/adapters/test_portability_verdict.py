@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.capabilities import CAPABILITY_FLAGS, PROFILES
 from portagent.contracts.errors import UnsupportedFeatureError, UsageError
+from portagent.contracts.loaded_suite import load_suite
 from portagent.contracts.providers import PROVIDERS
-from portagent.contracts.suite import load_suite
 from portagent.migration.export import TARGETS as EXPORT_TARGETS
 from portagent.runtime.eval_plan import plan_runs
 from portagent.runtime.runner import check_runnable

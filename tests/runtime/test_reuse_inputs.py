@@ -9,7 +9,8 @@ from pathlib import Path
 
 from _support import EXAMPLES, REPO, require_path
 
-from portagent.contracts.suite import ThreadTurn, load_suite
+from portagent.contracts.loaded_suite import load_suite
+from portagent.contracts.suite import ThreadTurn
 from portagent.runtime.eval_plan import plan_runs
 from portagent.runtime.reuse import Fingerprints
 

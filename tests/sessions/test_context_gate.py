@@ -77,7 +77,7 @@ def sent(cassette: Path) -> str:
 def test_a_saving_below_the_suite_threshold_blocks_the_gate(tmp_path):
     """The same write_eval → decide path as the CLI, in process (no worker start-up): the stricter suite
     replays the same cassettes and its gate blocks, naming the provider and the saving."""
-    from portagent.contracts.suite import load_suite
+    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report import write_eval
     from portagent.runtime.eval_run import plan_eval, run_eval
 
