@@ -37,10 +37,11 @@ from portagent.migration.importing import (
     function_ref,
     holder_ref,
     placeholder_instructions,
-    py_identifier,
     refuse_schema_gap,
     schema_gap,
     sdk_context_uses,
+    shim_function,
+    source_alias,
     takes_param,
     where,
     wrong_type,
@@ -299,7 +300,7 @@ class _Reader(ReaderState):
         takes_ctx = takes_param(t.func, ctx_param)
         if takes_ctx or takes_param(t.func, "context") or takes_param(t.func, "input_stream"):
             mod, _, attr = ref.partition(":")
-            alias = "_src_" + py_identifier(mod)
+            alias = source_alias(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
             if takes_ctx:
                 why = (
@@ -313,14 +314,14 @@ class _Reader(ReaderState):
                 why = "has a parameter portagent's calling convention reserves"
                 head, extra = "**args", ""
             tool.shim = (
-                f"async def {py_identifier(name)}({head}):\n"
+                f"async def {shim_function(name)}({head}):\n"
                 f'    """{mod}.{attr} {why}."""\n'
                 f"    return await call_original({alias}.{attr}, {extra}**args)\n"
             )
             self.report.add(
                 "review" if takes_ctx else "note",
                 subject,
-                f"handler is a shim ({py_identifier(name)}) calling {ref}: it {why}",
+                f"handler is a shim ({shim_function(name)}) calling {ref}: it {why}",
             )
             for line, what in sdk_context_uses(t.func, ctx_param if takes_ctx else None, ADK_UNPORTABLE):
                 self.report.add(
@@ -378,7 +379,7 @@ class _Reader(ReaderState):
             return None
         assert schema is not None
         mod, _, attr = holder.partition(":")
-        alias = "_src_" + py_identifier(mod)
+        alias = source_alias(mod)
         self.shim_imports[mod] = f"import {mod} as {alias}"
         name = self.tool_names.take(t.name)
         tool = DraftTool(
@@ -388,7 +389,7 @@ class _Reader(ReaderState):
             handler="",
             origin=f"google-adk {type(t).__name__} {t.name} ({mod}.{attr})",
             shim=(
-                f"async def {py_identifier(name)}({TC_PARAM}: ToolContext, **args):\n"
+                f"async def {shim_function(name)}({TC_PARAM}: ToolContext, **args):\n"
                 f'    """{mod}.{attr} is an ADK BaseTool: its run_async gets the arguments and a '
                 'tool_context over portagent\'s ToolContext (state, ids)."""\n'
                 f"    return await call_original(\n"
@@ -399,7 +400,7 @@ class _Reader(ReaderState):
         self.report.add(
             "review",
             subject,
-            f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.run_async "
+            f"handler is a shim ({shim_function(name)}) calling {mod}.{attr}.run_async "
             "with a tool_context over portagent's ToolContext (state, agent_name, function_call_id, "
             "invocation_id only): check it needs nothing else",
         )

@@ -33,10 +33,11 @@ from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
     ReaderState,
     placeholder_instructions,
-    py_identifier,
     refuse_schema_gap,
     schema_gap,
-    tool_function_ref,
+    shim_function,
+    source_alias,
+    tool_object_ref,
 )
 from portagent.migration.report import ImportReport
 
@@ -147,18 +148,22 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     if gap:
         refuse_schema_gap(reader.report, subject, gap)
         return None
-    handler = tool_function_ref(reader.report, subject, t, fn, ref, "func")
+    handler = tool_object_ref(reader.report, subject, t, fn, ref)
     if handler is None:
         return None
     name = reader.tool_names.take(t.name)
     if name != t.name:
         reader.report.add("changed", subject, f"renamed {name!r}")
-    # The function returns its tool_result content (text), a portagent handler returns a value: a shim.
+    # Called through the SDK's tool (its arguments converted as the tool runner converts them), and it
+    # returns its tool_result content (text) where a portagent handler returns a value: a shim.
     mod, _, attr = handler.partition(":")
-    alias = "_src_" + py_identifier(mod)
+    alias = source_alias(mod)
     reader.shim_imports[mod] = f"import {mod} as {alias}"
-    fname = py_identifier(name)
-    why = "returns its tool_result content as text; JSON text is read back as its value"
+    fname = shim_function(name)
+    why = (
+        "gets its arguments converted as the tool runner converts them and returns its tool_result "
+        "content as text; JSON text is read back as its value"
+    )
     reader.report.add("note", subject, f"handler is a shim ({fname}) calling {mod}:{attr}: it {why}")
     return DraftTool(
         name=name,

@@ -40,6 +40,8 @@ from portagent.migration.importing import (
     placeholder_instructions,
     py_identifier,
     schema_gap,
+    shim_function,
+    source_alias,
     source_module,
     where,
     wrong_type,
@@ -235,10 +237,10 @@ class _Reader(ReaderState):
                 continue
             mod, attr = holder
             name = self.tool_names.take(t.name)
-            alias = "_src_" + py_identifier(mod)
+            alias = source_alias(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
             shim = (
-                f"async def {py_identifier(name)}(**args):\n"
+                f"async def {shim_function(name)}(**args):\n"
                 f'    """{mod}.{attr}: a Claude SDK MCP tool; its handler takes one args dict and returns '
                 'MCP content."""\n'
                 f"    return await call_mcp_handler({alias}.{attr}.handler, args)\n"
@@ -256,7 +258,7 @@ class _Reader(ReaderState):
             self.report.add(
                 "note",
                 subject,
-                f"handler is a shim ({py_identifier(name)}) calling {mod}.{attr}.handler "
+                f"handler is a shim ({shim_function(name)}) calling {mod}.{attr}.handler "
                 "and converting its MCP content to a value; the model now sees it as "
                 f"mcp__portagent__{name} on Claude",
             )

@@ -33,7 +33,10 @@ from portagent.migration.importing import (
     placeholder_instructions,
     refuse_schema_gap,
     schema_gap,
-    tool_function_ref,
+    shim_function,
+    source_alias,
+    tool_object_ref,
+    where,
 )
 from portagent.migration.report import ImportReport
 
@@ -76,7 +79,13 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
             tool = _tool(t, ref, reader)
             if tool is not None:
                 draft.tools.append(tool)
-    return ImportDraft(sdk="langgraph", root=draft, report=report, rules=reader.rules)
+    return ImportDraft(
+        sdk="langgraph",
+        root=draft,
+        report=report,
+        rules=reader.rules,
+        shim_imports=list(reader.shim_imports.values()),
+    )
 
 
 def _agent_node(ref: str, runnable: Any) -> tuple[Any, Any]:
@@ -188,8 +197,7 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
             "not imported: only @tool functions (StructuredTool) point at a Python function",
         )
         return None
-    fn: Any
-    fn, attr = (t.coroutine, "coroutine") if t.coroutine is not None else (t.func, "func")
+    fn: Any = t.coroutine if t.coroutine is not None else t.func
     if fn is None:
         reader.report.add("not_portable", subject, "not imported: a StructuredTool without a function")
         return None
@@ -204,16 +212,51 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     if gap:
         refuse_schema_gap(reader.report, subject, gap)
         return None
-    handler = tool_function_ref(reader.report, subject, t, fn, ref, attr)
+    injected = _injected_params(t)
+    if injected:
+        reader.report.add(
+            "not_portable",
+            f"{subject} ({where(fn)})",
+            f"not imported: parameter(s) {', '.join(injected)} are injected by the graph at run time "
+            "(InjectedToolArg, InjectedState, InjectedStore or InjectedToolCallId), never sent by the model; "
+            "a portable tool gets only its arguments (and a ToolContext: docs/migration.md). Rewrite it to "
+            "read them from ToolContext, or give the model a tool without them",
+        )
+        return None
+    handler = tool_object_ref(reader.report, subject, t, fn, ref)
     if handler is None:
         return None
     name = reader.tool_names.take(t.name)
     if name != t.name:
         reader.report.add("changed", subject, f"renamed {name!r}")
+    # Called as the graph's tool node calls it (``ainvoke``): the tool's args_schema converts the arguments
+    # and fills a RunnableConfig parameter, and a parameter named ``context`` is just an argument.
+    mod, _, target = handler.partition(":")
+    alias = source_alias(mod)
+    reader.shim_imports[mod] = f"import {mod} as {alias}"
+    fname = shim_function(name)
+    why = "is called as LangGraph's tool node calls it (ainvoke: its args_schema converts the arguments)"
+    reader.report.add("note", subject, f"handler is a shim ({fname}) calling {mod}:{target}: it {why}")
     return DraftTool(
         name=name,
         description=t.description or "",
         input_schema=dict(schema),
-        handler=handler,
+        handler="",
         origin=f"langchain StructuredTool {t.name} ({fn.__module__}.{fn.__qualname__})",
+        shim=(
+            f"async def {fname}(**args):\n"
+            f'    """{mod}.{target} {why}."""\n'
+            f"    return await call_langchain_tool({alias}.{target}, args)\n"
+        ),
     )
+
+
+def _injected_params(t: Any) -> list[str]:
+    """The tool's parameters the model is never sent (what the graph injects): those of its input schema
+    that its tool-call schema leaves out. A ``RunnableConfig`` parameter is in neither (``ainvoke`` fills it)."""
+    try:
+        every = set(t.get_input_schema().model_fields)
+        sent = set(t.tool_call_schema.model_fields)
+    except Exception:  # a schema that is not a pydantic model: nothing to compare
+        return []
+    return sorted(every - sent)

@@ -43,6 +43,8 @@ from portagent.migration.importing import (
     refuse_schema_gap,
     schema_gap,
     sdk_context_uses,
+    shim_function,
+    source_alias,
     source_module,
     takes_param,
     where,
@@ -336,9 +338,9 @@ class _Reader(ReaderState):
         if not takes_ctx and not takes_param(fn, "context"):
             return expr_ref, None
         mod, _, attr = expr_ref.partition(":")
-        alias = "_src_" + py_identifier(mod)
+        alias = source_alias(mod)
         self.shim_imports[mod] = f"import {mod} as {alias}"
-        fname = py_identifier(name)
+        fname = shim_function(name)
         if takes_ctx:
             why = (
                 "takes openai-agents' run context first; it gets one whose .context reads and writes "

@@ -16,9 +16,11 @@ A handler string must resolve, at run time, to the very function the native defi
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import keyword
 import re
 import sys
 from collections.abc import Iterable
@@ -188,6 +190,48 @@ def py_identifier(name: str) -> str:
     return out if out and not out[0].isdigit() else "_" + out
 
 
+SHIM_MODULE_NAMES = frozenset(
+    {
+        "adk_context",
+        "call_anthropic_tool",
+        "call_langchain_tool",
+        "call_mcp_handler",
+        "call_original",
+        "openai_context",
+        "ToolContext",
+    }
+)
+"""What a generated shim module imports for its functions (``writer._shim_text``): no shim may take these."""
+
+
+def _short_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+
+
+def shim_function(tool_name: str) -> str:
+    """The name of a tool's function in the generated shim module: the tool name itself when it is a
+    plain Python identifier, else its identifier form plus a digest of the real name. A ToolSpec name may
+    be a Python keyword (``import``), differ from another only by ``-`` (``get-order`` / ``get_order``) or
+    be a name the module imports (``call_original``): each still gets a function of its own, and a
+    module that compiles."""
+    if (
+        tool_name.isidentifier()
+        and not keyword.iskeyword(tool_name)
+        and not keyword.issoftkeyword(tool_name)
+        and not tool_name.startswith("_")
+        and tool_name not in SHIM_MODULE_NAMES
+    ):
+        return tool_name
+    return f"{py_identifier(tool_name).strip('_') or 'tool'}_{_short_digest(tool_name)}"
+
+
+def source_alias(module: str) -> str:
+    """The name a shim module imports an original module as: one per module (``shop.tools`` and
+    ``shop_tools`` would both read ``_src_shop_tools``; a dotted name gets a digest of itself)."""
+    alias = "_src_" + py_identifier(module)
+    return alias if "." not in module else f"{alias}_{_short_digest(module)}"
+
+
 # --- handlers ------------------------------------------------------------------------------------
 
 
@@ -242,14 +286,12 @@ def refuse_schema_gap(report: ImportReport, subject: str, gap: str) -> None:
     )
 
 
-def tool_function_ref(
-    report: ImportReport, subject: str, tool: Any, fn: Any, ref: str, attr: str
-) -> str | None:
-    """An importable ``module:name`` for a tool's function: the function itself, else attribute ``attr``
-    of the module-level tool object holding it (a decorated function's name is the tool's); None, with
-    the reason in the report, when neither can be imported by name."""
+def tool_object_ref(report: ImportReport, subject: str, tool: Any, fn: Any, ref: str) -> str | None:
+    """An importable ``module:name`` to call a tool through its SDK: the module-level attribute holding the
+    tool object (its SDK entry point checks and converts the arguments), else the function itself; None,
+    with the reason in the report, when neither can be imported by name."""
     holder = holder_ref(tool, [getattr(fn, "__module__", ""), source_module(ref)])
-    found = function_ref(fn) or (f"{holder}.{attr}" if holder else None)
+    found = holder or function_ref(fn)
     if found is None:
         report.add("not_portable", f"{subject} ({where(fn)})", UNIMPORTABLE)
     return found

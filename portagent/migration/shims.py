@@ -12,11 +12,16 @@ function unchanged and converts only at the boundary:
   ``wrapper.context.<field>`` and ``tool_context.state[...]`` read and write that mapping;
 - ``from_mcp_content``: a Claude SDK MCP tool handler takes one ``args`` dict and returns MCP content
   (``{"content": [{"type": "text", "text": …}], "is_error": bool}``); a text block holding JSON becomes
-  that value, other text ``{"text": …}``, ``is_error`` a ``handler_error`` failure.
+  that value, other text ``{"text": …}``, ``is_error`` a ``handler_error`` failure;
+- ``call_anthropic_tool`` / ``call_langchain_tool``: an anthropic ``@beta_tool`` or a LangChain tool is
+  called through its SDK's own entry point (``call`` / ``ainvoke``), so its arguments are checked and
+  converted as the SDK does before the function sees them (a pydantic model, a date, an enum — never the
+  raw JSON); what it returns is converted as above.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterator, MutableMapping
@@ -59,13 +64,29 @@ def from_mcp_content(result: Any) -> Any:
     return {"text": text}
 
 
-async def call_anthropic_tool(fn: Callable[..., Any], **args: Any) -> Any:
-    """Call an anthropic ``@beta_tool`` function and convert what it returns: its ``tool_result`` content.
+@functools.cache
+def _validating(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import pydantic
+
+    return pydantic.validate_call(fn)
+
+
+async def call_anthropic_tool(target: Any, **args: Any) -> Any:
+    """Call an anthropic ``@beta_tool`` and convert what it returns: its ``tool_result`` content.
+
+    ``target`` is the SDK's tool object (its ``call`` checks and converts the arguments as the tool
+    runner does: a pydantic model, a date or an enum parameter gets one, not the raw JSON), or the plain
+    function, which is given the same conversion (``pydantic.validate_call``, as the SDK builds it).
     JSON text is read back as its value (the gateway encodes every output as JSON for every provider),
     other text stays text, content blocks convert as MCP content does; raising the SDK's ``ToolError``
     (its way to answer with ``is_error``) is a handler error."""
     try:
-        result = await call_original(fn, **args)
+        if callable(getattr(target, "call", None)) and hasattr(target, "to_dict"):
+            result = target.call(args)
+            if inspect.isawaitable(result):
+                result = await result
+        else:
+            result = await call_original(_validating(target), **args)
     except Exception as e:
         if type(e).__name__ == "ToolError" and type(e).__module__.startswith("anthropic."):
             raise ToolFailure("handler_error", str(e)) from e
@@ -78,6 +99,24 @@ async def call_anthropic_tool(fn: Callable[..., Any], **args: Any) -> Any:
     if isinstance(result, list):
         return from_mcp_content({"content": result})
     return result
+
+
+@functools.cache
+def _as_langchain_tool(fn: Callable[..., Any]) -> Any:
+    from langchain_core.tools import tool
+
+    return tool(fn)
+
+
+async def call_langchain_tool(target: Any, args: dict[str, Any]) -> Any:
+    """Call a LangChain tool as LangGraph's tool node does: ``ainvoke`` with the arguments, so the tool's
+    ``args_schema`` converts them (pydantic models, dates, enums) and a ``RunnableConfig`` parameter is
+    filled in. ``target``: the tool object, or a plain function the agent was given (made a tool the way
+    LangGraph makes it). Returns what the function returned."""
+    from langchain_core.tools import BaseTool
+
+    tool = target if isinstance(target, BaseTool) else _as_langchain_tool(target)
+    return await tool.ainvoke(args)
 
 
 async def call_mcp_handler(handler: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> Any:

@@ -30,7 +30,7 @@ from portagent.contracts._base import sha256_hex
 from portagent.contracts.errors import SpecError, UsageError
 from portagent.contracts.tool import ToolSpec
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
-from portagent.migration.importing import py_identifier
+from portagent.migration.importing import shim_function, source_alias
 
 IMPORTED_EFFECT = "external_effect"
 """The conservative effect class every imported tool gets (cannot be inferred from code)."""
@@ -87,7 +87,7 @@ def tool_doc(tool: DraftTool, shim_module: str) -> dict[str, Any]:
     doc["idempotency"] = idem
     if tool.timeout_ms is not None:
         doc["budgets"] = {"timeout_ms": tool.timeout_ms}
-    doc["handler"] = f"{shim_module}:{py_identifier(tool.name)}" if tool.shim else tool.handler
+    doc["handler"] = f"{shim_module}:{shim_function(tool.name)}" if tool.shim else tool.handler
     return doc
 
 
@@ -136,9 +136,9 @@ def _route_handlers(draft: ImportDraft, out: Path) -> list[str]:
             mod, _, attr = tool.handler.partition(":")
             if module_folder(mod.split(".")[0]) is None:
                 continue
-            alias = "_src_" + py_identifier(mod)
+            alias = source_alias(mod)
             draft.shim_imports.append(f"import {mod} as {alias}")
-            tool.shim = f"{py_identifier(tool.name)} = {alias}.{attr}\n"
+            tool.shim = f"{shim_function(tool.name)} = {alias}.{attr}\n"
     modules = {line.split()[1] for line in draft.shim_imports}
     for m in sorted(modules):
         folder = module_folder(m)
@@ -319,6 +319,7 @@ def _shim_text(draft: ImportDraft, tools: list[DraftTool], paths: list[str] | No
         "from portagent.migration.shims import (  # noqa: F401",
         "    adk_context,",
         "    call_anthropic_tool,",
+        "    call_langchain_tool,",
         "    call_mcp_handler,",
         "    call_original,",
         "    openai_context,",

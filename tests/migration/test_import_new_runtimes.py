@@ -71,9 +71,8 @@ def test_an_anthropic_tool_runner_imports_and_runs_like_the_source(emu, tmp_path
     by_name = {t["name"]: t for t in docs}
     assert by_name["get_order"]["input_schema"] == native.get_order.input_schema  # the SDK's own schema
     shim = (out / (by_name["get_order"]["handler"].partition(":")[0] + ".py")).read_text(encoding="utf-8")
-    assert (
-        "call_anthropic_tool(_src_native_anthropic.get_order.func, **args)" in shim
-    )  # the original, unchanged
+    # the original tool, unchanged, called through the SDK's own entry point (its arguments converted)
+    assert "call_anthropic_tool(_src_native_anthropic.get_order, **args)" in shim
     text = report(out)
     assert "web_search" in text and "tool_choice" in text  # listed, not dropped
 
@@ -161,8 +160,9 @@ def test_a_create_react_agent_graph_imports_and_runs_like_the_source(emu, native
     tools = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
     docs = tools if isinstance(tools, list) else tools.get("tools", tools)
     shim = (out / (docs[0]["handler"].partition(":")[0] + ".py")).read_text(encoding="utf-8")
-    assert "get_order = _src_native_langgraph.get_order.func" in shim
-    assert "search_faq = _src_native_langgraph.search_faq.coroutine" in shim  # async: the coroutine
+    # the original tools, called as the graph's tool node calls them (ainvoke: args_schema converts)
+    assert "call_langchain_tool(_src_native_langgraph.get_order, args)" in shim
+    assert "call_langchain_tool(_src_native_langgraph.search_faq, args)" in shim
 
     async def source():
         state = await native_lg.desk.ainvoke({"messages": [("user", TEXT)]})
@@ -188,3 +188,82 @@ def test_anything_else_is_refused_for_langgraph(native_lg, tmp_path, target, exp
     code, _, err = run_cli("import", target, "--from", "langgraph", "--out", str(out))
     assert code == 2 and expected in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+# --- tool shapes real programs have ------------------------------------------------------------------
+
+
+def _handlers(out):
+    """The imported tools' handlers, resolved as a run resolves them (name -> callable)."""
+    from portagent.contracts.bundle import load_agent
+    from portagent.tools.handlers import resolve
+
+    bundle = load_agent(out / "agent.yaml")
+    return {name: resolve(spec.handler).fn for name, spec in bundle.all_tools().items()}
+
+
+@pytest.mark.parametrize("sdk", ["anthropic", "langgraph"])
+def test_tool_names_a_module_cannot_hold_still_get_their_own_function(tmp_path, sdk):
+    """A keyword (`import`), names differing only by `-`/`_` and a name the shim module imports: the
+    generated module compiles and each tool calls its own function (the spec validates too)."""
+    import tricky_tools as native
+
+    out = tmp_path / sdk
+    code, _, stderr = import_cli(
+        "tricky_tools:AGENT" if sdk == "anthropic" else "tricky_tools:graph", sdk, out
+    )
+    assert code == 0, stderr
+    assert all(r.ok for r in check_paths([str(out / "agent.yaml")]))
+    sys.path.insert(0, str(out))
+    try:
+        fns = _handlers(out)
+        if sdk == "anthropic":
+            assert asyncio.run(fns["import"](path="a.csv")) == "imported a.csv"
+            assert asyncio.run(fns["get-order"](order_id="O1")) == "v1 O1"
+            assert asyncio.run(fns["get_order"](order_id="O1")) == "v2 O1"
+            assert asyncio.run(fns["call_original"](x=1)) == native.shadowing.call({"x": 1}) == 2
+        else:
+            assert asyncio.run(fns["import"](path="a.csv")) == "imported a.csv"
+            assert asyncio.run(fns["get-forecast"](city="Oslo")) == "v1 Oslo"
+            assert asyncio.run(fns["get_forecast"](city="Oslo")) == "v2 Oslo"
+    finally:
+        sys.path.remove(str(out))
+
+
+@pytest.mark.parametrize("sdk", ["anthropic", "langgraph"])
+def test_arguments_are_converted_as_the_sdk_converts_them(tmp_path, sdk):
+    """A pydantic-model and a date parameter get a model and a date, as the SDK's own call gives them
+    (the gateway hands handlers JSON values); a LangChain parameter named `context` is an argument."""
+    import tricky_tools as native
+
+    out = tmp_path / sdk
+    code, _, stderr = import_cli(
+        "tricky_tools:AGENT" if sdk == "anthropic" else "tricky_tools:graph", sdk, out
+    )
+    assert code == 0, stderr
+    args = {"ticket": {"title": "refund", "priority": 1}, "due": "2026-12-04"}
+    sys.path.insert(0, str(out))
+    try:
+        fns = _handlers(out)
+        if sdk == "anthropic":
+            expected = native.open_ticket.call(args)
+            assert asyncio.run(fns["open_ticket"](**args)) == expected
+        else:
+            expected = native.register.invoke(args)
+            assert asyncio.run(fns["register"](**args)) == expected
+            grade = {"question": "Oslo weather?", "context": "It rains in Oslo."}
+            assert asyncio.run(fns["grade_answer"](**grade)) == native.grade_answer.invoke(grade)
+        assert expected == {"title": "REFUND", "priority": 1, "weekday": 5}
+    finally:
+        sys.path.remove(str(out))
+
+
+def test_a_tool_with_graph_injected_parameters_is_left_out_and_reported(tmp_path):
+    """`user_id: Annotated[str, InjectedToolArg]` is never sent by the model: the tool cannot run as a
+    portable tool, so it is not imported, and the report names the parameter."""
+    out = tmp_path / "lg"
+    code, _, stderr = import_cli("tricky_tools:graph", "langgraph", out)
+    assert code == 0, stderr
+    assert "escalate" not in _handlers(out)
+    text = report(out)
+    assert "escalate" in text and "user_id" in text and "injected by the graph" in text
