@@ -93,7 +93,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"  - not imported: {f.subject}")
     import shlex
 
-    other = next(p for p in PROVIDERS if p != args.sdk)  # a command that works as printed (paths quoted)
+    # a command that works as printed (paths quoted): port-check a provider the spec has a model id for
     spec = shlex.quote(str(root))
-    print(f"next: portagent validate {spec} && portagent port-check {spec} --to {other}")
+    models = draft.root.models
+    other = next((p for p in PROVIDERS if p != args.sdk and models.get(p)), None)
+    if other is not None:
+        print(f"next: portagent validate {spec} && portagent port-check {spec} --to {other}")
+    else:
+        target = next(p for p in PROVIDERS if p != args.sdk)
+        print(f"next: portagent validate {spec}")
+        print(
+            f"  then set models.{target} in it (or import again with --model {target}=ID) and run "
+            f"portagent port-check {spec} --to {target}"
+        )
     return 0

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from portagent.core.files import staging_dir
+
 AGENT = """\
 # A first portagent agent, written by `portagent init` (README.md: what to do next).
 kind: agent
@@ -227,7 +229,6 @@ def run(args: argparse.Namespace) -> int:
     import os
     import shlex
     import shutil
-    import tempfile
 
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import SpecError, UsageError
@@ -246,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{target}: its parent folder {parent} does not exist (nothing was written)")
     texts = files(name, shlex.quote(str(target)))
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+        tmp = staging_dir(parent, f".{target.name}.tmp-")
     except OSError as e:
         raise UsageError(
             f"{target}: cannot write in {parent}: {e.strerror or e} (nothing was written)"

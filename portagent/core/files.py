@@ -23,3 +23,19 @@ def write_text_atomic(path: Path, text: str, *, mode: int | None = None) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def staging_dir(parent: Path, prefix: str) -> Path:
+    """A new, empty folder in ``parent`` named ``<prefix><random>``, to be filled and then renamed into
+    place. Unlike ``tempfile.mkdtemp`` (always 0700), it gets the permissions any folder made here gets
+    (0777 less the umask): the folder it becomes is the user's, readable as their other folders are."""
+    import secrets
+
+    for _ in range(100):
+        path = parent / f"{prefix}{secrets.token_hex(5)}"
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free name for a staging folder in {parent}")

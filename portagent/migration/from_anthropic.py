@@ -32,12 +32,15 @@ from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
     ReaderState,
+    a_type,
+    other_sdk_hint,
     placeholder_instructions,
     refuse_schema_gap,
     schema_gap,
     shim_function,
     source_alias,
     tool_object_ref,
+    where,
 )
 from portagent.migration.report import ImportReport
 
@@ -59,7 +62,7 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
 
     if not isinstance(obj, Mapping):
         raise UsageError(
-            f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}; --from anthropic reads {EXPECTED}"
+            f"{ref} is {a_type(obj)}; --from anthropic reads {EXPECTED}{other_sdk_hint(obj, 'anthropic')}"
         )
     missing = [k for k in ("model", "tools") if k not in obj]
     if missing or not isinstance(obj.get("model"), str) or not isinstance(obj.get("tools"), list | tuple):
@@ -99,14 +102,19 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
                 "in the program's own loop; write a ToolSpec and a handler for it",
             )
         else:
+            named = getattr(t, "name", None) or getattr(t, "__name__", None)
+            at = f", {where(t)}" if callable(t) and not hasattr(t, "to_dict") else ""
             report.add(
                 "not_portable",
-                f"tool {type(t).__qualname__} {getattr(t, 'name', '')!r}".rstrip(" '"),
-                "not imported: only @beta_tool / @beta_async_tool functions point at a Python function",
+                f"tool {type(t).__qualname__}" + (f" {named!r}" if named else "") + at,
+                "not imported: only @beta_tool / @beta_async_tool functions point at a Python function"
+                + (" (decorate it with @beta_tool)" if at else ""),
             )
     _output(obj.get("output_config"), draft, report)
+    if obj.get("output_format") is not None:
+        _output_format(obj["output_format"], draft, report)
     for key in sorted(map(str, obj)):
-        if key in ("model", "tools", "system", "output_config", *_SHARED, *_IGNORED):
+        if key in ("model", "tools", "system", "output_config", "output_format", *_SHARED, *_IGNORED):
             continue
         report.add(
             "not_portable", f"{key}={obj[key]!r}"[:120], "not imported: an Anthropic-only request setting"
@@ -125,7 +133,15 @@ def _instructions(system: Any, name: str, report: ImportReport) -> str:
         return system
     if isinstance(system, list | tuple):
         texts = [b.get("text", "") for b in system if isinstance(b, Mapping) and b.get("type") == "text"]
-        if texts and all(texts):
+        texts = [t for t in texts if isinstance(t, str) and t.strip()]  # an empty block adds nothing
+        others = [b for b in system if not (isinstance(b, Mapping) and b.get("type") == "text")]
+        if others:
+            report.add(
+                "not_portable",
+                f"{len(others)} system block(s) that are not text",
+                "not imported: instructions are text",
+            )
+        if texts:
             report.add(
                 "changed",
                 "system given as text blocks",
@@ -154,6 +170,13 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     name = reader.tool_names.take(t.name)
     if name != t.name:
         reader.report.add("changed", subject, f"renamed {name!r}")
+    for key, value in sorted(t.to_dict().items()):
+        if key not in ("name", "description", "input_schema"):
+            reader.report.add(
+                "not_portable",
+                f"{key}={value!r} on {subject}"[:160],
+                "not imported: an Anthropic-only tool option",
+            )
     # Called through the SDK's tool (its arguments converted as the tool runner converts them), and it
     # returns its tool_result content (text) where a portagent handler returns a value: a shim.
     mod, _, attr = handler.partition(":")
@@ -176,6 +199,29 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
             f'    """{mod}.{attr} {why}."""\n'
             f"    return await call_anthropic_tool({alias}.{attr}, **args)\n"
         ),
+    )
+
+
+def _output_format(output_format: Any, draft: DraftAgent, report: ImportReport) -> None:
+    """``output_format=Model`` (the tool runner's structured output): the JSON schema the SDK sends for it
+    (``output_config.format``, built by the SDK's own conversion) becomes ``output_schema``."""
+    subject = f"output_format={getattr(output_format, '__qualname__', repr(output_format))}"[:120]
+    if draft.output_schema is not None:
+        report.add("not_portable", subject, "not imported: output_config.format already gave the schema")
+        return
+    try:
+        from anthropic.lib._parse._transform import to_json_output_format
+
+        schema = to_json_output_format(output_format)["schema"]
+    except Exception as e:  # not a type pydantic can describe, or the SDK moved its conversion
+        report.add("not_portable", subject, f"not imported: no JSON schema could be made of it ({e})"[:300])
+        return
+    draft.output_schema = dict(schema)
+    report.add(
+        "changed",
+        subject,
+        "imported as output_schema: the JSON schema the SDK sends for it; the answer is checked against "
+        "it, and is JSON data rather than an instance of the class",
     )
 
 

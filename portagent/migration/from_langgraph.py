@@ -23,6 +23,7 @@ One internal is read, here only: ``create_react_agent`` keeps its model and prom
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 from portagent.adapters.base import package_version
@@ -30,6 +31,8 @@ from portagent.contracts.errors import UsageError
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
     ReaderState,
+    a_type,
+    other_sdk_hint,
     placeholder_instructions,
     refuse_schema_gap,
     schema_gap,
@@ -58,7 +61,7 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
 
     if not isinstance(obj, CompiledStateGraph):
         raise UsageError(
-            f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}; --from langgraph reads {EXPECTED}"
+            f"{ref} is {a_type(obj)}; --from langgraph reads {EXPECTED}{other_sdk_hint(obj, 'langgraph')}"
         )
     nodes = sorted(n for n in obj.nodes if n != "__start__")
     if nodes not in (["agent"], ["agent", "tools"]):
@@ -73,12 +76,13 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
     name = reader.agent_names.take(raw)
     draft = DraftAgent(name=name, instructions=_instructions(prompt, name, report))
     _model(static_model, draft, report)
-    if "tools" in obj.nodes:
-        node = obj.nodes["tools"].bound
-        for t in getattr(node, "tools_by_name", {}).values():
-            tool = _tool(t, ref, reader)
-            if tool is not None:
-                draft.tools.append(tool)
+    node_tools = getattr(obj.nodes["tools"].bound, "tools_by_name", {}) if "tools" in obj.nodes else {}
+    for t in node_tools.values():
+        tool = _tool(t, ref, reader)
+        if tool is not None:
+            draft.tools.append(tool)
+    _bound_options(static_model, set(node_tools), draft, report)
+    _graph_options(obj, draft, report)
     return ImportDraft(
         sdk="langgraph",
         root=draft,
@@ -112,28 +116,53 @@ def _agent_node(ref: str, runnable: Any) -> tuple[Any, Any]:
 
 
 def _instructions(prompt: Any, name: str, report: ImportReport) -> str:
-    func = getattr(prompt, "func", None)
+    """The prompt ``create_react_agent`` was given, read back from the prompt step it wrote: a string or a
+    ``SystemMessage`` (kept in that step's closure), no prompt (a step of its own that only passes the
+    messages on), or anything else — a function or runnable of the program's, computed at run time."""
+    func = getattr(prompt, "func", None) or getattr(prompt, "afunc", None)
+    ours = getattr(func, "__module__", "") == _PROMPT_MODULE and getattr(prompt, "name", "") == "Prompt"
     try:
-        found = inspect.getclosurevars(func).nonlocals if func is not None else {}
+        found = inspect.getclosurevars(func).nonlocals if ours and func is not None else {}
     except TypeError:
         found = {}
-    message = found.get("_system_message")
-    text = getattr(message, "content", None)
-    if isinstance(text, str) and text.strip():
-        return text
-    if getattr(prompt, "name", "") == "Prompt" and not found:
+    if ours:
+        message = found.get("_system_message", found.get("prompt"))
+        text = _message_text(message)
+        if text:
+            return text
         report.add(
             "changed",
-            f"agent {name} has no prompt",
+            f"agent {name} has no prompt" + (" (an empty one)" if message is not None else ""),
             "a placeholder marked [instructions to write] was written",
         )
         return placeholder_instructions(name, "the LangGraph agent had no prompt")
+    what = getattr(func, "__qualname__", None) or type(prompt).__qualname__
     report.add(
         "not_portable",
-        f"prompt of agent {name} (a function or runnable)",
+        f"prompt of agent {name} ({what}, {where(func) if func is not None else 'a runnable'})",
         "not imported: a prompt computed at run time; a placeholder was written",
     )
     return placeholder_instructions(name, "the LangGraph agent computed its prompt at run time")
+
+
+_PROMPT_MODULE = "langgraph.prebuilt.chat_agent_executor"
+"""Where ``create_react_agent`` writes its own prompt step (a string, a SystemMessage, or none)."""
+
+
+def _message_text(message: Any) -> str | None:
+    """A system message's text: its string content, or its text blocks joined (None when it has none)."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return content if content.strip() else None
+    if isinstance(content, list):
+        parts = [
+            b if isinstance(b, str) else b.get("text", "")
+            for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        ]
+        text = "\n\n".join(p for p in parts if p.strip())
+        return text or None
+    return None
 
 
 def _model(model: Any, draft: DraftAgent, report: ImportReport) -> None:
@@ -171,6 +200,7 @@ def _model(model: Any, draft: DraftAgent, report: ImportReport) -> None:
         ("max_tokens", "max_tokens"),
         ("max_output_tokens", "max_tokens"),
     )
+    _other_settings(chat, {field, "use_responses_api", *(src for src, _ in shared)}, draft, report)
     for src, target in shared:
         if src not in chat.model_fields_set:
             continue  # the integration's default, not the author's choice
@@ -260,3 +290,129 @@ def _injected_params(t: Any) -> list[str]:
     except Exception:  # a schema that is not a pydantic model: nothing to compare
         return []
     return sorted(every - sent)
+
+
+_CONNECTION = re.compile(
+    r"api_key|api_base|base_url|api_url|endpoint|organization|proxy|timeout|retries|http|headers|"
+    r"default_query|client|credentials|project|location|transport|rate_limiter|callbacks|verbose|tags|"
+    r"metadata|cache|^name$|stream"
+)
+"""Chat-model fields about reaching the vendor (or LangChain's own bookkeeping), not about what the agent
+asks the model: portagent sets the endpoint and streaming per run."""
+
+
+def _other_settings(chat: Any, read: set[str], draft: DraftAgent, report: ImportReport) -> None:
+    """Every other setting the program gave its chat model is listed, never dropped silently."""
+    from portagent.core.secrets import mask_text
+
+    given = sorted(f for f in set(getattr(chat, "model_fields_set", ())) - read if _set_by_author(chat, f))
+    quiet = [f for f in given if _CONNECTION.search(f)]
+    if quiet:
+        report.add(
+            "note",
+            f"{type(chat).__name__} connection and client settings of agent {draft.name}: {', '.join(quiet)}",
+            "not carried over: portagent points each run at its endpoint (and streams with --stream)",
+        )
+    for f in given:
+        if f in quiet:
+            continue
+        value = mask_text(repr(getattr(chat, f, None)))
+        report.add(
+            "not_portable",
+            f"{type(chat).__name__}.{f}={value}"[:160],
+            "not imported: a model setting the spec has no field for (set it by hand where a provider "
+            "supports it, or leave it)",
+        )
+
+
+_DERIVED = frozenset({"profile"})
+"""Fields LangChain fills in itself from what it knows of the model (not the program's settings)."""
+
+
+def _set_by_author(chat: Any, field: str) -> bool:
+    """Was ``field`` given a value of the program's own (not left empty or at its default, not derived)?"""
+    if field in _DERIVED:
+        return False
+    value = getattr(chat, field, None)
+    if value is None or (isinstance(value, dict | list | tuple | set | str) and not value):
+        return False
+    info = type(chat).model_fields.get(field)
+    if info is None:
+        return True
+    try:
+        default = info.get_default(call_default_factory=True)
+    except Exception:  # a factory that needs other fields: treat the value as given
+        return True
+    return bool(value != default)
+
+
+def _bound_options(model: Any, imported: set[str], draft: DraftAgent, report: ImportReport) -> None:
+    """What ``bind_tools`` was told beside the tools (``tool_choice``, ``parallel_tool_calls``…), and tool
+    definitions bound to the model that no ``@tool`` function stands behind (dicts, provider built-ins)."""
+    kwargs = getattr(model, "kwargs", None)
+    if not isinstance(kwargs, dict):
+        return
+    for key, value in sorted(kwargs.items()):
+        if key == "tools":
+            for t in value if isinstance(value, list) else []:
+                fn = t.get("function") if isinstance(t, dict) else None
+                tname = (fn or {}).get("name") if isinstance(fn, dict) else None
+                tname = tname or (t.get("name") if isinstance(t, dict) else None) or "?"
+                if tname in imported:
+                    continue
+                kind = t.get("type", "?") if isinstance(t, dict) else type(t).__name__
+                report.add(
+                    "not_portable",
+                    f"tool definition {tname!r} (type {kind}) bound to the model of agent {draft.name}",
+                    "not imported: no function runs it here (a provider built-in, or a schema whose code "
+                    "lives elsewhere); write a ToolSpec and a handler for it",
+                )
+            continue
+        report.add(
+            "not_portable",
+            f"bind_tools {key}={value!r}"[:160],
+            "not imported: portagent leaves the choice of tools to the model on every provider",
+        )
+
+
+def _graph_options(graph: Any, draft: DraftAgent, report: ImportReport) -> None:
+    """What the compiled graph was given beside its nodes: a pause before the tool node is LangGraph's
+    approval point (every imported tool then needs approval); a checkpointer or store keeps threads and
+    memory, which portagent keeps itself."""
+    raw_before: Any = getattr(graph, "interrupt_before_nodes", None) or []
+    raw_after: Any = getattr(graph, "interrupt_after_nodes", None) or []
+    before = ["agent", "tools"] if raw_before == "*" else list(raw_before)
+    after = ["agent", "tools"] if raw_after == "*" else list(raw_after)
+    if "tools" in before:
+        for tool in draft.tools:
+            tool.needs_approval = True
+            tool.approval_reason = "the graph paused before its tool node: interrupt_before=['tools']"
+        report.add(
+            "changed",
+            f"interrupt_before=['tools'] of agent {draft.name}",
+            "imported as requires_approval: true on every tool (the graph paused before running any tool "
+            "call); narrow it in policy.yaml",
+        )
+    for kind, nodes in (
+        ("interrupt_before", [n for n in before if n != "tools"]),
+        ("interrupt_after", after),
+    ):
+        if nodes:
+            report.add(
+                "not_portable",
+                f"{kind}={nodes!r} of agent {draft.name}",
+                "not imported: portagent pauses a run only for a tool call's approval",
+            )
+    if getattr(graph, "checkpointer", None) not in (None, False):
+        report.add(
+            "note",
+            f"checkpointer {type(graph.checkpointer).__name__} of agent {draft.name}",
+            "not carried over: portagent keeps a session's turns itself (portagent chat, sessions; "
+            "docs/sessions.md) and resumes paused runs from its own store",
+        )
+    if getattr(graph, "store", None) is not None:
+        report.add(
+            "not_portable",
+            f"store {type(graph.store).__name__} of agent {draft.name}",
+            "not imported: long-term memory is the spec's memory section (docs/memory.md)",
+        )

@@ -73,16 +73,24 @@ def load_object(ref: str) -> Any:
     return obj
 
 
-def wrong_type(ref: str, obj: Any, expected: str, sdk: str) -> UsageError:
-    """The error for an object that is not what ``--from sdk`` reads, with a hint when it is another SDK's."""
+def other_sdk_hint(obj: Any, sdk: str) -> str:
+    """``"; it is an object of the X SDK: use --from X"`` when ``obj`` belongs to another SDK, else ``""``."""
     module = type(obj).__module__ or ""
-    hint = ""
     for prefix, name in _TYPE_HINTS.items():
         if (module == prefix or module.startswith(prefix + ".")) and name != sdk:
-            hint = f"; it is an object of the {name} SDK: use --from {name}"
-    return UsageError(
-        f"{ref} is a {type(obj).__module__}.{type(obj).__qualname__}, not {expected} (--from {sdk}){hint}"
-    )
+            return f"; it is an object of the {name} SDK: use --from {name}"
+    return ""
+
+
+def a_type(obj: Any) -> str:
+    """``"a builtins.dict"`` / ``"an anthropic.Anthropic"``: what an object is, for a refusal."""
+    name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
+def wrong_type(ref: str, obj: Any, expected: str, sdk: str) -> UsageError:
+    """The error for an object that is not what ``--from sdk`` reads, with a hint when it is another SDK's."""
+    return UsageError(f"{ref} is {a_type(obj)}, not {expected} (--from {sdk}){other_sdk_hint(obj, sdk)}")
 
 
 def require_sdk(sdk: str) -> None:

@@ -31,6 +31,12 @@ VENDOR_MODULES: dict[str, str] = {
     "google.genai": "google-genai",
     "claude_agent_sdk": "claude-agent-sdk",
     "anthropic": "anthropic",
+    "langgraph": "langgraph",
+    "langchain": "langchain",
+    "langchain_core": "langchain-core",
+    "langchain_openai": "langchain-openai",
+    "langchain_anthropic": "langchain-anthropic",
+    "langchain_google_genai": "langchain-google-genai",
 }
 """Top-level imports that make a handler module depend on one vendor's SDK."""
 
@@ -198,6 +204,7 @@ def _vendor_imports(
     except (OSError, SyntaxError, UnicodeDecodeError):
         return {}
     found: dict[str, str] = {}
+    dirs = [*dirs, *_added_paths(tree, path.parent)]
     for name in _imported_names(tree):
         vendor = next((v for v in VENDOR_MODULES if name == v or name.startswith(v + ".")), None)
         if vendor is not None:
@@ -207,6 +214,24 @@ def _vendor_imports(
                 found.setdefault(v, f"{module} → {chain}")
     cache[module] = found
     return found
+
+
+def _added_paths(tree: ast.Module, folder: Path) -> list[str]:
+    """The folders a module puts on ``sys.path`` for its own imports, as the handler module ``portagent
+    import`` writes does (``for _rel in ("../src", …):``, relative to the module's folder), so the
+    modules it imports are checked wherever port-check is run from."""
+    out: list[str] = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "_rel"
+            and isinstance(node.iter, ast.Tuple | ast.List)
+        ):
+            for elt in node.iter.elts:
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                    out.append(str((folder / elt.value).resolve()))
+    return out
 
 
 def _imported_names(tree: ast.AST) -> list[str]:

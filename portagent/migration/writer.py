@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from pydantic import ValidationError
 from portagent.contracts._base import sha256_hex
 from portagent.contracts.errors import SpecError, UsageError
 from portagent.contracts.tool import ToolSpec
+from portagent.core.files import staging_dir
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import shim_function, source_alias
 
@@ -396,7 +396,7 @@ def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False
     target.parent.mkdir(parents=True, exist_ok=True)
     files = render(draft, target)
     draft.report.written = [*files, "import-report.md"]
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    tmp = staging_dir(target.parent, f".{target.name}.tmp-")
     try:
         modeline = schema_modeline(target)
         for name, text in files.items():

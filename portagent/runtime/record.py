@@ -21,6 +21,7 @@ from typing import Any
 from portagent.adapters.port import Endpoint
 from portagent.contracts.errors import RecordingError
 from portagent.contracts.run import RunRequest
+from portagent.core.files import staging_dir
 
 _LEGACY = re.compile(r"^\.r\d+\.[a-z0-9_]{8}$")  # ``.r0.<mkdtemp suffix>`` of versions before staging tags
 _STAGING = re.compile(r"^\.(?P<name>.+?)\.(?:stage|old)-(?P<pid>\d+)-(?P<start>.*)\.[a-z0-9_]+$")
@@ -105,7 +106,7 @@ async def stage_run(
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     clean_staging(folder.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.stage-{_tag()}.", dir=folder.parent))
+    tmp = staging_dir(folder.parent, f".{folder.name}.stage-{_tag()}.")
     try:
         if record_mode in ("once", "new_episodes") and folder.exists():
             for f in folder.iterdir():

@@ -267,3 +267,78 @@ def test_a_tool_with_graph_injected_parameters_is_left_out_and_reported(tmp_path
     assert "escalate" not in _handlers(out)
     text = report(out)
     assert "escalate" in text and "user_id" in text and "injected by the graph" in text
+
+
+def test_anthropic_settings_beside_the_tools_are_imported_or_reported(tmp_path):
+    """output_format (a pydantic class) becomes the output_schema the SDK sends for it; a tool option
+    (strict) and a plain function in tools are reported; an empty system block adds nothing."""
+    import tricky_tools as native
+    from anthropic.lib._parse._transform import to_json_output_format
+
+    out = tmp_path / "settings"
+    code, stdout, stderr = run_cli(
+        "import", "tricky_tools:SETTINGS", "--from", "anthropic", "--out", str(out)
+    )
+    assert code == 0, stderr
+    spec = yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
+    assert spec["output_schema"] == to_json_output_format(native.Verdict)["schema"]
+    assert spec["instructions"] == "You refund orders."
+    text = report(out)
+    assert "strict=True on tool 'refund'" in text
+    lam = next(line for line in text.splitlines() if "'<lambda>'" in line)
+    assert "tool function '<lambda>', " in lam and "tricky_tools.py:" in lam  # named, with where it is
+    assert "next: portagent validate" in stdout
+
+
+@pytest.mark.parametrize(
+    ("graph", "expect"),
+    [
+        ("SYSTEM_MESSAGE_GRAPH", "instructions: You are Tier-1 support."),
+        ("DYNAMIC_PROMPT_GRAPH", "prompt of agent settings (_dynamic_prompt, "),
+        ("PAUSED_GRAPH", "interrupt_before=['tools'] of agent settings"),
+    ],
+)
+def test_langgraph_settings_beside_the_tools_are_imported_or_reported(tmp_path, graph, expect):
+    """A SystemMessage prompt is read; a prompt function is reported as computed at run time (not as no
+    prompt); the model's other settings, a dict tool, a checkpointer and a pause before the tool node
+    are reported — the pause as requires_approval on every tool."""
+    out = tmp_path / graph.lower()
+    code, _, stderr = run_cli("import", f"tricky_tools:{graph}", "--from", "langgraph", "--out", str(out))
+    assert code == 0, stderr
+    text = report(out) + (out / "agent.yaml").read_text(encoding="utf-8")
+    assert expect in text
+    assert "ChatOpenAI.top_p=0.5" in text and "ChatOpenAI.seed=7" in text
+    assert "tool definition 'noop' (type function)" in text
+    if graph == "PAUSED_GRAPH":
+        tools = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
+        docs = tools if isinstance(tools, list) else tools.get("tools", tools)
+        assert [t.get("requires_approval") for t in docs] == [True]
+        assert "checkpointer InMemorySaver" in text
+
+
+def test_an_imported_folder_has_the_permissions_of_any_new_folder(tmp_path):
+    """The written folder is renamed into place from a staging folder: it is created like any folder
+    (0777 less the umask), not 0700 as a temporary folder is."""
+    import os
+
+    out = tmp_path / "perm"
+    code, _, stderr = run_cli("import", "native_anthropic:AGENT", "--from", "anthropic", "--out", str(out))
+    assert code == 0, stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert os.stat(out).st_mode & 0o777 == os.stat(plain).st_mode & 0o777
+
+
+def test_port_check_follows_the_generated_handler_module_from_any_folder(tmp_path, monkeypatch):
+    """The handler module import writes puts the program's folder on sys.path itself: port-check finds
+    the LangChain/LangGraph imports behind it from any working folder."""
+    out = tmp_path / "lg"
+    code, _, stderr = run_cli("import", "tricky_tools:graph", "--from", "langgraph", "--out", str(out))
+    assert code == 0, stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, stdout, stderr = run_cli("port-check", str(out / "agent.yaml"), "--to", "openai")
+    assert "tricky_tools imports langgraph" in stdout + stderr or "imports langchain" in stdout + stderr, (
+        stdout
+    )

@@ -221,11 +221,22 @@ def test_an_imported_folder_runs_from_any_folder_through_the_cli(seat, tmp_path,
     assert results[1].output["seat"] == "12A"
 
 
-def test_the_next_hint_of_import_is_a_command_that_works(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("target", "sdk", "with_models"),
+    [
+        ("sdk_examples_adk:cart_agent", "adk", True),
+        ("native_anthropic:AGENT", "anthropic", False),  # a model id for anthropic only
+        ("native_langgraph:desk", "langgraph", False),  # ChatOpenAI: langgraph and openai
+    ],
+)
+def test_the_next_hint_of_import_is_a_command_that_works(tmp_path, target, sdk, with_models):
     import shlex
 
     out = tmp_path / "my cart"
-    code, stdout, stderr = import_cli("sdk_examples_adk:cart_agent", "adk", out)
+    if with_models:
+        code, stdout, stderr = import_cli(target, sdk, out)
+    else:
+        code, stdout, stderr = run_cli("import", target, "--from", sdk, "--out", str(out))
     assert code == 0, stderr
     hint = next(line for line in stdout.splitlines() if line.startswith("next: "))
     for command in hint.removeprefix("next: ").split(" && "):

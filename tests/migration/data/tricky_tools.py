@@ -112,3 +112,76 @@ with warnings.catch_warnings():
         prompt="You answer forecasts and tickets.",
         name="tricky",
     )
+
+
+# --- settings a program gives beside its tools (each must be imported or reported) -------------------
+
+
+class Verdict(BaseModel):
+    answer: str
+    confident: bool
+
+
+@beta_tool(strict=True)
+def refund(order_id: str) -> str:
+    """Refund an order."""
+    return f"refunded {order_id}"
+
+
+SETTINGS = {
+    "model": "claude-sonnet-4-6",
+    "system": [{"type": "text", "text": "You refund orders."}, {"type": "text", "text": ""}],
+    "max_tokens": 512,
+    "tools": [refund, lambda order_id: order_id],
+    "output_format": Verdict,
+}
+
+
+def _dynamic_prompt(state: dict) -> list:
+    return state["messages"]
+
+
+def _lg_graph(**kwargs: Any) -> Any:
+    from langchain_core.messages import SystemMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    chat = ChatOpenAI(
+        model="gpt-4.1-mini",
+        base_url="http://127.0.0.1:9/v1",
+        api_key="sk-portagent-dummy",
+        top_p=0.5,
+        seed=7,
+    )
+    options = {
+        "system": {"prompt": SystemMessage(content="You are Tier-1 support.")},
+        "dynamic": {"prompt": _dynamic_prompt},
+        "paused": {
+            "prompt": "You forecast.",
+            "checkpointer": InMemorySaver(),
+            "interrupt_before": ["tools"],
+        },
+    }[kwargs.pop("variant")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(
+            chat,
+            [
+                forecast_v2,
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "noop",
+                        "description": "Nothing.",
+                        "parameters": {"type": "object", "properties": {}},
+                    },
+                },
+            ],
+            name="settings",
+            **options,
+            **kwargs,
+        )
+
+
+SYSTEM_MESSAGE_GRAPH = _lg_graph(variant="system")
+DYNAMIC_PROMPT_GRAPH = _lg_graph(variant="dynamic")
+PAUSED_GRAPH = _lg_graph(variant="paused")
