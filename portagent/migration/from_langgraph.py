@@ -47,6 +47,9 @@ EXPECTED = (
     "a compiled graph made by langgraph.prebuilt.create_react_agent(model, tools, prompt=...) with nodes "
     "'agent' and 'tools' (docs/migration.md)"
 )
+_PREBUILT_EXTRA_NODES = frozenset({"generate_structured_response", "pre_model_hook", "post_model_hook"})
+"""Nodes ``create_react_agent`` itself adds for ``response_format`` and the model hooks."""
+
 _VENDORS = {
     "ChatOpenAI": ("openai", "openai", "model_name"),
     "AzureChatOpenAI": ("openai", "openai", "model_name"),
@@ -65,15 +68,24 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
         )
     nodes = sorted(n for n in obj.nodes if n != "__start__")
     if nodes not in (["agent"], ["agent", "tools"]):
+        extra = [n for n in nodes if n not in ("agent", "tools")]
+        why = (
+            "create_react_agent's own extra nodes (structured response, pre/post-model hooks) are not read "
+            "yet; write the output_schema or hook by hand after importing the agent without them"
+            if set(extra) <= _PREBUILT_EXTRA_NODES
+            else "other nodes are arbitrary code, which no spec can stand for"
+        )
         raise UsageError(
             f"{ref} is a compiled graph with nodes {', '.join(nodes) or '(none)'}; --from langgraph reads "
-            f"{EXPECTED}: other nodes are arbitrary code, which no spec can stand for"
+            f"{EXPECTED}: {why}"
         )
     static_model, prompt = _agent_node(ref, obj.nodes["agent"].bound)
     report = ImportReport(sdk=f"langgraph {package_version('langgraph')}", source=ref)
     reader = ReaderState(report)
     raw = obj.name if obj.name and obj.name != "LangGraph" else ref.rpartition(":")[2].split(".")[-1]
     name = reader.agent_names.take(raw)
+    if name != raw:
+        report.add("changed", f"graph name {raw!r}", f"renamed {name!r} (an agent name is an identifier)")
     draft = DraftAgent(name=name, instructions=_instructions(prompt, name, report))
     _model(static_model, draft, report)
     node_tools = getattr(obj.nodes["tools"].bound, "tools_by_name", {}) if "tools" in obj.nodes else {}

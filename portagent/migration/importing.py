@@ -148,7 +148,9 @@ def import_native(
                 f"replaced {draft.root.models[provider]!r} by {model!r} (--model)",
             )
         draft.root.models[provider] = model
-    missing = [p for p in ("openai", "adk", "claude") if not draft.root.models.get(p)]
+    from portagent.contracts.providers import PROVIDERS
+
+    missing = [p for p in PROVIDERS if not draft.root.models.get(p)]
     if missing:
         draft.report.add(
             "review",

@@ -15,6 +15,7 @@ refused unless ``overwrite`` (it is then moved aside, replaced, and removed).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -404,10 +405,23 @@ def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False
                 text = f"{modeline}\n{text}"
             (tmp / name).write_text(text, encoding="utf-8")
         (tmp / "import-report.md").write_text(draft.report.render(), encoding="utf-8")
-        bundle = load_agent(tmp / "agent.yaml")
-        problems, _ = bundle_problems(bundle, None)
-        if problems:
-            raise SpecError(problems)
+        try:
+            problems, _ = bundle_problems(load_agent(tmp / "agent.yaml"), None)
+        except SpecError as e:
+            problems = list(e.problems)
+        if problems:  # named as the files would have been: the staging folder is gone when this is read
+            raise SpecError(
+                [
+                    dataclasses.replace(
+                        p,
+                        file=str(target / Path(p.file).relative_to(tmp))
+                        if Path(p.file).is_relative_to(tmp)
+                        else p.file,
+                        message=p.message + " (in what the import would write; nothing was written)",
+                    )
+                    for p in problems
+                ]
+            )
         _swap(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
