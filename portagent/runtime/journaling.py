@@ -14,6 +14,7 @@ from portagent.contracts.run import RunResult
 from portagent.contracts.trace import parse_event
 
 if TYPE_CHECKING:
+    from portagent.contracts.bundle import AgentBundle
     from portagent.runtime.resume import Resumption
     from portagent.runtime.runner import RunConfig
 
@@ -40,6 +41,24 @@ DEFAULT_UPSTREAMS = {
 """Where each vendor's SDK sends model calls when no base URL is set (the journal forwards there)."""
 
 
+def default_upstream(provider: str, bundle: AgentBundle | None) -> str | None:
+    """Where the journal forwards a run's model calls when no base URL is set. A LangGraph run talks to
+    its chat model's vendor: the one vendor every agent of the spec uses (agents on different vendors
+    go to different hosts, which one journal cannot forward to: no journal then)."""
+    if provider != "langgraph":
+        return DEFAULT_UPSTREAMS.get(provider)
+    if bundle is None:
+        return None
+    from portagent.adapters.langgraph.rules import VENDORS, model_choice
+
+    root = bundle.agents[bundle.root]
+    vendors = {(model_choice(node, root) or ("", ""))[0] for node in bundle.agents.values()}
+    if len(vendors) != 1:
+        return None
+    wire = VENDORS.get(vendors.pop())
+    return DEFAULT_UPSTREAMS.get("claude" if wire == "claude" else wire or "")
+
+
 def open_journal(
     config: RunConfig,
     out_dir: Path | None,
@@ -47,6 +66,7 @@ def open_journal(
     attempt: int,
     provider: str,
     resumption: Resumption | None,
+    bundle: AgentBundle | None = None,
 ) -> RunJournalSeam | None:
     """The run journal and its proxy, for a direct run with a run folder (ADR 0007); the endpoint the
     SDK is then given points at the proxy. Primed with the exchanges a resumed attempt replays."""
@@ -58,7 +78,7 @@ def open_journal(
         not config.journal
         or out_dir is None
         or endpoint.mode != "direct"
-        or provider not in DEFAULT_UPSTREAMS
+        or (not endpoint.base_url and default_upstream(provider, bundle) is None)
     ):
         return None
     if (
@@ -75,7 +95,8 @@ def open_journal(
     from portagent.recording.journal import RunJournal, journal_file
     from portagent.runtime.provenance import shown_url
 
-    upstream = endpoint.base_url or DEFAULT_UPSTREAMS[provider]
+    upstream = endpoint.base_url or default_upstream(provider, bundle)
+    assert upstream is not None  # checked above
     if attempt == 1:  # a folder written again by a new run: an earlier run's later attempts do not belong
         for stale in journal_file(out_dir, 1).parent.glob("attempt-*.jsonl"):
             stale.unlink(missing_ok=True)

@@ -317,7 +317,7 @@ async def _run_attempt(
     from portagent.core.budgets import RunBudget
 
     _ensure_handler_path(bundle)
-    journal = open_journal(config, out_dir, run_id, attempt, provider, resumption)
+    journal = open_journal(config, out_dir, run_id, attempt, provider, resumption, bundle)
     session = RunSession(
         bundle=bundle,
         request=request,

@@ -40,7 +40,7 @@ from portagent.wire import gemini as wire_gemini
 from portagent.wire import openai as wire_openai
 
 INPUT = "Email the owner of case C-7."
-PROVIDERS = ["openai", "adk", pytest.param("claude", marks=pytest.mark.slow)]
+PROVIDERS = ["openai", "adk", "anthropic", "langgraph", pytest.param("claude", marks=pytest.mark.slow)]
 
 HANDLERS = """
 import json
@@ -72,7 +72,13 @@ SPEC = {
     "name": "mailer",
     "version": "1.0.0",
     "instructions": "Read the case, then email its owner.",
-    "models": {"openai": "gpt-4.1-mini", "claude": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"},
+    "models": {
+        "openai": "gpt-4.1-mini",
+        "claude": "claude-sonnet-4-6",
+        "adk": "gemini-2.5-flash",
+        "anthropic": "claude-sonnet-4-6",
+        "langgraph": "openai:gpt-4.1-mini",
+    },
     "tools": [
         {
             "name": "read_case",
@@ -328,7 +334,7 @@ def test_without_the_journal_the_reworded_call_supersedes_the_card(
         assert code == 0 and "superseded" in shown and "did not make this call" in shown
 
 
-@pytest.mark.parametrize("provider", ["openai", "adk"])
+@pytest.mark.parametrize("provider", ["openai", "adk", "anthropic", "langgraph"])
 def test_a_rejection_reaches_the_model(
     agent: Path, provider: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -481,3 +487,28 @@ def test_resume_refuses_a_changed_spec_and_an_unknown_run(
         code, _, stderr = run_cli("resume", "run_does_not_exist")
         assert code == 2 and "no run 'run_does_not_exist'" in stderr, stderr
         assert _sent(agent) == []
+
+
+def test_a_langgraph_journal_forwards_to_its_chat_model_vendor() -> None:
+    """Without a base URL the journal forwards to the vendor every agent's chat model talks to; agents on
+    different vendors go to different hosts, which one journal cannot serve (no journal then: resume runs
+    the input again, as for a run that kept none)."""
+    from portagent.runtime.journaling import DEFAULT_UPSTREAMS, default_upstream
+
+    repo = Path(__file__).resolve().parents[2]
+    bundle = load_agent(repo / "examples" / "support_desk" / "agent.yaml")  # root + a sub-agent, openai ids
+    assert len(bundle.agents) == 2
+    assert default_upstream("langgraph", bundle) == DEFAULT_UPSTREAMS["openai"]
+
+    def on(node_name: str, value: str) -> None:
+        node = bundle.agents[node_name]
+        node.spec = node.spec.model_copy(
+            update={"models": node.spec.models.model_copy(update={"langgraph": value})}
+        )
+
+    on(bundle.root, "google_genai:gemini-2.5-flash")  # the sub-agent inherits the root's chat model
+    assert default_upstream("langgraph", bundle) == DEFAULT_UPSTREAMS["adk"]
+    sub = next(name for name in bundle.agents if name != bundle.root)
+    on(sub, "anthropic:claude-sonnet-4-6")
+    assert default_upstream("langgraph", bundle) is None
+    assert default_upstream("anthropic", None) == DEFAULT_UPSTREAMS["anthropic"]

@@ -322,7 +322,8 @@ class AnthropicAdapter:
         )
         client = anthropic.AsyncAnthropic(
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
-            base_url=endpoint.base_url.rstrip("/") if endpoint.base_url else None,
+            # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
+            base_url=endpoint.client_url.rstrip("/") if endpoint.client_url else None,
             http_client=http,
             max_retries=int(retries) if retries is not None else anthropic.DEFAULT_MAX_RETRIES,
             # anthropic 2.14 makes OTel spans and propagates trace context by default: portagent writes its

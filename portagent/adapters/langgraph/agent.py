@@ -196,6 +196,8 @@ class _Graph:
         temperature = shared.temperature if shared.force_shared_settings else None
         max_tokens = shared.max_tokens if shared.force_shared_settings else None
         streaming = session.options.streaming
+        # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
+        url = endpoint.client_url.rstrip("/") if endpoint.client_url else None
         if vendor == "openai":
             import openai
             from langchain_openai import ChatOpenAI
@@ -208,7 +210,7 @@ class _Graph:
             return ChatOpenAI(
                 model=model_id,
                 api_key=key,
-                base_url=endpoint.base_url.rstrip("/") + "/v1" if endpoint.base_url else None,
+                base_url=url + "/v1" if url else None,
                 http_async_client=http,
                 use_responses_api=shared.openai_api == "responses",
                 streaming=streaming,
@@ -227,7 +229,7 @@ class _Graph:
             return _chat_anthropic(http)(
                 model=model_id,
                 api_key=key,
-                base_url=endpoint.base_url.rstrip("/") if endpoint.base_url else None,
+                base_url=url or None,
                 streaming=streaming,
                 temperature=temperature,
                 max_tokens=max_tokens or 4096,
@@ -238,7 +240,7 @@ class _Graph:
             gemini = ChatGoogleGenerativeAI(
                 model=model_id,
                 google_api_key=key,
-                base_url=endpoint.base_url.rstrip("/") if endpoint.base_url else None,
+                base_url=url or None,
                 streaming=streaming,
                 temperature=temperature,
                 max_output_tokens=max_tokens,
