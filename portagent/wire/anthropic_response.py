@@ -49,7 +49,7 @@ _EVENTS = frozenset(
         "error",
     }
 )
-_STOP = {
+STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
@@ -141,7 +141,7 @@ def _view(
     items = _blocks_to_items(blocks)
     raw = message.get("stop_reason")
     raw_str = str(raw) if raw is not None else None
-    normalized = _STOP.get(raw_str, raw_str) if raw_str is not None else None
+    normalized = STOP_REASONS.get(raw_str, raw_str) if raw_str is not None else None
     if not complete or error is not None:
         normalized = "error"
     has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)

@@ -38,7 +38,7 @@ from portagent.wire.response import (
 )
 from portagent.wire.sse import parse_sse
 
-_FINISH = {
+FINISH_REASONS_GEMINI = {
     "STOP": "stop",
     "MAX_TOKENS": "length",
     "SAFETY": "content_filter",
@@ -199,7 +199,7 @@ def parse_generate_content_response(body: Any) -> ResponseView:
                 )
     if raw_finish is None and error is None and streamed:
         complete = False  # a stream always ends with a finishReason
-    normalized = _FINISH.get(raw_finish, raw_finish.lower()) if raw_finish else None
+    normalized = FINISH_REASONS_GEMINI.get(raw_finish, raw_finish.lower()) if raw_finish else None
     if details.get("prompt_blocked"):
         normalized = "content_filter"
     if not complete or error is not None:

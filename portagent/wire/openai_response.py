@@ -39,8 +39,8 @@ from portagent.wire.response import (
 )
 from portagent.wire.sse import parse_sse
 
-_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-_CHAT_FINISH = {
+INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+CHAT_FINISH = {
     "stop": "stop",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
@@ -119,7 +119,7 @@ def responses_from_object(
     error = body.get("error") if isinstance(body.get("error"), Mapping) else None
     if status == "incomplete":
         reason = sub(body, "incomplete_details", "reason")
-        normalized: str | None = _INCOMPLETE.get(str(reason), "length")
+        normalized: str | None = INCOMPLETE.get(str(reason), "length")
         raw: str | None = f"incomplete:{reason}"
     elif status == "failed" or error is not None:
         normalized, raw = "error", str(status)
@@ -288,7 +288,7 @@ def _chat_view(
             )
         )
     raw = str(raw_finish) if raw_finish is not None else None
-    normalized = _CHAT_FINISH.get(raw, raw) if raw is not None else None
+    normalized = CHAT_FINISH.get(raw, raw) if raw is not None else None
     if not complete:
         normalized = "error"
     has_calls = any(i.kind == "tool_call" for i in items)

@@ -93,17 +93,48 @@ def _chat_anthropic(http: Any) -> Any:
     """``ChatAnthropic`` on the run's own HTTP client. langchain-anthropic 1.7 takes no client parameter and
     shares one cached async HTTP client per base URL across the process; async clients are bound to the
     event loop that first used them (SDK_NOTES §8.5), so the next run's first request failed with "Event
-    loop is closed" and was silently retried. The one override of a private name in this adapter
-    (``_async_client``, a ``cached_property``); ``tests/adapters/langgraph`` fails if it stops working."""
+    loop is closed" and was silently retried. The overrides of private names in this adapter are here
+    (``_async_client``, a ``cached_property``; ``_format_output``, which builds the reply message);
+    ``tests/adapters/langgraph`` fails if either stops working."""
     from functools import cached_property
 
     import anthropic
     from langchain_anthropic import ChatAnthropic
+    from langchain_core.messages.tool import invalid_tool_call
 
     class _RunChatAnthropic(ChatAnthropic):
         @cached_property
         def _async_client(self) -> anthropic.AsyncClient:
             return anthropic.AsyncClient(**self._client_params, http_client=http, open_telemetry=False)
+
+        def _format_output(self, data: Any, **kwargs: Any) -> Any:
+            # A tool_use whose input is not an object (cut JSON text) cannot be an AIMessage tool call
+            # (pydantic refuses it, failing the run): it becomes an invalid tool call holding that text,
+            # which the gateway answers with validation_error, as on every other provider.
+            bad = {
+                b.id: (b.name, b.input)
+                for b in getattr(data, "content", None) or []
+                if getattr(b, "type", None) == "tool_use" and not isinstance(b.input, dict)
+            }
+            if not bad:
+                return super()._format_output(data, **kwargs)
+            blocks = [b.model_copy(update={"input": {}}) if b.id in bad else b for b in data.content]
+            result = super()._format_output(data.model_copy(update={"content": blocks}), **kwargs)
+            message: Any = result.generations[0].message  # an AIMessage (it has tool_use blocks)
+            message.tool_calls = [c for c in message.tool_calls if c.get("id") not in bad]
+            message.invalid_tool_calls = [
+                *message.invalid_tool_calls,
+                *(
+                    invalid_tool_call(
+                        name=name,
+                        args=raw if isinstance(raw, str) else json.dumps(raw),
+                        id=call_id,
+                        error="arguments are not a JSON object",
+                    )
+                    for call_id, (name, raw) in bad.items()
+                ),
+            ]
+            return result
 
     return _RunChatAnthropic
 
@@ -138,7 +169,7 @@ async def _tools_node(state: State) -> dict[str, Any]:
 
 def _route(state: State) -> str:
     last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+    return "tools" if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls) else END
 
 
 @lru_cache(maxsize=1)
@@ -280,9 +311,11 @@ class _Graph:
         else:
             reply = await self.chat_model(agent).ainvoke(messages)
         self._record(agent, reply, self.stopwatch.stop(agent))
+        calls, invalid = _split_calls(reply)
         message = AIMessage(
             content=reply.content,
-            tool_calls=reply.tool_calls,
+            tool_calls=calls,
+            invalid_tool_calls=invalid,
             id=reply.id,
             response_metadata=reply.response_metadata,
             usage_metadata=reply.usage_metadata,
@@ -297,8 +330,18 @@ class _Graph:
         out: list[ToolMessage] = []
         active = agent
         try:
-            for call in last.tool_calls:
-                name, args, call_id = call["name"], call["args"], call.get("id")
+            # a call whose arguments are not a JSON object is an invalid call: the gateway answers it
+            # (validation_error) like every other provider, and the model is told
+            for call in [*last.tool_calls, *last.invalid_tool_calls]:
+                name, args, call_id = call["name"] or "", call["args"], call.get("id")
+                if call.get("type") == "invalid_tool_call":
+                    obs = await self.session.gateway(agent).call(
+                        name, args if args is not None else "", vendor_call_id=call_id, via="function"
+                    )
+                    out.append(
+                        ToolMessage(observation_json(obs), tool_call_id=call_id, name=name, status="error")
+                    )
+                    continue
                 target = self.transfers[agent].get(name)
                 if target is not None:
                     self.session.record_handoff(agent, target, "handoff", details={"vendor_call_id": call_id})
@@ -371,7 +414,7 @@ class _Graph:
             cache_write_tokens=int(cached.get("cache_creation") or 0),
             reasoning_tokens=int(out_details.get("reasoning") or 0),
             latency_ms=latency,
-            finish_reason="tool_calls" if reply.tool_calls else "stop",
+            finish_reason=_finish_reason(vendor, reply),
             response_id=response_id,
             details={"vendor": vendor, "response_id": response_id},
         )
@@ -457,3 +500,50 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
 
 
 ADAPTER = LangGraphAdapter()
+
+
+def _split_calls(reply: Any) -> tuple[list[Any], list[Any]]:
+    """The reply's tool calls, and those LangChain could not read (cut or non-object arguments) as invalid
+    tool calls holding the text the model sent: the message keeps both, so the vendor sees its own call
+    answered."""
+    from langchain_core.messages.tool import invalid_tool_call
+
+    calls: list[Any] = []
+    invalid: list[Any] = list(getattr(reply, "invalid_tool_calls", None) or [])
+    for call in reply.tool_calls or []:
+        args = call.get("args")
+        if isinstance(args, dict):
+            calls.append(call)
+            continue
+        text = args if isinstance(args, str) else json.dumps(args)
+        invalid.append(
+            invalid_tool_call(
+                name=call.get("name"), args=text, id=call.get("id"), error="arguments are not a JSON object"
+            )
+        )
+    return calls, invalid
+
+
+def _finish_reason(vendor: str, reply: Any) -> str:
+    """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
+    ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor; a reply
+    with tool calls stopped for them."""
+    from portagent.wire.anthropic_response import STOP_REASONS
+    from portagent.wire.gemini_response import FINISH_REASONS_GEMINI
+    from portagent.wire.openai_response import CHAT_FINISH, INCOMPLETE
+
+    meta = reply.response_metadata or {}
+    if reply.tool_calls or getattr(reply, "invalid_tool_calls", None):
+        return "tool_calls"
+    mapped: str | None = None
+    if vendor == "anthropic":
+        mapped = STOP_REASONS.get(str(meta.get("stop_reason")))
+    elif vendor == "google_genai":
+        raw = meta.get("finish_reason")
+        mapped = FINISH_REASONS_GEMINI.get(str(getattr(raw, "name", raw)))
+    else:
+        mapped = CHAT_FINISH.get(str(meta.get("finish_reason")))
+        if mapped is None and meta.get("status") == "incomplete":  # the Responses API
+            reason = (meta.get("incomplete_details") or {}).get("reason")
+            mapped = INCOMPLETE.get(str(reason), "length")
+    return mapped or "stop"

@@ -261,3 +261,32 @@ def test_an_emulator_override_for_langgraph_is_refused_by_validate(tmp_path):
     code, _, err = run_cli("validate", str(script))
     assert code == 1 and "providers.langgraph" in err and "openai, anthropic or adk" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "stream"])
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+def test_malformed_arguments_get_a_validation_error(emu, vendor, streaming):
+    """Cut JSON where a tool call's arguments belong: LangChain keeps such a call apart (an invalid tool
+    call) or cannot hold it at all; either way it reaches the gateway, which rejects it, and the model is
+    told — as on the other providers — instead of the run ending silently or failing in the SDK."""
+    emu.reset()
+    r = go(emu, on(vendor), "Send broken arguments.", P, streaming=streaming)
+    assert r.result.status == "completed", r.result.error
+    assert r.result.final_output == "After the broken call: validation_error"
+    (res,) = r.of("tool.result")
+    assert (res.tool, res.ok, res.error) == ("get_order", False, "validation_error")
+    (call,) = r.of("tool.call")
+    assert call.provider_details.get("vendor_call_id")  # the model's own call id, answered by that id
+    assert handlers.CALLS == {}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "stream"])
+@pytest.mark.parametrize("vendor", list(VENDORS))
+def test_an_answer_cut_by_the_token_limit_is_traced_as_length(emu, vendor, streaming):
+    """The vendor's own stop value (OpenAI finish_reason / Responses incomplete, Anthropic stop_reason,
+    Gemini finishReason) decides model.call's finish_reason, as on the other providers: a truncated answer
+    is told apart from a finished one."""
+    r = go(emu, on(vendor), "Write a long answer.", P, streaming=streaming)
+    assert r.result.status == "completed", r.result.error
+    assert [c.finish_reason for c in r.of("model.call")] == ["length"]
