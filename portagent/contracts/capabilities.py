@@ -138,3 +138,8 @@ BARE_MESSAGES_API = ProviderCapabilities(
 def missing_capabilities(required: list[str] | tuple[str, ...], profile: ProviderCapabilities) -> list[str]:
     """The required flags a profile lacks, in the order given."""
     return [flag for flag in required if not getattr(profile, flag)]
+
+
+ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` sent on the Anthropic Messages API when the spec sets none (the API requires one): the
+anthropic adapter and the langgraph adapter's ChatAnthropic send the same."""

@@ -9,9 +9,10 @@ the verdict says so in notes.
 from __future__ import annotations
 
 from portagent.contracts.bundle import AgentBundle
+from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
 from portagent.contracts.portability import Lack
 
-DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TOKENS = ANTHROPIC_DEFAULT_MAX_TOKENS
 """Sent when the spec sets no ``models.max_tokens``: the Messages API requires a value."""
 
 

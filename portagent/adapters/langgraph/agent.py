@@ -44,12 +44,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
-from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
+from portagent.adapters._shared import (
+    Stopwatch,
+    http_error_hook,
+    observation_json,
+    tls_context,
+)
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
-from portagent.contracts.capabilities import PROFILES
+from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS, PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
 
@@ -263,7 +268,9 @@ class _Graph:
                 base_url=url or None,
                 streaming=streaming,
                 temperature=temperature,
-                max_tokens=max_tokens or 4096,
+                # the Messages API requires max_tokens: the spec's value when it has one, forced or not, as
+                # the anthropic adapter sends it (same wire), else the same default
+                max_tokens=max_tokens or shared.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
             )
         if vendor == "google_genai":
             from langchain_google_genai import ChatGoogleGenerativeAI

@@ -290,3 +290,23 @@ def test_an_answer_cut_by_the_token_limit_is_traced_as_length(emu, vendor, strea
     r = go(emu, on(vendor), "Write a long answer.", P, streaming=streaming)
     assert r.result.status == "completed", r.result.error
     assert [c.finish_reason for c in r.of("model.call")] == ["length"]
+
+
+def test_chat_anthropic_sends_max_tokens_as_the_anthropic_adapter_does(emu):
+    """The Messages API requires max_tokens: over ChatAnthropic the spec's value is sent when it has one
+    (forced or not) and the same default otherwise — the requests the anthropic adapter sends."""
+    from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
+
+    sent = {}
+    for value in (256, None):
+        b = on("anthropic")
+        b = with_spec(b, models=b.spec.models.model_copy(update={"max_tokens": value}))
+        for provider in (P, "anthropic"):
+            r = go(emu, b, "Are you open?", provider)
+            sent[(value, provider)] = r.requests[-1]["body"]["max_tokens"]
+    assert sent == {
+        (256, P): 256,
+        (256, "anthropic"): 256,
+        (None, P): ANTHROPIC_DEFAULT_MAX_TOKENS,
+        (None, "anthropic"): ANTHROPIC_DEFAULT_MAX_TOKENS,
+    }
