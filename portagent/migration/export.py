@@ -86,7 +86,7 @@ def export_agent(agent: str | Path, target: str, out: str | Path | None = None) 
         from portagent.migration.export_langgraph import render
     else:
         from portagent.migration.export_claude import render
-    return render(bundle, spec_path_expr(spec, path), str(spec)), path
+    return render(bundle, spec_path_expr(spec, path), str(spec), module=path.name), path
 
 
 def models_for(bundle: AgentBundle, provider: str) -> dict[str, str]:
@@ -128,12 +128,18 @@ def main_block(
         '    parser.add_argument("message", nargs="+", help="user message(s): several make a multi-turn conversation")\n'
         f"{line}\n"
         f'    parser.add_argument("--api-key", help="{api_key_help}")\n'
-        '    parser.add_argument("--approver", default="auto-deny", help="auto-approve | auto-deny | interactive")\n'
+        '    parser.add_argument("--approver", default="auto-deny", choices=["auto-approve", "auto-deny", "interactive"],\n'
+        '                        help="who decides approval cards (a paused run is not kept here: no defer)")\n'
         '    parser.add_argument("--trace", default="trace.jsonl", help="where the normalized trace goes")\n'
         '    parser.add_argument("--source", default="live", choices=["live", "emulator"], help="label written in the trace")\n'
         f"{extra_arg}"
         "    args = parser.parse_args()\n"
-        "    out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key, approver=args.approver,\n"
-        f"                           trace=args.trace, source=args.source{extra_kwarg}))\n"
+        "    from portagent.contracts.errors import PortagentError\n"
+        "\n"
+        "    try:\n"
+        "        out = asyncio.run(main(args.message, base_url=args.base_url, api_key=args.api_key,\n"
+        f"                               approver=args.approver, trace=args.trace, source=args.source{extra_kwarg}))\n"
+        "    except PortagentError as e:  # a usage mistake: one message, no traceback\n"
+        '        parser.exit(2, f"{parser.prog}: error: {e}\\n")\n'
         '    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))\n'
     )

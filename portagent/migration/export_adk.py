@@ -223,7 +223,7 @@ MAIN = main_block(
 )
 
 
-def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
     shared = bundle.spec.models
     config = (
         {"temperature": shared.temperature, "max_output_tokens": shared.max_tokens}
@@ -233,7 +233,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
-        module=f"{bundle.root}_adk.py",
+        module=module or f"{bundle.root}_adk.py",
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "adk"), 9),
         max_turns=bundle.spec.budget.max_turns,

@@ -206,12 +206,12 @@ def agents_table(bundle: AgentBundle) -> list[str]:
     return lines
 
 
-def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
     shared = bundle.spec.models
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
-        module=f"{bundle.root}_anthropic.py",
+        module=module or f"{bundle.root}_anthropic.py",
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "anthropic"), 9),
         max_tokens=shared.max_tokens or DEFAULT_MAX_TOKENS,

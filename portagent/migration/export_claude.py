@@ -295,7 +295,7 @@ MAIN = main_block(
 )
 
 
-def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
     tools = {n: list(node.tools) for n, node in bundle.agents.items()}
     builtins = {n: list(node.spec.builtin_tools) for n, node in bundle.agents.items()}
     delegates = {
@@ -309,7 +309,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     text = HEADER.format(
         root=bundle.root,
         spec=spec_label,
-        module=f"{bundle.root}_claude.py",
+        module=module or f"{bundle.root}_claude.py",
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "claude"), 9),
         max_turns=bundle.spec.budget.max_turns,

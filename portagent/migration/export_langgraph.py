@@ -165,7 +165,7 @@ class Graph:
                                  max_tokens=settings.get("max_tokens") or 4096)
         from langchain_google_genai import ChatGoogleGenerativeAI
 
-        gemini = ChatGoogleGenerativeAI(model=model_id, google_api_key=key or os.environ.get("GOOGLE_API_KEY"),
+        gemini = ChatGoogleGenerativeAI(model=model_id, google_api_key=key or os.environ.get("GOOGLE_API_KEY") or "dummy",
                                         base_url=self.root_url, temperature=settings.get("temperature"),
                                         max_output_tokens=settings.get("max_tokens"))
         self.closers.append(gemini.aclose)
@@ -289,7 +289,7 @@ def agents_table(bundle: AgentBundle) -> list[str]:
     return lines
 
 
-def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
     shared = bundle.spec.models
     root = bundle.agents[bundle.root]
     chat_models: dict[str, Any] = {}
@@ -305,7 +305,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
-        module=f"{bundle.root}_langgraph.py",
+        module=module or f"{bundle.root}_langgraph.py",
         spec_expr=spec_expr,
         chat_models=literal(chat_models, 14),
         openai_api=shared.openai_api,

@@ -211,7 +211,7 @@ def var(agent: str) -> str:
     return f"agent_{agent}"
 
 
-def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
+def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
     api = bundle.spec.models.openai_api
     model_class = "OpenAIChatCompletionsModel" if api == "chat_completions" else "OpenAIResponsesModel"
     models = models_for(bundle, "openai")
@@ -219,7 +219,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str) -> str:
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
-        module=f"{bundle.root}_openai.py",
+        module=module or f"{bundle.root}_openai.py",
         model_class=model_class,
         spec_expr=spec_expr,
         models=literal(models, 9),

@@ -174,3 +174,22 @@ def test_a_budget_stop_matches(emu, desks, tmp_path, target):
     assert equivalent(ours.events, theirs), equivalent(ours.events, theirs).report()
     strict = equivalent(ours.events, theirs, across_providers=False)
     assert strict, strict.report()
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "langgraph"])
+def test_an_exported_program_names_itself_and_refuses_a_mistake_in_one_line(desks, tmp_path, target):
+    """The docstring's command names the file that was written (--out), and an approver the program does
+    not keep (defer: nothing here holds a paused run) is one argparse error, exit 2, no traceback."""
+    spec = desks["tooled"] if target == "anthropic" else desks["handoff"]
+    module = export(spec, target, tmp_path / "my_program.py")
+    assert "python my_program.py" in module.read_text(encoding="utf-8")
+    env = {"PYTHONPATH": str(DATA), "PORTAGENT_HOME": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, str(module), "Hello.", "--approver", "defer"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--approver" in proc.stderr and "defer" in proc.stderr
