@@ -498,12 +498,36 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             body=body if isinstance(body, str) else None,
             retryable=REGISTRY["langgraph"].retryable(status),
         ) from e
-    if type(cause).__name__ in ("APIConnectionError", "ConnectError", "APITimeoutError"):
+    broken = next((c for c in _chain(e) if _connection_error(c)), None)
+    if broken is not None:
         raise ProviderError(
-            f"cannot reach the chat model endpoint {session.endpoint.base_url or '(vendor default)'}: {cause}",
+            f"cannot reach the chat model endpoint {session.endpoint.base_url or '(vendor default)'}, or it "
+            f"dropped the connection: {broken}",
             retryable=True,
         ) from e
     raise e
+
+
+_CONNECTION_ERRORS = frozenset(
+    {"APIConnectionError", "APITimeoutError", "TransportError", "TimeoutException", "ConnectionError"}
+)
+"""Class names (anywhere in an error's class hierarchy) of a connection that failed or broke: the vendor
+clients' own (openai, anthropic), httpx's transport errors (a response cut mid-body), the builtin."""
+
+
+def _connection_error(exc: BaseException) -> bool:
+    return any(c.__name__ in _CONNECTION_ERRORS for c in type(exc).__mro__) or type(exc).__name__.endswith(
+        "ConnectionError"
+    )
+
+
+def _chain(e: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
 
 
 ADAPTER = LangGraphAdapter()

@@ -310,3 +310,14 @@ def test_chat_anthropic_sends_max_tokens_as_the_anthropic_adapter_does(emu):
         (None, P): ANTHROPIC_DEFAULT_MAX_TOKENS,
         (None, "anthropic"): ANTHROPIC_DEFAULT_MAX_TOKENS,
     }
+
+
+@pytest.mark.parametrize("vendor", list(VENDORS))
+def test_a_connection_cut_mid_answer_is_a_retryable_provider_error(emu, vendor):
+    """The endpoint drops the connection in the middle of its answer: a provider error the eval may
+    retry, as on the anthropic and openai providers — not an SDK crash."""
+    b = on(vendor)
+    r = go(emu, b, "Drop the connection.", P, extra={"anthropic_max_retries": 0})
+    assert (r.result.status, r.result.stop_reason) == ("failed", "provider_error"), r.result.error
+    errors = [e for e in r.of("error") if e.error_type == "provider_error"] or r.of("error")
+    assert errors and errors[-1].retryable is True
