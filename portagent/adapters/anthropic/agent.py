@@ -26,7 +26,8 @@ request before it is sent. The runner catches every exception a tool raises (and
 traceback), so a signal is kept in the session and reaches the tool runner only as a quiet ``ToolError``.
 
 Pinned SDK behaviour: a tool name the runner does not know (none declared) is answered by the runner
-itself ("Error: Tool '…' not found", ``is_error``), never by the gateway; its ``UserWarning`` is silenced.
+itself ("Error: Tool '…' not found", ``is_error``); the adapter hands the attempt to the gateway too, so
+the trace holds it (``tool.call`` and an ``unknown_tool`` result). Its ``UserWarning`` is silenced.
 """
 
 from __future__ import annotations
@@ -235,6 +236,13 @@ class _Loop:
                 if ids.expect(message, runnable):
                     response = await runner.generate_tool_call_response()
                 else:
+                    # the runner answers a tool nobody declared itself; the attempt is still traced (a
+                    # tool.call and its unknown_tool result, as on the other providers)
+                    for block in message.content:
+                        if block.type == "tool_use" and block.name not in runnable:
+                            await session.gateway(agent).prepare(
+                                block.name, block.input, vendor_call_id=block.id, via="function"
+                            )
                     with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
                         warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
                         response = await runner.generate_tool_call_response()

@@ -235,9 +235,14 @@ def test_shared_settings_and_cache_control_are_passed_through(emu):
 
 def test_unknown_tool_is_answered_by_the_runner_itself(own_emu):
     """Pinned (anthropic 2.14): the runner answers a tool name it was not given ("Error: Tool … not
-    found", is_error) before any tool of ours runs, so the gateway never sees the call."""
+    found", is_error) itself, before any tool of ours runs. The attempt is traced all the same: a
+    tool.call and its unknown_tool result, as on the other providers (no handler runs)."""
     r = go(own_emu, "desk", "Call a tool nobody declared.", P)
-    assert r.result.status == "completed" and r.of("tool.call") == []
+    assert r.result.status == "completed"
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert call.tool == "launch_rocket" and call.provider_details.get("vendor_call_id")
+    assert (res.ok, res.error) == (False, "unknown_tool")
     result = r.requests[-1]["body"]["messages"][-1]["content"][0]
     assert result["is_error"] is True and "launch_rocket" in result["content"]
 
