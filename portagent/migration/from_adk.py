@@ -80,13 +80,7 @@ def read_adk(ref: str, obj: Any) -> ImportDraft:
     report = ImportReport(sdk=f"google-adk {package_version('google-adk')}", source=ref)
     reader = _Reader(report, ref.partition(":")[0])
     root = reader.agent(obj)
-    return ImportDraft(
-        sdk="adk",
-        root=root,
-        report=report,
-        rules=reader.rules,
-        shim_imports=list(reader.shim_imports.values()),
-    )
+    return reader.draft("adk", root)
 
 
 class _Reader(ReaderState):

@@ -119,13 +119,7 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
         report.add(
             "not_portable", f"{key}={obj[key]!r}"[:120], "not imported: an Anthropic-only request setting"
         )
-    return ImportDraft(
-        sdk="anthropic",
-        root=draft,
-        report=report,
-        rules=reader.rules,
-        shim_imports=list(reader.shim_imports.values()),
-    )
+    return reader.draft("anthropic", draft)
 
 
 def _instructions(system: Any, name: str, report: ImportReport) -> str:

@@ -94,13 +94,7 @@ def read_claude(ref: str, obj: Any) -> ImportDraft:
         root = reader.definition(name, obj, parent=None)
     else:
         root = reader.options(name, obj)
-    return ImportDraft(
-        sdk="claude",
-        root=root,
-        report=report,
-        rules=reader.rules,
-        shim_imports=list(reader.shim_imports.values()),
-    )
+    return reader.draft("claude", root)
 
 
 class _Reader(ReaderState):

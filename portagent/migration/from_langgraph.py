@@ -95,13 +95,7 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
             draft.tools.append(tool)
     _bound_options(static_model, set(node_tools), draft, report)
     _graph_options(obj, draft, report)
-    return ImportDraft(
-        sdk="langgraph",
-        root=draft,
-        report=report,
-        rules=reader.rules,
-        shim_imports=list(reader.shim_imports.values()),
-    )
+    return reader.draft("langgraph", draft)
 
 
 def _agent_node(ref: str, runnable: Any) -> tuple[Any, Any]:

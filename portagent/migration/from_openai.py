@@ -71,13 +71,7 @@ def read_openai(ref: str, obj: Any) -> ImportDraft:
     report = ImportReport(sdk=f"openai-agents {package_version('openai-agents')}", source=ref)
     reader = _Reader(ref, report)
     root = reader.agent(obj)
-    return ImportDraft(
-        sdk="openai",
-        root=root,
-        report=report,
-        rules=reader.rules,
-        shim_imports=list(reader.shim_imports.values()),
-    )
+    return reader.draft("openai", root)
 
 
 class _Reader(ReaderState):

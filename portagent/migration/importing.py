@@ -418,3 +418,13 @@ class ReaderState:
         self.tool_names: Names = tool_names()
         self.rules: list[PolicyRuleDraft] = []
         self.shim_imports: dict[str, str] = {}
+
+    def draft(self, sdk: str, root: DraftAgent) -> ImportDraft:
+        """What the reader found, as the draft the writer renders."""
+        return ImportDraft(
+            sdk=sdk,
+            root=root,
+            report=self.report,
+            rules=self.rules,
+            shim_imports=list(self.shim_imports.values()),
+        )
