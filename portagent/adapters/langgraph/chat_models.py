@@ -1,0 +1,198 @@
+"""The LangChain chat model of each vendor a langgraph run can use, and reading what it answered.
+
+- ``build_chat_model``: ``ChatOpenAI`` / ``ChatAnthropic`` / ``ChatGoogleGenerativeAI`` on the run's own
+  HTTP client, pointed at ``Endpoint.client_url`` (the run journal's proxy when the run keeps one), with the
+  shared settings the spec forces; ``output_kwargs``: the output schema in each vendor's request field;
+- ``split_calls``: a reply's tool calls, and those LangChain could not read as invalid tool calls (the
+  gateway answers them);
+- ``finish_reason``: why the model stopped, from the vendor's own stop value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from portagent.adapters._shared import http_error_hook, tls_context
+from portagent.adapters.base import REGISTRY
+from portagent.adapters.port import RunSession
+from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
+from portagent.contracts.errors import UsageError
+
+
+def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: list[Any]) -> Any:
+    """The agent's LangChain chat model for ``vendor`` on the run's endpoint (its own HTTP client, closed by
+    ``closers`` at the end of the run)."""
+    endpoint = session.endpoint
+    key = endpoint.api_key or REGISTRY["langgraph"].dummy_key
+    shared = session.bundle.spec.models
+    temperature = shared.temperature if shared.force_shared_settings else None
+    max_tokens = shared.max_tokens if shared.force_shared_settings else None
+    streaming = session.options.streaming
+    # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
+    url = endpoint.client_url.rstrip("/") if endpoint.client_url else None
+    if vendor == "openai":
+        import openai
+        from langchain_openai import ChatOpenAI
+
+        http = openai.DefaultAsyncHttpx2Client(
+            event_hooks={"response": [http_error_hook(session, "the OpenAI client may retry")]},
+            verify=tls_context(),
+        )
+        closers.append(http.aclose)
+        return ChatOpenAI(
+            model=model_id,
+            api_key=key,
+            base_url=url + "/v1" if url else None,
+            http_async_client=http,
+            use_responses_api=shared.openai_api == "responses",
+            streaming=streaming,
+            stream_usage=True,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+    if vendor == "anthropic":
+        import anthropic
+
+        http = anthropic.DefaultAsyncHttpxClient(
+            event_hooks={"response": [http_error_hook(session, "the anthropic client may retry")]},
+            verify=tls_context(),
+        )
+        closers.append(http.aclose)
+        return chat_anthropic(http)(
+            model=model_id,
+            api_key=key,
+            base_url=url or None,
+            streaming=streaming,
+            temperature=temperature,
+            # the Messages API requires max_tokens: the spec's value when it has one, forced or not, as
+            # the anthropic adapter sends it (same wire), else the same default
+            max_tokens=max_tokens or shared.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
+        )
+    if vendor == "google_genai":
+        from langchain_google_genai import ChatGoogleGenerativeAI
+
+        gemini = ChatGoogleGenerativeAI(
+            model=model_id,
+            google_api_key=key,
+            base_url=url or None,
+            streaming=streaming,
+            temperature=temperature,
+            max_output_tokens=max_tokens,
+        )
+        closers.append(gemini.aclose)  # its async transport must close on this loop
+        return gemini
+    raise UsageError(f"models.langgraph: unknown chat model vendor {vendor!r}")  # the verdict says so first
+
+
+def chat_anthropic(http: Any) -> Any:
+    """``ChatAnthropic`` on the run's own HTTP client. langchain-anthropic 1.7 takes no client parameter and
+    shares one cached async HTTP client per base URL across the process; async clients are bound to the
+    event loop that first used them (SDK_NOTES §8.5), so the next run's first request failed with "Event
+    loop is closed" and was silently retried. The overrides of private names in this adapter are here
+    (``_async_client``, a ``cached_property``; ``_format_output``, which builds the reply message);
+    ``tests/adapters/langgraph`` fails if either stops working."""
+    from functools import cached_property
+
+    import anthropic
+    from langchain_anthropic import ChatAnthropic
+    from langchain_core.messages.tool import invalid_tool_call
+
+    class _RunChatAnthropic(ChatAnthropic):
+        @cached_property
+        def _async_client(self) -> anthropic.AsyncClient:
+            return anthropic.AsyncClient(**self._client_params, http_client=http, open_telemetry=False)
+
+        def _format_output(self, data: Any, **kwargs: Any) -> Any:
+            # A tool_use whose input is not an object (cut JSON text) cannot be an AIMessage tool call
+            # (pydantic refuses it, failing the run): it becomes an invalid tool call holding that text,
+            # which the gateway answers with validation_error, as on every other provider.
+            bad = {
+                b.id: (b.name, b.input)
+                for b in getattr(data, "content", None) or []
+                if getattr(b, "type", None) == "tool_use" and not isinstance(b.input, dict)
+            }
+            if not bad:
+                return super()._format_output(data, **kwargs)
+            blocks = [b.model_copy(update={"input": {}}) if b.id in bad else b for b in data.content]
+            result = super()._format_output(data.model_copy(update={"content": blocks}), **kwargs)
+            message: Any = result.generations[0].message  # an AIMessage (it has tool_use blocks)
+            message.tool_calls = [c for c in message.tool_calls if c.get("id") not in bad]
+            message.invalid_tool_calls = [
+                *message.invalid_tool_calls,
+                *(
+                    invalid_tool_call(
+                        name=name,
+                        args=raw if isinstance(raw, str) else json.dumps(raw),
+                        id=call_id,
+                        error="arguments are not a JSON object",
+                    )
+                    for call_id, (name, raw) in bad.items()
+                ),
+            ]
+            return result
+
+    return _RunChatAnthropic
+
+
+def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema in each vendor's own request field, bound to the chat model (structured output):
+    OpenAI ``response_format`` json_schema (``text.format`` on the Responses API), Anthropic
+    ``output_config.format``, Gemini ``response_json_schema`` with a JSON MIME type."""
+    if vendor == "openai":
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "final_output", "schema": schema, "strict": False},
+            }
+        }
+    if vendor == "anthropic":
+        return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
+    return {"response_mime_type": "application/json", "response_json_schema": schema}
+
+
+def split_calls(reply: Any) -> tuple[list[Any], list[Any]]:
+    """The reply's tool calls, and those LangChain could not read (cut or non-object arguments) as invalid
+    tool calls holding the text the model sent: the message keeps both, so the vendor sees its own call
+    answered."""
+    from langchain_core.messages.tool import invalid_tool_call
+
+    calls: list[Any] = []
+    invalid: list[Any] = list(getattr(reply, "invalid_tool_calls", None) or [])
+    for call in reply.tool_calls or []:
+        args = call.get("args")
+        if isinstance(args, dict):
+            calls.append(call)
+            continue
+        text = args if isinstance(args, str) else json.dumps(args)
+        invalid.append(
+            invalid_tool_call(
+                name=call.get("name"), args=text, id=call.get("id"), error="arguments are not a JSON object"
+            )
+        )
+    return calls, invalid
+
+
+def finish_reason(vendor: str, reply: Any) -> str:
+    """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
+    ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor; a reply
+    with tool calls stopped for them."""
+    from portagent.wire.anthropic_response import STOP_REASONS
+    from portagent.wire.gemini_response import FINISH_REASONS_GEMINI
+    from portagent.wire.openai_response import CHAT_FINISH, INCOMPLETE
+
+    meta = reply.response_metadata or {}
+    if reply.tool_calls or getattr(reply, "invalid_tool_calls", None):
+        return "tool_calls"
+    mapped: str | None = None
+    if vendor == "anthropic":
+        mapped = STOP_REASONS.get(str(meta.get("stop_reason")))
+    elif vendor == "google_genai":
+        raw = meta.get("finish_reason")
+        mapped = FINISH_REASONS_GEMINI.get(str(getattr(raw, "name", raw)))
+    else:
+        mapped = CHAT_FINISH.get(str(meta.get("finish_reason")))
+        if mapped is None and meta.get("status") == "incomplete":  # the Responses API
+            reason = (meta.get("incomplete_details") or {}).get("reason")
+            mapped = INCOMPLETE.get(str(reason), "length")
+    return mapped or "stop"
