@@ -42,21 +42,25 @@ DEFAULT_UPSTREAMS = {
 
 
 def default_upstream(provider: str, bundle: AgentBundle | None) -> str | None:
-    """Where the journal forwards a run's model calls when no base URL is set. A LangGraph run talks to
-    its chat model's vendor: the one vendor every agent of the spec uses (agents on different vendors
-    go to different hosts, which one journal cannot forward to: no journal then)."""
-    if provider != "langgraph":
-        return DEFAULT_UPSTREAMS.get(provider)
-    if bundle is None:
-        return None
-    from portagent.adapters.langgraph.rules import VENDORS, model_choice
+    """Where the journal forwards a run's model calls when no base URL is set; None when no one host
+    can be named (no journal then: resume runs the input again, as for a run that kept none).
 
-    root = bundle.agents[bundle.root]
-    vendors = {(model_choice(node, root) or ("", ""))[0] for node in bundle.agents.values()}
-    if len(vendors) != 1:
+    A LangGraph run talks to its chat model's vendor: the one vendor every agent of the spec uses (agents
+    on different vendors go to different hosts). Gemini through Vertex AI picks a regional host itself."""
+    import os
+
+    wire: str | None = provider
+    if provider == "langgraph":
+        if bundle is None:
+            return None
+        from portagent.adapters.langgraph.rules import VENDORS, model_choice
+
+        root = bundle.agents[bundle.root]
+        vendors = {(model_choice(node, root) or ("", ""))[0] for node in bundle.agents.values()}
+        wire = VENDORS.get(vendors.pop()) if len(vendors) == 1 else None
+    if wire == "adk" and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true"):
         return None
-    wire = VENDORS.get(vendors.pop())
-    return DEFAULT_UPSTREAMS.get("claude" if wire == "claude" else wire or "")
+    return DEFAULT_UPSTREAMS.get(wire or "")
 
 
 def open_journal(
@@ -71,32 +75,17 @@ def open_journal(
     """The run journal and its proxy, for a direct run with a run folder (ADR 0007); the endpoint the
     SDK is then given points at the proxy. Primed with the exchanges a resumed attempt replays."""
     import dataclasses
-    import os
 
     endpoint = config.endpoint
-    if (
-        not config.journal
-        or out_dir is None
-        or endpoint.mode != "direct"
-        or (not endpoint.base_url and default_upstream(provider, bundle) is None)
-    ):
+    if not config.journal or out_dir is None or endpoint.mode != "direct":
         return None
-    if (
-        provider == "adk"
-        and not endpoint.base_url
-        and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower()
-        in (
-            "1",
-            "true",
-        )
-    ):
-        return None  # Vertex AI picks a regional host itself: no fixed upstream to forward to
+    upstream = endpoint.base_url or default_upstream(provider, bundle)
+    if upstream is None:
+        return None
     from portagent.recording.http_proxy import HttpProxy
     from portagent.recording.journal import RunJournal, journal_file
     from portagent.runtime.provenance import shown_url
 
-    upstream = endpoint.base_url or default_upstream(provider, bundle)
-    assert upstream is not None  # checked above
     if attempt == 1:  # a folder written again by a new run: an earlier run's later attempts do not belong
         for stale in journal_file(out_dir, 1).parent.glob("attempt-*.jsonl"):
             stale.unlink(missing_ok=True)

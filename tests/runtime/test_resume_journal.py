@@ -490,7 +490,7 @@ def test_resume_refuses_a_changed_spec_and_an_unknown_run(
         assert _sent(agent) == []
 
 
-def test_a_langgraph_journal_forwards_to_its_chat_model_vendor() -> None:
+def test_a_langgraph_journal_forwards_to_its_chat_model_vendor(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a base URL the journal forwards to the vendor every agent's chat model talks to; agents on
     different vendors go to different hosts, which one journal cannot serve (no journal then: resume runs
     the input again, as for a run that kept none)."""
@@ -509,6 +509,9 @@ def test_a_langgraph_journal_forwards_to_its_chat_model_vendor() -> None:
 
     on(bundle.root, "google_genai:gemini-2.5-flash")  # the sub-agent inherits the root's chat model
     assert default_upstream("langgraph", bundle) == DEFAULT_UPSTREAMS["adk"]
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")  # Vertex AI picks a regional host itself
+    assert default_upstream("langgraph", bundle) is None and default_upstream("adk", None) is None
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI")
     sub = next(name for name in bundle.agents if name != bundle.root)
     on(sub, "anthropic:claude-sonnet-4-6")
     assert default_upstream("langgraph", bundle) is None
