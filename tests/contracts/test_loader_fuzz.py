@@ -16,7 +16,11 @@ json_values = st.recursive(
 kinds = st.sampled_from(["agent", "tool", "tools", "policy", "suite", "emulator-script", "run", "nope", None])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(raw=st.binary(max_size=300))
 def test_arbitrary_bytes(tmp_path, raw):
     f = tmp_path / "x.yaml"
@@ -27,7 +31,11 @@ def test_arbitrary_bytes(tmp_path, raw):
         pass
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(kind=kinds, body=st.dictionaries(st.text(max_size=15), json_values, max_size=6), as_json=st.booleans())
 def test_arbitrary_documents(tmp_path, kind, body, as_json):
     import json

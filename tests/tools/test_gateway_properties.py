@@ -28,7 +28,11 @@ args_like = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(raw=args_like)
 def test_any_arguments_give_one_structured_observation(raw):
     acceptance_tools.reset()
