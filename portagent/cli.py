@@ -72,7 +72,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     parser = _Parser(
         prog="portagent",
-        description="Define an agent once; run it on OpenAI Agents SDK, Claude Agent SDK and Google ADK.",
+        description="Define an agent once; run it on the OpenAI Agents SDK, the Claude Agent SDK, Google ADK, "
+        "the Anthropic Messages API (tool runner) and LangGraph.",
     )
     parser.add_argument("--version", action="version", version=f"portagent {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

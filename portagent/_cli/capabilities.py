@@ -9,7 +9,7 @@ from typing import Any
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "capabilities",
-        help="the capability matrix of the three providers, with installed versions",
+        help="the capability matrix of the providers, with installed versions",
         description="Print each provider's capability flags (handoffs, cycles, structured output, "
         "sessions, streaming, MCP, vendor cost, built-in tools, approval resume …) in two columns — what "
         "the SDK offers, what portagent uses of it — and the installed SDK and CLI versions ('not "

@@ -164,6 +164,8 @@ portagent validate agent.yaml                              # the specs, and whet
 portagent run agent.yaml --provider openai --emulator emulator.yaml --input "Where is my order ORD-7?"
 portagent run agent.yaml --provider adk --emulator emulator.yaml --input "Where is my order ORD-7?"
 portagent run agent.yaml --provider claude --emulator emulator.yaml --input "Where is my order ORD-7?"
+portagent run agent.yaml --provider anthropic --emulator emulator.yaml --input "Where is my order ORD-7?"
+portagent run agent.yaml --provider langgraph --emulator emulator.yaml --input "Where is my order ORD-7?"
 portagent record suite.yaml --providers openai,claude,adk --emulator --out cassettes   # cassettes/
 portagent eval suite.yaml --replay --cassettes cassettes --out results                 # offline, scored
 portagent gate results                                     # exit 0 pass, 1 block: put it in CI

@@ -84,7 +84,9 @@ def test_init_writes_a_project_whose_readme_commands_all_work(tmp_path, monkeypa
     assert gate["passed"] is True
 
 
-@pytest.mark.parametrize("provider", ["openai", "adk", pytest.param("claude", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "provider", ["openai", "adk", "anthropic", "langgraph", pytest.param("claude", marks=pytest.mark.slow)]
+)
 def test_the_agent_reads_its_tool_on_every_provider(tmp_path, monkeypatch, provider):
     """The handler really runs (found next to the spec) and its result reaches the model's answer."""
     project = init(tmp_path, f"orders_{provider}", monkeypatch)
