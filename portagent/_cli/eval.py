@@ -95,21 +95,7 @@ def add_parser(sub: Any) -> None:
         help="with --executor ray: the Ray cluster to join (default: RAY_ADDRESS, else a local Ray "
         "with --workers CPUs)",
     )
-    p.add_argument(
-        "--max-spend-usd",
-        type=float,
-        metavar="USD",
-        help="stop scheduling runs once the eval (judges included) has spent this much; the runs not "
-        "started are reported not_run with the reason",
-    )
-    p.add_argument(
-        "--limit",
-        action="append",
-        metavar="P:FIELD=V[,…]",
-        help="per-provider limits for --live over the suite's limits: max_concurrency, "
-        "requests_per_minute, tokens_per_minute, burst_s, max_attempts, backoff_base_s, backoff_cap_s "
-        "(e.g. openai:max_concurrency=4,requests_per_minute=500; repeatable)",
-    )
+    add_scheduling_args(p, "runs", "the eval (judges included)", "are reported not_run with the reason")
     p.add_argument(
         "--calibrate",
         action="store_true",
@@ -133,6 +119,31 @@ def split_csv(values: list[str] | None, flag: str = "--providers") -> list[str] 
 
 def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def add_scheduling_args(p: Any, runs: str, whole: str, unstarted: str) -> None:
+    """``--max-spend-usd`` and ``--limit``, for ``eval`` and ``record`` (``runtime.limits``)."""
+    p.add_argument(
+        "--max-spend-usd",
+        type=float,
+        metavar="USD",
+        help=f"stop scheduling {runs} once {whole} has spent this much; the {runs} not started {unstarted}",
+    )
+    p.add_argument(
+        "--limit",
+        action="append",
+        metavar="P:FIELD=V[,…]",
+        help="per-provider limits for --live over the suite's limits: max_concurrency, "
+        "requests_per_minute, tokens_per_minute, burst_s, max_attempts, backoff_base_s, backoff_cap_s "
+        "(e.g. openai:max_concurrency=4,requests_per_minute=500; repeatable)",
+    )
+
+
+def check_spend(max_spend_usd: float | None) -> None:
+    from portagent.contracts.errors import UsageError
+
+    if max_spend_usd is not None and not max_spend_usd > 0:
+        raise UsageError(f"--max-spend-usd must be more than 0, got {max_spend_usd:g}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,8 +180,7 @@ def run(args: argparse.Namespace) -> int:
         from portagent.runtime.ray_executor import require_ray
 
         require_ray()
-    if args.max_spend_usd is not None and not args.max_spend_usd > 0:
-        raise UsageError(f"--max-spend-usd must be more than 0, got {args.max_spend_usd:g}")
+    check_spend(args.max_spend_usd)
     if args.calibrate:
         if args.resume or args.baseline or args.reuse:
             raise UsageError(

@@ -5,7 +5,9 @@ r<repeat>/``: for a suite, every case × provider × repeat × agent version wit
 scripted approvals; for an agent spec, one case given by ``--case`` and ``--input``. ``--missing``
 records only absent folders; ``--drifted`` replays each recorded folder and re-records the ones that
 drift. Every new recording is replayed once (``--no-verify`` skips it). ``--executor ray [--address]``
-makes each recording and each replay a Ray task (``runtime.ray_executor``). Exit 0 when everything asked
+makes each recording and each replay a Ray task (``runtime.ray_executor``). The suite's ``limits:``,
+``--limit`` and ``--max-spend-usd`` hold recordings and their requests as for ``eval --live``
+(``runtime.limits``; docs/scale.md). Exit 0 when everything asked
 for was recorded, 1 when a recording failed, 2 on usage errors (``--live`` without the key).
 """
 
@@ -74,6 +76,11 @@ def add_parser(sub: Any) -> None:
         help="refuse to re-record over a folder whose tools changed without a version bump "
         "(default: a warning)",
     )
+    from portagent._cli.eval import add_scheduling_args
+
+    add_scheduling_args(
+        p, "recordings", "the recording (judges included)", "fail with the reason (their folders are kept)"
+    )
     agent = p.add_argument_group("recording one agent run (TARGET is an agent spec)")
     agent.add_argument(
         "--input", action="append", metavar="TEXT", help="user message (repeat for multi-turn)"
@@ -133,7 +140,7 @@ def _agent_suite(
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from portagent._cli.eval import split_csv
+    from portagent._cli.eval import check_spend, split_csv
     from portagent.contracts.errors import UsageError
     from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report_terminal import console
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if args.address and args.executor != "ray":
         raise UsageError("--address names a Ray cluster: use it with --executor ray")
+    check_spend(args.max_spend_usd)
     if args.executor == "ray":
         from portagent.runtime.ray_executor import require_ray
 
@@ -209,18 +217,30 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[{colour}]{o.action:8}[/{colour}] {o.task.label}  ", end="")
         out.print(o.detail.splitlines()[0][:300] if o.detail else "", markup=False, highlight=False)
 
-    record_tasks(
-        tasks,
-        source=source,
-        only=only,
-        record_mode=args.record_mode,
-        emulator_script=script,
-        verify=not args.no_verify,
-        workers=args.workers,
-        on_result=show,
-        executor=args.executor,
-        address=args.address,
+    from portagent.runtime.limits import Scheduler, merged_limits
+
+    scheduler = Scheduler(
+        merged_limits(loaded.suite.limits, args.limit),
+        max_spend_usd=args.max_spend_usd,
+        live=args.live,
+        whole="the recording",
     )
+    try:
+        record_tasks(
+            tasks,
+            source=source,
+            only=only,
+            record_mode=args.record_mode,
+            emulator_script=script,
+            verify=not args.no_verify,
+            workers=args.workers,
+            on_result=show,
+            executor=args.executor,
+            address=args.address,
+            scheduler=scheduler,
+        )
+    finally:
+        scheduler.close()
     out.print(
         f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False
     )

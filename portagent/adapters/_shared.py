@@ -119,6 +119,33 @@ def http_error_hook(session: RunSession, retry_note: str) -> ResponseHook:
     return hook
 
 
+def http_hooks(session: RunSession, retry_note: str) -> dict[str, list[Any]]:
+    """The model client's httpx event hooks: ``http_error_hook``, and — when the run passes its requests
+    through a gate of its own (``session.request_gate``: a recording under ``--live`` limits; a run with a
+    journal is held by the journal's proxy instead) — each request held until the provider's rate allows
+    it, each 429/503/529 pausing the provider, each whole answer's tokens owed to its token rate (a
+    streamed answer is not read here: its tokens reach the scheduler with the run's model calls)."""
+    hooks: dict[str, list[Any]] = {"response": [http_error_hook(session, retry_note)]}
+    gate = session.request_gate
+    if gate is None:
+        return hooks
+
+    async def before(request: Any) -> None:
+        import asyncio
+
+        await asyncio.to_thread(gate.before_forward, b"")  # blocks on the gate's own loop, not this one
+
+    async def after(response: Any) -> None:
+        gate.on_response(response.status_code, dict(response.headers))
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            await response.aread()  # kept by the response: the SDK reads the same bytes
+            gate.on_complete(response.status_code, response.content)
+
+    hooks["request"] = [before]
+    hooks["response"].append(after)
+    return hooks
+
+
 @lru_cache(maxsize=4)
 def _tls(cafile: str, capath: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile, capath=capath)

@@ -172,6 +172,7 @@ class RunSession:
         "provider",
         "recorder",
         "request",
+        "request_gate",
         "run_id",
         "scope",
         "stop",
@@ -222,6 +223,11 @@ class RunSession:
         self.journal: Any = None
         """The run journal (``recording.journal.RunJournal``) when the runner keeps one: a pause marks
         in it the exchange a resumed attempt replays up to."""
+        self.request_gate: Any = None
+        """A recording's per-request limits (``recording.http_proxy.ForwardGate``; set by the runner from
+        ``runtime.request_limits`` under ``record --live --limit`` or a suite's ``limits:``): every model
+        request waits on it (``adapters._shared.http_hooks``, the Claude recording proxy). A run with a
+        journal leaves it None: the journal's proxy holds the requests."""
         self._gateways: dict[str, SessionGateway] = {}
 
     # --- agents, models, tools -------------------------------------------------------------------

@@ -77,14 +77,14 @@ def execute(task: RunTask) -> RunOutcome:
     try:
         output, latency, source, notes = asyncio.run(_make_run(task))
     except PortagentError as e:
-        return _unrunnable(task, e.render(), t0)
+        return unrunnable(task, e.render(), t0)
     except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
-        return _unrunnable(task, f"run crashed: {detail}", t0)
-    return _scored(task, output.events, output.result, latency, source, notes, t0)
+        return unrunnable(task, f"run crashed: {detail}", t0)
+    return scored(task, output.events, output.result, latency, source, notes, t0)
 
 
-def _scored(
+def scored(
     task: RunTask, events: list[Any], r: Any, latency: float | None, source: Any, notes: list[str], t0: float
 ) -> RunOutcome:
     started = next((e for e in events if e.type == "run.started"), None)  # the run's own label (issue 15)
@@ -192,10 +192,10 @@ def finished(task: RunTask) -> RunOutcome | None:
             notes = run_warnings(
                 unversioned_changes(recorded_tools, current_tools(bundle), since="the recording")
             )
-    return _scored(task, events[starts[-1] :], record.result, latency, m.source, notes, t0)
+    return scored(task, events[starts[-1] :], record.result, latency, m.source, notes, t0)
 
 
-def _unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
+def unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
     prov = Provenance(
         case_id=task.case.case_id,
         provider=task.provider,

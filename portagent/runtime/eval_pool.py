@@ -15,7 +15,7 @@ from typing import Any
 
 from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import UsageError
-from portagent.runtime.eval_execute import _unrunnable, close_emulators, execute, finished
+from portagent.runtime.eval_execute import close_emulators, execute, finished, unrunnable
 from portagent.runtime.eval_plan import (
     RunOutcome,
     RunTask,
@@ -358,7 +358,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
                         index = in_flight.pop(pid, None)
                         if index is not None:
                             left[p] -= 1
-                            yield _unrunnable(
+                            yield unrunnable(
                                 by_index[index],
                                 f"worker {pid} died (exit code {proc.exitcode})",
                                 time.perf_counter(),

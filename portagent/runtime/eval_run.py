@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import traceback
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
@@ -58,6 +59,9 @@ from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
     select_providers,
 )
 from portagent.runtime.eval_pool import PoolReport, run_tasks
+
+if TYPE_CHECKING:
+    from portagent.runtime.limits import Scheduler
 
 
 @dataclass
@@ -309,6 +313,9 @@ class RecordOutcome:
     """Run status, why it was skipped, or the error."""
     staging: Path | None = None
     """A new recording not yet moved into place (``runtime.record``: placed only when complete and verified)."""
+    run: RunOutcome | None = None
+    """The recorded run as the scheduler of a limited recording reads it (what it used and spent, what its
+    provider said: ``runtime.limits``); None when no scheduler asked."""
 
 
 def is_drift(outcome: RunOutcome) -> bool:
@@ -328,6 +335,7 @@ def record_tasks(
     on_result: Callable[[RecordOutcome], None] | None = None,
     executor: str = "local",
     address: str | None = None,
+    scheduler: Scheduler | None = None,
 ) -> list[RecordOutcome]:
     """Record each task's run into its cassette folder.
 
@@ -342,6 +350,10 @@ def record_tasks(
     recording did — a fresh process, never the one that just recorded the same scope.
 
     ``executor="ray"``: recordings and replays are Ray tasks (``runtime.ray_executor``; ``address``).
+
+    ``scheduler`` (``runtime.limits``; judges included): a recording starts only when its provider's
+    limits, pauses and the spend cap allow, each model request is held to the provider's rate, and an
+    effect-free recording that failed with a retryable provider error is made again after the pause.
     """
 
     from portagent.runtime.record import clean_staging
@@ -350,7 +362,7 @@ def record_tasks(
         clean_staging(parent)  # what a killed recording left behind
     outcomes: dict[int, RecordOutcome] = {}
     try:
-        ray: dict[str, Any] = {"executor": executor, "address": address}
+        ray: dict[str, Any] = {"executor": executor, "address": address, "scheduler": scheduler}
         done = _record_tasks(
             tasks, outcomes, source, only, record_mode, emulator_script, verify, workers, on_result, **ray
         )
@@ -396,6 +408,7 @@ def _record_tasks(
     on_result: Callable[[RecordOutcome], None] | None,
     executor: str = "local",
     address: str | None = None,
+    scheduler: Scheduler | None = None,
 ) -> list[RecordOutcome]:
     from dataclasses import replace
 
@@ -439,7 +452,10 @@ def _record_tasks(
             script=emulator_script,
             address=address,
             num_cpus=workers,
+            scheduler=scheduler,
         )
+    elif scheduler is not None and scheduler.active:
+        made = _scheduled_records(todo, scheduler, source, record_mode, emulator_script)
     else:
         made = ((task, _record_one(task, source, record_mode, emulator_script)) for task in todo)
     for task, out in made:
@@ -502,18 +518,62 @@ def _failed(prev: RecordOutcome, why: str) -> RecordOutcome:
     return RecordOutcome(prev.task, "failed", why + kept)
 
 
-def _record_one(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> RecordOutcome:
+def _record_one(
+    task: RunTask, source: str, record_mode: str, script_override: Path | None, *, for_scheduler: bool = False
+) -> RecordOutcome:
+    """Record one task into a staging folder. ``for_scheduler``: keep the run, scored, for the scheduler."""
+    from portagent.runtime.eval_execute import scored, unrunnable
+
+    t0 = time.perf_counter()
     try:
         output, staging = asyncio.run(_record(task, source, record_mode, script_override))
     except PortagentError as e:
-        return RecordOutcome(task, "failed", e.render())
+        why = e.render()
     except Exception as e:
-        return RecordOutcome(task, "failed", "".join(traceback.format_exception_only(type(e), e)).strip())
-    r = output.result
-    detail = r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else "")
-    if r.status == "failed" and r.error:
-        detail += f": {r.error.splitlines()[0][:200]}"
-    return RecordOutcome(task, "recorded", detail, staging)
+        why = "".join(traceback.format_exception_only(type(e), e)).strip()
+    else:
+        r = output.result
+        detail = r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else "")
+        if r.status == "failed" and r.error:
+            detail += f": {r.error.splitlines()[0][:200]}"
+        run = scored(task, output.events, r, None, source, [], t0) if for_scheduler else None
+        return RecordOutcome(task, "recorded", detail, staging, run)
+    return RecordOutcome(task, "failed", why, run=unrunnable(task, why, t0) if for_scheduler else None)
+
+
+def _scheduled_records(
+    tasks: Sequence[RunTask],
+    scheduler: Scheduler,
+    source: str,
+    record_mode: str,
+    script: Path | None,
+) -> Iterator[tuple[RunTask, RecordOutcome]]:
+    """Recordings one at a time, each when the scheduler admits it (``--live`` limits, Retry-After, the
+    spend cap). A recording the scheduler sends back (a retryable provider failure of an effect-free
+    run) is discarded and made again after its provider's pause."""
+    from portagent.runtime.eval_scheduled import one_at_a_time
+    from portagent.runtime.record import discard
+
+    def make(task: RunTask) -> RecordOutcome:
+        return _record_one(task, source, record_mode, script, for_scheduler=True)
+
+    def dropped(o: RecordOutcome) -> None:
+        if o.staging is not None:
+            discard(o.staging)
+
+    for o in one_at_a_time(tasks, scheduler, make, scored=run_of, refused=not_recorded, dropped=dropped):
+        yield o.task, o
+
+
+def run_of(o: RecordOutcome) -> RunOutcome:
+    """What the scheduler reads of a recording made ``for_scheduler``."""
+    assert o.run is not None, "recorded without for_scheduler"
+    return o.run
+
+
+def not_recorded(task: RunTask, why: str) -> RecordOutcome:
+    """A recording the scheduler never started (the spend cap), with why."""
+    return RecordOutcome(task, "failed", why.replace("not run:", "not recorded:", 1))
 
 
 async def _record(task: RunTask, source: str, record_mode: str, script_override: Path | None) -> Any:

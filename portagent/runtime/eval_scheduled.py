@@ -13,12 +13,14 @@ import contextlib
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from portagent.evals.scoring import Provenance, score_run
 from portagent.runtime.eval_plan import RunOutcome, RunTask, WorkerStats
 from portagent.runtime.limits import Scheduler
+
+T = TypeVar("T")
 
 
 def not_run(task: RunTask, reason: str) -> RunOutcome:
@@ -45,33 +47,47 @@ def _next_wait(sched: Scheduler, pending: dict[str, deque[RunTask]]) -> float:
 
 def run_in_process(tasks: Sequence[RunTask], sched: Scheduler) -> Iterator[RunOutcome]:
     """One run at a time in this process, each when the scheduler admits it."""
+    from portagent.runtime.eval_execute import execute
+
+    yield from one_at_a_time(tasks, sched, execute, scored=lambda o: o, refused=not_run)
+
+
+def one_at_a_time(
+    tasks: Sequence[RunTask],
+    sched: Scheduler,
+    make: Callable[[RunTask], T],
+    *,
+    scored: Callable[[T], RunOutcome],
+    refused: Callable[[RunTask, str], T],
+    dropped: Callable[[T], None] | None = None,
+) -> Iterator[T]:
+    """Make each task in this process (``make``: a run, or a recording), one at a time, each when the
+    scheduler admits it. ``scored`` gives the scheduler the run a result holds; a result the scheduler
+    sends back (a retryable failure, made again after its provider's pause) goes to ``dropped``; once the
+    spend cap stops scheduling, every task not started is ``refused`` with the reason."""
     sched.attempts.clear()  # task indexes are per call (the judges' start at 0 again)
     pending: dict[str, deque[RunTask]] = {}
     for t in tasks:
         pending.setdefault(t.provider, deque()).append(t)
     with sched.requests_limited():  # per-request limits for this process's runs (runtime.request_limits)
-        yield from _admitted_in_process(pending, sched)
-
-
-def _admitted_in_process(pending: dict[str, deque[RunTask]], sched: Scheduler) -> Iterator[RunOutcome]:
-    from portagent.runtime.eval_execute import execute
-
-    while any(pending.values()):
-        task = next((q[0] for q in pending.values() if q and sched.admit(q[0])), None)
-        if task is None:
-            if sched.stopped:
-                for q in pending.values():
-                    while q:
-                        yield not_run(q.popleft(), sched.stopped)
-                return
-            time.sleep(_next_wait(sched, pending))
-            continue
-        pending[task.provider].popleft()
-        out = execute(task)
-        if sched.finished(task, out):
-            pending[task.provider].appendleft(task)
-        else:
-            yield out
+        while any(pending.values()):
+            task = next((q[0] for q in pending.values() if q and sched.admit(q[0])), None)
+            if task is None:
+                if sched.stopped:
+                    for q in pending.values():
+                        while q:
+                            yield refused(q.popleft(), sched.stopped)
+                    return
+                time.sleep(_next_wait(sched, pending))
+                continue
+            pending[task.provider].popleft()
+            out = make(task)
+            if sched.finished(task, scored(out)):
+                if dropped is not None:
+                    dropped(out)
+                pending[task.provider].appendleft(task)
+            else:
+                yield out
 
 
 def run_pooled(
@@ -81,7 +97,7 @@ def run_pooled(
     import multiprocessing as mp
     import queue as queue_mod
 
-    from portagent.runtime.eval_execute import _unrunnable
+    from portagent.runtime.eval_execute import unrunnable
     from portagent.runtime.eval_pool import _worker_main
     from portagent.tools.ledger import start_identity
 
@@ -145,7 +161,7 @@ def run_pooled(
                         index = in_flight.pop(pid, None)
                         if index is not None:
                             sent[p] -= 1
-                            died = _unrunnable(
+                            died = unrunnable(
                                 by_index[index],
                                 f"worker {pid} died (exit code {proc.exitcode})",
                                 time.perf_counter(),

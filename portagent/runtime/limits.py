@@ -110,7 +110,10 @@ class Scheduler:
         live: bool = True,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        whole: str = "the eval",
     ) -> None:
+        self._whole = whole
+        """What the spend cap covers, as its refusal names it (``the eval``, ``the recording``)."""
         self._limits = dict(limits or {}) if live else {}
         rated = [p for p, lim in self._limits.items() if lim.requests_per_minute or lim.tokens_per_minute]
         if rated and importlib.util.find_spec("aiolimiter") is None:
@@ -198,7 +201,7 @@ class Scheduler:
             return True
         if self.spent_usd >= cap:
             self.stopped = self.stopped or (
-                f"not run: the eval's spend reached ${self.spent_usd:.4f} of --max-spend-usd ${cap:g}"
+                f"not run: {self._whole}'s spend reached ${self.spent_usd:.4f} of --max-spend-usd ${cap:g}"
             )
             return False
         if self._in_flight == 0:

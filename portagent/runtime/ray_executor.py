@@ -38,13 +38,15 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from portagent.contracts.errors import UsageError
 from portagent.runtime.eval_plan import RunOutcome, RunTask
 
 if TYPE_CHECKING:
     from portagent.runtime.eval_run import RecordOutcome
+
+T = TypeVar("T")
 
 RAY_RETRIES = 2
 """Times Ray re-runs a task whose worker died (a lost node): the run starts its namespace afresh."""
@@ -83,14 +85,20 @@ def _enter(env: dict[str, str], cwd: str) -> None:
 
 
 def _make_recording(
-    task: RunTask, source: str, record_mode: str, script: Path | None, env: dict[str, str], cwd: str
+    task: RunTask,
+    source: str,
+    record_mode: str,
+    script: Path | None,
+    env: dict[str, str],
+    cwd: str,
+    for_scheduler: bool,
 ) -> RecordOutcome:
     """One recording on a Ray worker: ``record``'s own ``_record_one``, staged into the task's cassette
     folder (a path every node sees); the driver verifies and places it."""
     from portagent.runtime.eval_run import _record_one
 
     _enter(env, cwd)
-    return _record_one(task, source, record_mode, script)
+    return _record_one(task, source, record_mode, script, for_scheduler=for_scheduler)
 
 
 def record_ray(
@@ -101,25 +109,37 @@ def record_ray(
     script: Path | None,
     address: str | None = None,
     num_cpus: int = 2,
+    scheduler: Any = None,
 ) -> Iterator[tuple[RunTask, RecordOutcome]]:
     """``record --executor ray``: each recording a Ray task, yielded as it finishes. Each Ray worker
     process has its own emulator (reset before every run, like the local recorder's), so a recording's
-    fault counters and timing are its own."""
+    fault counters and timing are its own. ``scheduler``: as for ``run_ray`` (a recording sent back is
+    discarded and made again)."""
+    from portagent.runtime.eval_execute import unrunnable
+    from portagent.runtime.eval_run import RecordOutcome, not_recorded, run_of
+    from portagent.runtime.record import discard
+
     ray = connect(address, num_cpus)
     remote = ray.remote(max_retries=RAY_RETRIES)(_make_recording)
-    env, cwd = task_env(), os.getcwd()
-    running = {remote.remote(t, source, record_mode, script, env, cwd): t for t in tasks}
-    while running:
-        done, _ = ray.wait(list(running), num_returns=1, timeout=0.5)
-        for ref in done:
-            task = running.pop(ref)
-            try:
-                outcome: RecordOutcome = ray.get(ref)
-            except Exception as e:  # lost past its retries: the folder keeps its earlier recording
-                from portagent.runtime.eval_run import RecordOutcome as Outcome
+    cwd, limited = os.getcwd(), scheduler is not None and scheduler.active
 
-                outcome = Outcome(task, "failed", f"Ray task failed: {type(e).__name__}: {str(e)[:300]}")
-            yield task, outcome
+    def lost(task: RunTask, why: str) -> RecordOutcome:  # the folder keeps its earlier recording
+        return RecordOutcome(task, "failed", why, run=unrunnable(task, why, 0.0) if limited else None)
+
+    def dropped(o: RecordOutcome) -> None:
+        if o.staging is not None:
+            discard(o.staging)
+
+    yield from _admitted(
+        tasks,
+        ray,
+        scheduler,
+        lambda t, env: remote.remote(t, source, record_mode, script, env, cwd, limited),
+        scored=run_of,
+        lost=lost,
+        refused=not_recorded,
+        dropped=dropped,
+    )
 
 
 def connect(address: str | None, num_cpus: int) -> Any:
@@ -161,24 +181,53 @@ def run_ray(
 
 
 def _stream(tasks: Sequence[RunTask], ray: Any, scheduler: Any) -> Iterator[RunOutcome]:
+    from portagent.runtime.eval_execute import unrunnable
     from portagent.runtime.eval_scheduled import not_run
 
     remote = ray.remote(max_retries=RAY_RETRIES)(_make_run)
-    env, cwd = task_env(), os.getcwd()
+    cwd = os.getcwd()
+    for _, outcome in _admitted(
+        tasks,
+        ray,
+        scheduler,
+        lambda t, env: remote.remote(t, env, cwd),
+        scored=lambda o: o,
+        lost=lambda t, why: unrunnable(t, why, 0.0),
+        refused=not_run,
+    ):
+        yield outcome
+
+
+def _admitted(
+    tasks: Sequence[RunTask],
+    ray: Any,
+    scheduler: Any,
+    submit: Callable[[RunTask, dict[str, str]], Any],
+    *,
+    scored: Callable[[T], RunOutcome],
+    lost: Callable[[RunTask, str], T],
+    refused: Callable[[RunTask, str], T],
+    dropped: Callable[[T], None] | None = None,
+) -> Iterator[tuple[RunTask, T]]:
+    """Each task ``submit``ted as a Ray task when the scheduler admits it (all at once without limits),
+    yielded as it finishes. A task lost past Ray's retries is ``lost``; a result the scheduler sends back
+    goes to ``dropped`` and its task runs again; once the spend cap stops scheduling, the tasks not
+    submitted are ``refused``."""
+    env = task_env()
     limited = scheduler is not None and scheduler.active
     if limited:  # each Ray worker process limits its requests to its share of the provider's rate
         env.update(scheduler.request_env(max(1, int(ray.cluster_resources().get("CPU", 1)))))
-    if limited:
         scheduler.attempts.clear()
     pending = deque(tasks)
     running: dict[Any, RunTask] = {}
     while pending or running:
         while pending and (not limited or scheduler.admit(pending[0])):
             task = pending.popleft()
-            running[remote.remote(task, env, cwd)] = task
+            running[submit(task, env)] = task
         if limited and scheduler.stopped and pending:
             while pending:
-                yield not_run(pending.popleft(), scheduler.stopped)
+                task = pending.popleft()
+                yield task, refused(task, scheduler.stopped)
         if not running:
             import time
 
@@ -188,12 +237,12 @@ def _stream(tasks: Sequence[RunTask], ray: Any, scheduler: Any) -> Iterator[RunO
         for ref in done:
             task = running.pop(ref)
             try:
-                outcome: RunOutcome = ray.get(ref)
-            except Exception as e:  # the task failed past its retries (a lost node): the run fails, says why
-                from portagent.runtime.eval_execute import _unrunnable
-
-                outcome = _unrunnable(task, f"Ray task failed: {type(e).__name__}: {str(e)[:300]}", 0.0)
-            if limited and scheduler.finished(task, outcome):
+                result: T = ray.get(ref)
+            except Exception as e:  # the task failed past its retries (a lost node): it fails, says why
+                result = lost(task, f"Ray task failed: {type(e).__name__}: {str(e)[:300]}")
+            if limited and scheduler.finished(task, scored(result)):
+                if dropped is not None:
+                    dropped(result)
                 pending.appendleft(task)
             else:
-                yield outcome
+                yield task, result

@@ -334,6 +334,10 @@ async def _run_attempt(
     )
     if journal is not None:
         session.journal = journal.journal
+    elif config.endpoint.mode == "record":  # a recording's requests go straight out: the gate is the SDK's
+        from portagent.runtime.request_limits import request_gate
+
+        session.request_gate = request_gate(provider)
     if resumption is not None and trace_path is not None:
         session.earlier_results = earlier_results(trace_path, attempt - 1)
     if mcp is not None:

@@ -89,6 +89,11 @@ def live_emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         started.append(cm)
         monkeypatch.setenv("OPENAI_BASE_URL", emu.base_url)  # portagent adds /v1, as for --base-url
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+        # the other in-process SDKs' own variables (record --live on every provider)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emu.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", emu.base_url)
+        monkeypatch.setenv("GOOGLE_API_KEY", "test-dummy")
         return emu
 
     yield start
@@ -196,6 +201,97 @@ def test_limit_mistakes_are_one_message(
 ) -> None:
     suite = _suite(agent_dir, "bad.yaml")
     code, out, err = _eval(suite, tmp_path / "x", "--emulator", *flags)
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert not (tmp_path / "x").exists()
+
+
+# -- record --live: the same limits, with the run's own model client holding each request ----------------
+
+
+def _record(suite: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    return run_cli("record", str(suite), "--out", str(out), "--no-verify", *extra)
+
+
+def _posts(emu: Any) -> list[dict[str, Any]]:
+    """Every model request, whatever the vendor's path."""
+    return sorted((r for r in emu.requests() if r["method"] == "POST"), key=lambda r: r["time"])
+
+
+@pytest.mark.parametrize(
+    "provider", ["openai", "anthropic", "adk", "langgraph", pytest.param("claude", marks=pytest.mark.slow)]
+)
+def test_record_live_holds_each_request_to_the_rate(
+    agent_dir: Path, live_emulator: Any, tmp_path: Path, provider: str
+) -> None:
+    """A recording has no journal proxy: its requests go from the SDK's client straight to the vendor
+    (vcrpy records them there). The client's own hooks hold each one — a run's second request comes a
+    bucket's period after its first, where the SDK alone sends it milliseconds later. (Claude Code's
+    requests pass the recording proxy, which holds them the same way.)"""
+    emu = live_emulator(load_script(agent_dir / "emulator.yaml"))
+    limits = {provider: {"requests_per_minute": 240, "burst_s": 0.25}}  # one request per 0.25 s
+    suite = _suite(agent_dir, f"rec_rate_{provider}.yaml", providers=[provider], limits=limits)
+    code, out, err = _record(suite, tmp_path / "c", "--live")
+    assert code == 0, out + err
+    times = [r["time"] for r in _posts(emu)]
+    assert len(times) == 4, times  # 2 runs × (tool call, answer)
+    # times are arrivals at the "vendor": a loaded machine delays one request's arrival more than the
+    # next's, so the margin is wide — without the gate a run's two requests are milliseconds apart
+    assert all(b - a >= 0.25 - 0.08 for a, b in itertools.pairwise(times)), times
+    recorded = sorted((p.parents[2].name, p.parents[1].name) for p in (tmp_path / "c").rglob("run.json"))
+    assert recorded == [("refund", provider), ("status", provider)]
+
+
+def test_record_live_backs_off_and_records_a_retryable_failure_again(
+    agent_dir: Path, live_emulator: Any, tmp_path: Path
+) -> None:
+    """status: overloaded (503, no Retry-After) three times — the OpenAI client's two retries fail too, so
+    the run fails with a retryable provider error. Each 503 pauses the next request for the gate's backoff
+    (≥ d/2 = 0.6 s; the client alone retries the first after ≤ 0.5 s), and the failed recording is
+    discarded and made again after the pause: the folder holds the clean one, no staging folder is left."""
+    emu = live_emulator(_script(agent_dir, {"case_status": {"type": "overloaded", "times": 3}}))
+    limits = {
+        "openai": {
+            "requests_per_minute": 60000,
+            "backoff_base_s": 1.2,
+            "backoff_cap_s": 1.2,
+            "max_attempts": 2,
+        }
+    }
+    suite = _suite(agent_dir, "rec_retry.yaml", limits=limits, cases=[CASES[1]])
+    code, out, err = _record(suite, tmp_path / "c", "--live")
+    assert code == 0, out + err
+    reqs = _posts(emu)
+    assert [r["status"] for r in reqs] == [503, 503, 503, 200, 200]
+    times = [r["time"] for r in reqs]
+    assert all(b - a >= 0.6 - 0.02 for a, b in itertools.pairwise(times[:4])), times
+    (run_json,) = (tmp_path / "c").rglob("run.json")
+    assert json.loads(run_json.read_text())["result"]["status"] == "completed"
+    assert "503" not in (run_json.parent / "cassette.yaml").read_text().split("status:", 1)[1][:40]
+    assert not [d for d in run_json.parents[1].iterdir() if d.name.startswith(".")]  # no staging left
+
+
+def test_record_spend_cap_stops_recording(agent_dir: Path, tmp_path: Path) -> None:
+    suite = _suite(agent_dir, "rec_spend.yaml", repeats=2)
+    code, out, err = _record(suite, tmp_path / "c", "--emulator", "--max-spend-usd", "0.0000001")
+    assert code == 1, out + err
+    assert "1 recorded, 0 skipped, 3 failed" in out
+    assert out.count("not recorded: the recording's spend reached $") == 3, out
+    assert len(list((tmp_path / "c").rglob("run.json"))) == 1  # only the first recording was made
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--limit", "openai"], "expected PROVIDER:FIELD=VALUE"),
+        (["--limit", "openai:speed=9"], "speed: Extra inputs are not permitted"),
+        (["--max-spend-usd", "-1"], "--max-spend-usd must be more than 0"),
+    ],
+)
+def test_record_limit_mistakes_are_one_message(
+    agent_dir: Path, tmp_path: Path, flags: list[str], message: str
+) -> None:
+    suite = _suite(agent_dir, "rec_bad.yaml")
+    code, out, err = _record(suite, tmp_path / "x", "--emulator", *flags)
     assert code == 2 and message in err and "Traceback" not in err, err
     assert not (tmp_path / "x").exists()
 

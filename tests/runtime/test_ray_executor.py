@@ -124,6 +124,27 @@ def test_record_with_ray_records_what_the_local_recorder_does(local_ray: Any, tm
     assert len(remote) == 2 and remote == local
 
 
+@pytest.mark.slow  # a local Ray starts (≈ 6 s) and its workers import the SDK once
+def test_record_with_ray_stops_at_the_spend_cap(local_ray: Any, tmp_path: Path) -> None:
+    """The driver submits a recording only when the scheduler admits it: the first one's cost is unknown
+    until it is back, so the second waits, then is refused — the cap is spent."""
+    suite = _record_suite(tmp_path)
+    code, out, err = run_cli(
+        "record",
+        str(suite),
+        "--emulator",
+        "--out",
+        str(tmp_path / "ray"),
+        "--executor",
+        "ray",
+        "--max-spend-usd",
+        "0.0000001",
+    )
+    assert code == 1 and "1 recorded, 0 skipped, 1 failed" in out, out + err
+    assert "not recorded: the recording's spend reached $" in out
+    assert len(_recorded(tmp_path / "ray")) == 1
+
+
 def test_record_address_without_ray_executor_is_one_message(tmp_path: Path) -> None:
     code, out, err = run_cli(
         "record", str(SUITE), "--emulator", "--out", str(tmp_path / "x"), "--address", "127.0.0.1:6379"

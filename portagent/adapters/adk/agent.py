@@ -53,7 +53,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from portagent.adapters._shared import Stopwatch, http_error_hook, observation_object, tls_context
+from portagent.adapters._shared import Stopwatch, http_hooks, observation_object, tls_context
 from portagent.adapters.adk import rules
 from portagent.adapters.adk.events import (
     declare_output_schema,
@@ -344,7 +344,7 @@ class GoogleAdkAdapter:
             **({"transport": replay} if replay is not None else {}),
             # An HTTP error answer becomes an ``error`` event, so a retry by the SDK (``adk_retry``) is
             # visible in the trace, not only in the server's log.
-            event_hooks={"response": [http_error_hook(session, _retry_note(session))]},
+            event_hooks=http_hooks(session, _retry_note(session)),
         )
         try:
             return await self._run(session, http)

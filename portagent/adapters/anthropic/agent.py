@@ -40,7 +40,7 @@ from typing import Any
 import anthropic
 from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 
-from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
+from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
@@ -324,7 +324,7 @@ class AnthropicAdapter:
 
         replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = anthropic.DefaultAsyncHttpxClient(
-            event_hooks={"response": [http_error_hook(session, "the anthropic client may retry")]},
+            event_hooks=http_hooks(session, "the anthropic client may retry"),
             verify=tls_context(),
             **({"transport": replay} if replay is not None else {}),
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from portagent.recording.http_proxy import HttpProxy
+from portagent.recording.http_proxy import ForwardGate, HttpProxy
 
 HTTP_CASSETTE = "http.yaml"
 """The proxy's vcrpy cassette in a Claude run folder (beside ``transport.jsonl``)."""
@@ -42,12 +42,14 @@ class ClaudeProxy(HttpProxy):
         cassette: Path | None = None,
         mode: str = "record",
         api_key: str | None = None,
+        gate: ForwardGate | None = None,
     ) -> None:
         super().__init__(
             upstream=upstream,
             cassette=cassette,
             mode=mode,
             api_key=api_key,
+            gate=gate,
             default_upstream=DEFAULT_UPSTREAM,
             name="portagent-claude-proxy",
         )

@@ -93,7 +93,10 @@ class ClaudeCassette:
 
         endpoint = self.session.endpoint
         self.proxy = ClaudeProxy(
-            upstream=endpoint.base_url, cassette=self.folder / HTTP_CASSETTE, api_key=endpoint.api_key
+            upstream=endpoint.base_url,
+            cassette=self.folder / HTTP_CASSETTE,
+            api_key=endpoint.api_key,
+            gate=self.session.request_gate,  # a recording's per-request limits, when it has them
         )
         return self.proxy.start()
 

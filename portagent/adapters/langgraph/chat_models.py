@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from portagent.adapters._shared import http_error_hook, tls_context
+from portagent.adapters._shared import http_hooks, tls_context
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
@@ -36,7 +36,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         from langchain_openai import ChatOpenAI
 
         http = openai.DefaultAsyncHttpx2Client(
-            event_hooks={"response": [http_error_hook(session, "the OpenAI client may retry")]},
+            event_hooks=http_hooks(session, "the OpenAI client may retry"),
             verify=tls_context(),
         )
         closers.append(http.aclose)
@@ -55,7 +55,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         import anthropic
 
         http = anthropic.DefaultAsyncHttpxClient(
-            event_hooks={"response": [http_error_hook(session, "the anthropic client may retry")]},
+            event_hooks=http_hooks(session, "the anthropic client may retry"),
             verify=tls_context(),
         )
         closers.append(http.aclose)

@@ -39,7 +39,7 @@ from agents import (
 )
 from agents.exceptions import AgentsException
 
-from portagent.adapters._shared import Stopwatch, http_error_hook, observation_json, tls_context
+from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.openai.schema import strict_compatible
@@ -146,7 +146,7 @@ class _Builder:
 
         replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = openai.DefaultAsyncHttpx2Client(
-            event_hooks={"response": [http_error_hook(session, "the OpenAI client may retry")]},
+            event_hooks=http_hooks(session, "the OpenAI client may retry"),
             verify=tls_context(),
             **({"transport": replay} if replay is not None else {}),
         )
