@@ -218,18 +218,32 @@ def _posts(emu: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "provider", ["openai", "anthropic", "adk", "langgraph", pytest.param("claude", marks=pytest.mark.slow)]
+    ("provider", "model"),
+    [
+        ("openai", None),
+        ("anthropic", None),
+        ("adk", None),
+        ("langgraph", None),  # over its default OpenAI chat model
+        ("langgraph", "google_genai:gemini-2.5-flash"),
+        pytest.param("claude", None, marks=pytest.mark.slow),
+    ],
 )
 def test_record_live_holds_each_request_to_the_rate(
-    agent_dir: Path, live_emulator: Any, tmp_path: Path, provider: str
+    agent_dir: Path, live_emulator: Any, tmp_path: Path, provider: str, model: str | None
 ) -> None:
     """A recording has no journal proxy: its requests go from the SDK's client straight to the vendor
     (vcrpy records them there). The client's own hooks hold each one — a run's second request comes a
     bucket's period after its first, where the SDK alone sends it milliseconds later. (Claude Code's
     requests pass the recording proxy, which holds them the same way.)"""
+    changes: dict[str, Any] = {}
+    if model is not None:
+        spec = yaml.safe_load((agent_dir / "agent.yaml").read_text())
+        spec["models"][provider] = model
+        (agent_dir / "agent_other_model.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        changes["agent"] = "agent_other_model.yaml"
     emu = live_emulator(load_script(agent_dir / "emulator.yaml"))
     limits = {provider: {"requests_per_minute": 240, "burst_s": 0.25}}  # one request per 0.25 s
-    suite = _suite(agent_dir, f"rec_rate_{provider}.yaml", providers=[provider], limits=limits)
+    suite = _suite(agent_dir, f"rec_rate_{provider}.yaml", providers=[provider], limits=limits, **changes)
     code, out, err = _record(suite, tmp_path / "c", "--live")
     assert code == 0, out + err
     times = [r["time"] for r in _posts(emu)]

@@ -79,6 +79,12 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
             streaming=streaming,
             temperature=temperature,
             max_output_tokens=max_tokens,
+            # google-genai builds its async httpx client from these (langchain passes them to the sync
+            # client too, which a run never uses): the same hooks and TLS context as the other vendors
+            client_args={
+                "event_hooks": http_hooks(session, "the google-genai client may retry"),
+                "verify": tls_context(),
+            },
         )
         closers.append(gemini.aclose)  # its async transport must close on this loop
         return gemini

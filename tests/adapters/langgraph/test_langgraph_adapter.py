@@ -321,3 +321,15 @@ def test_a_connection_cut_mid_answer_is_a_retryable_provider_error(emu, vendor):
     assert (r.result.status, r.result.stop_reason) == ("failed", "provider_error"), r.result.error
     errors = [e for e in r.of("error") if e.error_type == "provider_error"] or r.of("error")
     assert errors and errors[-1].retryable is True
+
+
+@pytest.mark.parametrize("vendor", list(VENDORS))
+def test_a_429_answer_is_traced_on_each_chat_model_vendor(emu, vendor):
+    """The emulator answers the first request 429. Whatever the vendor client then does (retry, or fail
+    the run), the answer is an ``error`` event in the trace — read from the client's own HTTP hook, as on
+    every other provider, not inferred afterwards."""
+    emu.reset()
+    r = go(emu, on(vendor), "Are you open?", P)
+    assert r.requests[0]["status"] == 429
+    http = [e for e in r.of("error") if e.error_type.startswith("http_")]
+    assert [(e.error_type, e.retryable) for e in http][:1] == [("http_429", True)], r.of("error")
