@@ -61,7 +61,6 @@ def _env_tokens() -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    import os
 
     from portagent.a2a.server import ServeConfig, check_bind, serve
     from portagent.adapters.base import REGISTRY, get_adapter
@@ -69,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
     from portagent.core.home import portagent_home
+    from portagent.runtime.keys import live_key
     from portagent.runtime.runner import check_runnable
 
     if not 0 <= args.port <= 65535:
@@ -78,9 +78,6 @@ def run(args: argparse.Namespace) -> int:
     tokens = list(args.tokens) + _env_tokens()
     check_bind(args.host, tokens)  # before loading anything: a refused bind starts nothing
     info = REGISTRY[args.provider]
-    key = os.environ.get(info.key_env) if args.live else None
-    if args.live and not key:
-        raise UsageError(f"--live needs {info.key_env} in the environment")
     try:
         import a2a  # noqa: F401
     except ImportError:
@@ -90,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     bundle = load_agent(args.agent)
     get_adapter(args.provider)  # missing extra → exit 2 before anything starts
     check_runnable(bundle, args.provider)
+    key = live_key(args.provider, bundle) if args.live else None
     runs = Path(args.runs) if args.runs else portagent_home(create=True) / "a2a" / bundle.spec.name
 
     def say(text: str) -> None:

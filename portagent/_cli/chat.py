@@ -11,7 +11,6 @@ Exit codes: 0 when the chat ends · 2 usage error (bad agent, unknown provider a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -89,12 +88,10 @@ class _Chat:
         sys.stdout.flush()
 
     def check_key(self, provider: str) -> None:
-        from portagent.adapters.base import REGISTRY
-        from portagent.contracts.errors import UsageError
+        from portagent.runtime.keys import live_key
 
-        info = REGISTRY[provider]
-        if self.args.live and not os.environ.get(info.key_env):
-            raise UsageError(f"--live on {provider} needs {info.key_env} in the environment")
+        if self.args.live:
+            live_key(provider, self.bundle, needs=f"--live on {provider} needs")
 
     def turns(self) -> list[Any]:
         from portagent.runtime.session_store import open_session_store
@@ -200,6 +197,7 @@ class _Chat:
         from portagent.adapters.base import REGISTRY
         from portagent.adapters.port import Endpoint, RunOptions
         from portagent.contracts.run import RunRequest
+        from portagent.runtime.keys import live_key
         from portagent.runtime.runner import RunConfig
         from portagent.runtime.sessions import arun_in_session
 
@@ -208,7 +206,9 @@ class _Chat:
             endpoint = Endpoint(source="emulator", base_url=self.emulator.base_url, api_key=info.dummy_key)
         else:
             endpoint = Endpoint(
-                source="live", base_url=self.args.base_url, api_key=os.environ.get(info.key_env) or None
+                source="live",
+                base_url=self.args.base_url,
+                api_key=live_key(self.provider, self.bundle, needs=f"--live on {self.provider} needs"),
             )
         options = RunOptions(extra={"context_manifest": True} if self.args.context_manifest else {})
         config = RunConfig(endpoint=endpoint, approver=self.args.approver, options=options, persist=True)

@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     check_providers_installed(chosen)
     source: Literal["emulator", "live"] = "live" if args.live else "emulator"
     if args.live:
-        check_live_keys(chosen)
+        check_live_keys(chosen, list(loaded.agents.values()))
     elif script is None:
         lacking = sorted({c.case_id for c in loaded.cases if c.case_id not in loaded.emulator_scripts})
         if lacking:

@@ -29,7 +29,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    import os
 
     from portagent._cli.run import _print_summary, check_out_folder
     from portagent.contracts.errors import UsageError
@@ -42,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.adapters.port import Endpoint, RunOptions
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.run import RunRequest
+    from portagent.runtime.keys import live_key
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.tools.approvers import make_approver
 
@@ -72,11 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def go() -> Any:
         if where.get("live"):
-            key = os.environ.get(info.key_env)
-            if not key:
-                raise UsageError(
-                    f"run {args.run_id} runs --live: resuming it needs {info.key_env} in the environment"
-                )
+            key = live_key(provider, bundle, needs=f"run {args.run_id} runs --live: resuming it needs")
             return await _run(
                 Endpoint(source="live", mode="direct", base_url=where.get("base_url"), api_key=key)
             )

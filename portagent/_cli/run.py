@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
     from portagent.contracts.run import RunRequest
+    from portagent.runtime.keys import live_key
     from portagent.runtime.runner import RunConfig, arun_full
 
     if args.replay:
@@ -106,9 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def go() -> Any:
         if args.live:
-            key = os.environ.get(info.key_env)
-            if not key:
-                raise UsageError(f"--live needs {info.key_env} in the environment")
+            key = live_key(args.provider, bundle)
             # live, or endpoint when the URL (--base-url or the provider's base-URL variable) is not the
             # vendor's official host: the runner labels it (runtime.provenance.labelled) and records the URL
             endpoint = Endpoint(source="live", mode="direct", base_url=args.base_url, api_key=key)

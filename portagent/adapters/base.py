@@ -25,7 +25,14 @@ from portagent.wire.response import RETRYABLE_STATUS
 if TYPE_CHECKING:
     from portagent.adapters.port import RunSession
 
-__all__ = ["REGISTRY", "Adapter", "AdapterInfo", "AdapterOutcome", "get_adapter", "package_version"]
+__all__ = [
+    "REGISTRY",
+    "Adapter",
+    "AdapterInfo",
+    "AdapterOutcome",
+    "get_adapter",
+    "package_version",
+]
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,28 @@ def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): mask_header(k, v) for k, v in headers.items()}
 
 
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+"""Where the vendors' clients put their API key (OpenAI: ``Authorization: Bearer``; Anthropic: ``x-api-key``;
+Gemini: ``x-goog-api-key`` or the ``key`` query parameter; Azure-style: ``api-key``)."""
+
+
+def credential(headers: Mapping[str, str], query: Mapping[str, list[str]]) -> str | None:
+    """A fingerprint of the API key a request carried (``sha256:`` + 12 hex digits of the key), so a test
+    can tell which key reached which vendor without the log holding the key; None when it carried none."""
+    import hashlib
+
+    low = {k.lower(): v for k, v in headers.items()}
+    for name in CREDENTIAL_HEADERS:
+        value = low.get(name, "")
+        if name == "authorization":
+            scheme, _, value = value.partition(" ")
+            value = value if scheme.lower() == "bearer" else ""
+        if value:
+            return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:12]
+    keys = query.get("key") or []
+    return "sha256:" + hashlib.sha256(keys[0].encode("utf-8")).hexdigest()[:12] if keys and keys[0] else None
+
+
 def mask_query(query: Mapping[str, list[str]]) -> dict[str, str | list[str]]:
     out: dict[str, str | list[str]] = {}
     for key, values in query.items():

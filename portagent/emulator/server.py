@@ -37,7 +37,7 @@ from portagent.emulator._writer import ClientGone, write_body, write_chunked
 from portagent.emulator.engine import Engine
 from portagent.emulator.errors import render_error, vendor_of_path
 from portagent.emulator.plan import ErrorReply, Plan, estimate_tokens
-from portagent.emulator.requestlog import RequestLog, mask_headers, mask_query
+from portagent.emulator.requestlog import RequestLog, credential, mask_headers, mask_query
 from portagent.wire import anthropic as wire_anthropic
 from portagent.wire import gemini as wire_gemini
 from portagent.wire import openai as wire_openai
@@ -140,6 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
             "path": self._path,
             "query": mask_query(query),
             "headers": mask_headers(dict(self.headers.items())),
+            "credential": credential(dict(self.headers.items()), query),
             "body": None,
         }
         try:

@@ -25,6 +25,7 @@ from portagent.runtime.eval_plan import (
     request_for,
     script_hash,
 )
+from portagent.runtime.keys import live_key
 
 _BUNDLES: dict[Path, Any] = {}
 _EMULATORS: dict[Path, Any] = {}
@@ -270,9 +271,7 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
             script_hash=script_hash(task.emulator_script),
         )
     else:
-        endpoint = Endpoint(
-            source="live", mode="direct", api_key=os.environ.get(REGISTRY[task.provider].key_env)
-        )
+        endpoint = Endpoint(source="live", mode="direct", api_key=live_key(task.provider, bundle))
     output = await arun_full(
         bundle,
         request,

@@ -269,24 +269,21 @@ def check_providers_installed(providers: Sequence[str]) -> None:
             raise MissingExtraError(p, info.package, info.extra)
 
 
-def check_live_keys(providers: Sequence[str]) -> dict[str, str]:
-    """``--live`` needs each provider's key variable (exit 2 naming the variable otherwise)."""
-    from portagent.adapters.base import REGISTRY
+def check_live_keys(providers: Sequence[str], agents: Sequence[Path] = ()) -> None:
+    """``--live`` needs each provider's key variable — for ``langgraph``, the one of each chat-model vendor
+    the ``agents`` run on (``adapters.base.key_envs``) — (exit 2 naming every variable missing)."""
+    from portagent.contracts.bundle import load_agent
+    from portagent.runtime.keys import key_envs
 
-    keys = {}
-    missing = []
+    bundles: list[Any] = [load_agent(a) for a in agents] if "langgraph" in providers else []
+    missing: list[str] = []
     for p in providers:
-        env = REGISTRY[p].key_env
-        value = os.environ.get(env)
-        if not value:
-            missing.append(f"{env} (for {p})")
-        else:
-            keys[p] = value
+        envs = [e for b in bundles or [None] for e in key_envs(p, b)]
+        missing += [f"{e} (for {p})" for e in dict.fromkeys(envs) if not os.environ.get(e)]
     if missing:
         raise UsageError(
             f"--live needs {', '.join(missing)} in the environment; or use --emulator / --replay"
         )
-    return keys
 
 
 def select_providers(loaded: LoadedSuite, providers: Sequence[str] | None) -> list[str]:

@@ -28,7 +28,6 @@ most work left per worker. Each worker reports its peak resident memory when it 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -59,6 +58,7 @@ from portagent.runtime.eval_plan import (  # noqa: F401  (re-exported)
     select_providers,
 )
 from portagent.runtime.eval_pool import PoolReport, run_tasks
+from portagent.runtime.keys import live_key
 
 if TYPE_CHECKING:
     from portagent.runtime.limits import Scheduler
@@ -110,7 +110,7 @@ def plan_eval(
     chosen = select_providers(loaded, providers)
     check_providers_installed(chosen)
     if mode == "live":
-        check_live_keys(chosen)
+        check_live_keys(chosen, list(loaded.agents.values()))
     agents = resolve_agents(loaded)
     tasks = plan_runs(
         loaded,
@@ -597,7 +597,7 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
             script_hash=script_hash(script),
         )
     else:
-        endpoint = Endpoint(source="live", api_key=os.environ.get(REGISTRY[task.provider].key_env))
+        endpoint = Endpoint(source="live", api_key=live_key(task.provider, bundle))
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
     return await stage_run(
         bundle,

@@ -53,11 +53,10 @@ def default_upstream(provider: str, bundle: AgentBundle | None) -> str | None:
     if provider == "langgraph":
         if bundle is None:
             return None
-        from portagent.adapters.langgraph.rules import VENDORS, model_choice
+        from portagent.adapters.langgraph.rules import wires
 
-        root = bundle.agents[bundle.root]
-        vendors = {(model_choice(node, root) or ("", ""))[0] for node in bundle.agents.values()}
-        wire = VENDORS.get(vendors.pop()) if len(vendors) == 1 else None
+        spoken = wires(bundle)
+        wire = spoken[0] if len(spoken) == 1 else None
     if wire == "adk" and os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true"):
         return None
     return DEFAULT_UPSTREAMS.get(wire or "")

@@ -279,7 +279,7 @@ def check_judges(
             raise UsageError(f"grader {rg.spec.name}: judge {rg.judge.path.name} cannot judge: {problem}")
         check_providers_installed([rg.spec.provider])
         if mode == "live":
-            check_live_keys([rg.spec.provider])
+            check_live_keys([rg.spec.provider], [rg.judge.path])
         check_portable([rg.judge], [rg.spec.provider])
         if mode == "emulator" and rg.emulator_script is None and script_override is None:
             raise UsageError(

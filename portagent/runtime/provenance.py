@@ -10,6 +10,7 @@ from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint
 
 if TYPE_CHECKING:
+    from portagent.contracts.bundle import AgentBundle
     from portagent.runtime.replay import Recorded
 
 
@@ -51,14 +52,27 @@ def live_source(provider: str, base_url: str | None) -> str:
     return "endpoint"
 
 
+def _base_url_from_env(provider: str, bundle: AgentBundle | None) -> str | None:
+    wire: str | None = provider
+    if provider == "langgraph" and bundle is not None:
+        from portagent.adapters.langgraph.rules import wires
+
+        spoken = wires(bundle)
+        wire = spoken[0] if len(spoken) == 1 else None
+    info = REGISTRY.get(wire) if wire is not None else None
+    return (os.environ.get(info.base_url_env) if info is not None else None) or None
+
+
 def labelled(
-    provider: str, endpoint: Endpoint, recorded: Recorded | None = None
+    provider: str, endpoint: Endpoint, recorded: Recorded | None = None, bundle: AgentBundle | None = None
 ) -> tuple[Endpoint, dict[str, Any]]:
     """The endpoint with its honest source (DESIGN §9), and the provenance fields for the manifest.
 
     A ``live`` endpoint without a base URL takes the provider's base-URL variable (``OPENAI_BASE_URL`` …)
-    the way every adapter then uses it; a base URL off the vendor's official hosts makes it ``endpoint``.
-    A replay is ``replay`` and keeps the recording's own source as ``recorded_source``."""
+    the way every adapter then uses it — for ``langgraph``, the variable of the one vendor its chat models
+    speak (agents on several vendors leave each client to its own variable) —; a base URL off the vendor's
+    official hosts makes it ``endpoint``. A replay is ``replay`` and keeps the recording's own source as
+    ``recorded_source``."""
     import dataclasses
 
     extra: dict[str, Any] = {}
@@ -69,8 +83,7 @@ def labelled(
             rec = endpoint.source
         return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
     if endpoint.source in ("live", "endpoint"):
-        info = REGISTRY.get(provider)
-        url = endpoint.base_url or (os.environ.get(info.base_url_env) if info is not None else None) or None
+        url = endpoint.base_url or _base_url_from_env(provider, bundle)
         endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
         if url:
             extra["base_url"] = shown_url(url)

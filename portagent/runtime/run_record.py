@@ -116,7 +116,7 @@ def make_record(
     """The run's ``run.json``: its result, the manifest (what ran, on what, from which inputs) and the
     attempts so far."""
     bundle, request, provider = session.bundle, session.request, session.provider
-    _, provenance = labelled(provider, config.endpoint, config.recorded)  # idempotent: already labelled
+    _, provenance = labelled(provider, config.endpoint, config.recorded, bundle)  # idempotent: labelled
     report = session.cassette_report
     return RunRecord(
         result=result,

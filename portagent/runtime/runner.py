@@ -180,7 +180,7 @@ async def _arun_full(
     bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any, mcp: Any = None
 ) -> RunOutput:
     provider = request.provider
-    config.endpoint, _ = labelled(provider, config.endpoint, config.recorded)
+    config.endpoint, _ = labelled(provider, config.endpoint, config.recorded, bundle)
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
     from portagent.tools.context import check_run_context
@@ -293,7 +293,7 @@ async def _run_attempt(
     resumption: Resumption | None = None,
 ) -> RunOutput:
     provider = request.provider
-    _, provenance = labelled(provider, config.endpoint, config.recorded)  # idempotent: already labelled
+    _, provenance = labelled(provider, config.endpoint, config.recorded, bundle)  # idempotent: labelled
     out_dir = trace_path.parent if trace_path is not None else None
     scope = config.scope or (resumption.scope if resumption else f"run:{request.idempotency_key or run_id}")
 

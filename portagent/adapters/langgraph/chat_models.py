@@ -24,7 +24,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
     """The agent's LangChain chat model for ``vendor`` on the run's endpoint (its own HTTP client, closed by
     ``closers`` at the end of the run)."""
     endpoint = session.endpoint
-    key = endpoint.api_key or REGISTRY["langgraph"].dummy_key
+    key = api_key(session, vendor)
     shared = session.bundle.spec.models
     temperature = shared.temperature if shared.force_shared_settings else None
     max_tokens = shared.max_tokens if shared.force_shared_settings else None
@@ -89,6 +89,28 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         closers.append(gemini.aclose)  # its async transport must close on this loop
         return gemini
     raise UsageError(f"models.langgraph: unknown chat model vendor {vendor!r}")  # the verdict says so first
+
+
+def api_key(session: RunSession, vendor: str) -> str:
+    """The key ``vendor``'s client sends. A live run gives each vendor its own vendor's key variable
+    (``runtime.keys.key_envs``) — never one vendor's key to another's host —; the endpoint's key is the
+    root agent's vendor's (the CLI reads it from that variable; an API caller may set it). The emulator
+    and replays take the endpoint's dummy key."""
+    import os
+
+    from portagent.adapters.langgraph.rules import VENDORS, wires
+
+    endpoint = session.endpoint
+    if endpoint.source not in ("live", "endpoint"):
+        return endpoint.api_key or REGISTRY["langgraph"].dummy_key
+    env = REGISTRY[VENDORS[vendor]].key_env
+    root = wires(session.bundle)[:1]
+    if endpoint.api_key and root and env == REGISTRY[root[0]].key_env:
+        return endpoint.api_key
+    key = os.environ.get(env)
+    if not key:
+        raise UsageError(f"--live on langgraph needs {env} in the environment for its {vendor} chat model")
+    return key
 
 
 def chat_anthropic(http: Any) -> Any:

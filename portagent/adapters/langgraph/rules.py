@@ -37,6 +37,18 @@ def model_choice(node: AgentNode, root: AgentNode) -> tuple[str, str] | None:
     return ("openai", openai_id) if openai_id else None
 
 
+def wires(bundle: AgentBundle) -> list[str]:
+    """The providers whose wire protocols the bundle's chat models speak (``VENDORS``), the root agent's
+    first, each once: what decides a live run's key variables, base-URL variable and journal upstream."""
+    out: list[str] = []
+    for name in (bundle.root, *bundle.agents):
+        choice = model_choice(bundle.agents[name], bundle.node)
+        wire = VENDORS.get(choice[0]) if choice is not None else None
+        if wire is not None and wire not in out:
+            out.append(wire)
+    return out
+
+
 def _file(node: AgentNode) -> str:
     return str(node.path) if node.path is not None else node.name
 

@@ -333,3 +333,105 @@ def test_a_429_answer_is_traced_on_each_chat_model_vendor(emu, vendor):
     assert r.requests[0]["status"] == 429
     http = [e for e in r.of("error") if e.error_type.startswith("http_")]
     assert [(e.error_type, e.retryable) for e in http][:1] == [("http_429", True)], r.of("error")
+
+
+# --- live keys: each chat model's vendor gets its own vendor's key -----------------------------------
+
+
+def _fingerprint(key: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def test_live_keys_follow_each_chat_models_vendor(tmp_path, monkeypatch):
+    """The desk runs on an Anthropic chat model and hands off to a specialist on an OpenAI one. A live run
+    needs both vendors' variables, and each vendor's requests carry that vendor's key (the emulator's log
+    keeps a fingerprint of the key each request sent) — never the OpenAI key sent to Anthropic."""
+    import shutil
+
+    import yaml
+
+    from portagent.emulator import load_script, serve
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, model in (
+        ("desk", "anthropic:claude-sonnet-4-6"),
+        ("refunds_specialist", "openai:gpt-4.1-mini"),
+    ):
+        spec = yaml.safe_load((data / f"{name}.yaml").read_text())
+        spec["models"]["langgraph"] = model
+        (data / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with serve(load_script(data / "emulator.yaml")) as emu:
+        argv = ["run", str(data / "desk.yaml"), "--provider", P, "--live", "--base-url", emu.base_url]
+        argv += ["--input", "My parcel ORD-8 never arrived.", "--out", str(tmp_path / "run")]
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-1")
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        code, out, err = run_cli(*argv)
+        assert code == 2 and "--live needs ANTHROPIC_API_KEY in the environment" in err, err
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-2")
+        monkeypatch.delenv("OPENAI_API_KEY")
+        code, out, err = run_cli(*argv)
+        assert code == 2 and "--live needs OPENAI_API_KEY in the environment" in err, err
+        assert not emu.requests()  # refused before any request
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-1")
+        code, out, err = run_cli(*argv)
+        assert code == 0, out + err
+        sent = {(r["api"], r["credential"]) for r in emu.requests()}
+    assert sent == {
+        ("anthropic.messages", _fingerprint("sk-ant-test-2")),
+        ("openai.responses", _fingerprint("sk-openai-test-1")),
+    }
+
+
+def test_live_key_check_of_an_eval_names_every_vendors_variable(tmp_path, monkeypatch):
+    """``eval``/``record --live`` check the keys before anything runs, over every agent version."""
+    import yaml
+
+    from portagent.runtime.eval_plan import check_live_keys
+
+    spec = DATA / "structured.yaml"
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-1")
+    check_live_keys([P], [spec])  # its chat model is OpenAI's (models.openai): that key is enough
+    data = yaml.safe_load(spec.read_text())
+    data["models"]["langgraph"] = "anthropic:claude-sonnet-4-6"
+    other = tmp_path / "structured.yaml"
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    for f in ("tools.yaml", "policy.yaml", "shop_handlers.py"):
+        (tmp_path / f).write_text((DATA / f).read_text())
+    with pytest.raises(UsageError, match=r"--live needs ANTHROPIC_API_KEY \(for langgraph\)"):
+        check_live_keys([P], [spec, other])
+
+
+def test_live_base_url_variable_is_the_chat_models_vendors(tmp_path, monkeypatch):
+    """An Anthropic chat model reads ANTHROPIC_BASE_URL (the manifest names it), not OpenAI's variable,
+    which here points nowhere."""
+    import shutil
+
+    import yaml
+
+    from portagent.emulator import load_script, serve
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = yaml.safe_load((data / "desk.yaml").read_text())
+    spec["models"]["langgraph"] = "anthropic:claude-sonnet-4-6"
+    (data / "desk.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-2")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")
+    with serve(load_script(data / "emulator.yaml")) as emu:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emu.base_url)
+        code, out, err = run_cli(
+            "run", str(data / "desk.yaml"), "--provider", P, "--live", "--input", "Are you open?",
+            "--out", str(tmp_path / "run"),
+        )  # fmt: skip
+        assert code == 0, out + err
+        assert {r["api"] for r in emu.requests()} == {"anthropic.messages"}
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())["manifest"]
+    assert manifest["base_url"] == emu.base_url and manifest["source"] == "endpoint"
