@@ -59,6 +59,8 @@ SPEC = {spec_expr}
 ROOT = {root!r}
 CHAT_MODELS = {chat_models}
 """Each agent's chat model: (vendor, model id) from models.langgraph (unset: openai + models.openai)."""
+CACHE_WRITES = ("cache_creation", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+"""Where LangChain's usage details put prompt-cache writes (langchain-anthropic moves them to the per-TTL keys)."""
 OPENAI_API = {openai_api!r}
 """models.openai_api: ChatOpenAI on the Responses API or Chat Completions."""
 MAX_TURNS = {max_turns}
@@ -180,15 +182,16 @@ class Graph:
         agent = state["agent"]
         self.run.before_model_call(agent)  # portagent's max_turns, counted before each call
         messages = [SystemMessage(AGENTS[agent]["instructions"]), *state["messages"]]
+        model = self.chat_model(agent)  # built (and its integration imported) before the clock starts
         t0 = time.perf_counter()
-        reply = await self.chat_model(agent).ainvoke(messages)
+        reply = await model.ainvoke(messages)
         usage = reply.usage_metadata or {}
         cached = usage.get("input_token_details") or {}
         meta = reply.response_metadata or {}
         self.run.model_call(agent, CHAT_MODELS[agent][1], input_tokens=int(usage.get("input_tokens") or 0),
                             output_tokens=int(usage.get("output_tokens") or 0),
                             cache_read_tokens=int(cached.get("cache_read") or 0),
-                            cache_write_tokens=int(cached.get("cache_creation") or 0),
+                            cache_write_tokens=sum(int(cached.get(k) or 0) for k in CACHE_WRITES),
                             reasoning_tokens=int((usage.get("output_token_details") or {}).get("reasoning") or 0),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3),
                             finish_reason="tool_calls" if reply.tool_calls else "stop",

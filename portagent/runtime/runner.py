@@ -183,6 +183,9 @@ async def _arun_full(
     config.endpoint, _ = labelled(provider, config.endpoint, config.recorded, bundle)
     adapter = get_adapter(provider)
     check_runnable(bundle, provider)
+    prepare = getattr(adapter, "prepare", None)  # imports a run needs, before any clock or budget starts
+    if prepare is not None:
+        prepare(bundle)
     from portagent.tools.context import check_run_context
 
     check_run_context(request.context)  # e.g. confidence outside [0, 1]: a usage error before anything runs

@@ -53,11 +53,13 @@ from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
     build_chat_model,
+    cache_writes,
     finish_reason,
     output_kwargs,
     split_calls,
 )
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
+from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
@@ -182,14 +184,15 @@ class _Graph:
         session.before_model_call(agent)
         spec = self.bundle.agents[agent].spec
         messages = [SystemMessage(spec.instructions), *state["messages"]]
+        model = self.chat_model(agent)  # built before the stopwatch: a model call's latency is the call's
         self.stopwatch.start(agent)
         reply: Any
         if session.options.streaming:
             reply = None
-            async for chunk in self.chat_model(agent).astream(messages):
+            async for chunk in model.astream(messages):
                 reply = chunk if reply is None else reply + chunk
         else:
-            reply = await self.chat_model(agent).ainvoke(messages)
+            reply = await model.ainvoke(messages)
         self._record(agent, reply, self.stopwatch.stop(agent))
         calls, invalid = split_calls(reply)
         message = AIMessage(
@@ -291,7 +294,7 @@ class _Graph:
             input_tokens=int(usage.get("input_tokens") or 0),
             output_tokens=int(usage.get("output_tokens") or 0),
             cache_read_tokens=int(cached.get("cache_read") or 0),
-            cache_write_tokens=int(cached.get("cache_creation") or 0),
+            cache_write_tokens=cache_writes(cached),
             reasoning_tokens=int(out_details.get("reasoning") or 0),
             latency_ms=latency,
             finish_reason=finish_reason(vendor, reply),
@@ -311,6 +314,14 @@ class _Graph:
             return text  # output_valid: false is decided by the runner
 
 
+INTEGRATIONS = {
+    "openai": "langchain_openai",
+    "claude": "langchain_anthropic",
+    "adk": "langchain_google_genai",
+}
+"""Each chat-model wire's LangChain integration module (``rules.VENDORS``)."""
+
+
 class LangGraphAdapter:
     name = "langgraph"
     capabilities = PROFILES["langgraph"]
@@ -320,6 +331,15 @@ class LangGraphAdapter:
 
     def cli_version(self) -> str | None:
         return None
+
+    def prepare(self, bundle: AgentBundle) -> None:
+        """Import the LangChain integration of each vendor the bundle's chat models use (langchain-anthropic
+        alone takes seconds the first time), before the run's clock starts: that time is neither a model
+        call's latency nor spent from ``budget.timeout_s``."""
+        import importlib
+
+        for wire in rules.wires(bundle):
+            importlib.import_module(INTEGRATIONS[wire])
 
     async def run(self, session: RunSession) -> AdapterOutcome:
         Verdict("langgraph", tuple(rules.lacks(session.bundle))).raise_if_unrunnable()

@@ -113,6 +113,16 @@ def api_key(session: RunSession, vendor: str) -> str:
     return key
 
 
+CACHE_WRITE_KEYS = ("cache_creation", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+"""Where LangChain's ``input_token_details`` puts prompt-cache writes. langchain-anthropic 1.7 moves them from
+``cache_creation`` (then 0) to the per-TTL keys whenever the answer breaks them down, as the API does."""
+
+
+def cache_writes(details: dict[str, Any]) -> int:
+    """The prompt-cache write tokens of a reply's ``usage_metadata["input_token_details"]``."""
+    return sum(int(details.get(k) or 0) for k in CACHE_WRITE_KEYS)
+
+
 def chat_anthropic(http: Any) -> Any:
     """``ChatAnthropic`` on the run's own HTTP client. langchain-anthropic 1.7 takes no client parameter and
     shares one cached async HTTP client per base URL across the process; async clients are bound to the

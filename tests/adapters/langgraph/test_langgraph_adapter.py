@@ -435,3 +435,45 @@ def test_live_base_url_variable_is_the_chat_models_vendors(tmp_path, monkeypatch
         assert {r["api"] for r in emu.requests()} == {"anthropic.messages"}
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())["manifest"]
     assert manifest["base_url"] == emu.base_url and manifest["source"] == "endpoint"
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "stream"])
+def test_prompt_cache_tokens_and_cost_match_the_anthropic_provider(streaming):
+    """The emulator answers with Anthropic's usage breakdown (``cache_creation.ephemeral_5m_input_tokens``,
+    as the API does), where langchain-anthropic moves the cache writes out of ``cache_creation``: the
+    langgraph trace counts them, and prices the call as the anthropic provider does."""
+    from portagent.emulator import load_script, serve
+
+    script = Path(__file__).resolve().parents[1] / "anthropic" / "data" / "script.yaml"
+    with serve(load_script(script)) as own:
+        lg = go(own, on("anthropic"), "Read ORD-7 from the cache.", P, streaming=streaming)
+        own.reset()
+        an = go(own, "desk", "Read ORD-7 from the cache.", "anthropic", streaming=streaming)
+    mine, theirs = lg.of("model.call")[0], an.of("model.call")[0]
+    tokens = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    assert [getattr(mine, t) for t in tokens] == [getattr(theirs, t) for t in tokens]
+    assert (mine.cache_read_tokens, mine.cache_write_tokens) == (600, 100)
+    assert lg.result.cost_usd == an.result.cost_usd  # the same two calls, priced alike
+
+
+def test_prepare_imports_the_chat_models_integration_before_the_run():
+    """The runner calls ``prepare`` before run.started: langchain-anthropic's import (seconds, the first
+    time) is then neither the first model call's latency nor spent from ``budget.timeout_s``."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from portagent.adapters.langgraph.agent import ADAPTER\n"
+        "from portagent.contracts.bundle import load_agent\n"
+        "from dataclasses import replace\n"
+        f"b = load_agent({str(DATA / 'desk.yaml')!r})\n"
+        "assert 'langchain_anthropic' not in sys.modules\n"
+        "models = b.spec.models.model_copy(update={'langgraph': 'anthropic:claude-sonnet-4-6'})\n"
+        "node = replace(b.node, spec=b.spec.model_copy(update={'models': models}))\n"
+        "from portagent.contracts.bundle import AgentBundle\n"
+        "ADAPTER.prepare(AgentBundle(b.root, {**b.agents, b.root: node}))\n"
+        "print('langchain_anthropic' in sys.modules, 'langchain_google_genai' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]  # what the spec uses, nothing more
