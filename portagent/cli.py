@@ -93,11 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from portagent.contracts.errors import PortagentError
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    bad = next((a for a in argv if not _is_text(a)), None)
+    if bad is not None:  # bytes that are not UTF-8 reach Python as lone surrogates: nothing could store them
+        shown = bad.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        sys.stderr.write(f"portagent: argument {shown!r} is not valid UTF-8 text\n")
+        return EXIT_USAGE
     parser = build_parser(_named_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
+    _route_logs()
     module = importlib.import_module(_module(args.command))
     try:
         return int(module.run(args))
@@ -112,6 +118,59 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as e:
+        if e.filename is None:  # not a file the user named or owns (a socket, a pipe): a real failure
+            raise
+        # a path that cannot be read or written (a parent that is a file, a read-only folder, a full
+        # disk, a folder where a file goes): the user's environment, one line, like any usage error
+        where = e.filename if e.filename2 is None else f"{e.filename} -> {e.filename2}"
+        sys.stderr.write(f"portagent: {where}: {e.strerror or e}\n")
+        return EXIT_USAGE
+
+
+LOG_ENV = "PORTAGENT_LOG"
+"""``debug`` / ``info`` / ``warning`` / ``error``: show every library's log records at that level (the
+vendor SDKs' included), for diagnosing an SDK."""
+
+
+class _OwnRecords:
+    """Only portagent's own log records reach a CLI user's terminal."""
+
+    def filter(self, record: object) -> bool:
+        return str(getattr(record, "name", "")).startswith("portagent")
+
+
+def _route_logs() -> None:
+    """The vendor SDKs log their own view of an error portagent already reports in one line (ADK: each
+    failed node with its traceback, hundreds of lines; openai-agents: "Error getting response"). Without a
+    handler, Python prints every such warning to stderr. The CLI keeps portagent's own warnings
+    (``portagent: …``) and drops the rest, unless ``PORTAGENT_LOG`` asks for everything."""
+    import logging
+    import os
+
+    level = os.environ.get(LOG_ENV, "").strip().upper()
+    if level:
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            level = "DEBUG"
+        logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
+        return
+    root = logging.getLogger()
+    if any(h.get_name() == "portagent-cli" for h in root.handlers):
+        return  # main() called again in one process (tests, an embedding program)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name("portagent-cli")
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("portagent: %(message)s"))
+    handler.addFilter(_OwnRecords())
+    root.addHandler(handler)
+
+
+def _is_text(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def entrypoint() -> None:

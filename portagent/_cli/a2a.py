@@ -59,6 +59,24 @@ def _env_tokens() -> list[str]:
     return [t.strip() for t in os.environ.get(TOKEN_ENV, "").split(",") if t.strip()]
 
 
+def _check_writable(runs: Path, request_log: Path | None) -> None:
+    """Before serving: every task writes into ``runs`` and every call into ``request_log``; a folder that
+    is a file, a log that is a folder or an unwritable place would fail each request instead."""
+    from portagent.contracts.errors import UsageError
+    from portagent.core.files import not_a_folder
+
+    for folder, what in ((runs, "--runs"), (request_log.parent if request_log else None, "--request-log")):
+        if folder is not None and not_a_folder(folder) is not None:
+            raise UsageError(f"{what}: {not_a_folder(folder)} is a file, not a folder")
+    runs.mkdir(parents=True, exist_ok=True)
+    if request_log is not None:
+        if request_log.exists() and not request_log.is_file():
+            raise UsageError(f"--request-log {request_log}: exists and is not a regular file")
+        request_log.parent.mkdir(parents=True, exist_ok=True)
+        with request_log.open("a", encoding="utf-8"):
+            pass
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -89,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     check_runnable(bundle, args.provider)
     key = live_key(args.provider, bundle) if args.live else None
     runs = Path(args.runs) if args.runs else portagent_home(create=True) / "a2a" / bundle.spec.name
+    _check_writable(runs, Path(args.request_log) if args.request_log else None)
 
     def say(text: str) -> None:
         sys.stderr.write(f"portagent a2a: {text}\n")

@@ -116,6 +116,11 @@ class _Chat:
             text = line.strip()
             if not text:
                 continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8 arrive as lone surrogates
+                self.say("that line is not valid UTF-8 text; nothing was sent")
+                continue
             if text.startswith("/"):
                 if not self.command(text):
                     self.say("bye")

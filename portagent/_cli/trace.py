@@ -128,11 +128,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    import os
     import sys
     from pathlib import Path
 
-    from portagent.contracts.errors import UsageError
     from portagent.tracing.importer import import_cassette, trace_jsonl
 
     events = import_cassette(args.file, agent=args.agent)
@@ -140,15 +138,9 @@ def _import(args: argparse.Namespace) -> int:
     if not args.out:
         sys.stdout.write(text)
         return 0
-    out = Path(args.out)
-    tmp = out.with_name(out.name + ".tmp")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{args.out}: cannot write the trace ({e.strerror or e})") from None
+    from portagent.core.files import write_text_atomic
+
+    write_text_atomic(Path(args.out), text)
     done = events[-1]
     unanswered = len(done.provider_details.get("calls_without_result", []))
     print(

@@ -158,6 +158,13 @@ class RunExecutor:
         if not text.strip() and task_id not in self.tasks:
             await updater.reject(updater.new_agent_message(_text("the message has no text part")))
             return
+        from portagent.contracts._base import first_invalid_text
+
+        where = first_invalid_text({"text": text, "metadata": dict(context.metadata or {})})
+        if where is not None:  # a JSON "\udcff" escape: nothing downstream could store or trace it
+            note = f"the message's {where} is not valid Unicode text (a lone surrogate)"
+            await updater.reject(updater.new_agent_message(_text(note)))
+            return
         request = self._request(task_id, text, dict(context.metadata or {}))
         await updater.start_work()
         config = RunConfig(
@@ -259,7 +266,7 @@ class _Guard:
         if self.tokens and scope.get("path") != CARD_PATH and not serving.bearer_ok(headers, self.tokens):
             await _plain(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
             return
-        if self.log is None or scope.get("method") != "POST":
+        if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         body = b""
@@ -268,7 +275,12 @@ class _Guard:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        self.log(_log_entry(body, headers))
+        refusal = _invalid_text(body)
+        if refusal is not None:  # before the SDK: its protobuf messages cannot hold the text either
+            await _json(send, refusal)
+            return
+        if self.log is not None:
+            self.log(_log_entry(body, headers))
         sent = False
 
         async def replay() -> Any:
@@ -279,6 +291,35 @@ class _Guard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _invalid_text(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a call holding text that is not valid Unicode (JSON allows ``"\\udcff"``; no
+    trace, file or protobuf message can hold the lone surrogate it decodes to); None for any other body."""
+    from portagent.contracts._base import first_invalid_text
+
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None  # the SDK answers malformed JSON itself
+    where = first_invalid_text(data)
+    if where is None:
+        return None
+    rpc_id = data.get("id") if isinstance(data, dict) else None
+    message = f"Invalid params: {where} is not valid Unicode text (a lone surrogate)"
+    return {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32602, "message": message}}
+
+
+async def _json(send: Any, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _log_entry(body: bytes, headers: dict[bytes, bytes]) -> dict[str, Any]:

@@ -51,6 +51,31 @@ class Contract(BaseModel):
         return sha256_hex(canonical_json(self.hash_payload()))
 
 
+def first_invalid_text(value: Any, path: str = "") -> str | None:
+    """The path of the first string in ``value`` (keys too) that is not valid Unicode — a lone surrogate,
+    which is how bytes that are not UTF-8 reach Python (command lines, ``surrogateescape``) and what a JSON
+    ``"\\udcff"`` escape decodes to. No file, hash or trace can hold one. None when all are valid."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "value"
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            where = first_invalid_text(k, path or "key") or first_invalid_text(
+                v, f"{path}.{k}" if path else str(k)
+            )
+            if where is not None:
+                return where
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            where = first_invalid_text(v, f"{path}[{i}]")
+            if where is not None:
+                return where
+    return None
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, non-ASCII kept, Python's default separators (``", "`` and ``": "``).
 

@@ -482,6 +482,15 @@ def _memo_key(
     return (label, str(p.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, model_cls, expect_kind)
 
 
+def _shape(value: Any) -> str:
+    """How a YAML value reads to the person who wrote it."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
 def validate_document(
     data: Any,
     label: str,
@@ -495,6 +504,17 @@ def validate_document(
             [SpecProblem(label, "", f"expected a mapping starting with 'kind:', got {type(data).__name__}")]
         )
     kind = data.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise SpecError(
+            [
+                SpecProblem(
+                    label,
+                    "kind",
+                    f"'kind:' must be one word, got {_shape(kind)}; expected one of: {', '.join(KINDS)}",
+                    _line_of(node, ("kind",)),
+                )
+            ]
+        )
     if model_cls is not None and expect_kind is None:
         field = model_cls.model_fields.get("kind")
         expect_kind = field.default if field is not None else None

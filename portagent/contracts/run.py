@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from portagent.contracts._base import Contract
+from portagent.contracts._base import Contract, first_invalid_text
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import ProviderName
 from portagent.contracts.status import RunStatus as RunStatus
@@ -76,6 +76,15 @@ class RunRequest(Contract):
     """Eval case id."""
     repeat: int = 0
     """Eval repeat index."""
+
+    @model_validator(mode="after")
+    def _text_is_unicode(self) -> RunRequest:
+        where = first_invalid_text(self.model_dump(exclude_defaults=True))
+        if where is not None:
+            raise ValueError(
+                f"{where}: not valid Unicode text (a lone surrogate: bytes that were not UTF-8?)"
+            )
+        return self
 
     @property
     def messages(self) -> list[str]:

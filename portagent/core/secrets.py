@@ -363,7 +363,14 @@ def _mask_text(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:
     return masked
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _mask(text: str, extra: list[str] | None, env: tuple[str, ...]) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (bytes that were not UTF-8): no file or log could hold it
+        text = _LONE_SURROGATE.sub("\ufffd", text)
     findings = scan(text, extra=extra, env=env)
     if not findings:
         return text

@@ -136,10 +136,20 @@ def serve(
     try:
         yield RunningEmulator(host, httpd.server_address[1], httpd.log.entries, httpd.engine.reset, log.path)
     finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+        _stop(httpd, thread)
         log.close()
+
+
+def _stop(httpd: Any, thread: threading.Thread) -> None:
+    """Stop the serving thread, waiting a bounded time: ``shutdown()`` waits for ``serve_forever`` to
+    notice, forever — and a thread frozen by the interpreter's exit (an emulator closed only at exit, after
+    Ctrl-C) never does."""
+    if thread.is_alive():
+        stopper = threading.Thread(target=httpd.shutdown, name="portagent-emulator-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout=5)
+    httpd.server_close()
+    thread.join(timeout=5)
 
 
 def run_forever(

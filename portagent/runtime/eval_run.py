@@ -389,11 +389,17 @@ def record_tasks(
             )
         return done
     finally:
-        from portagent.runtime.record import discard
+        from portagent.runtime.record import discard, prune_empty
 
+        close_emulators()  # also when interrupted: an emulator left to the interpreter's exit hung it
         for o in outcomes.values():
             if o.staging is not None:  # never placed (interrupted, or its replay failed)
                 discard(o.staging)
+        for parent in sorted({t.cassette.parent for t in tasks if t.cassette is not None}):
+            clean_staging(parent, own=True)  # what an interrupt left between creating and discarding
+        for t in tasks:  # the layout folders of recordings never made (interrupted) or never placed
+            if t.cassette is not None:
+                prune_empty(t.cassette, levels=5)
 
 
 def _record_tasks(

@@ -33,21 +33,26 @@ def _tag() -> str:
     return f"{os.getpid()}-{start_identity(os.getpid()) or ''}"
 
 
-def clean_staging(parent: Path) -> list[Path]:
+def clean_staging(parent: Path, *, own: bool = False) -> list[Path]:
     """Remove the staging folders in ``parent`` left by recordings whose process is gone (and hidden
-    ``.<name>.<random>`` folders of older versions, which were always abandoned). Returns what it removed."""
+    ``.<name>.<random>`` folders of older versions, which were always abandoned). ``own``: this process's
+    too — it is done recording (an interrupt can land between a staging folder's creation and whatever
+    would have placed or discarded it). Returns what it removed."""
     from portagent.tools.ledger import pid_alive, start_identity
 
     removed: list[Path] = []
     if not parent.is_dir():
         return removed
+    mine = _tag()
     for d in parent.iterdir():
         if not d.name.startswith(".") or not d.is_dir():
             continue
         m = _STAGING.match(d.name)
         if m is not None:
             pid, start = int(m["pid"]), m["start"]
-            if pid_alive(pid) and (not start or start_identity(pid) in (None, start)):
+            if own and f"{pid}-{start}" == mine:
+                pass  # this process's, and it is done with it
+            elif pid_alive(pid) and (not start or start_identity(pid) in (None, start)):
                 continue  # a live recording's staging folder
         elif not _LEGACY.match(d.name):
             continue  # not a staging folder of ours
@@ -85,6 +90,18 @@ def place(staging: Path, folder: Path, provider: str) -> None:
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def prune_empty(folder: Path, levels: int = 5) -> None:
+    """Remove ``folder`` and up to ``levels`` of its parents while they are empty: the layout folders a
+    recording made before it was interrupted or failed (``<suite>/<agent>@<v>/<case>/<provider>/r<n>``)."""
+    for d in (folder, *list(folder.parents)[: levels - 1]):
+        try:
+            d.rmdir()  # only an empty folder goes
+        except FileNotFoundError:
+            continue  # never made (or made and removed): its parent may still be empty
+        except OSError:
+            return
 
 
 async def stage_run(

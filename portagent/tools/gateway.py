@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from portagent.contracts._base import args_hash as compute_args_hash
+from portagent.contracts._base import first_invalid_text
 from portagent.contracts.errors import PortagentError
 from portagent.contracts.policy import ApprovalCard, PermissionDecision, PermissionPolicy
 from portagent.contracts.tool import ToolSpec
@@ -76,7 +78,9 @@ class PreparedCall:
 
 
 def parse_args(raw: Any) -> tuple[Any, str | None]:
-    """OpenAI sends a JSON string, Anthropic an object: both become a dict before anything else."""
+    """OpenAI sends a JSON string, Anthropic an object: both become a dict before anything else. Text that
+    is not valid Unicode (a lone surrogate: JSON allows ``"\\udcff"``) cannot be hashed, stored or traced: it
+    is replaced by U+FFFD and the call is refused as a validation error naming where it was."""
     if raw is None:
         return {}, None
     if isinstance(raw, str | bytes):
@@ -84,10 +88,29 @@ def parse_args(raw: Any) -> tuple[Any, str | None]:
         if not text.strip():
             return {}, None
         try:
-            return json.loads(text), None
+            raw = json.loads(text)
         except json.JSONDecodeError as e:
-            return text, f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+            return _replaced(
+                text
+            ), f"arguments are not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+    where = first_invalid_text(raw)
+    if where is not None:
+        return _replaced(raw), f"arguments hold text that is not valid Unicode (a lone surrogate) at {where}"
     return raw, None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replaced(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD (keys too)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v) for v in value]
+    return value
 
 
 class ToolGateway:

@@ -8,7 +8,6 @@ import base64
 import importlib
 import json
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,15 +47,9 @@ def otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
 
 def write_otlp_json(spans: Sequence[Any], path: str | Path) -> None:
     """Write OTLP/JSON to ``path`` whole or not at all (a temporary file moved into place)."""
-    out = Path(path)
-    tmp = out.with_name(f".{out.name}.tmp")
-    payload = json.dumps(otlp_json(spans), ensure_ascii=False, indent=2) + "\n"
-    try:
-        tmp.write_text(payload, encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the OTLP/JSON file ({e.strerror or e})") from None
+    from portagent.core.files import write_text_atomic
+
+    write_text_atomic(Path(path), json.dumps(otlp_json(spans), ensure_ascii=False, indent=2) + "\n")
 
 
 def traces_url(endpoint: str, protocol: str = "http/protobuf") -> str:

@@ -156,3 +156,25 @@ def test_structured_output_is_a_data_artifact_and_json_mode(tmp_path: Path) -> N
     assert card.description == "Grade the essay."  # no description: the instructions' first line
     (part,) = _output_parts({"grade": "B"})
     assert part.media_type == "application/json" and get_data_parts([part]) == [{"grade": "B"}]
+
+
+def test_text_that_is_not_unicode_is_refused_not_crashed_on(served: tuple[str, Path]) -> None:
+    """JSON allows ``"\\udcff"``; no trace, hash, file or protobuf message can hold the lone surrogate it
+    decodes to. The call gets a JSON-RPC invalid-params error naming where, no task or run starts, and the
+    server keeps serving."""
+    url, log = served
+    message = {
+        "role": "user",
+        "messageId": "m-surrogate",
+        "parts": [{"kind": "text", "text": "refund \udcff"}],
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message}})
+    assert "\\udcff" in body  # the escape, as a client sends it (ensure_ascii)
+    r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=60)
+    error = r.json()["error"]
+    assert r.json()["id"] == 7 and error["code"] == -32602
+    assert error["message"] == (
+        "Invalid params: params.message.parts[0].text is not valid Unicode text (a lone surrogate)"
+    )
+    assert ("message/send", "refund \ufffd") not in methods(log)  # refused before the log and the SDK
+    assert send(url, "What is the refund deadline?")["result"]["status"]["state"] == "completed"

@@ -107,3 +107,45 @@ def test_a_killed_recording_leaves_no_folder_and_the_next_record_cleans_up(tmp_p
     assert "replays cleanly" in done.stdout
     assert [d.name for d in folder.iterdir()] == ["r0"]  # the dead recording's staging folder is gone
     assert sorted(f.name for f in (folder / "r0").iterdir()) == ["cassette.yaml", "run.json", "trace.jsonl"]
+
+
+def test_ctrl_c_during_record_exits_130_and_leaves_only_whole_recordings(tmp_path: Path) -> None:
+    """SIGINT while ``record`` is between and inside recordings: it stops (exit 130, bounded — it used to
+    hang at exit on the emulator it had left open), and the cassette tree holds only complete recordings:
+    no staging folder, no empty layout folder of a recording never made."""
+    import shutil
+    import signal
+
+    pytest.importorskip("agents")
+    from _support import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "support_desk", tmp_path / "sd", ignore=shutil.ignore_patterns("__pycache__"))
+    argv = [sys.executable, "-m", "portagent", "record", str(tmp_path / "sd" / "suite.yaml"), "--emulator"]
+    argv += ["--providers", "openai", "--out", str(tmp_path / "rec"), "--workers", "1", "--no-verify"]
+    env = dict(os.environ, PORTAGENT_HOME=str(tmp_path / "home"), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + BOUND_S
+        seen = 0
+        while seen < 2:  # two recordings made: the third is under way
+            line = proc.stdout.readline()
+            assert line and time.monotonic() < deadline, "record never got going"
+            seen += line.startswith("recorded")
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=BOUND_S)
+    assert code == 130, proc.stderr.read() if proc.stderr else ""
+    runs = [p for p in (tmp_path / "rec").rglob("r*") if p.is_dir() and p.name[1:].isdigit()]
+    assert len(runs) >= 2
+    for r in runs:  # every folder in place is a whole recording
+        assert sorted(f.name for f in r.iterdir()) == ["cassette.yaml", "run.json", "trace.jsonl"], r
+    every = [p for p in (tmp_path / "rec").rglob("*") if p.is_dir()]
+    assert not [p for p in every if p.name.startswith(".")]  # no staging folder
+    assert not [p for p in every if not any(p.iterdir())]  # no empty folder

@@ -345,10 +345,15 @@ def test_an_empty_trace_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_unwritable_json_path_leaves_nothing(resumed_trace: Path, tmp_path: Path) -> None:
-    target = tmp_path / "missing-dir" / "spans.json"
+    (tmp_path / "afile").write_text("")
+    target = tmp_path / "afile" / "spans.json"  # a file where the folder goes
     code, _, err = run_cli("trace", "export", str(resumed_trace), "--otel-json", str(target))
-    assert code == 2 and "cannot write the OTLP/JSON file" in err
-    assert not (tmp_path / "missing-dir").exists()
+    assert code == 2 and f"{target}: cannot write it ({tmp_path / 'afile'} is not a folder)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    code, _, err = run_cli(
+        "trace", "export", str(resumed_trace), "--otel-json", str(tmp_path / "new" / "o.json")
+    )
+    assert code == 0 and (tmp_path / "new" / "o.json").is_file()  # a missing folder is made, as for --out
 
 
 @pytest.mark.skipif(

@@ -1,0 +1,171 @@
+"""User mistakes found by trying the CLI as a careless or hostile user: each gets one message and exit 2
+(or 1 for a spec that fails its check), never a traceback, and leaves nothing half-written.
+
+- bytes that are not UTF-8 on the command line (they reach Python as lone surrogates, which no file,
+  database, hash or trace can hold);
+- ``kind:`` that is a list or a mapping;
+- output paths under a file, that are folders, FIFOs or symlinks (the atomic writer refuses what is not a
+  regular file, writes through a symlink, and names the part of the path that is not a folder);
+- ``a2a serve`` with a runs folder that is a file (refused before serving, not on every task);
+- the vendor SDKs' own error logs (ADK logs each failed node with its traceback) kept off the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _support import EXAMPLES, REPO, run_cli
+
+BAD = "p_\udcff"  # what ``portagent init $'p_\xff'`` hands Python
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["init", BAD],
+        ["run", "agent.yaml", "--provider", "openai", "--emulator", "emulator.yaml", "--input", BAD],
+        [
+            "run",
+            "agent.yaml",
+            "--provider",
+            "openai",
+            "--emulator",
+            "emulator.yaml",
+            "--input",
+            "hi",
+            "--out",
+            BAD,
+        ],
+        ["approvals", "show", BAD],
+        ["resume", BAD],
+        ["memory", "show", BAD],
+    ],
+    ids=["init", "run-input", "run-out", "approvals", "resume", "memory"],
+)
+def test_arguments_that_are_not_utf8_are_one_message(tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    code, out, err = run_cli(*argv)
+    assert code == 2 and "Traceback" not in err, err
+    assert err == "portagent: argument 'p_\\\\udcff' is not valid UTF-8 text\n"
+    assert tree(tmp_path) == []  # nothing written: not even the state folder
+
+
+@pytest.mark.parametrize(("kind", "shape"), [("[agent]", "a list"), ("{agent: 1}", "a mapping")])
+def test_kind_that_is_not_a_word_is_a_spec_problem(tmp_path, kind, shape):
+    spec = tmp_path / "a.yaml"
+    spec.write_text(f"kind: {kind}\nschema_version: 1\n")
+    for argv in (["validate", str(spec)], ["port-check", str(spec), "--to", "openai"]):
+        code, out, err = run_cli(*argv)
+        assert code == 1 and "Traceback" not in err + out, err
+        assert f"'kind:' must be one word, got {shape}" in out + err
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """One replayed run's results folder."""
+    root = tmp_path_factory.mktemp("results")
+    old = os.environ.get("PORTAGENT_HOME")
+    os.environ["PORTAGENT_HOME"] = str(root / "home")
+    try:
+        code, out, err = run_cli(
+            "eval", str(EXAMPLES / "support_desk" / "suite.yaml"), "--replay", "--cassettes", str(REPO / "cassettes"),
+            "--providers", "openai", "--case", "refund-rule", "--out", str(root / "R"), "--no-progress",
+        )  # fmt: skip
+    finally:
+        if old is None:
+            os.environ.pop("PORTAGENT_HOME", None)
+        else:
+            os.environ["PORTAGENT_HOME"] = old
+    assert code == 0, out + err
+    return root / "R"
+
+
+def test_output_paths_that_cannot_be_files_are_one_message(tmp_path, results):
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    agent = str(EXAMPLES / "support_desk" / "agent.yaml")
+    trace = next((results / "runs").rglob("trace.jsonl"))
+    cases = [
+        (["compare", str(results), str(results), "--out", f"{afile}/x.json"], f"{afile} is not a folder"),
+        (["compare", str(results), str(results), "--out", str(tmp_path)], "exists and is not a regular file"),
+        (["export", agent, "--to", "openai", "--out", f"{afile}/x.py"], f"{afile} is not a folder"),
+        (["trace", "export", str(trace), "--otel-json", f"{afile}/x.json"], f"{afile} is not a folder"),
+        (["trace", "import", str(next(REPO.glob("cassettes/**/openai/r0/cassette.yaml"))), "--out", f"{afile}/t"],
+         f"{afile} is not a folder"),
+    ]  # fmt: skip
+    for argv, message in cases:
+        code, out, err = run_cli(*argv)
+        assert code == 2 and message in err and "Traceback" not in err, (argv, err)
+        assert err.count("\n") == 1, err  # one line
+    assert afile.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_report_into_a_folder_where_a_file_goes_is_one_message(tmp_path, results):
+    import shutil
+
+    copy = tmp_path / "R"
+    shutil.copytree(results, copy)
+    (copy / "report.html").unlink()
+    (copy / "report.html").mkdir()
+    code, out, err = run_cli("report", str(copy))
+    assert code == 2 and "report.html: exists and is not a regular file" in err and "Traceback" not in err
+
+
+def test_special_files_are_refused_and_symlinks_written_through(tmp_path, results):
+    trace = next((results / "runs").rglob("trace.jsonl"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, out, err = run_cli("trace", "export", str(trace), "--otel-json", str(fifo))
+    assert code == 2 and "exists and is not a regular file" in err
+    assert fifo.exists() and not fifo.is_file()  # still the FIFO, not replaced by a file
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    code, out, err = run_cli("trace", "export", str(trace), "--otel-json", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and '"resourceSpans"' in target.read_text()  # the link kept, its target written
+
+
+def test_a2a_serve_refuses_a_runs_folder_that_is_a_file_before_serving(tmp_path):
+    pytest.importorskip("a2a")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    code, out, err = run_cli(
+        "a2a", "serve", str(EXAMPLES / "support_desk" / "agent.yaml"), "--provider", "openai",
+        "--emulator", str(EXAMPLES / "support_desk" / "emulator.yaml"), "--port", "0", "--runs", str(afile),
+    )  # fmt: skip
+    assert code == 2 and f"--runs: {afile} is a file, not a folder" in err, err
+
+
+def test_vendor_sdk_logs_stay_off_the_terminal(tmp_path):
+    """ADK logs every failed node with its traceback (hundreds of lines): the CLI prints portagent's one
+    account of the failure; PORTAGENT_LOG=warning shows the SDK's too."""
+    pytest.importorskip("google.adk")
+    code, _, _ = run_cli("init", str(tmp_path / "p"))
+    assert code == 0
+    argv = [sys.executable, "-m", "portagent", "run", "agent.yaml", "--provider", "adk"]
+    argv += ["--emulator", "emulator.yaml", "--input", "a question the script does not know"]
+    env = dict(os.environ, PORTAGENT_HOME=str(tmp_path / "home"))
+    env.pop("PORTAGENT_LOG", None)
+    quiet = subprocess.run(argv, cwd=tmp_path / "p", env=env, capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 3 and "no conversation matches" in quiet.stdout
+    assert "Traceback" not in quiet.stderr and "google_adk" not in quiet.stderr, quiet.stderr
+    loud = subprocess.run(
+        argv,
+        cwd=tmp_path / "p",
+        env={**env, "PORTAGENT_LOG": "warning"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert loud.returncode == 3 and "google_adk" in loud.stderr
