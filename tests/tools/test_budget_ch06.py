@@ -122,3 +122,17 @@ def test_model_cost_shares_the_tool_budget(spy):
     gw = ToolGateway([BUSCAR], c)
     assert run(gw.call("buscar_fuente", {"query": "NIST AI RMF"})).error == "budget_exhausted"
     assert spy.calls() == []
+
+
+@pytest.mark.parametrize("raw", [{"query": "NIST \udcff"}, '{"query": "NIST \\udcff"}'], ids=["object", "json"])
+def test_text_that_is_not_unicode_is_a_validation_error_not_a_crash(spy, raw):
+    """A lone surrogate (a JSON ``"\\udcff"`` escape, from a model or an MCP client) cannot be hashed or
+    traced: the call is refused as ``validation_error`` naming where, and never reaches the handler."""
+    c = ctx()
+    gw = ToolGateway([BUSCAR], c)
+    obs = run(gw.call("buscar_fuente", raw))
+    assert (obs.ok, obs.error) == (False, "validation_error")
+    assert "not valid Unicode (a lone surrogate) at query" in obs.message
+    (call,) = c.recorder.of_type("tool.call")
+    assert call.args == {"query": "NIST \ufffd"}  # what the trace can hold
+    assert spy.calls() == []
