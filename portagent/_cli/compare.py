@@ -35,6 +35,14 @@ def run(args: argparse.Namespace) -> int:
     a, b = load_results(args.baseline), load_results(args.candidate)
     base, cand = a.result, b.result
     if args.provider:
+        from portagent.contracts.errors import UsageError
+
+        for label, side in ((args.baseline, base), (args.candidate, cand)):
+            if args.provider not in side.providers:  # a typo would compare nothing, and "pass"
+                raise UsageError(
+                    f"--provider {args.provider}: {label} has no runs of it (its providers: "
+                    f"{', '.join(side.providers) or 'none'})"
+                )
         base, cand = base.select(provider=args.provider), cand.select(provider=args.provider)
     comparison = compare(base, cand)
     out = console()

@@ -200,7 +200,22 @@ def run(args: argparse.Namespace) -> int:
         from portagent.evals.report import load_results
 
         baseline = load_results(args.baseline)  # refused (exit 2) before anything runs
-    results, decision, _ = run_suite(
+    try:
+        results, decision, _ = _run(args, mode, out, script, baseline, reuse)
+    except KeyboardInterrupt:
+        import sys
+
+        where = f"; the runs finished so far are kept in {out}: add --resume to continue" if out else ""
+        sys.stderr.write(f"portagent: interrupted{where}\n")
+        return 130
+    from portagent.evals.github import report_to_github
+
+    report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
+    return int(decision.exit_code)
+
+
+def _run(args: argparse.Namespace, mode: Any, out: Any, script: Any, baseline: Any, reuse: Any) -> Any:
+    return run_suite(
         args.suite,
         mode=mode,
         providers=split_csv(args.providers),
@@ -221,10 +236,6 @@ def run(args: argparse.Namespace) -> int:
         address=args.address,
         reuse=reuse,
     )
-    from portagent.evals.github import report_to_github
-
-    report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
-    return decision.exit_code
 
 
 def run_suite(

@@ -155,6 +155,11 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if not target.is_file():
         raise UsageError(f"{args.target}: no such suite or agent spec")
+    from portagent.core.files import not_a_folder
+
+    blocker = not_a_folder(Path(args.out))
+    if blocker is not None:
+        raise UsageError(f"--out {args.out}: {blocker} is a file, not a folder")
     if args.repeats is not None and args.repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
     if args.workers < 1:

@@ -219,12 +219,22 @@ def check_out_dir(path: str | Path, *, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):
+        if not overwrite and (out / "runs").is_dir() and not is_results_folder(out):
+            raise UsageError(
+                f"--out {out}: holds the runs of an eval that did not finish (no eval.json); "
+                "add --resume to continue it, or remove the folder to start over"
+            )
         if not overwrite:
             raise UsageError(
                 f"--out {out}: folder is not empty; pass --overwrite to replace the results in it, "
                 "or choose another folder"
             )
         if not is_results_folder(out):
+            if (out / "runs").is_dir():  # an eval stopped before it wrote eval.json (interrupted, killed)
+                raise UsageError(
+                    f"--out {out}: holds the runs of an eval that did not finish (no eval.json); "
+                    "add --resume to continue it, or remove the folder to start over"
+                )
             raise UsageError(
                 f"--out {out}: not a portagent results folder (no eval.json or report.json); "
                 "refusing to empty it even with --overwrite"

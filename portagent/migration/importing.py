@@ -65,6 +65,11 @@ def load_object(ref: str) -> Any:
         ) from e
     except Exception as e:  # the module raised while importing
         raise UsageError(f"importing module {module_name!r} failed: {type(e).__name__}: {e}") from e
+    except SystemExit as e:  # a script's top level (argparse, sys.exit) run on import
+        raise UsageError(
+            f"importing module {module_name!r} called sys.exit({e.code!r}): its top level runs a program; "
+            'guard it with `if __name__ == "__main__":` so the agent can be imported'
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

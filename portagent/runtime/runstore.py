@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,9 +89,10 @@ class RunStore:
         self.path = path or state_file(RUNS_DB)
         self._lock = threading.Lock()
         self._locks: dict[str, KeyLock] = {}
-        self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(_SCHEMA)
+        from portagent.tools.sqlite_state import open_state_db
+
+        # a corrupt or unwritable runs.db is one message naming it, as for approvals.db and ledger.db
+        self._conn = open_state_db(self.path, _SCHEMA, "run store")
 
     def lock_path(self, key: str) -> Path:
         return self.path.parent / LOCKS_DIR / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock")

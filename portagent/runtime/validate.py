@@ -45,7 +45,7 @@ def bundle_problems(
             listings = asyncio.run(list_live(bundle))
         else:
             listings = remembered_listings(bundle)
-    problems = spec_problems(bundle, listings)
+    problems = spec_problems(bundle, listings) + handler_problems(bundle)
     notes: list[str] = []
     for p in [provider] if provider else list(PROVIDERS):
         found = verdict(bundle, p)
@@ -55,6 +55,44 @@ def bundle_problems(
         else:
             notes += [problem.message for problem in found.problems()]
     return problems, notes
+
+
+def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
+    """A tool whose handler module cannot be found fails every call at run time (``handler_error``): found
+    here without running anything — the module file is looked up next to each agent spec, then on
+    ``sys.path``, as the runner resolves handlers; a module that raises on import or a missing function
+    still shows only when a call imports it."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    folders = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
+    search = list(dict.fromkeys([*folders, *sys.path]))
+    out: list[SpecProblem] = []
+    seen: set[str] = set()
+    for node in bundle.agents.values():
+        for spec in node.tools.values():
+            module = spec.handler.partition(":")[0]
+            if not spec.handler or module in seen:
+                continue
+            seen.add(module)
+            if module in sys.modules:
+                continue
+            parts, where = module.split("."), search
+            for i in range(len(parts)):
+                found = PathFinder.find_spec(".".join(parts[: i + 1]), where)
+                if found is None:
+                    label = str(node.path) if node.path is not None else node.name
+                    out.append(
+                        SpecProblem(
+                            label,
+                            f"tools.{spec.name}.handler",
+                            f"handler module {module!r} of tool {spec.name!r} not found (looked next to the "
+                            "agent spec and on sys.path; PYTHONPATH adds folders)",
+                        )
+                    )
+                    break
+                where = list(found.submodule_search_locations or [])
+    return out
 
 
 def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = False) -> FileResult:

@@ -128,6 +128,7 @@ def test_schema_command_writes_every_kind(tmp_path):
 
 def test_validate_for_adk_refuses_schema_features_gemini_cannot_express(tmp_path):
     spec = tmp_path / "a.yaml"
+    (tmp_path / "m.py").write_text("def f(a=None):\n    return {}\n")
     spec.write_text(
         "kind: agent\nschema_version: 1\nname: a\ninstructions: x\nmodels: {adk: gemini-2.5-flash, openai: gpt-4.1-mini}\n"
         "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
@@ -147,3 +148,22 @@ def test_a_rule_naming_a_granted_builtin_matches_something(tmp_path):
     )
     code, out, err = run_cli("validate", str(spec))
     assert code == 0, err
+
+
+def test_a_handler_module_that_cannot_be_found_is_a_problem(tmp_path):
+    """Found without running anything: the module file next to the agent spec, then on sys.path (a
+    package's submodule too). Before, validate passed and every call failed at run time."""
+    from _support import run_cli as cli
+
+    code, _, _ = cli("init", str(tmp_path / "p"))
+    assert code == 0
+    tools = tmp_path / "p" / "tools.yaml"
+    good = tools.read_text()
+    assert cli("validate", str(tmp_path / "p"))[0] == 0
+    for handler, module in (("p_handlerz:get_order", "p_handlerz"), ("portagent.nope:f", "portagent.nope")):
+        tools.write_text(good.replace("p_handlers:get_order", handler))
+        code, out, err = cli("validate", str(tmp_path / "p"))
+        assert code == 1, out + err
+        assert f"[tools.get_order.handler]: handler module {module!r} of tool 'get_order' not found" in err
+    tools.write_text(good.replace("p_handlers:get_order", "portagent.tools.memory:remember"))
+    assert cli("validate", str(tmp_path / "p" / "agent.yaml"))[0] == 0  # an installed module is found

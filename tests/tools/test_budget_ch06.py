@@ -124,7 +124,9 @@ def test_model_cost_shares_the_tool_budget(spy):
     assert spy.calls() == []
 
 
-@pytest.mark.parametrize("raw", [{"query": "NIST \udcff"}, '{"query": "NIST \\udcff"}'], ids=["object", "json"])
+@pytest.mark.parametrize(
+    "raw", [{"query": "NIST \udcff"}, '{"query": "NIST \\udcff"}'], ids=["object", "json"]
+)
 def test_text_that_is_not_unicode_is_a_validation_error_not_a_crash(spy, raw):
     """A lone surrogate (a JSON ``"\\udcff"`` escape, from a model or an MCP client) cannot be hashed or
     traced: the call is refused as ``validation_error`` naming where, and never reaches the handler."""

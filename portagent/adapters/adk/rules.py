@@ -5,9 +5,10 @@ Used by the one portability verdict (``adapters/portability.py``) and by the ada
 
 from __future__ import annotations
 
-from portagent.adapters.adk.events import output_schema_problems, tool_schema_problems
+from portagent.adapters.adk.events import output_schema_problems
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.portability import Lack
+from portagent.wire.gemini_schema import tool_schema_problems
 
 
 def _file(bundle: AgentBundle, node: AgentNode) -> str:

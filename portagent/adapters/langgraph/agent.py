@@ -31,7 +31,6 @@ and sends nothing besides the model endpoint.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from contextvars import ContextVar
 from functools import lru_cache
@@ -57,24 +56,13 @@ from portagent.adapters.langgraph.chat_models import (
     finish_reason,
     output_kwargs,
     split_calls,
+    with_tools,
 )
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
-
-
-class _SchemaSubsetNotes(logging.Filter):
-    """langchain-google-genai converts a tool's JSON Schema to Gemini's OpenAPI subset and logs a warning
-    for every keyword it drops, on every request. The verdict says it once instead (``rules.notes``); the
-    gateway still checks the full schema."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "is not supported in schema" not in record.getMessage()
-
-
-logging.getLogger("langchain_google_genai._function_utils").addFilter(_SchemaSubsetNotes())
 
 AGENT_TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -160,8 +148,7 @@ class _Graph:
         base = build_chat_model(self.session, vendor, model_id, self.closers)
         schema = self.bundle.agents[agent].spec.output_schema
         output = output_kwargs(vendor, schema) if schema is not None else {}
-        tools = self.declarations(agent)
-        self.models[agent] = (base.bind_tools(tools) if tools else base).bind(**output)
+        self.models[agent] = with_tools(base, vendor, self.declarations(agent)).bind(**output)
         return self.models[agent]
 
     def declarations(self, agent: str) -> list[dict[str, Any]]:

@@ -173,6 +173,31 @@ def chat_anthropic(http: Any) -> Any:
     return _RunChatAnthropic
 
 
+def with_tools(model: Any, vendor: str, functions: list[dict[str, Any]]) -> Any:
+    """``model`` with the agent's tools bound, declared verbatim on every vendor. OpenAI's function format
+    suits ChatOpenAI and ChatAnthropic (both send the JSON Schema as written). For Gemini, langchain-google-
+    genai's ``bind_tools`` converts it to Gemini's OpenAPI subset, which changes the contract the model sees
+    (``type: [integer, "null"]`` became a string; every optional property of a nested object became
+    required): Gemini gets one ``Tool`` of ``FunctionDeclaration``s with ``parameters_json_schema`` instead
+    — the schema as written, as the adk provider declares it — bound as is (``bind_tools`` would turn it
+    back into dicts; the request builder passes a ``Tool`` through untouched)."""
+    if not functions:
+        return model
+    if vendor != "google_genai":
+        return model.bind_tools(functions)
+    from google.genai import types
+
+    declarations = [
+        types.FunctionDeclaration(
+            name=f["function"]["name"],
+            description=f["function"]["description"],
+            parameters_json_schema=f["function"]["parameters"],
+        )
+        for f in functions
+    ]
+    return model.bind(tools=[types.Tool(function_declarations=declarations)])
+
+
 def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The output schema in each vendor's own request field, bound to the chat model (structured output):
     OpenAI ``response_format`` json_schema (``text.format`` on the Responses API), Anthropic

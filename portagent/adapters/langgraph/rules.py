@@ -54,8 +54,24 @@ def _file(node: AgentNode) -> str:
 
 
 def lacks(bundle: AgentBundle) -> list[Lack]:
-    """A ``models.langgraph`` value must name a vendor the extra installs, and a model id."""
+    """A ``models.langgraph`` value must name a vendor the extra installs, and a model id; an agent on a
+    Gemini chat model declares its tools verbatim as Gemini function declarations, within their limits."""
+    from portagent.wire.gemini_schema import tool_schema_problems
+
     out: list[Lack] = []
+    for node in bundle.agents.values():
+        choice = model_choice(node, bundle.node)
+        if choice is not None and choice[0] == "google_genai":
+            for name, tool in node.tools.items():
+                for problem in tool_schema_problems(name, tool.input_schema):
+                    out.append(
+                        Lack(
+                            "Gemini schema limits",
+                            f"{node.name}: tool {name}: {problem}",
+                            _file(node),
+                            f"tools[{name}]",
+                        )
+                    )
     for node in bundle.agents.values():
         value = node.spec.models.langgraph
         if value is None:
@@ -80,11 +96,4 @@ def notes(bundle: AgentBundle) -> list[str]:
     for name, node in bundle.agents.items():
         if not (node.spec.models.langgraph or bundle.spec.models.langgraph):
             out.append(f"langgraph: agent {name!r} has no models.langgraph; it runs openai:<models.openai>")
-        choice = model_choice(node, bundle.node)
-        if choice is not None and choice[0] == "google_genai":
-            out.append(
-                f"langgraph: agent {name!r} runs a Gemini chat model; langchain-google-genai declares its tools in "
-                "Gemini's OpenAPI schema subset (keywords such as additionalProperties are dropped); the gateway "
-                "still enforces every keyword"
-            )
     return out

@@ -6,14 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from portagent.adapters.adk.events import (
-    GEMINI_OPENAPI_SCHEMA_FIELDS,
-    final_text,
-    finish_reason,
-    output_schema_problems,
-    tool_schema_problems,
-    usage_fields,
-)
+from portagent.adapters.adk.events import final_text, finish_reason, output_schema_problems, usage_fields
+from portagent.wire.gemini_schema import GEMINI_OPENAPI_SCHEMA_FIELDS, tool_schema_problems
 
 
 def test_usage_fields_follow_otel_semantics():

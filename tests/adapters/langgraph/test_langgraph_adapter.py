@@ -84,6 +84,15 @@ def test_declared_schemas_per_vendor(emu):
             for t in body["tools"]
         }
         assert declared["get_order"] == wanted, vendor  # verbatim
+    # Gemini too: parametersJsonSchema as written (langchain-google-genai's own conversion to the OpenAPI
+    # subset turned ["integer", "null"] into a string and made optional nested properties required)
+    r = go(emu, on("google_genai"), "Where is order ORD-7 and how fast do you ship?", P)
+    (tool,) = r.requests[0]["body"]["tools"]
+    declared = {f["name"]: f for f in tool["functionDeclarations"]}
+    got = declared["get_order"]
+    # google-genai passes this key through in snake_case, as for adk (wire/gemini.py reads both)
+    assert (got.get("parametersJsonSchema") or got.get("parameters_json_schema")) == wanted
+    assert "parameters" not in got
     code, out, _ = run_cli("validate", "--provider", P, str(DATA / "faq_expert.yaml"))
     assert code == 0
 
@@ -477,3 +486,20 @@ def test_prepare_imports_the_chat_models_integration_before_the_run():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"]  # what the spec uses, nothing more
+
+
+def test_gemini_function_declaration_limits_are_refused_for_a_gemini_chat_model(tmp_path):
+    """Tools go to Gemini verbatim: what a Gemini function declaration cannot express (allOf …) is refused
+    with its field path, as for adk — only for agents on a Gemini chat model."""
+    spec = tmp_path / "a.yaml"
+    (tmp_path / "m.py").write_text("def f(a=None):\n    return {}\n")
+    head = "kind: agent\nschema_version: 1\nname: a\ninstructions: x\n"
+    tools = (
+        "tools:\n  - name: get_x\n    description: d\n    effect: read\n    handler: m:f\n"
+        "    input_schema: {type: object, properties: {a: {allOf: [{type: string}]}}}\n"
+    )
+    spec.write_text(head + "models: {langgraph: 'google_genai:gemini-2.5-flash'}\n" + tools)
+    code, _, err = run_cli("validate", "--provider", P, str(spec))
+    assert code == 1 and "input_schema.properties.a.allOf" in err and "Gemini" in err, err
+    spec.write_text(head + "models: {langgraph: 'openai:gpt-4.1-mini'}\n" + tools)
+    assert run_cli("validate", "--provider", P, str(spec))[0] == 0
