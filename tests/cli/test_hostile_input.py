@@ -169,3 +169,35 @@ def test_vendor_sdk_logs_stay_off_the_terminal(tmp_path):
         timeout=120,
     )
     assert loud.returncode == 3 and "google_adk" in loud.stderr
+
+
+def test_more_mistakes_are_one_message(tmp_path, results, monkeypatch):
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    suite = str(EXAMPLES / "support_desk" / "suite.yaml")
+    # a provider the results do not hold: it compared nothing and "passed"
+    code, _, err = run_cli("compare", str(results), str(results), "--provider", "nosuch")
+    assert code == 2 and "--provider nosuch:" in err and "has no runs of it (its providers: openai)" in err
+    # record into a path under a file
+    (tmp_path / "afile").write_text("")
+    code, _, err = run_cli(
+        "record", suite, "--emulator", "--providers", "openai", "--out", str(tmp_path / "afile" / "c")
+    )
+    assert code == 2 and f"{tmp_path / 'afile'} is a file, not a folder" in err
+    # an interrupted eval's folder (runs/, no eval.json): the advice is --resume, not a dead end
+    stopped = tmp_path / "stopped"
+    (stopped / "runs").mkdir(parents=True)
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run_cli(
+            "eval", suite, "--replay", "--providers", "openai", "--out", str(stopped), *extra
+        )
+        assert code == 2 and "holds the runs of an eval that did not finish" in err and "--resume" in err, err
+    # a module whose top level is a program
+    (tmp_path / "script_mod.py").write_text("import sys\nsys.exit(5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = run_cli("import", "script_mod:agent", "--from", "openai", "--out", str(tmp_path / "imp"))
+    assert code == 2 and "called sys.exit(5)" in err and not (tmp_path / "imp").exists()
+    # a state database that is not one
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "runs.db").write_text("not a database at all, not even close\n")
+    code, _, err = run_cli("resume", "run_0123456789abcdef")
+    assert code == 2 and "cannot open the run store" in err and "Traceback" not in err
