@@ -195,7 +195,7 @@ class Graph:
                             reasoning_tokens=int((usage.get("output_token_details") or {}).get("reasoning") or 0),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3),
                             finish_reason="tool_calls" if reply.tool_calls else "stop",
-                            response_id=meta.get("id") or reply.id)
+                            response_id=meta.get("id") or (reply.id if not str(reply.id).startswith("lc_run-") else None))
         message = AIMessage(content=reply.content, tool_calls=reply.tool_calls, id=reply.id,
                             response_metadata=reply.response_metadata, usage_metadata=reply.usage_metadata, name=agent)
         return {"messages": [message]}

@@ -155,7 +155,7 @@ def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
             deps.append(
                 Item(
                     f"models.openai_api: {node.spec.models.openai_api} (on {node.name})",
-                    "an OpenAI-only model setting",
+                    "an OpenAI API setting: the openai provider and langgraph's OpenAI chat models use it",
                     "openai",
                 )
             )

@@ -147,7 +147,8 @@ class _Graph:
         vendor, model_id = self.choice[agent]
         base = build_chat_model(self.session, vendor, model_id, self.closers)
         schema = self.bundle.agents[agent].spec.output_schema
-        output = output_kwargs(vendor, schema) if schema is not None else {}
+        api = self.session.options.openai_api or self.bundle.spec.models.openai_api
+        output = output_kwargs(vendor, schema, api) if schema is not None else {}
         self.models[agent] = with_tools(base, vendor, self.declarations(agent)).bind(**output)
         return self.models[agent]
 
@@ -274,7 +275,10 @@ class _Graph:
         out_details = usage.get("output_token_details") or {}
         vendor, model_id = self.choice[agent]
         meta = reply.response_metadata or {}
-        response_id = meta.get("id") or reply.id
+        # the vendor's id; LangChain's own run id ("lc_run--…", all langchain-google-genai gives) is not one
+        response_id = meta.get("id") or (
+            reply.id if reply.id and not reply.id.startswith("lc_run-") else None
+        )
         self.session.record_model_call(
             agent=agent,
             model=model_id,

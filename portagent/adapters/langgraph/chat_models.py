@@ -45,7 +45,8 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
             api_key=key,
             base_url=url + "/v1" if url else None,
             http_async_client=http,
-            use_responses_api=shared.openai_api == "responses",
+            # --openai-api (RunOptions) over the spec's models.openai_api, as on the openai provider
+            use_responses_api=(session.options.openai_api or shared.openai_api) == "responses",
             streaming=streaming,
             stream_usage=True,
             temperature=temperature,
@@ -198,17 +199,25 @@ def with_tools(model: Any, vendor: str, functions: list[dict[str, Any]]) -> Any:
     return model.bind(tools=[types.Tool(function_declarations=declarations)])
 
 
-def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
+def output_kwargs(vendor: str, schema: dict[str, Any], openai_api: str = "responses") -> dict[str, Any]:
     """The output schema in each vendor's own request field, bound to the chat model (structured output):
     OpenAI ``response_format`` json_schema (``text.format`` on the Responses API), Anthropic
-    ``output_config.format``, Gemini ``response_json_schema`` with a JSON MIME type."""
+    ``output_config.format``, Gemini ``response_json_schema`` with a JSON MIME type.
+
+    On Chat Completions, a bound ``response_format`` makes ChatOpenAI call the openai client's ``parse``,
+    which refuses any tool that is not ``strict`` ("Only strict function tools can be auto-parsed") before
+    sending anything; the same field goes in the request body instead (``extra_body``), and the answer's
+    JSON text is read here like every other vendor's."""
     if vendor == "openai":
-        return {
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "final_output", "schema": schema, "strict": False},
-            }
+        fmt = {
+            "type": "json_schema",
+            "json_schema": {"name": "final_output", "schema": schema, "strict": False},
         }
+        return (
+            {"extra_body": {"response_format": fmt}}
+            if openai_api == "chat_completions"
+            else {"response_format": fmt}
+        )
     if vendor == "anthropic":
         return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
     return {"response_mime_type": "application/json", "response_json_schema": schema}

@@ -92,7 +92,14 @@ def lacks(bundle: AgentBundle) -> list[Lack]:
 
 
 def notes(bundle: AgentBundle) -> list[str]:
+    from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
+
     out: list[str] = []
+    if bundle.spec.models.max_tokens is None and "claude" in wires(bundle):
+        out.append(
+            "langgraph: models.max_tokens is not set; the Messages API of the anthropic: chat models requires "
+            f"one, {ANTHROPIC_DEFAULT_MAX_TOKENS} is sent"
+        )
     for name, node in bundle.agents.items():
         if not (node.spec.models.langgraph or bundle.spec.models.langgraph):
             out.append(f"langgraph: agent {name!r} has no models.langgraph; it runs openai:<models.openai>")

@@ -69,6 +69,12 @@ def test_two_tools_on_each_chat_model_vendor(emu, vendor, streaming):
     calls = r.of("model.call")
     assert [c.finish_reason for c in calls] == ["tool_calls", "tool_calls", "stop"]
     assert calls[0].provider_details["vendor"] == vendor and calls[0].input_tokens == 500
+    # the vendor's response id, or none where LangChain keeps only its own run id (Gemini; a streamed
+    # Anthropic answer): never "lc_run--…" passed off as the vendor's
+    ids = [c.response_id for c in calls]
+    assert not any(i and i.startswith("lc_run") for i in ids), ids
+    if vendor == "openai" or (vendor == "anthropic" and not streaming):
+        assert all(i and "emu" in i for i in ids), ids
     assert r.result.cost_usd and r.result.cost_usd > 0  # priced by the model id (genai-prices)
     assert [name for name, _ in results_sent(r)] == ["get_order", "search_faq"]
 
@@ -503,3 +509,31 @@ def test_gemini_function_declaration_limits_are_refused_for_a_gemini_chat_model(
     assert code == 1 and "input_schema.properties.a.allOf" in err and "Gemini" in err, err
     spec.write_text(head + "models: {langgraph: 'openai:gpt-4.1-mini'}\n" + tools)
     assert run_cli("validate", "--provider", P, str(spec))[0] == 0
+
+
+def test_chat_completions_with_tools_and_structured_output(emu):
+    """ChatOpenAI's parse path refused every non-strict tool before sending anything when an output schema
+    was bound on Chat Completions; the schema now goes in the body's response_format."""
+    emu.reset()
+    b = bundle("structured")
+    spec = with_spec(b, models=b.spec.models.model_copy(update={"openai_api": "chat_completions"}))
+    r = go(emu, spec, "Summarise ORD-7 as JSON.", P)
+    assert r.result.status == "completed", r.result.error
+    assert r.result.final_output == {"order_id": "ORD-7", "status": "delivered"} and r.result.output_valid
+    assert {q["path"] for q in r.requests} == {"/v1/chat/completions"}
+    body = r.requests[0]["body"]
+    assert body["response_format"]["json_schema"]["schema"] == b.node.spec.output_schema
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_order"]
+
+
+def test_the_openai_api_flag_reaches_langgraphs_openai_chat_model(emu, tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    emu.reset()
+    before = len(emu.requests())
+    code, out, err = run_cli(
+        "run", str(DATA / "desk.yaml"), "--provider", P, "--live", "--base-url", emu.base_url,
+        "--openai-api", "chat_completions", "--input", "Are you open?", "--out", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert {q["path"] for q in emu.requests()[before:]} == {"/v1/chat/completions"}
