@@ -120,6 +120,9 @@ async def answer(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: str,
         final, _ = await run_agent(run, client, call.name, [{"role": "user", "content": task}])
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)
         return {"type": "tool_result", "tool_use_id": call.id, "content": text}
+    # a tool nobody declared: traced like any attempt (tool.call, unknown_tool), answered as the SDK's tool
+    # runner answers it (the adapter's runs send the same text)
+    await run.call_tool(agent, call.name, call.input, vendor_call_id=call.id)
     return {"type": "tool_result", "tool_use_id": call.id, "content": f"Error: Tool '{call.name}' not found",
             "is_error": True}
 

@@ -58,6 +58,7 @@ def export(spec, target, path, *extra):
 CASES = [
     ("anthropic", "tooled", "Summarise order ORD-7."),
     ("anthropic", "tooled", "Ask the specialist about ORD-8."),
+    ("anthropic", "tooled", "Summarise order ORD-7 with an odd call first."),
     ("langgraph", "on_claude", "My parcel ORD-8 never arrived."),
     ("langgraph", "on_gemini", "Summarise order ORD-7."),
 ]
@@ -69,6 +70,7 @@ CASES = [
     ids=[
         "anthropic-structured_output",
         "anthropic-agent_as_tool",
+        "anthropic-undeclared_tool",
         "langgraph-anthropic_model-handoff",
         "langgraph-gemini_model-structured_output",
     ],
@@ -85,6 +87,9 @@ def test_exported_module_trace_equals_portagents_run(emu, desks, tmp_path, targe
     assert of(theirs, "tool.call"), "the scripted turns call tools"
     if "ORD-8" in text:
         assert of(theirs, "handoff")
+    if "odd call" in text:  # a tool nobody declared: traced by both, answered unknown_tool
+        assert [e.tool for e in of(theirs, "tool.call")] == ["launch_rocket"]
+        assert [e.error for e in of(theirs, "tool.result")] == ["unknown_tool"]
     assert equivalent(ours.events, theirs), equivalent(ours.events, theirs).report()
     strict = equivalent(ours.events, theirs, across_providers=False)
     assert strict, strict.report()
