@@ -246,7 +246,13 @@ def run(args: argparse.Namespace) -> int:
     name = agent_name(target, args.name)
     parent = target.resolve().parent
     if not parent.is_dir():
-        raise UsageError(f"{target}: its parent folder {parent} does not exist (nothing was written)")
+        from portagent.core.files import not_a_folder
+
+        blocker = not_a_folder(parent)
+        what = (
+            f"{blocker} is a file, not a folder" if blocker else f"its parent folder {parent} does not exist"
+        )
+        raise UsageError(f"{target}: {what} (nothing was written)")
     texts = files(name, shlex.quote(str(target)))
     try:
         tmp = staging_dir(parent, f".{target.name}.tmp-")

@@ -98,11 +98,16 @@ def _render(routed: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    from pathlib import Path
 
+    from portagent.contracts.errors import UsageError
     from portagent.contracts.loader import load_spec_file
     from portagent.contracts.router import RouterSpec
     from portagent.runtime.route import decide, write_routed
 
+    for what, path in (("router spec", args.router), ("requests file", args.requests)):
+        if not Path(path).is_file():  # a file named on the command line: a usage error, not a spec problem
+            raise UsageError(f"{path}: {what} not found")
     out = _check_out(args.out) if args.out is not None else None
     spec = load_spec_file(args.router, RouterSpec)
     requests = _load_requests(args.requests)

@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     make_approver(args.approver)  # a bad name or an approver module that fails to import: exit 2 now
     if not Path(args.agent).exists():
         raise UsageError(f"{args.agent}: agent spec not found")
+    if args.emulator and not Path(args.emulator).is_file():
+        raise UsageError(f"--emulator {args.emulator}: emulator script not found")
     bundle = load_agent(args.agent)
     get_adapter(args.provider)  # missing extra → exit 2 before anything starts
     info = REGISTRY[args.provider]

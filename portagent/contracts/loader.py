@@ -63,8 +63,10 @@ def _limit(var: str, default: int, label: str) -> int:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < 1:
-        raise SpecError([SpecProblem(label, "", f"${var} must be a positive integer, got {raw!r}")])
+    if value < 1:  # the environment is set wrong, not the spec: a configuration error (exit 2)
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(f"${var} must be a positive integer, got {raw!r}")
     return value
 
 

@@ -201,3 +201,23 @@ def test_more_mistakes_are_one_message(tmp_path, results, monkeypatch):
     (tmp_path / "home" / "runs.db").write_text("not a database at all, not even close\n")
     code, _, err = run_cli("resume", "run_0123456789abcdef")
     assert code == 2 and "cannot open the run store" in err and "Traceback" not in err
+
+
+def test_missing_files_and_bad_settings_are_usage_errors(tmp_path, monkeypatch):
+    """A file named on the command line that is not there, or a limit variable set to garbage, is the
+    user's configuration (exit 2) — not a spec that failed its check (exit 1)."""
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    agent = str(EXAMPLES / "support_desk" / "agent.yaml")
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (["run", agent, "--provider", "openai", "--emulator", str(tmp_path / "no.yaml"), "--input", "hi"],
+         "emulator script not found"),
+        (["route", str(tmp_path / "no.yaml"), str(tmp_path / "no2.yaml")], "router spec not found"),
+        (["init", str(tmp_path / "afile" / "sub")], f"{tmp_path / 'afile'} is a file, not a folder"),
+    ]  # fmt: skip
+    for argv, message in cases:
+        code, _, err = run_cli(*argv)
+        assert code == 2 and message in err and "Traceback" not in err, (argv, err)
+    monkeypatch.setenv("PORTAGENT_MAX_SPEC_BYTES", "garbage")
+    code, _, err = run_cli("validate", agent)
+    assert code == 2 and "$PORTAGENT_MAX_SPEC_BYTES must be a positive integer, got 'garbage'" in err

@@ -130,7 +130,7 @@ def test_size_limit_is_configurable(tmp_path, monkeypatch):
     assert code == 1 and "larger than 1000 bytes" in err and "PORTAGENT_MAX_SPEC_BYTES" in err
     monkeypatch.setenv("PORTAGENT_MAX_SPEC_BYTES", "lots")
     code, err = validate(p)
-    assert code == 1 and "must be a positive integer" in err
+    assert code == 2 and "must be a positive integer" in err  # the environment, not the spec: exit 2
 
 
 def test_oversized_schema_is_refused_at_validate_time(tmp_path):

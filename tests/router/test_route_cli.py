@@ -85,7 +85,7 @@ def test_bad_requests_file_is_one_message(tmp_path: Path) -> None:
     code, _, err = run_cli("route", ROUTER, str(bad))
     assert code == 1 and "effect" in err and "Traceback" not in err
     code, _, err = run_cli("route", ROUTER, str(tmp_path / "missing.yaml"))
-    assert code == 1 and "file not found" in err
+    assert code == 2 and "requests file not found" in err  # a missing file: usage (README's exit codes)
 
 
 def test_out_must_be_a_folder_of_its_own(tmp_path: Path) -> None:
