@@ -149,6 +149,9 @@ class _Graph:
         schema = self.bundle.agents[agent].spec.output_schema
         api = self.session.options.openai_api or self.bundle.spec.models.openai_api
         output = output_kwargs(vendor, schema, api) if schema is not None else {}
+        cache = self.session.options.extra.get("anthropic_cache_control")
+        if cache and vendor == "anthropic":  # prompt caching, as the anthropic provider sends it
+            output["cache_control"] = cache
         self.models[agent] = with_tools(base, vendor, self.declarations(agent)).bind(**output)
         return self.models[agent]
 

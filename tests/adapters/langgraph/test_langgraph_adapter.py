@@ -537,3 +537,14 @@ def test_the_openai_api_flag_reaches_langgraphs_openai_chat_model(emu, tmp_path,
     )  # fmt: skip
     assert code == 0, out + err
     assert {q["path"] for q in emu.requests()[before:]} == {"/v1/chat/completions"}
+
+
+def test_prompt_caching_setting_reaches_an_anthropic_chat_model(emu):
+    """The ``anthropic_cache_control`` run option is sent as the anthropic provider sends it (it was
+    dropped silently on langgraph)."""
+    emu.reset()
+    cache = {"type": "ephemeral"}
+    r = go(emu, on("anthropic"), "Where is order ORD-7 and how fast do you ship?", P,
+           extra={"anthropic_cache_control": cache})  # fmt: skip
+    assert r.result.status == "completed", r.result.error
+    assert all(q["body"].get("cache_control") == cache for q in r.requests)
