@@ -79,7 +79,17 @@ class RunRequest(Contract):
 
     @model_validator(mode="after")
     def _text_is_unicode(self) -> RunRequest:
-        where = first_invalid_text(self.model_dump(exclude_defaults=True))
+        fields = {
+            "input": self.input,
+            "request_id": self.request_id,
+            "idempotency_key": self.idempotency_key,
+            "actor": self.actor,
+            "scopes": self.scopes,
+            "session_id": self.session_id,
+            "context": self.context,
+            "case_id": self.case_id,
+        }  # every text field, without a dump per request (this runs for every run)
+        where = first_invalid_text(fields)
         if where is not None:
             raise ValueError(
                 f"{where}: not valid Unicode text (a lone surrogate: bytes that were not UTF-8?)"

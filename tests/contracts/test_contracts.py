@@ -119,3 +119,24 @@ def test_example_bundle_resolves():
     assert b.agents["billing_specialist"].policy is b.node.policy  # sub-agents inherit the policy
     assert b.delegation_cycle() is None
     assert b.spec_hash.startswith("sha256:")
+
+
+def test_a_run_request_refuses_text_that_is_not_unicode():
+    """A lone surrogate (bytes that were not UTF-8, a JSON "\\udcff") in any text field: no trace, hash or
+    file could hold it, so the request is refused naming the field (the CLI and A2A refuse earlier)."""
+    import re
+
+    import pytest
+    from pydantic import ValidationError
+
+    from portagent.contracts.run import RunRequest
+
+    for fields, where in (
+        ({"input": "ok \udcff"}, "input"),
+        ({"input": ["fine", "bad \udcff"]}, "input[1]"),
+        ({"input": "ok", "scopes": ["a\udcff"]}, "scopes[0]"),
+        ({"input": "ok", "context": {"evidence": ["x\udcff"]}}, "context.evidence[0]"),
+    ):
+        with pytest.raises(ValidationError, match=re.escape(where) + ": not valid Unicode"):
+            RunRequest(provider="openai", **fields)
+    assert RunRequest(provider="openai", input="héllo ✓").input == "héllo ✓"
