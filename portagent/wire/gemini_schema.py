@@ -4,8 +4,11 @@ langgraph's Gemini chat model check a ToolSpec against before declaring it verba
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from portagent.contracts.portability import Lack
 
 # --- what a Gemini function declaration can express -----------------------------------------------
 #
@@ -153,3 +156,14 @@ def tool_schema_problems(tool_name: str, schema: dict[str, Any], path: str = "in
         if "$ref" in sub and any(not k.startswith("$") for k in sub):
             problems.append(f"{where}.$ref: Gemini allows no sibling keywords next to $ref (only '$…' ones)")
     return problems
+
+
+def tool_lacks(agent: str, tools: Mapping[str, Any], file: str) -> list[Lack]:
+    """Each of ``agent``'s tools that a Gemini function declaration cannot express, as verdict lacks."""
+    from portagent.contracts.portability import Lack
+
+    return [
+        Lack("Gemini schema limits", f"{agent}: tool {name}: {problem}", file, f"tools[{name}]")
+        for name, tool in tools.items()
+        for problem in tool_schema_problems(name, tool.input_schema)
+    ]

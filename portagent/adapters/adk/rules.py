@@ -8,7 +8,7 @@ from __future__ import annotations
 from portagent.adapters.adk.events import output_schema_problems
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.portability import Lack
-from portagent.wire.gemini_schema import tool_schema_problems
+from portagent.wire.gemini_schema import tool_lacks
 
 
 def _file(bundle: AgentBundle, node: AgentNode) -> str:
@@ -19,16 +19,7 @@ def lacks(bundle: AgentBundle) -> list[Lack]:
     """Gemini declares a subset of JSON Schema; ADK sub-agents form a tree (one parent each)."""
     out: list[Lack] = []
     for node in bundle.agents.values():
-        for name, tool in node.tools.items():
-            for problem in tool_schema_problems(name, tool.input_schema):
-                out.append(
-                    Lack(
-                        "Gemini schema limits",
-                        f"{node.name}: tool {name}: {problem}",
-                        _file(bundle, node),
-                        f"tools[{name}]",
-                    )
-                )
+        out += tool_lacks(node.name, node.tools, _file(bundle, node))
         if node.spec.output_schema is not None:
             for problem in output_schema_problems(node.spec.output_schema):
                 out.append(

@@ -56,22 +56,13 @@ def _file(node: AgentNode) -> str:
 def lacks(bundle: AgentBundle) -> list[Lack]:
     """A ``models.langgraph`` value must name a vendor the extra installs, and a model id; an agent on a
     Gemini chat model declares its tools verbatim as Gemini function declarations, within their limits."""
-    from portagent.wire.gemini_schema import tool_schema_problems
+    from portagent.wire.gemini_schema import tool_lacks
 
     out: list[Lack] = []
     for node in bundle.agents.values():
         choice = model_choice(node, bundle.node)
         if choice is not None and choice[0] == "google_genai":
-            for name, tool in node.tools.items():
-                for problem in tool_schema_problems(name, tool.input_schema):
-                    out.append(
-                        Lack(
-                            "Gemini schema limits",
-                            f"{node.name}: tool {name}: {problem}",
-                            _file(node),
-                            f"tools[{name}]",
-                        )
-                    )
+            out += tool_lacks(node.name, node.tools, _file(node))
     for node in bundle.agents.values():
         value = node.spec.models.langgraph
         if value is None:
