@@ -149,13 +149,20 @@ def run(args: argparse.Namespace) -> int:
                 f"no provider of {suite} has its cassettes under {cassettes}; record them with "
                 f"'portagent record {suite} --providers openai --emulator'"
             )
+    out_dir = Path(args.out)
+    earlier = is_results_folder(out_dir)
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not earlier:  # (demo has no --overwrite to suggest)
+        from portagent.contracts.errors import UsageError
+
+        raise UsageError(
+            f"--out {out_dir}: not a portagent results folder (no eval.json or report.json); the demo writes "
+            "into a new or empty folder, or over its own earlier results — choose another --out"
+        )
     out.print(
         f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
         f"replayed offline from {cassettes}",
         markup=False,
     )
-    out_dir = Path(args.out)
-    earlier = is_results_folder(out_dir)
     results, decision, _comparison = run_suite(
         suite,
         mode="replay",

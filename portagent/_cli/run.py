@@ -268,6 +268,9 @@ def _replay(args: argparse.Namespace) -> int:
         raise UsageError("--replay replays the recorded input (its history included); drop --session")
     check_out_folder(args.out)
     folder = Path(args.replay)
+    if not folder.is_dir():  # a folder named on the command line: a usage error (exit 2)
+        what = "is a file, not a cassette folder" if folder.exists() else "no such cassette folder"
+        raise UsageError(f"--replay {folder}: {what}")
     recorded = load_recorded(folder)
     if recorded.record.manifest.provider != args.provider:
         raise UsageError(

@@ -221,3 +221,11 @@ def test_missing_files_and_bad_settings_are_usage_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("PORTAGENT_MAX_SPEC_BYTES", "garbage")
     code, _, err = run_cli("validate", agent)
     assert code == 2 and "$PORTAGENT_MAX_SPEC_BYTES must be a positive integer, got 'garbage'" in err
+
+
+def test_demo_into_a_folder_that_is_not_its_own_says_what_to_do(tmp_path):
+    """The demo has no --overwrite: the refusal must not suggest one, and comes before any output."""
+    (tmp_path / "precious.txt").write_text("mine")
+    code, out, err = run_cli("demo", "--out", str(tmp_path))
+    assert code == 2 and out == "" and "choose another --out" in err and "--overwrite" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["precious.txt"]

@@ -193,4 +193,7 @@ def test_cli_replay_and_wrong_provider(recorded, tmp_path):
     code, _, err = run_cli("run", str(AGENT), "--provider", "adk", "--replay", str(recorded))
     assert code == 2 and "recorded with provider 'openai'" in err
     code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--replay", str(tmp_path / "missing"))
-    assert code == 1 and "no such cassette folder" in err
+    assert code == 2 and "no such cassette folder" in err  # a folder named on the command line: usage
+    (tmp_path / "afile").write_text("")
+    code, _, err = run_cli("run", str(AGENT), "--provider", "openai", "--replay", str(tmp_path / "afile"))
+    assert code == 2 and "is a file, not a cassette folder" in err
