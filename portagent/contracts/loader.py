@@ -557,6 +557,18 @@ def validate_document(
                 )
             ]
         )
+    version = data["schema_version"]
+    if type(version) is not int:  # YAML's true and 1.0 equal 1 in Python: a version is an integer
+        raise SpecError(
+            [
+                SpecProblem(
+                    label,
+                    "schema_version",
+                    f"'schema_version:' must be an integer (current: 1), got {_shape(version)}",
+                    _line_of(node, ("schema_version",)),
+                )
+            ]
+        )
     cls = model_cls or model_for_kind(str(kind or expect_kind))
     try:
         return cls.model_validate(data)

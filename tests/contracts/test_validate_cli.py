@@ -167,3 +167,14 @@ def test_a_handler_module_that_cannot_be_found_is_a_problem(tmp_path):
         assert f"[tools.get_order.handler]: handler module {module!r} of tool 'get_order' not found" in err
     tools.write_text(good.replace("p_handlers:get_order", "portagent.tools.memory:remember"))
     assert cli("validate", str(tmp_path / "p" / "agent.yaml"))[0] == 0  # an installed module is found
+
+
+@pytest.mark.parametrize(
+    ("value", "shape"), [("true", "bool True"), ("1.0", "float 1.0"), ('"1"', "str '1'")]
+)
+def test_schema_version_must_be_an_integer(tmp_path, value, shape):
+    """YAML's true and 1.0 equal 1 in Python; pydantic's lax Literal[1] took them as version 1."""
+    spec = tmp_path / "p.yaml"
+    spec.write_text(f"kind: policy\nschema_version: {value}\nname: p\n")
+    code, out, err = run_cli("validate", str(spec))
+    assert code == 1 and f"'schema_version:' must be an integer (current: 1), got {shape}" in out + err
