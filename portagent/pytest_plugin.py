@@ -152,7 +152,7 @@ class CaseRuns:
     def _run(self) -> str | None:
         from portagent.runtime.eval_plan import check_cassettes
         from portagent.runtime.eval_pool import run_tasks
-        from portagent.runtime.eval_run import record_tasks
+        from portagent.runtime.record_tasks import record_tasks
 
         if self.record:
             outs = record_tasks(self.tasks, source="emulator", verify=False)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
     from portagent.contracts.loaded_suite import LoadedSuite
     from portagent.runtime.eval_plan import RunTask
-    from portagent.runtime.eval_run import RecordOnly, RecordOutcome
+    from portagent.runtime.record_tasks import RecordOnly, RecordOutcome
 
 
 def add_parser(sub: Any) -> None:
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         plan_runs,
         select_providers,
     )
-    from portagent.runtime.eval_run import record_tasks
+    from portagent.runtime.record_tasks import record_tasks
 
     target = Path(args.target)
     if not target.is_file():

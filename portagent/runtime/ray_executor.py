@@ -44,7 +44,7 @@ from portagent.contracts.errors import UsageError
 from portagent.runtime.eval_plan import RunOutcome, RunTask
 
 if TYPE_CHECKING:
-    from portagent.runtime.eval_run import RecordOutcome
+    from portagent.runtime.record_tasks import RecordOutcome
 
 T = TypeVar("T")
 
@@ -95,7 +95,7 @@ def _make_recording(
 ) -> RecordOutcome:
     """One recording on a Ray worker: ``record``'s own ``_record_one``, staged into the task's cassette
     folder (a path every node sees); the driver verifies and places it."""
-    from portagent.runtime.eval_run import _record_one
+    from portagent.runtime.record_tasks import _record_one
 
     _enter(env, cwd)
     return _record_one(task, source, record_mode, script, for_scheduler=for_scheduler)
@@ -116,8 +116,8 @@ def record_ray(
     fault counters and timing are its own. ``scheduler``: as for ``run_ray`` (a recording sent back is
     discarded and made again)."""
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_run import RecordOutcome, not_recorded, run_of
     from portagent.runtime.record import discard
+    from portagent.runtime.record_tasks import RecordOutcome, not_recorded, run_of
 
     ray = connect(address, num_cpus)
     remote = ray.remote(max_retries=RAY_RETRIES)(_make_recording)

@@ -50,9 +50,8 @@ def clean_staging(parent: Path, *, own: bool = False) -> list[Path]:
         m = _STAGING.match(d.name)
         if m is not None:
             pid, start = int(m["pid"]), m["start"]
-            if own and f"{pid}-{start}" == mine:
-                pass  # this process's, and it is done with it
-            elif pid_alive(pid) and (not start or start_identity(pid) in (None, start)):
+            done_with = own and f"{pid}-{start}" == mine  # this process's, and it is done recording
+            if not done_with and pid_alive(pid) and (not start or start_identity(pid) in (None, start)):
                 continue  # a live recording's staging folder
         elif not _LEGACY.match(d.name):
             continue  # not a staging folder of ours

@@ -147,5 +147,6 @@ def test_ctrl_c_during_record_exits_130_and_leaves_only_whole_recordings(tmp_pat
     for r in runs:  # every folder in place is a whole recording
         assert sorted(f.name for f in r.iterdir()) == ["cassette.yaml", "run.json", "trace.jsonl"], r
     every = [p for p in (tmp_path / "rec").rglob("*") if p.is_dir()]
-    assert not [p for p in every if p.name.startswith(".")]  # no staging folder
-    assert not [p for p in every if not any(p.iterdir())]  # no empty folder
+    tree = sorted(str(p.relative_to(tmp_path)) for p in every)  # shown when an assertion fails
+    assert not [p for p in every if p.name.startswith(".")], tree  # no staging folder
+    assert not [p for p in every if not any(p.iterdir())], tree  # no empty folder
