@@ -158,13 +158,6 @@ class RunExecutor:
         if not text.strip() and task_id not in self.tasks:
             await updater.reject(updater.new_agent_message(_text("the message has no text part")))
             return
-        from portagent.contracts._base import first_invalid_text
-
-        where = first_invalid_text({"text": text, "metadata": dict(context.metadata or {})})
-        if where is not None:  # a JSON "\udcff" escape: nothing downstream could store or trace it
-            note = f"the message's {where} is not valid Unicode text (a lone surrogate)"
-            await updater.reject(updater.new_agent_message(_text(note)))
-            return
         request = self._request(task_id, text, dict(context.metadata or {}))
         await updater.start_work()
         config = RunConfig(
