@@ -27,6 +27,7 @@ import ssl  # noqa: E402
 _TLS = ssl.create_default_context()
 SUPPORT = REPO / "examples" / "support_desk"
 sys.path.insert(0, str(SUPPORT))
+sys.path.insert(0, str(REPO / "benchmarks" / "data"))  # bench_handlers.py
 BENCH_AGENT = REPO / "benchmarks" / "data" / "bench_agent.yaml"
 QUESTION = "Case EXP-42: what is missing and what do the rules say about documents?"
 
@@ -141,7 +142,7 @@ async def bare_adk(base_url: str) -> str:
     return final
 
 
-_BUNDLE: Any = None
+_BUNDLES: dict[bool, Any] = {}
 
 
 async def bare_claude(base_url: str) -> str:
@@ -318,35 +319,53 @@ def peak_rss_mb() -> tuple[float, float]:
     return me, kids
 
 
-async def through_portagent(provider: str, base_url: str, key: str) -> str:
-    """The agent spec is loaded once (as an application would); each run builds its native agent."""
-    global _BUNDLE
+async def through_portagent(provider: str, base_url: str, key: str, *, async_handlers: bool = False) -> str:
+    """The agent spec is loaded once (as an application would); each run builds its native agent.
+
+    ``async_handlers``: the same two functions wrapped in ``async def`` (data/bench_handlers.py), the shape the
+    bare side's tools have: they run on the event loop, where the spec's sync handlers each hop to a
+    worker thread (the hop that lets portagent enforce ``timeout_ms`` on a sync function)."""
     from portagent.adapters.port import Endpoint
-    from portagent.contracts.bundle import load_agent
     from portagent.contracts.run import RunRequest
     from portagent.runtime.runner import RunConfig, arun_full
 
-    _BUNDLE = _BUNDLE or load_agent(BENCH_AGENT)
     out = await arun_full(
-        _BUNDLE,
+        _bundle(async_handlers),
         RunRequest(input=QUESTION, provider=provider),  # type: ignore[arg-type]
         RunConfig(endpoint=Endpoint(base_url=base_url, api_key=key)),
     )
     return str(out.result.final_output)
 
 
-def paired(bare: Any, ours: Any, n: int) -> tuple[float, float, float, float, list[float]]:
-    """Both sides alternate run by run (bare, portagent, bare, …), so drift on a shared machine hits
-    both alike. Returns each side's first (cold) run, each side's median, and the per-pair ratios."""
-    sides: tuple[list[float], list[float]] = ([], [])
+def _bundle(async_handlers: bool) -> Any:
+    if async_handlers not in _BUNDLES:
+        from portagent.contracts.bundle import load_agent
+
+        bundle = load_agent(BENCH_AGENT)
+        if async_handlers:
+            tools = bundle.node.tools
+            for name, spec in list(tools.items()):
+                tools[name] = spec.model_copy(update={"handler": f"bench_handlers:{name}"})
+        _BUNDLES[async_handlers] = bundle
+    return _BUNDLES[async_handlers]
+
+
+def paired(sides: list[Any], n: int) -> list[tuple[float, float, list[float]]]:
+    """The sides alternate run by run, in a rotating order (bare, portagent, …), so drift on a shared
+    machine hits all alike. Returns each side's first (cold) run, its median, and (against side 0, the
+    bare SDK) the per-round ratios."""
+    times: list[list[float]] = [[] for _ in sides]
     for i in range(n + 1):
-        for k, fn in enumerate((bare, ours) if i % 2 == 0 else (ours, bare)):
+        order = list(range(len(sides)))
+        order = order[i % len(order) :] + order[: i % len(order)]
+        for k in order:
             t0 = time.perf_counter()
-            asyncio.run(fn())
-            sides[k if i % 2 == 0 else 1 - k].append(time.perf_counter() - t0)
-    b, p = sides
-    ratios = [pt / bt for bt, pt in zip(b[1:], p[1:], strict=True)]
-    return b[0], p[0], statistics.median(b[1:]), statistics.median(p[1:]), ratios
+            asyncio.run(sides[k]())
+            times[k].append(time.perf_counter() - t0)
+    base = times[0][1:]
+    return [
+        (t[0], statistics.median(t[1:]), [x / b for x, b in zip(t[1:], base, strict=True)]) for t in times
+    ]
 
 
 def main() -> None:
@@ -389,27 +408,30 @@ def main() -> None:
             if provider not in bare:
                 print(f"{provider}: no bare baseline in this script")
                 continue
+            sides = [
+                lambda p=provider: bare[p](emu.base_url),
+                lambda p=provider: through_portagent(p, emu.base_url, keys[p]),
+                lambda p=provider: through_portagent(p, emu.base_url, keys[p], async_handlers=True),
+            ]
+            labels = ["bare", "portagent", "portagent, async handlers"]
             try:
-                b_first, p_first, b_med, p_med, ratios = paired(
-                    lambda p=provider: bare[p](emu.base_url),
-                    lambda p=provider: through_portagent(p, emu.base_url, keys[p]),
-                    n,
-                )
+                results = paired(sides, n)
             except Exception as e:  # an adapter not installed or not working: say so, keep going
                 print(f"{provider}: skipped ({type(e).__name__}: {e})")
                 continue
-            print(
-                f"{provider:7s} bare     first {b_first * 1000:7.1f} ms  median {b_med * 1000:7.2f} ms  (n={n})"
-            )
-            print(
-                f"{provider:7s} portagent first {p_first * 1000:7.1f} ms  median {p_med * 1000:7.2f} ms  (n={n})"
-            )
-            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
             goal = "1.10" if provider == "claude" else "1.15"
-            print(
-                f"{provider:7s} ratio portagent/bare {p_med / b_med:5.2f}  (goal <= {goal}); per pair: "
-                f"median {statistics.median(ratios):.2f}, quartiles {q[0]:.2f}-{q[2]:.2f}"
-            )
+            b_med = results[0][1]
+            for label, (first, med, ratios) in zip(labels, results, strict=True):
+                print(
+                    f"{provider:9s} {label:26s} first {first * 1000:7.1f} ms  median {med * 1000:7.2f} ms  (n={n})"
+                )
+                if label == "bare":
+                    continue
+                q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+                print(
+                    f"{provider:9s} {label:26s} ratio to bare {med / b_med:5.2f}  (goal <= {goal}); per round: "
+                    f"median {statistics.median(ratios):.2f}, quartiles {q[0]:.2f}-{q[2]:.2f}"
+                )
     me, kids = peak_rss_mb()
     print(f"peak RSS: this process {me:.0f} MB, largest child (the Claude CLI) {kids:.0f} MB")
 

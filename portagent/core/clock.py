@@ -45,7 +45,10 @@ class FixedClock:
 
 
 def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``2026-01-01T00:00:00.000Z`` (UTC, milliseconds): every trace timestamp."""
+    if dt.tzinfo is not UTC:  # SystemClock's readings are UTC already (this runs for every trace event)
+        dt = dt.astimezone(UTC)
+    return dt.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 class IdFactory:

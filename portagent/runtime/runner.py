@@ -54,6 +54,7 @@ from portagent.runtime.resume import (
     supersede_stale_cards,
 )
 from portagent.runtime.run_record import failure_of, make_record, run_cost, trace_ref, usage_of
+from portagent.tracing.propagation import CURRENT
 from portagent.tracing.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -249,6 +250,7 @@ async def _arun_full(
         elif not store.claim(key, run_id, f"run:{key}", str(trace_path) if trace_path else None):
             store.close()
             raise ApprovalError(f"request {key!r} is already running")
+    outer_span = CURRENT.get()  # the run's recorder makes its root span current for outgoing calls
     try:
         return await _run_attempt(
             bundle,
@@ -275,6 +277,9 @@ async def _arun_full(
             )
         raise
     finally:
+        # ... only while it runs: a caller's later calls, and the rest of a tool call whose async handler
+        # ran this run inline (tools/handlers.py), keep their own trace context
+        CURRENT.set(outer_span)
         if store is not None:
             store.close()
 

@@ -91,3 +91,41 @@ def test_exit_and_stop_iteration_in_a_handler_become_ordinary_failures() -> None
     t0 = time.monotonic()
     asyncio.run(go())
     assert time.monotonic() - t0 < 1.5  # neither waits for its timeout
+
+
+def _async(fn) -> Resolved:  # type: ignore[no-untyped-def]
+    return Resolved(fn=fn, is_async=True, takes_context=False)
+
+
+def test_an_async_handler_runs_in_the_callers_task_and_is_bounded_by_its_timeout() -> None:
+    async def whose_task() -> object:
+        return asyncio.current_task()
+
+    async def hangs() -> None:
+        await asyncio.sleep(5)
+
+    async def go() -> None:
+        assert await call_function(_async(whose_task), (), {}, 2.0) is asyncio.current_task()
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await call_function(_async(hangs), (), {}, 0.05)
+        assert time.monotonic() - t0 < 2
+
+    asyncio.run(go())
+
+
+def test_cancelling_the_caller_of_an_async_handler_is_a_cancellation_not_a_timeout() -> None:
+    started = asyncio.Event()
+
+    async def hangs() -> None:
+        started.set()
+        await asyncio.sleep(5)
+
+    async def go() -> None:
+        task = asyncio.ensure_future(call_function(_async(hangs), (), {}, 30.0))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
