@@ -37,7 +37,7 @@ from portagent.contracts.tool import ToolSpec
 from portagent.core.clock import Clock, SystemClock, iso
 from portagent.core.home import APPROVALS_DB, state_file
 from portagent.core.secrets import mask_data
-from portagent.tools.sqlite_state import open_state_db
+from portagent.tools.sqlite_state import close_state_db, open_state_db
 from portagent.tools.validation import BadSchemaError, schema_errors, validator_for
 
 if TYPE_CHECKING:
@@ -204,6 +204,7 @@ class ApprovalStore:
         self.path = Path(path) if path is not None else state_file(APPROVALS_DB)
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
+        self._closed = False
         self._scopes: dict[str, str] = {}
         """approval id → the scope of the card this instance created, found or read (``_where``)."""
         self._db = open_state_db(self.path, _SCHEMA, "approvals store")
@@ -211,7 +212,9 @@ class ApprovalStore:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if not self._closed:  # (the connection may serve another store once given back)
+                self._closed = True
+                close_state_db(self._db)
 
     # -- reading -------------------------------------------------------------------------------------
 

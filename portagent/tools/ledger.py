@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from portagent.core.clock import Clock, SystemClock, iso
 from portagent.core.home import LEDGER_DB, state_file
-from portagent.tools.sqlite_state import open_state_db
+from portagent.tools.sqlite_state import close_state_db, open_state_db
 
 State = Literal["new", "done", "pending"]
 
@@ -135,12 +135,15 @@ class EffectLedger:
         self.path = Path(path) if path is not None else state_file(LEDGER_DB)
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
+        self._closed = False
         self._db = open_state_db(self.path, _SCHEMA, "effect ledger")
         self.me = owner_token()
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if not self._closed:  # (the connection may serve another store once given back)
+                self._closed = True
+                close_state_db(self._db)
 
     # -- reading -------------------------------------------------------------------------------------
 

@@ -4,11 +4,19 @@ Several threads or processes may open a fresh file at the same moment (parallel 
 tool calls). Switching to WAL and creating the schema then compete for locks, and SQLite does not
 always wait on its busy handler for those (it may answer "database is locked" at once), so both steps
 are retried for a while. WAL is persistent: once set, later openers only read the mode.
+
+Opening a WAL file costs about 0.25 ms (the first statement maps its shared-memory index), and an eval
+opens two or three stores per run; so a closed connection is kept for the next opener of the same file
+in the same process (``close_state_db``). A kept connection is handed out only while the file is the
+one it opened (same device and inode: a deleted or replaced file gets a new connection), only to one
+owner at a time, and never across a fork.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -17,8 +25,64 @@ from portagent.contracts.errors import UsageError
 OPEN_RETRY_S = 30.0
 
 
+_Key = tuple[str, str, int]
+_IDLE: dict[_Key, list[tuple[sqlite3.Connection, tuple[int, int]]]] = {}
+_OPEN: dict[int, tuple[_Key, tuple[int, int]]] = {}
+"""id of each connection handed out → the key it is kept under and the file it opened."""
+_POOL_LOCK = threading.Lock()
+_KEEP = 4
+"""Idle connections kept per file (concurrent runs in one process each hold their own)."""
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def open_state_db(path: Path, schema: str, what: str) -> sqlite3.Connection:
-    """A WAL-mode autocommit connection with ``schema`` applied, shareable between threads."""
+    """A WAL-mode autocommit connection with ``schema`` applied, shareable between threads. Give it back
+    with ``close_state_db``."""
+    key = (str(path), schema, os.getpid())
+    file_id = _file_id(path)
+    stale: list[sqlite3.Connection] = []
+    with _POOL_LOCK:
+        idle = _IDLE.get(key, [])
+        while idle:
+            db, opened = idle.pop()
+            if opened == file_id:
+                _OPEN[id(db)] = (key, opened)
+                break
+            stale.append(db)  # the file was deleted or replaced: this one would write where nobody reads
+        else:
+            db = None
+    for old in stale:
+        old.close()
+    if db is not None:
+        return db
+    db = _open(path, schema, what)
+    file_id = _file_id(path)
+    if file_id is not None:
+        with _POOL_LOCK:
+            _OPEN[id(db)] = (key, file_id)
+    return db
+
+
+def close_state_db(db: sqlite3.Connection) -> None:
+    """Done with a connection from ``open_state_db``: kept for the next opener of its file, or closed."""
+    with _POOL_LOCK:
+        entry = _OPEN.pop(id(db), None)
+        if entry is not None and not db.in_transaction and entry[0][2] == os.getpid():
+            idle = _IDLE.setdefault(entry[0], [])
+            if len(idle) < _KEEP:
+                idle.append((db, entry[1]))
+                return
+    db.close()
+
+
+def _open(path: Path, schema: str, what: str) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
