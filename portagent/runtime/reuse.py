@@ -1,8 +1,11 @@
 """Incremental evals (``eval --reuse DIR``): a run whose inputs have not changed is not made again.
 
 Each run an eval makes leaves ``inputs.json`` in its run folder: a hash over everything that decides
-what the run does — the agent graph's spec, policy and tool hashes, the source of every handler module,
-the request the case makes, the approver's decisions, the cassette's files (replay) or the emulator
+what the run does — the agent graph's spec, policy and tool hashes, the source of every module a tool
+or the approver names (handlers, preconditions, reconcile functions, a ``module:function`` approver) and
+of every module of the project those import, at any depth (``import`` statements read from the source,
+not run; third-party and standard-library modules count through their versions), the request the case
+makes, the approver's decisions, the cassette's files (replay) or the emulator
 script (emulator mode), and the portagent, SDK and Python versions. A later eval given ``--reuse DIR``
 computes the same hash for each planned run; where it equals the one stored under ``DIR``, the run's
 folder is carried over and scored again from its trace (so changed expectations, thresholds and graders
@@ -10,7 +13,9 @@ still apply), and it is labelled ``reused`` in every report. Any change makes th
 
 What is never reused: live runs (a vendor's answer is not a function of the inputs), and runs of agents
 whose tools reach outside (MCP servers, remote agents): their answers can change with nothing here
-changing.
+changing. What the hash cannot see: files and environment variables a handler reads, and modules it
+imports by a computed name (``importlib.import_module(name)``); after changing those, run without
+``--reuse``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class Fingerprints:
     def __init__(self) -> None:
         self._bundles: dict[Path, Any] = {}
         self._handlers: dict[Path, dict[str, str] | None] = {}
+        self._approvers: dict[tuple[Path, str], dict[str, str] | None] = {}
 
     def key(self, task: RunTask) -> str | None:
         """The hash of what decides ``task``'s run, or None when such a run is never reused."""
@@ -76,6 +82,12 @@ class Fingerprints:
         handlers = self._handler_sources(task.agent.path)
         if handlers is None:
             return None
+        approver = approver_for(task.case, task.approver)
+        if isinstance(approver, str) and ":" in approver:  # a module:function approver decides cards
+            code = self._approver_sources(bundle.base_dir, approver.split(":", 1)[0])
+            if code is None:
+                return None
+            handlers = {**handlers, **{f"approver:{k}": v for k, v in code.items()}}
         if task.mode == "replay":
             recording = _folder_hash(task.cassette) if task.cassette is not None else None
         else:
@@ -95,7 +107,7 @@ class Fingerprints:
             "tool_hashes": bundle.tool_hashes(),
             "handlers": handlers,
             "request": request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
-            "approver": approver_for(task.case, task.approver),
+            "approver": approver,
             "recording": recording,
             "portagent": __version__,
             "portagent_source": _portagent_source(),  # an editable checkout changes without a new version
@@ -133,6 +145,11 @@ class Fingerprints:
             bundle = self._bundle(agent_path)
             self._handlers[agent_path] = _handler_sources(bundle) if bundle is not None else None
         return self._handlers[agent_path]
+
+    def _approver_sources(self, base: Path, module: str) -> dict[str, str] | None:
+        if (base, module) not in self._approvers:
+            self._approvers[base, module] = _sources(base, [module])
+        return self._approvers[base, module]
 
 
 def check_reusable(folder: Path) -> None:
@@ -222,33 +239,137 @@ def _reaches_outside(bundle: Any) -> bool:
 
 
 def _handler_sources(bundle: Any) -> dict[str, str] | None:
-    modules = sorted(
-        {t.handler.split(":", 1)[0] for t in bundle.all_tools().values() if getattr(t, "handler", None)}
-    )
-    out: dict[str, str] = {}
-    base = str(bundle.base_dir)
-    added = base not in sys.path
-    if added:
-        sys.path.insert(0, base)
-    try:
-        for module in modules:
-            local = _beside(bundle.base_dir, module)  # what the gateway imports first: the spec's folder
-            if local is None:
-                try:
-                    spec = importlib.util.find_spec(module)
-                except Exception:  # find_spec imports the parent package: its code may fail in any way
-                    return None
-                if spec is None or spec.origin is None or not Path(spec.origin).is_file():
-                    return None
-                local = Path(spec.origin)
-            out[module] = _file_hash(local)
-    finally:
-        if added:
-            sys.path.remove(base)
+    """``{module: sha256 of its source}`` for every module the agent graph's tools name and every project
+    module those import (``_sources``), plus every ``.py`` file beside the agent spec; None when a named
+    module cannot be found (then the run is never reused: its code cannot be fingerprinted)."""
+    refs: set[str] = set()
+    for tool in bundle.all_tools().values():
+        named = [getattr(tool, "handler", None)]
+        named += [p.check for p in getattr(tool, "preconditions", [])]
+        idempotency = getattr(tool, "idempotency", None)
+        named.append(getattr(idempotency, "reconcile", None))
+        refs.update(r.split(":", 1)[0] for r in named if isinstance(r, str) and ":" in r)
+    out = _sources(bundle.base_dir, sorted(refs))
+    if out is None:
+        return None
     for path in sorted(bundle.base_dir.glob("*.py")):
         if path.is_file():  # not an editor's dangling lock link (.#handlers.py)
             out[f"./{path.name}"] = _file_hash(path)
     return out
+
+
+def _sources(base: Path, modules: Sequence[str]) -> dict[str, str] | None:
+    """``{module: sha256}`` for ``modules`` and, transitively, every module they import that is project
+    code: found under ``base`` (where the gateway looks first), under the folder a named module was
+    found in or under a folder on ``sys.path`` (``PYTHONPATH``, an editable install), unless that folder
+    is the standard library's or an installed package's. Imports are read from the source (``ast``),
+    never run. None when a named module cannot be found."""
+    roots = [base]
+    files: dict[str, Path] = {}
+    for module in modules:
+        found = _beside(base, module)
+        if found is None:
+            found = _find(base, module)
+            if found is None:
+                return None
+            root = _root_of(found, module)
+            if root is not None and root not in roots and not _third_party(root):
+                roots.append(root)
+        files[module] = found
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        if folder.is_dir() and folder not in roots and not _third_party(folder):
+            roots.append(folder)
+    queue = list(files.items())
+    while queue:
+        name, path = queue.pop()
+        for imported in _imports(name, path):
+            if imported in files or imported.split(".", 1)[0] == "portagent":  # (its own source is hashed)
+                continue
+            for root in roots:
+                found = _beside(root, imported)
+                if found is not None:
+                    files[imported] = found
+                    queue.append((imported, found))
+                    break
+    return {name: _file_hash(path) for name, path in sorted(files.items())}
+
+
+def _find(base: Path, module: str) -> Path | None:
+    """Where ``import module`` would load it from, with the spec's folder first on the path."""
+    base_s = str(base)
+    added = base_s not in sys.path
+    if added:
+        sys.path.insert(0, base_s)
+    try:
+        spec = importlib.util.find_spec(module)
+    except Exception:  # find_spec imports the parent package: its code may fail in any way
+        return None
+    finally:
+        if added:
+            sys.path.remove(base_s)
+    if spec is None or spec.origin is None or not Path(spec.origin).is_file():
+        return None
+    return Path(spec.origin)
+
+
+def _root_of(path: Path, module: str) -> Path | None:
+    """The folder on ``sys.path`` that ``module`` (found at ``path``) was imported from."""
+    parts = module.split(".")
+    up = len(parts) if path.name == "__init__.py" else len(parts) - 1
+    root = path.parent
+    for _ in range(up):
+        root = root.parent
+    return root if _beside(root, module) == path else None
+
+
+@lru_cache(maxsize=1)
+def _library_folders() -> tuple[Path, ...]:
+    import site
+    import sysconfig
+
+    paths = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.update(site.getsitepackages())
+    return tuple(Path(p).resolve() for p in paths if p)
+
+
+def _third_party(folder: Path) -> bool:
+    resolved = folder.resolve()
+    return any(resolved == lib or lib in resolved.parents for lib in _library_folders())
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Modules ``path`` (module ``name``) imports, as absolute names, with their parent packages (their
+    ``__init__`` runs first). ``from a import b`` gives ``a`` and ``a.b`` (``b`` may be a submodule)."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError):  # the import itself would fail: the run fails the same either way
+        return set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                if node.level - 1 > len(parts):
+                    continue
+                anchor = ".".join(parts[: len(parts) - (node.level - 1)])
+                base = ".".join(p for p in (anchor, node.module or "") if p)
+            else:
+                base = node.module or ""
+            if not base:
+                continue
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+    with_parents = set(out)
+    for module in out:
+        parts = module.split(".")
+        with_parents.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return with_parents
 
 
 def _beside(base: Path, module: str) -> Path | None:
