@@ -556,3 +556,27 @@ def test_a_different_agent_tool_description_shows_on_the_wire(emu, tmp_path, oth
     assert seen["shop_desk"]["declared"]["faq_expert"][0] == "Knows the FAQ, differently."
     assert ref["shop_desk"]["declared"]["faq_expert"] != seen["shop_desk"]["declared"]["faq_expert"]
     assert ref["shop_desk"]["results"] == seen["shop_desk"]["results"]  # only the declaration moved
+
+
+# --- an answer cut short ---------------------------------------------------------------------------------
+
+CUT = Scenario("cut_short", "Write a long answer.", DONE)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streamed"])
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "claude"])
+def test_an_answer_cut_by_max_tokens_is_the_answer_with_a_length_reason(emu, tmp_path, provider, streaming):
+    """The vendor stopped the reply at its output-token limit: every provider's run completes with the text
+    so far, its model call traced with ``finish_reason: length`` and its tokens counted, after exactly one
+    request. (openai-agents raises on a Responses ``incomplete`` status; the adapter passes the answer on.)
+    Claude Code is left out: the CLI asks the model to go on after a cut (it is not portagent's loop)."""
+    run = execute(emu, tmp_path, provider, CUT, streaming=streaming)
+    assert (run.result.status, run.result.stop_reason) == DONE, run.result.error
+    assert run.result.final_output == "This answer was cut"
+    calls = [e for e in run.events if e.type == "model.call"]
+    assert [c.finish_reason for c in calls] == ["length"]
+    assert run.result.usage.output_tokens > 0 and run.result.usage.model_calls == 1
+    assert len(run.requests) == 1
+    reference = execute(emu, tmp_path / "ref", "openai", CUT)
+    eq = equivalent(reference.events, comparable(provider, run.events))
+    assert eq, f"openai vs {provider}:\n{eq.report()}"

@@ -7,7 +7,10 @@ Translation only:
 - ToolSpec → ``FunctionTool`` whose ``on_invoke_tool`` hands the raw JSON string to the gateway;
 - delegation → ``handoffs=[handoff(agent)]`` / ``agent.as_tool()``;
 - ``output_schema`` → an ``AgentOutputSchemaBase`` carrying the JSON Schema;
-- events → ``RunHooks`` (model calls with usage, handoffs) feeding the session.
+- events → ``RunHooks`` (model calls with usage, handoffs) feeding the session;
+- a Responses answer cut by ``max_output_tokens`` (status ``incomplete``) is passed on as the answer it is,
+  with ``finish_reason: length``, as every other provider does: openai-agents would raise
+  ``ModelBehaviorError`` and lose the text and its usage (``_CutAnswers``).
 
 Tracing: openai-agents uploads traces to api.openai.com by default. On import this module replaces
 the global processors with one that keeps nothing (``set_trace_processors``), so no trace is ever
@@ -17,6 +20,7 @@ uploaded — and vcrpy never sees the exporter's background HTTP.
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
@@ -38,6 +42,7 @@ from agents import (
     set_trace_processors,
 )
 from agents.exceptions import AgentsException
+from openai.types.responses import ResponseCompletedEvent
 
 from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
@@ -89,6 +94,61 @@ class _SpecOutput(AgentOutputSchemaBase):
             return json_str  # output_valid: false is decided by the runner, not a crash here
 
 
+# --- answers cut short ------------------------------------------------------------------------------
+
+
+class _CutAnswers:
+    """Responses the API ended early because they reached ``max_output_tokens``. openai-agents treats such
+    a response as a failure; the Messages API, Gemini and Chat Completions return the text so far with a
+    ``length`` reason, and so does portagent on every provider: the response goes on marked completed,
+    its id remembered so the model call is traced with ``finish_reason: length``."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def keep(self, response: Any) -> bool:
+        details = getattr(response, "incomplete_details", None)
+        if getattr(response, "status", None) != "incomplete" or getattr(details, "reason", None) != (
+            "max_output_tokens"
+        ):
+            return False  # a content filter or another failure stays one
+        self.ids.add(response.id)
+        response.status = "completed"
+        return True
+
+    def wrap(self, client: openai.AsyncOpenAI) -> None:
+        """The non-streaming path: the SDK checks the status right after ``responses.create``."""
+        create = client.responses.create
+
+        async def create_keeping_cut_answers(*args: Any, **kwargs: Any) -> Any:
+            response = await create(*args, **kwargs)
+            if not kwargs.get("stream"):
+                self.keep(response)
+            return response
+
+        client.responses.create = create_keeping_cut_answers  # type: ignore[method-assign]
+
+
+class _ResponsesModel(OpenAIResponsesModel):
+    """The streaming path: a ``response.incomplete`` event for a cut answer becomes ``response.completed``."""
+
+    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: _CutAnswers) -> None:
+        super().__init__(model=model, openai_client=openai_client)
+        self._cut = cut
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        stream: Any = super().stream_response(*args, **kwargs)  # an async generator (it has aclose)
+        async with aclosing(stream) as events:
+            async for event in events:
+                response = getattr(event, "response", None)
+                if getattr(event, "type", None) == "response.incomplete" and self._cut.keep(response):
+                    yield ResponseCompletedEvent(
+                        type="response.completed", response=response, sequence_number=event.sequence_number
+                    )
+                    return  # the terminal event: the SDK's stream would raise if asked for more
+                yield event
+
+
 # --- hooks -----------------------------------------------------------------------------------------
 
 _FINISH = {"function_call": "tool_calls", "message": "stop"}
@@ -97,9 +157,10 @@ _FINISH = {"function_call": "tool_calls", "message": "stop"}
 class _Hooks(RunHooks[Any]):
     """Model calls and handoffs → session events; budgets are checked before each model call."""
 
-    def __init__(self, session: RunSession) -> None:
+    def __init__(self, session: RunSession, cut: _CutAnswers) -> None:
         self.session = session
         self.latency = Stopwatch(session.clock)
+        self.cut = cut
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
         self.session.before_model_call(agent.name)
@@ -110,6 +171,8 @@ class _Hooks(RunHooks[Any]):
         usage = response.usage
         kinds = [getattr(item, "type", None) for item in response.output]
         finish = "tool_calls" if "function_call" in kinds else "stop"
+        if response.response_id in self.cut.ids:
+            finish = "length"
         cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
         reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
         self.session.record_model_call(
@@ -136,7 +199,8 @@ class _Builder:
     def __init__(self, session: RunSession) -> None:
         self.session = session
         self.agents: dict[str, Agent[Any]] = {}
-        self.hooks = _Hooks(session)
+        self.cut = _CutAnswers()
+        self.hooks = _Hooks(session, self.cut)
         endpoint = session.endpoint
         base_url = endpoint.client_url.rstrip("/") + "/v1" if endpoint.client_url else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
@@ -153,6 +217,7 @@ class _Builder:
         self.client = openai.AsyncOpenAI(
             api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
         )
+        self.cut.wrap(self.client)
         api = session.options.openai_api or session.bundle.spec.models.openai_api
         self.api = api
         self.strict_fallbacks: list[str] = []
@@ -161,7 +226,7 @@ class _Builder:
         model_id = self.session.model_for(name)
         if self.api == "chat_completions":
             return OpenAIChatCompletionsModel(model=model_id, openai_client=self.client)
-        return OpenAIResponsesModel(model=model_id, openai_client=self.client)
+        return _ResponsesModel(model_id, self.client, self.cut)
 
     def tool(self, agent_name: str, spec: ToolSpec) -> FunctionTool:
         session = self.session
