@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from portagent.evals.report import load_results, write_json
     from portagent.evals.report_terminal import console
 
-    a, b = load_results(args.baseline), load_results(args.candidate)
+    # The summaries alone: unlike gate, compare reads no run's files.
+    a, b = load_results(args.baseline, need_runs=False), load_results(args.candidate, need_runs=False)
     base, cand = a.result, b.result
     if args.provider:
         from portagent.contracts.errors import UsageError

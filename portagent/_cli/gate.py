@@ -3,7 +3,8 @@
 Writes ``ci_gate.json`` into the results folder (or ``--out FILE``) and exits 0 (pass) or 1 (block),
 printing every reason. Without ``--baseline``, a results folder holding a baseline and a candidate
 (``eval.json`` roles) gates the candidate against the baseline; otherwise the result is judged on its
-own. Exit 2 on usage errors (unreadable results, different dataset versions, a rate outside [0, 1]).
+own. Exit 2 on usage errors (unreadable results or results missing run files, different dataset
+versions, a rate outside [0, 1]): nothing was judged, so it is neither a pass nor a block.
 """
 
 from __future__ import annotations

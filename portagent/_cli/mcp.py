@@ -124,9 +124,11 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio" and (args.auth_tokens or args.allow_hosts or args.allow_origins):
         raise UsageError("--auth-token, --allow-host and --allow-origin go with --transport streamable-http")
     if args.transport != "stdio":
+        from portagent.mcp.http import transport_security
         from portagent.mcp.server import check_bind
 
         check_bind(args.host, tokens)  # before loading anything: a refused bind starts nothing
+        transport_security(args.host, args.allow_hosts, args.allow_origins)  # nor does a malformed entry
     target = load_target(args.target, args.policy)
 
     def announce(text: str) -> None:

@@ -1,7 +1,8 @@
 """``portagent report RESULTS [--html] [--md] [--junit] [--json]``: re-render a results folder's reports.
 
 With no format flag every report is written (report.html, report.md, junit.xml, ci_gate.json);
-the summary table is printed. Exit 0, or 2 when the folder is not a readable results folder.
+the summary table is printed. Exit 0, or 2 when the folder is not a readable results folder (or its
+runs' files are missing: the reports would show runs without their traces).
 """
 
 from __future__ import annotations

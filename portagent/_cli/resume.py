@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from portagent._cli.run import _print_summary, check_out_folder
+    from portagent._cli.run import _print_summary, check_out_folder, interrupted
     from portagent.contracts.errors import UsageError
 
     if not args.run_id.strip():
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(streaming=bool(opts.get("stream")), openai_api=opts.get("openai_api"))
     where = invocation.get("endpoint") or {}
     info = REGISTRY[provider]
+    started: list[tuple[str, Path | None]] = []
 
     async def go() -> Any:
         if where.get("live"):
@@ -97,11 +98,21 @@ def run(args: argparse.Namespace) -> int:
     async def _run(endpoint: Any) -> Any:
         out = Path(args.out) if args.out else None
         config = RunConfig(
-            endpoint=endpoint, approver=approver, out_dir=out, options=options, invocation=invocation
+            endpoint=endpoint,
+            approver=approver,
+            out_dir=out,
+            options=options,
+            invocation=invocation,
+            on_start=lambda run_id, folder: started.append((run_id, folder)),
         )
         return await arun_full(bundle, request, config)
 
-    output = asyncio.run(go())
+    try:
+        output = asyncio.run(go())
+    except KeyboardInterrupt:
+        if not started:
+            raise
+        return interrupted(*started[-1], resumable=True)
     _print_summary(output)
     status = output.result.status
     return 3 if status == "failed" else (1 if status == "budget_exhausted" else 0)

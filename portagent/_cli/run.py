@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.context_manifest:
         options.extra["context_manifest"] = True
     invocation = invocation_of(args, request)
+    started: list[tuple[str, Path | None]] = []
 
     async def go() -> Any:
         if args.live:
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             persist=out is None,
             invocation=invocation,
+            on_start=lambda run_id, folder: started.append((run_id, folder)),
         )
         if args.session is not None:
             from portagent.runtime.sessions import arun_in_session
@@ -143,7 +145,12 @@ def run(args: argparse.Namespace) -> int:
             return await arun_in_session(bundle, request, config)
         return await arun_full(bundle, request, config)
 
-    output = asyncio.run(go())
+    try:
+        output = asyncio.run(go())
+    except KeyboardInterrupt:
+        if not started:  # stopped before the run began: nothing of it to name
+            raise
+        return interrupted(*started[-1], resumable=args.idempotency_key is not None)
     _print_summary(output)
     if args.session is not None:
         from portagent.runtime.sessions import describe_session_run
@@ -177,6 +184,23 @@ def invocation_of(args: argparse.Namespace, request: Any) -> dict[str, Any]:
         "options": {"stream": bool(args.stream), "openai_api": args.openai_api},
         "approver": args.approver,
     }
+
+
+def interrupted(run_id: str, folder: Path | None, *, resumable: bool) -> int:
+    """Ctrl-C during a run: one line naming the run and where its files are, so what it wrote can be
+    found (and, for a run the run store keeps, resumed); exit 130 like every interrupted command."""
+    import sys
+
+    if folder is None or not folder.is_dir() or not any(folder.iterdir()):
+        sys.stderr.write(f"portagent: interrupted run {run_id}; it wrote nothing\n")
+        return 130
+    then = (
+        f"'portagent resume {run_id}' continues it"
+        if resumable
+        else "without --idempotency-key it cannot be resumed"
+    )
+    sys.stderr.write(f"portagent: interrupted run {run_id}; what it wrote so far is in {folder}; {then}\n")
+    return 130
 
 
 MAX_INPUT_BYTES = 10 * 1024 * 1024

@@ -1,17 +1,24 @@
 """Serving on a network safely, the one definition for ``mcp serve`` and ``a2a serve``: which host is
 this machine only (``is_loopback``; the replay guard uses it too), refusing a bind that exposes a server
-without a bearer token (``check_bind``), and checking the token a request presents (``bearer_ok``)."""
+without a bearer token (``check_bind``), checking the token a request presents (``bearer_ok``), and the
+Host/Origin allowlist entries a user adds (``allowed_host``, ``allowed_origin``)."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from portagent.contracts.errors import UsageError
 
 MIN_TOKEN_LENGTH = 16
+
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(?::([0-9]{1,5}))?")
+_NAME = re.compile(r"(?:[a-z0-9_-]+\.)*[a-z0-9_-]+")
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -54,3 +61,56 @@ def bearer_ok(headers: Mapping[bytes, bytes], tokens: Sequence[bytes]) -> bool:
     scheme, _, value = headers.get(b"authorization", b"").partition(b" ")
     presented = value.strip()
     return scheme.lower() == b"bearer" and any(hmac.compare_digest(presented, t) for t in tokens)
+
+
+def allowed_host(value: str) -> str:
+    """A Host allowlist entry as clients send the header (``name[:port]``, lowercase): the allowlist
+    compares exact strings, so anything else (a URL, a path, an empty name) would never match."""
+    parts = _host_port(value)
+    if parts is None:
+        raise UsageError(
+            f"--allow-host {value!r}: not a host name with an optional port; write NAME[:PORT], e.g. "
+            "app.example or app.example:8000 (an IPv6 address in brackets, a non-ASCII name in its xn-- form)"
+        )
+    host, port = parts
+    return host if port is None else f"{host}:{port}"
+
+
+def allowed_origin(value: str) -> str:
+    """An Origin allowlist entry as browsers send the header (``scheme://host[:port]``, lowercase, no
+    default port; a copied URL's trailing ``/`` is dropped): any other form would never match. ``null``
+    is refused: every sandboxed frame and local file sends it, so it would let any page through."""
+    if value.strip().lower() == "null":
+        raise UsageError(
+            "--allow-origin null: browsers send `Origin: null` from any sandboxed frame, local file or "
+            "redirect, so it would admit any web page; name the page's own origin"
+        )
+    scheme, sep, rest = value.partition("://")
+    scheme = scheme.lower()
+    parts = _host_port(rest.removesuffix("/")) if sep and _SCHEME.fullmatch(scheme) else None
+    if parts is None:
+        raise UsageError(
+            f"--allow-origin {value!r}: not an origin; write scheme://host[:port], e.g. https://app.example "
+            "or http://localhost:5173 (no path, query, fragment or user name)"
+        )
+    host, port = parts
+    shown = "" if port is None or port == _DEFAULT_PORTS.get(scheme) else f":{port}"
+    return f"{scheme}://{host}{shown}"
+
+
+def _host_port(text: str) -> tuple[str, int | None] | None:
+    """``name``, ``name:port``, ``[ipv6]`` or ``[ipv6]:port``, the name lowercased; None for anything else."""
+    m = _HOST_PORT.fullmatch(text)
+    if m is None:
+        return None
+    host, port = m[1].lower(), (int(m[2]) if m[2] else None)
+    if port is not None and not 0 < port <= 65535:
+        return None
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+    elif not _NAME.fullmatch(host):
+        return None
+    return host, port

@@ -130,6 +130,20 @@ class Results:
     def trace_path(self, agent: str, version: str, case_id: str, provider: str, repeat: int) -> Path:
         return self.folder / "runs" / f"{agent}@{version}" / case_id / provider / f"r{repeat}" / "trace.jsonl"
 
+    def missing_runs(self) -> list[str]:
+        """The files of the runs report.json lists that are not in the folder (``runs/…/r<k> has no FILE``).
+        A run that could not be made (no run id) wrote none."""
+        missing = []
+        for r in self.result.runs:
+            p = r.provenance
+            if not p.run_id:
+                continue
+            trace = self.trace_path(p.agent, p.agent_version, p.case_id, p.provider, p.repeat)
+            for f in (trace, trace.with_name("run.json")):
+                if not f.is_file():
+                    missing.append(f"{f.parent.relative_to(self.folder)} has no {f.name}")
+        return missing
+
 
 def report_schema() -> dict[str, Any]:
     """The published JSON Schema of ``report.json``."""
@@ -169,8 +183,12 @@ def _read_model(path: Path, model: Any, what: str) -> Any:
         raise UsageError(f"{path}: not a portagent {what} ({loc}: {first['msg']})") from None
 
 
-def load_results(path: str | Path) -> Results:
-    """A results folder (or its ``report.json``). Missing or foreign files are usage errors (exit 2)."""
+def load_results(path: str | Path, *, need_runs: bool = True) -> Results:
+    """A results folder (or its ``report.json``). Missing or foreign files are usage errors (exit 2).
+
+    With ``need_runs`` (gate and report read the runs' ``run.json`` and traces: a tool changed without a
+    version bump, the trace diffs and timelines), every run report.json lists must have its files: a
+    folder without them would pass on its summary alone. ``compare`` reads report.json only."""
     p = Path(path)
     if p.is_file() and p.name.endswith(".json"):
         folder, report = p.parent, p
@@ -183,7 +201,16 @@ def load_results(path: str | Path) -> Results:
     result = _read_model(report, SuiteResult, "eval result (report.json)")
     meta_path = folder / "eval.json"
     meta = _read_model(meta_path, EvalMeta, "eval record (eval.json)") if meta_path.is_file() else None
-    return Results(folder, result, meta)
+    results = Results(folder, result, meta)
+    missing = results.missing_runs() if need_runs else []
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        what = f"{missing[0]}{more}" if (folder / "runs").is_dir() else "no runs/ folder"
+        raise UsageError(
+            f"{folder}: incomplete results: {what}; every run report.json lists needs its trace.jsonl and "
+            "run.json. Give the whole folder 'portagent eval --out' wrote, or run the eval again"
+        )
+    return results
 
 
 # -- writing ------------------------------------------------------------------------------------------

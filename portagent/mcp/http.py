@@ -4,6 +4,7 @@ process, so the session's trace still ends). The session itself is ``server.Gove
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
 def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Any:
     """The Host/Origin allowlist (DNS-rebinding protection), on for every bind: loopback names, the bound
-    address when it is a specific one, and what the user adds (a name without a port allows any port)."""
+    address when it is a specific one, and what the user adds (a name or origin without a port allows any
+    port). A malformed entry is a UsageError: it would never match, and the server would refuse its client."""
     import socket
 
     from mcp.server.transport_security import TransportSecuritySettings
@@ -27,18 +29,18 @@ def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins
         names.append(f"[{bare}]" if ":" in bare else bare)
     if bare in ("0.0.0.0", "::"):
         names.append(socket.gethostname())
-    names += list(allow_hosts)
-    hosts: list[str] = []
-    for n in names:
-        hosts += [n] if n.rsplit(":", 1)[-1].isdigit() and not n.endswith("]") else [n, f"{n}:*"]
-    origins = [f"http://{n}:*" for n in names[:3]] + [f"http://{n}" for n in names[:3]]
-    for o in allow_origins:
-        origins += [o.rstrip("/"), f"{o.rstrip('/')}:*"]
+    names += [serving.allowed_host(h) for h in allow_hosts]
+    origins = [f"http://{n}" for n in names[:3]] + [serving.allowed_origin(o) for o in allow_origins]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=sorted(set(hosts)),
-        allowed_origins=sorted(set(origins)),
+        allowed_hosts=sorted({p for n in names for p in _any_port(n)}),
+        allowed_origins=sorted({p for o in origins for p in _any_port(o)}),
     )
+
+
+def _any_port(entry: str) -> list[str]:
+    """An entry with its port is matched exactly; one without also as ``entry:*`` (the SDK's any-port form)."""
+    return [entry] if re.search(r":[0-9]+\Z", entry) else [entry, f"{entry}:*"]
 
 
 class BearerAuth:

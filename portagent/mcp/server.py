@@ -443,9 +443,13 @@ async def serve(
 
     HTTP only: ``auth_tokens`` (bearer tokens; each is a client identity), ``allow_hosts`` /
     ``allow_origins`` (added to the Host/Origin allowlist). A bind that is not loopback without a token
-    is refused (UsageError) before anything listens."""
+    is refused (UsageError) before anything listens, and so is a malformed allowlist entry."""
+    security = None
     if transport != "stdio":
+        from portagent.mcp.http import transport_security
+
         check_bind(host, auth_tokens)
+        security = transport_security(host, allow_hosts, allow_origins)
     _ensure_import_path(target.base_dir)
     say = announce or (lambda text: None)
     governed = GovernedServer(target, trace_path=trace_path, namespace=namespace, scopes=scopes, env=env)
@@ -479,9 +483,8 @@ async def serve(
             finally:
                 governed.stop()
             return governed
-        from portagent.mcp.http import serve_http, transport_security
+        from portagent.mcp.http import serve_http
 
-        security = transport_security(host, allow_hosts, allow_origins)
         await serve_http(governed, server, host, port, details, say, security)
     return governed
 

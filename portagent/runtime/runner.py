@@ -15,7 +15,7 @@ import asyncio
 import functools
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,9 @@ class RunConfig:
     traffic a resumed attempt replays (ADR 0007)."""
     invocation: dict[str, Any] | None = None
     """How the command line started the run, kept in ``run.json`` for ``portagent resume RUN_ID``."""
+    on_start: Callable[[str, Path | None], None] | None = None
+    """Told the run id and its folder (None: memory only) once both are settled, before the attempt
+    starts: a caller interrupted mid-run (Ctrl-C) can still say which run it was and where it wrote."""
 
 
 @dataclass
@@ -252,6 +255,8 @@ async def _arun_full(
             raise ApprovalError(f"request {key!r} is already running")
     outer_span = CURRENT.get()  # the run's recorder makes its root span current for outgoing calls
     try:
+        if config.on_start is not None:
+            config.on_start(run_id, trace_path.parent if trace_path is not None else None)
         return await _run_attempt(
             bundle,
             request,

@@ -7,12 +7,14 @@
 - output paths under a file, that are folders, FIFOs or symlinks (the atomic writer refuses what is not a
   regular file, writes through a symlink, and names the part of the path that is not a folder);
 - ``a2a serve`` with a runs folder that is a file (refused before serving, not on every task);
+- ``gate``/``report`` on a results folder whose run files are gone (its summary alone would pass);
 - the vendor SDKs' own error logs (ADK logs each failed node with its traceback) kept off the terminal.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +120,39 @@ def test_report_into_a_folder_where_a_file_goes_is_one_message(tmp_path, results
     (copy / "report.html").mkdir()
     code, out, err = run_cli("report", str(copy))
     assert code == 2 and "report.html: exists and is not a regular file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", ["runs folder", "trace", "run.json", "run folder"])
+def test_gate_and_report_refuse_results_whose_run_files_are_missing(tmp_path, results, damage):
+    """The gate reads each run's run.json (tools changed without a version bump) and the reports its
+    trace: on report.json alone they passed. Exit 2, one line naming what is missing, nothing written."""
+    copy = tmp_path / "R"
+    shutil.copytree(results, copy)
+    run_dir = next((copy / "runs").rglob("run.json")).parent
+    if damage == "runs folder":
+        shutil.rmtree(copy / "runs")
+    elif damage == "run folder":
+        shutil.rmtree(run_dir)
+    else:
+        (run_dir / ("trace.jsonl" if damage == "trace" else "run.json")).unlink()
+    gone = "no runs/ folder" if damage == "runs folder" else f"{run_dir.relative_to(copy)} has no "
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    suite = str(EXAMPLES / "support_desk" / "suite.yaml")
+    for argv in (
+        ["gate", str(copy)],
+        ["report", str(copy)],
+        ["report", str(copy / "report.json"), "--md"],
+        ["gate", str(results), "--baseline", str(copy), "--out", str(tmp_path / "g.json")],
+        ["eval", suite, "--replay", "--cassettes", str(REPO / "cassettes"), "--providers", "openai",
+         "--case", "refund-rule", "--baseline", str(copy), "--out", str(tmp_path / "new"), "--no-progress"],
+    ):  # fmt: skip
+        code, out, err = run_cli(*argv)
+        assert code == 2 and out == "" and "Traceback" not in err, (argv, err)
+        assert err.startswith(f"portagent: {copy}: incomplete results: {gone}") and err.count("\n") == 1, err
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
+    code, out, err = run_cli("compare", str(results), str(copy))  # reads the summaries alone
+    assert code == 0, err
 
 
 def test_special_files_are_refused_and_symlinks_written_through(tmp_path, results):

@@ -212,10 +212,13 @@ def test_report_and_gate_commands_rerender_the_folder(demo: dict[str, Any]) -> N
 
 
 def _slice(demo: dict[str, Any], tmp: Path, name: str, version: str, **changes: Any) -> Path:
+    """One agent version's results: its report.json and its runs (the gate reads their run.json)."""
     folder = tmp / name
     folder.mkdir()
     part = demo["result"].select(agent_version=version).model_copy(update=changes)
     (folder / "report.json").write_text(part.model_dump_json())
+    for runs in (demo["out"] / "runs").glob(f"*@{version}"):
+        shutil.copytree(runs, folder / "runs" / runs.name)
     return folder
 
 

@@ -262,6 +262,68 @@ def test_loopback_default_keeps_the_host_check(tmp_path: Path) -> None:
         _stop(proc)
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--allow-origin", "notanorigin"),
+        ("--allow-origin", "http://host/path"),
+        ("--allow-origin", ""),
+        ("--allow-origin", "null"),
+        ("--allow-host", "http://app.example"),
+        ("--allow-host", ""),
+        ("--allow-host", "app.example:99999"),
+    ],
+)
+def test_a_malformed_allowlist_entry_is_refused_before_anything_starts(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    """An entry the Host/Origin check could never match would refuse the very client it was meant for."""
+    home = tmp_path / "state"
+    code, out, err = run_cli(
+        "mcp",
+        "serve",
+        str(TOOLS),
+        "--transport",
+        "streamable-http",
+        "--port",
+        "0",
+        "--home",
+        str(home),
+        flag,
+        value,
+    )
+    assert code == 2, err
+    assert err.startswith(f"portagent: {flag} ") and err.count("\n") == 1 and "Traceback" not in err
+    assert out == "" and not home.exists()
+
+
+def test_allowlist_entries_match_the_headers_clients_send(tmp_path: Path) -> None:
+    """Entries are kept as the headers arrive: lowercase, an origin without its default port or the
+    trailing slash of a copied URL."""
+    proc, url, _ = _start(
+        [
+            "--transport",
+            "streamable-http",
+            "--port",
+            "0",
+            "--allow-host",
+            "App.Example",
+            "--allow-origin",
+            "HTTPS://App.Example:443/",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+    )
+    try:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        refused = (401, 403, 421)  # what the checks answer; the MCP layer answers anything else
+        assert _status(url, {"Host": f"app.example:{port}", "Origin": "https://app.example"}) not in refused
+        assert _status(url, {"Origin": "https://app.example:8443"}) not in refused  # no port: any port
+        assert _status(url, {"Origin": "http://app.example"}) == 403
+    finally:
+        _stop(proc)
+
+
 def test_home_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
     not_a_folder = tmp_path / "state"
     not_a_folder.write_text("x")

@@ -1,5 +1,6 @@
 """One rule for exposing a server (core/serving.py), used by ``mcp serve``, ``a2a serve`` and the replay
-guard: what is loopback, which binds need a token, which tokens are too weak, which requests carry one."""
+guard: what is loopback, which binds need a token, which tokens are too weak, which requests carry one,
+which Host/Origin allowlist entries a user may add."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from portagent.a2a.server import check_bind as a2a_check_bind
 from portagent.contracts.errors import UsageError
-from portagent.core.serving import bearer_ok, is_loopback
+from portagent.core.serving import allowed_host, allowed_origin, bearer_ok, is_loopback
 from portagent.mcp.server import check_bind as mcp_check_bind
 
 
@@ -41,3 +42,94 @@ def test_bearer_tokens_are_checked_exactly() -> None:
     for header in (b"", b"Bearer", b"Bearer s3cret", b"Basic s3cret-token-0123456789"):
         assert not bearer_ok({b"authorization": header}, tokens)
     assert not bearer_ok({}, tokens)
+
+
+@pytest.mark.parametrize(
+    ("entry", "kept"),
+    [
+        ("app.example", "app.example"),
+        ("App.Example:8000", "app.example:8000"),
+        ("my_box-2", "my_box-2"),
+        ("[::1]:9000", "[::1]:9000"),
+        ("[2001:DB8::1]", "[2001:db8::1]"),
+    ],
+)
+def test_host_entries_are_kept_as_clients_send_the_header(entry: str, kept: str) -> None:
+    assert allowed_host(entry) == kept
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "",
+        " ",
+        "http://app.example",  # a URL, not a Host header
+        "app.example/mcp",
+        "user@app.example",
+        "app.example:",
+        "app.example:http",
+        "app.example:0",
+        "app.example:65536",
+        "::1",  # an IPv6 address needs brackets in a Host header
+        "[::1",
+        "[not-an-address]",
+        "app..example",
+        "*",
+        "bücher.example",
+        "app.example:٨٠",  # digits, but not ASCII ones
+    ],
+)
+def test_malformed_host_entries_are_refused(entry: str) -> None:
+    with pytest.raises(UsageError, match="--allow-host .*NAME\\[:PORT\\]"):
+        allowed_host(entry)
+
+
+@pytest.mark.parametrize(
+    ("entry", "kept"),
+    [
+        ("https://app.example", "https://app.example"),
+        ("https://app.example/", "https://app.example"),  # a copied URL
+        ("HTTPS://App.Example:443", "https://app.example"),  # browsers leave the default port out
+        ("http://localhost:5173", "http://localhost:5173"),
+        ("http://app.example:443", "http://app.example:443"),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+        ("vscode-webview://1abc2def", "vscode-webview://1abc2def"),
+    ],
+)
+def test_origin_entries_are_kept_as_browsers_send_the_header(entry: str, kept: str) -> None:
+    assert allowed_origin(entry) == kept
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "",
+        "notanorigin",
+        "app.example",
+        "app.example:8000",
+        "http://",
+        "http:///",
+        "://app.example",
+        "1http://app.example",
+        "http://host/path",
+        "http://host//",
+        "http://host?x=1",
+        "http://host#top",
+        "http://user:pw@host",
+        "http://host:0",
+        "http://host:99999",
+        "http://host:*",
+        "http://::1",
+        "http://app example",
+        "https://*.example",
+    ],
+)
+def test_malformed_origin_entries_are_refused(entry: str) -> None:
+    with pytest.raises(UsageError, match="--allow-origin .*scheme://host\\[:port\\]"):
+        allowed_origin(entry)
+
+
+@pytest.mark.parametrize("entry", ["null", "NULL", " null "])
+def test_the_null_origin_is_refused_with_the_reason(entry: str) -> None:
+    with pytest.raises(UsageError, match="sandboxed frame"):
+        allowed_origin(entry)
