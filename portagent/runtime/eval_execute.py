@@ -147,11 +147,13 @@ def _signals(task: RunTask, events: list[Any], r: Any) -> RunSignals:
     )
 
 
-def finished(task: RunTask) -> RunOutcome | None:
+def finished(task: RunTask, prints: Any = None) -> RunOutcome | None:
     """The outcome of a run an earlier, interrupted eval already finished into this results folder
     (``eval --resume``), scored again from its ``trace.jsonl``; None when it must run (no complete
-    ``run.json`` — it is written last, atomically —, or one made by another agent spec, case, provider,
-    repeat or mode)."""
+    ``run.json`` — it is written last, atomically —, or one made by another agent spec, policy, tool set,
+    request (the case's input, context, thread), provider, repeat or mode; or, given ``prints`` (a
+    ``reuse.Fingerprints``), one whose stored inputs hash differs from the task's: handler code, the
+    approver's decisions, the cassette or script)."""
     from pydantic import ValidationError
 
     from portagent.contracts.run import RunRecord
@@ -169,15 +171,25 @@ def finished(task: RunTask) -> RunOutcome | None:
     m = record.manifest
     live = ("live", "endpoint") if task.mode == "live" else (task.mode,)
     mode_ok = m.mode == "replay" if task.mode == "replay" else (m.mode != "replay" and m.source in live)
-    same = (m.provider, m.case_id, m.repeat, m.spec_hash) == (
+    request = request_for(task.case, task.provider, task.repeat, bundle)
+    same = (m.provider, m.case_id, m.repeat, m.spec_hash, m.policy_hash, m.tool_hashes, m.request) == (
         task.provider,
         task.case.case_id,
         task.repeat,
         bundle.spec_hash,
+        bundle.policy_hash,
+        bundle.tool_hashes(),
+        request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
     )
     starts = [i for i, e in enumerate(events) if e.type == "run.started"]
     if not (mode_ok and same and starts and events[-1].type == "run.completed"):
         return None
+    if prints is not None:  # the fuller hash --reuse keeps, where the run left one
+        from portagent.runtime.reuse import stored_key
+
+        stored = stored_key(task.out_dir)
+        if stored is not None and stored != prints.key(task):
+            return None
     latency = record.result.duration_ms if task.mode == "replay" else None
     notes: list[str] = []
     if task.mode == "replay" and task.cassette is not None:  # keep the tool-version warnings (issue 15)

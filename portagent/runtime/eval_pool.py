@@ -221,7 +221,7 @@ def run_tasks(
     if resume or carried:
         todo = []
         for task in tasks:
-            done = finished(task) if (resume or task.index in carried) else None
+            done = finished(task, prints) if (resume or task.index in carried) else None
             if done is None:
                 todo.append(task)
                 continue

@@ -177,7 +177,7 @@ def carry_over(tasks: Sequence[RunTask], source: Path, results: Path) -> dict[in
             folder = source / task.out_dir.resolve().relative_to(results)
         except ValueError:
             continue
-        stored = _stored_key(folder)
+        stored = stored_key(folder)
         if stored is None or stored != prints.key(task):
             continue
         files = {}
@@ -219,7 +219,8 @@ def restore(carried: Carried, task: RunTask) -> None:
         target.write_bytes(data)
 
 
-def _stored_key(folder: Path) -> str | None:
+def stored_key(folder: Path) -> str | None:
+    """The inputs hash a finished run left in ``folder`` (None: none, or unreadable)."""
     try:
         data = json.loads((folder / INPUTS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
