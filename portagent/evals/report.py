@@ -6,7 +6,7 @@
       ci_gate.json      GateDecision (kind: gate-decision)
       comparison.json   Comparison (kind: comparison), when the suite has a baseline and a candidate
       report.md         Markdown summary (PR comments)          — report_md.py
-      junit.xml         one testcase per case × provider × version — report_junit.py
+      junit.xml         a testcase per judged case × provider, per blocking finding — report_junit.py
       report.html       one self-contained page (no network)      — report_html.py
       runs/<agent>@<version>/<case>/<provider>/r<k>/trace.jsonl, run.json
 
@@ -434,6 +434,16 @@ def record_gate(results: Results, settings: GateSettings) -> Results:
     return Results(results.folder, results.result, meta)
 
 
+def judged_versions(results: Results) -> set[str] | None:
+    """The agent versions the gate judges in ``results`` (None: all): in a folder holding a baseline and a
+    candidate, gated on its own roles (not against an outside baseline), only the candidate."""
+    meta = results.meta
+    if meta is None or (meta.gate is not None and meta.gate.baseline is not None):
+        return None
+    base_v, cand_v = meta.version_of("baseline"), meta.version_of("candidate")
+    return {cand_v} if base_v and cand_v else None
+
+
 def write_reports(
     results: Results,
     gate_decision: GateDecision,
@@ -454,7 +464,7 @@ def write_reports(
     if "md" in formats:
         written.append(write_text(folder / "report.md", render_markdown(results, gate_decision, comparison)))
     if "junit" in formats:
-        written.append(write_text(folder / "junit.xml", render_junit(results)))
+        written.append(write_text(folder / "junit.xml", render_junit(results, gate_decision)))
     if "html" in formats:
         written.append(write_text(folder / "report.html", render_html(results, gate_decision, comparison)))
     return written

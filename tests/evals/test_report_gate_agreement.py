@@ -1,12 +1,14 @@
 """Every report of a results folder says what its gate said: ``portagent report`` re-renders the decision
 with the settings eval.json recorded (``eval --baseline``, ``--strict``, the last ``gate`` into the
-folder) or refuses (exit 2) when the recorded baseline is gone or changed. Driven through the CLI on copies of the
+folder) or refuses (exit 2) when the recorded baseline is gone or changed; junit.xml fails exactly when
+ci_gate.json blocks, on the version the gate judged. Driven through the CLI on copies of the
 support-desk example, replayed from the repository's cassettes."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -40,8 +42,18 @@ def _cli(home: Path, *argv: str) -> tuple[int, str, str]:
         return run_cli(*argv)
 
 
+def _junit(folder: Path) -> ET.Element:
+    return ET.parse(folder / "junit.xml").getroot()
+
+
 def _decision(folder: Path) -> str:
     return str(json.loads((folder / "ci_gate.json").read_text())["decision"])
+
+
+def _agree(folder: Path) -> None:
+    """junit.xml has failures exactly when ci_gate.json blocks."""
+    failures = int(_junit(folder).get("failures", "0"))
+    assert (failures > 0) == (_decision(folder) == "block"), (failures, _decision(folder))
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +98,7 @@ def test_rerender_keeps_the_decision_made_against_the_baseline(gated: Path, tmp_
     after = json.loads((cand / "ci_gate.json").read_text())
     assert after["reasons"] == json.loads(before)["reasons"]
     assert "**Gate: BLOCK" in (cand / "report.md").read_text()
+    _agree(cand)
     assert json.loads((cand / "eval.json").read_text())["gate"]["baseline"] == str(gated / "work" / "base")
 
 
@@ -121,6 +134,43 @@ def test_gate_into_the_folder_records_its_settings_for_the_next_rerender(gated: 
     assert json.loads((cand / "eval.json").read_text())["gate"]["baseline"] is None
     assert _cli(home, "report", str(cand))[0] == 0
     assert _decision(cand) == "pass"
+    _agree(cand)
     assert _cli(home, "gate", str(cand), "--baseline", str(work / "base"))[0] == 1
     assert _cli(home, "report", str(cand))[0] == 0
     assert _decision(cand) == "block"
+    _agree(cand)
+
+
+def test_junit_fails_on_every_blocking_finding_with_its_category(gated: Path) -> None:
+    cand = gated / "work" / "cand"
+    _agree(cand)
+    root = _junit(cand)
+    failures = root.findall(".//failure")
+    assert [f.get("type") for f in failures] == ["regression"]
+    assert "quality on openai" in str(failures[0].get("message"))
+    gate_suite = root.find("testsuite[@name='support-desk gate']")
+    assert gate_suite is not None and gate_suite.get("failures") == "1"
+
+
+def test_junit_reports_the_candidate_the_gate_judged(gated: Path, tmp_path: Path) -> None:
+    """A folder with a baseline and a candidate where the candidate fixes the baseline's failure: the gate
+    passes, and junit is green (the baseline's failing runs are not what was judged)."""
+    work = _copy(gated, tmp_path)
+    s = (EXAMPLES / "support_desk" / "suite.yaml").read_text()
+    swapped = s.replace(
+        "baseline: agent.yaml\ncandidate: agent_v2.yaml\n", "baseline: agent_v2.yaml\ncandidate: agent.yaml\n"
+    )
+    assert swapped != s
+    (work / "suite.yaml").write_text(swapped)
+    out = tmp_path / "r"
+    argv = ("--providers", "openai", "--repeats", "1", "--case", "email-reviewed", "--case", "refund-rule")
+    code, stdout, err = _cli(
+        tmp_path / "home", "eval", str(work / "suite.yaml"), *REPLAY, *argv, "--out", str(out)
+    )
+    assert code == 0, (stdout, err)
+    assert _decision(out) == "pass"
+    _agree(out)
+    suites = [s.get("name") for s in _junit(out).findall("testsuite")]
+    assert suites == ["support-desk support_desk@1.0.0"]
+    base = json.loads((out / "report.json").read_text())
+    assert any(not r["passed"] for r in base["runs"] if r["provenance"]["agent_version"] == "2.0.0")
