@@ -3,7 +3,8 @@
 Writes ``ci_gate.json`` into the results folder (or ``--out FILE``) and exits 0 (pass) or 1 (block),
 printing every reason. Without ``--baseline``, a results folder holding a baseline and a candidate
 (``eval.json`` roles) gates the candidate against the baseline; otherwise the result is judged on its
-own. Exit 2 on usage errors (unreadable results or results missing run files, different dataset
+own. Writing into the folder's own ``ci_gate.json`` records the settings in its eval.json (baseline,
+``--strict``, ``--min-pass-rate``), so ``portagent report`` re-renders that decision. Exit 2 on usage errors (unreadable results or results missing run files, different dataset
 versions, a rate outside [0, 1]): nothing was judged, so it is neither a pass nor a block.
 """
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from portagent.contracts.errors import UsageError
-    from portagent.evals.report import decide, load_results, write_json
+    from portagent.evals.report import decide, gate_settings, load_results, record_gate, write_json
     from portagent.evals.report_terminal import console
 
     if args.min_pass_rate is not None and not 0.0 <= args.min_pass_rate <= 1.0:
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     decision, _ = decide(results, baseline, args.min_pass_rate, strict=args.strict)
     target = Path(args.out) if args.out else results.folder / "ci_gate.json"
     write_json(target, decision)
+    if target.resolve() == (results.folder / "ci_gate.json").resolve():
+        settings = gate_settings(results.folder, baseline, args.min_pass_rate, strict=args.strict)
+        results = record_gate(results, settings)
     out = console()
     if decision.passed:
         out.print(

@@ -1,8 +1,11 @@
 """``portagent report RESULTS [--html] [--md] [--junit] [--json]``: re-render a results folder's reports.
 
 With no format flag every report is written (report.html, report.md, junit.xml, ci_gate.json);
-the summary table is printed. Exit 0, or 2 when the folder is not a readable results folder (or its
-runs' files are missing: the reports would show runs without their traces).
+the summary table is printed. The decision is made again with the settings eval.json recorded (the
+baseline of ``eval --baseline`` or of the last ``gate`` into the folder, ``--strict``,
+``--min-pass-rate``), so a re-render never changes it. Exit 0, or 2 when the folder is not a readable
+results folder (or its runs' files are missing: the reports would show runs without their traces), or
+when its recorded baseline is gone, unreadable or changed (nothing is written).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from portagent.evals.report import decide, load_results, write_reports
+    from portagent.evals.report import decide, load_results, recorded_gate, write_reports
     from portagent.evals.report_terminal import console, print_summary
 
     formats = tuple(f for f in ("json", "md", "junit", "html") if getattr(args, f)) or (
@@ -36,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         "html",
     )
     results = load_results(args.results)
-    decision, comparison = decide(results)
+    baseline, min_pass_rate, strict = recorded_gate(results)
+    decision, comparison = decide(results, baseline, min_pass_rate, strict=strict)
     written = write_reports(results, decision, comparison, formats)
     out = console()
     print_summary(results, decision, comparison, out=out)

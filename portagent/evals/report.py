@@ -6,7 +6,7 @@
       ci_gate.json      GateDecision (kind: gate-decision)
       comparison.json   Comparison (kind: comparison), when the suite has a baseline and a candidate
       report.md         Markdown summary (PR comments)          — report_md.py
-      junit.xml         one testcase per case × provider × version — report_junit.py
+      junit.xml         a testcase per judged case × provider, per blocking finding — report_junit.py
       report.html       one self-contained page (no network)      — report_html.py
       runs/<agent>@<version>/<case>/<provider>/r<k>/trace.jsonl, run.json
 
@@ -69,6 +69,22 @@ class WorkerInfo(Contract):
     """Its peak resident memory."""
 
 
+class GateSettings(Contract):
+    """What the folder's ``ci_gate.json`` was decided with (``eval --baseline``/``--strict``, or the last
+    ``gate`` that wrote into the folder), so ``portagent report`` re-renders the same decision."""
+
+    baseline: str | None = None
+    """Baseline results folder it was gated against (absolute), if any."""
+    baseline_relative: str | None = None
+    """The same folder relative to the results folder (found again when both moved together)."""
+    baseline_report_sha256: str | None = None
+    """SHA-256 of the baseline's report.json then: a changed baseline is refused, never judged anew."""
+    strict: bool = False
+    """A tool changed without a version bump blocked (``--strict``)."""
+    min_pass_rate: float | None = None
+    """``--min-pass-rate`` (None: the default)."""
+
+
 class EvalMeta(Contract):
     """How a results folder was produced (``eval.json``)."""
 
@@ -110,6 +126,9 @@ class EvalMeta(Contract):
     """What the scheduler of the eval did, when limits or ``--max-spend-usd`` applied: spend, why it
     stopped, and per provider the runs admitted, retries, pauses (Retry-After / backoff) and the most in
     flight (``runtime.limits``)."""
+    gate: GateSettings | None = None
+    """The gate settings of ``ci_gate.json`` (None in folders written before they were recorded: the
+    defaults)."""
 
     def version_of(self, role: str) -> str | None:
         return next((a.version for a in self.agents if a.role == role), None)
@@ -353,6 +372,78 @@ def _decide(
     ), None
 
 
+def gate_settings(
+    folder: Path, baseline: Results | None, min_pass_rate: float | None = None, *, strict: bool = False
+) -> GateSettings:
+    """The settings a decision on the results in ``folder`` is made with, the baseline pinned by path and
+    by its report.json's hash."""
+    import hashlib
+    import os
+
+    if baseline is None:
+        return GateSettings(strict=strict, min_pass_rate=min_pass_rate)
+    base = baseline.folder.resolve()
+    return GateSettings(
+        baseline=str(base),
+        baseline_relative=os.path.relpath(base, folder.resolve()),
+        baseline_report_sha256=hashlib.sha256((base / "report.json").read_bytes()).hexdigest(),
+        strict=strict,
+        min_pass_rate=min_pass_rate,
+    )
+
+
+def recorded_gate(results: Results) -> tuple[Results | None, float | None, bool]:
+    """The baseline, ``min_pass_rate`` and ``strict`` the folder's decision was made with (eval.json).
+    A recorded baseline that is gone, unreadable or changed is a usage error: judging without it (or
+    against other results) would silently write another decision."""
+    import hashlib
+
+    settings = results.meta.gate if results.meta is not None else None
+    if settings is None:
+        return None, None, False
+    if settings.baseline is None:
+        return None, settings.min_pass_rate, settings.strict
+    where = f"{results.folder}: its gate decision was made against the baseline {settings.baseline}"
+    advice = (
+        "restore that baseline folder, or decide again with 'portagent gate "
+        f"{results.folder} --baseline RESULTS' (it records the new baseline) and re-render after it"
+    )
+    places = [Path(settings.baseline)]
+    if settings.baseline_relative is not None:
+        places.append(results.folder / settings.baseline_relative)
+    folder = next((p for p in places if (p / "report.json").is_file()), None)
+    if folder is None:
+        raise UsageError(f"{where}, which is no longer there (no report.json); {advice}")
+    digest = hashlib.sha256((folder / "report.json").read_bytes()).hexdigest()
+    if digest != settings.baseline_report_sha256:
+        raise UsageError(f"{where}; {folder}/report.json has changed since; {advice}")
+    try:
+        baseline = load_results(folder)
+    except UsageError as e:
+        raise UsageError(f"{where}, which cannot be read now ({e}); {advice}") from None
+    return baseline, settings.min_pass_rate, settings.strict
+
+
+def record_gate(results: Results, settings: GateSettings) -> Results:
+    """``results`` with ``settings`` written into its eval.json (a folder without one is left as it is:
+    it has no record to keep them in)."""
+    if results.meta is None or results.meta.gate == settings:
+        return results
+    meta = results.meta.model_copy(update={"gate": settings})
+    write_json(results.folder / "eval.json", meta)
+    return Results(results.folder, results.result, meta)
+
+
+def judged_versions(results: Results) -> set[str] | None:
+    """The agent versions the gate judges in ``results`` (None: all): in a folder holding a baseline and a
+    candidate, gated on its own roles (not against an outside baseline), only the candidate."""
+    meta = results.meta
+    if meta is None or (meta.gate is not None and meta.gate.baseline is not None):
+        return None
+    base_v, cand_v = meta.version_of("baseline"), meta.version_of("candidate")
+    return {cand_v} if base_v and cand_v else None
+
+
 def write_reports(
     results: Results,
     gate_decision: GateDecision,
@@ -373,7 +464,7 @@ def write_reports(
     if "md" in formats:
         written.append(write_text(folder / "report.md", render_markdown(results, gate_decision, comparison)))
     if "junit" in formats:
-        written.append(write_text(folder / "junit.xml", render_junit(results)))
+        written.append(write_text(folder / "junit.xml", render_junit(results, gate_decision)))
     if "html" in formats:
         written.append(write_text(folder / "report.html", render_html(results, gate_decision, comparison)))
     return written
@@ -405,7 +496,8 @@ def write_eval(
     strict: bool = False,
 ) -> tuple[Results, GateDecision, Comparison | None]:
     """Write a finished eval (``runner.EvalRun``) into ``out``: report.json, eval.json and every report
-    (gated against ``baseline`` when given; ``strict``: a tool changed without a version bump blocks)."""
+    (gated against ``baseline`` when given; ``strict``: a tool changed without a version bump blocks).
+    eval.json records those settings, so a re-render makes the same decision."""
     from portagent.core.versions import PORTAGENT_VERSION as __version__
 
     plan = run.plan
@@ -434,6 +526,7 @@ def write_eval(
             WorkerInfo(provider=w.provider, runs=w.runs, peak_rss_mb=w.peak_rss_mb) for w in run.pool.workers
         ],
         scheduling=getattr(run, "scheduling", None),
+        gate=gate_settings(out, baseline, strict=strict),
     )
     write_json(out / "report.json", run.result)
     write_json(out / "eval.json", meta)

@@ -175,19 +175,32 @@ def test_report_html_is_self_contained(demo: dict[str, Any]) -> None:
         assert needle not in html.replace("https://json-schema.org", ""), needle
 
 
-def test_junit_has_one_testcase_per_case_provider_version(demo: dict[str, Any]) -> None:
+def test_junit_has_a_testcase_per_judged_case_provider_and_per_metric_finding(demo: dict[str, Any]) -> None:
+    """The candidate's cases (what the gate judged; the baseline is the reference) and, in the gate
+    testsuite, every blocking finding about no single case: junit fails on every reason ci_gate.json has."""
     root = ET.parse(demo["out"] / "junit.xml").getroot()
     result: SuiteResult = demo["result"]
     cases = {r.provenance.case_id for r in result.runs}
-    cases_n = len(cases) * len(result.providers) * len(result.agent_versions)
     testcases = root.findall(".//testcase")
-    assert len(testcases) == cases_n == int(root.get("tests", "0"))
-    failed = {(tc.get("classname"), tc.get("name")) for tc in testcases if tc.find("failure") is not None}
+    assert len(testcases) == int(root.get("tests", "0"))
+    case_tcs = [tc for tc in testcases if tc.get("classname") != "support-desk.gate"]
+    assert len(case_tcs) == len(cases) * len(result.providers)
+    assert {tc.get("classname", "").split(".")[1] for tc in case_tcs} == {"2"}  # support-desk.2.0.0.<p>
+    failed = {(tc.get("classname"), tc.get("name")) for tc in case_tcs if tc.find("failure") is not None}
     assert failed == {
         (f"support-desk.2.0.0.{p}", c)
         for p in result.providers
         for c in ("email-reviewed", "email-outside-denied")
     }
+    gate = json.loads((demo["out"] / "ci_gate.json").read_text())
+    texts = "\n".join(f.text or "" for f in root.iter("failure"))
+    assert gate["reasons"] and all(reason in texts for reason in gate["reasons"])
+    metric = [f for f in gate["findings"] if f["blocking"] and not f["case_id"]]
+    gate_tcs = [tc for tc in testcases if tc.get("classname") == "support-desk.gate"]
+    assert [tc.get("name") for tc in gate_tcs] == [f["message"] for f in metric]
+    assert all(
+        tc.find("failure").get("type") == f["category"] for tc, f in zip(gate_tcs, metric, strict=True)
+    )
     props = {p.get("name"): p.get("value") for p in testcases[0].iter("property")}
     assert props["provenance"] == "replay (emulator)"  # a replay, and what it replays (issue 15)
 

@@ -99,7 +99,7 @@ def test_junit_and_markdown_name_the_category(tmp_path: Any) -> None:
     cand = _side("2", "drift")
     res = Results(tmp_path, cand, None)
     d = gate(cand, suite_path="suite.yaml")
-    assert 'type="drift"' in render_junit(res)
+    assert 'type="drift"' in render_junit(res, d)
     md = render_markdown(res, d, None)
     assert "Blocked by: recording drift" in md and d.fixes[0] in md
     assert "Regressions to keep" not in md
