@@ -155,10 +155,11 @@ def gate(
             cat: Category = "regression" if judged_failing else "provider_error"
             if cat == "regression" and any(r.passed for r in runs) and not g.permission_violations:
                 cat = "flaky"
+            factors = f"failed {', '.join(failing.failed_factors)}: " if failing.failed_factors else ""
             block(
                 cat,
-                f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; failed "
-                f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}",
+                f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; "
+                f"{factors}{'; '.join(failing.notes)}",
                 *ids,
             )
         elif g.permission_violations:

@@ -74,8 +74,8 @@ def render_junit(results: Results) -> str:
                     tc,
                     "failure",
                     type=category,
-                    message=f"{CATEGORY_LABELS[category]}: {passed}/{len(runs)} runs passed; "
-                    f"failed {', '.join(factors)}",
+                    message=f"{CATEGORY_LABELS[category]}: {passed}/{len(runs)} runs passed"
+                    + (f"; failed {', '.join(factors)}" if factors else ""),
                 )
                 failure.text = "\n".join(
                     f"r{x.provenance.repeat} ({x.provenance.label()}): " + "; ".join(x.notes) for x in bad

@@ -111,7 +111,8 @@ class RunScore(Contract):
     provenance: Provenance
     """Case, provider, agent version, source and repeat."""
     passed: bool
-    """Every factor in ``checks`` passed."""
+    """Every factor in ``checks`` passed and something was measured: a run with an ``issue`` (or no
+    run in its trace) never passes (``UNMEASURED``)."""
     checks: dict[Factor, bool]
     """Applicable factor → passed."""
     final: float
@@ -157,8 +158,8 @@ class RunScore(Contract):
     stop_reason: str | None = None
     """Why the run stopped (``run.completed``), e.g. ``final_output``, ``cassette_drift``."""
     issue: RunIssue | None = None
-    """Set when the run's failure says nothing about the agent: ``cassette_drift`` or
-    ``provider_error`` (None: the run was judged on its merits)."""
+    """Set when the run's failure says nothing about the agent: ``cassette_drift``, ``provider_error``
+    or ``not_run`` (None: the run was judged on its merits). Such a run never passes."""
     drift: str | None = None
     """The replay's drift message (what the SDK sent that the cassette does not hold)."""
     graders: list[GraderResult] = []
@@ -332,6 +333,26 @@ def _limit(name: str, value: float | None, limit: float | None, unit: str) -> tu
     return False, [f"{name} {value:g} {unit} over the limit {limit:g} {unit}"]
 
 
+UNMEASURED: dict[str, str] = {
+    "cassette_drift": "nothing measured: the replay drifted from its recording",
+    "provider_error": "nothing measured: the provider failed the run",
+    "not_run": "nothing measured: the run was never started",
+}
+"""Why a run with an ``issue`` is never a pass, whatever its case expects."""
+
+
+def _unmeasured(issue: RunIssue | None, view: RunView) -> str | None:
+    """Why nothing of the agent was measured (None: the run is judged on its merits). A case whose
+    expectations an empty or failed run meets (``status: null`` or ``failed``, ``forbidden_tools``,
+    ``approval: false``) must not pass on a stale recording, a provider failure or a run never made.
+    A budget stop is not here: it is the agent's outcome, and a case may expect ``budget_exhausted``."""
+    if issue is not None:
+        return UNMEASURED[issue]
+    if view.started is None and view.completed is None:
+        return "nothing measured: the trace holds no run"
+    return None
+
+
 def score_run(
     trace: Sequence[Any] | RunView,
     case: Case,
@@ -422,6 +443,9 @@ def score_run(
         issue = "provider_error"
 
     notes = [w for f, ok in checks.items() if not ok for w in explained[f]]
+    unmeasured = _unmeasured(issue, view)
+    if unmeasured and all(checks.values()):  # say why a run whose factors all hold is no pass
+        notes.append(unmeasured)
     warnings = [w for f, ok in checks.items() if ok for w in explained[f]]
     started = view.started
     prov = provenance or Provenance(
@@ -436,7 +460,7 @@ def score_run(
     )
     return RunScore(
         provenance=prov,
-        passed=all(checks.values()),
+        passed=all(checks.values()) and unmeasured is None,
         checks=checks,
         final=final,
         trajectory=traj.score,
