@@ -462,6 +462,42 @@ def sustained_rise(base: list[RunScore], cand: list[RunScore], metric: str) -> f
     return round(rest - b95, 6)
 
 
+def one_side(
+    diff: CaseDiff,
+    where: str,
+    pair: str,
+    version: str | None,
+    reasons: list[str],
+    warnings: list[str],
+    findings: list[Finding],
+) -> None:
+    """A case on one side only (added, dropped or renamed): nothing to compare. A new case is a
+    warning (the gate judges it on its own); a dropped case that failed on the baseline blocks, so
+    leaving a failing case out never turns a block into a pass; a dropped passing case is a warning."""
+    if diff.status == "only_candidate":
+        warnings.append(f"case {diff.case_id}{where}: only on the candidate (not compared)")
+        return
+    rate = diff.baseline_pass_rate if diff.baseline_pass_rate is not None else 0.0
+    if rate >= 1.0:
+        warnings.append(f"case {diff.case_id}{where}: only on the baseline (not run by the candidate)")
+        return
+    text = (
+        f"regression{where}: case {diff.case_id} not run by the candidate; it failed on the baseline "
+        f"(passed {rate:g}): run it, do not drop it"
+    )
+    reasons.append(text)
+    findings.append(
+        Finding(
+            category="regression",
+            blocking=True,
+            message=text,
+            case_id=diff.case_id,
+            provider=pair,
+            agent_version=version,
+        )
+    )
+
+
 def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     out: dict[str, list[RunScore]] = defaultdict(list)
     for r in side.runs:
@@ -555,7 +591,8 @@ def compare(
         diffs = [_case_diff(cid, bc.get(cid, []), cc.get(cid, [])) for cid in sorted(set(bc) | set(cc))]
         for diff in diffs:
             if diff.status in ("only_baseline", "only_candidate"):
-                warnings.append(f"case {diff.case_id}{where}: {diff.status.replace('_', ' ')}")
+                one_side(diff, where, name, c_version, reasons, warnings, findings)
+                continue
             moved = f"case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
             if diff.category == "improvement":
                 findings.append(

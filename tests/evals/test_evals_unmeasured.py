@@ -78,3 +78,44 @@ def test_a_budget_stop_the_case_expects_still_passes() -> None:
     )
     s = score_run(t.events, _case(status="budget_exhausted"))
     assert s.passed and s.issue is None and s.notes == []
+
+
+def _passing(case_id: str, version: str, *, ok: bool = True) -> Any:
+    t = Trace(agent_version=version, case_id=case_id).started()
+    t.model()
+    t._add(RunCompleted, status="completed" if ok else "failed", stop_reason="final_output", duration_ms=9.0)
+    return score_run(t.events, _case(status="completed").model_copy(update={"case_id": case_id}))
+
+
+def _side(version: str, cases: dict[str, bool]) -> SuiteResult:
+    runs = [_passing(c, version, ok=ok) for c, ok in cases.items()]
+    metas = [_case().model_copy(update={"case_id": c}) for c in cases]
+    return SuiteResult.from_runs("s", "d", runs, metas)
+
+
+def test_a_case_on_one_side_only_is_reported_never_a_crash(tmp_path: Any) -> None:
+    """Added, renamed or dropped cases: a new case and a dropped passing case are warnings; a dropped
+    case that failed on the baseline blocks (leaving it out must not turn a block into a pass)."""
+    from portagent.evals import compare
+    from portagent.evals.report import Results
+    from portagent.evals.report_html import render_html
+    from portagent.evals.report_md import render_markdown
+
+    base = _side("1", {"kept": True, "dropped-ok": True, "dropped-bad": False})
+    cand = _side("2", {"kept": True, "added": True})
+    c = compare(base, cand)
+    assert not c.passed
+    assert [f.case_id for f in c.findings if f.blocking] == ["dropped-bad"]
+    assert c.reasons == [
+        "regression on openai: case dropped-bad not run by the candidate; it failed on the baseline "
+        "(passed 0): run it, do not drop it"
+    ]
+    assert any("case added on openai: only on the candidate" in w for w in c.warnings), c.warnings
+    assert any("case dropped-ok on openai: only on the baseline" in w for w in c.warnings), c.warnings
+    d = gate(cand, baseline=base)
+    assert not d.passed and d.blocked_by == ["regression"]
+    res = Results(tmp_path, cand, None)
+    assert "dropped-bad" in render_markdown(res, d, c)
+    render_html(res, d, c)
+    # without the failing case the candidate may replace the baseline
+    assert compare(_side("1", {"kept": True, "dropped-ok": True}), cand).passed
