@@ -30,6 +30,7 @@ Every finding has a **category** (issue 15), the same in every report:
   (the recording is stale, not the agent): the finding names what changed and the exact
   ``portagent record … --drifted`` line that fixes it;
 - ``provider_error``: the failing runs failed at the provider;
+- ``not_run``: the failing runs were never started (the eval stopped scheduling, e.g. ``--max-spend-usd``);
 - ``flaky``: the candidate's runs of the case disagree across repeats (no permission violation);
 - ``improvement``: the case passes more often than on the baseline (never blocks);
 - ``tool_unversioned_change``: a tool's schema, description or settings changed while its version did
@@ -55,14 +56,17 @@ from portagent.evals.stats import percentile
 
 COMPARISON_SCHEMA_VERSION: Final = 2
 
-Category = Literal["regression", "drift", "provider_error", "flaky", "improvement", "tool_unversioned_change"]
-"""What kind of finding: the agent got worse, a stale recording, a provider failure, a flaky case,
-an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
+Category = Literal[
+    "regression", "drift", "provider_error", "not_run", "flaky", "improvement", "tool_unversioned_change"
+]
+"""What kind of finding: the agent got worse, a stale recording, a provider failure, runs never started,
+a flaky case, an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
 
 CATEGORY_LABELS: Final[dict[str, str]] = {
     "regression": "regression",
     "drift": "recording drift",
     "provider_error": "provider error",
+    "not_run": "not run",
     "flaky": "flaky",
     "improvement": "improvement",
     "tool_unversioned_change": "tool changed without a version bump",
@@ -139,7 +143,8 @@ class CaseDiff(Contract):
     candidate_notes: list[str]
     """Notes of the representative candidate run."""
     category: Category | None = None
-    """What the move means: regression, drift, provider_error, flaky or improvement (None: unchanged)."""
+    """What the move means: regression, drift, provider_error, not_run, flaky or improvement (None:
+    unchanged)."""
 
 
 class Regression(Contract):
@@ -165,7 +170,7 @@ class Finding(Contract):
     """One categorized finding of a gate or comparison."""
 
     category: Category
-    """regression, drift, provider_error, flaky or improvement."""
+    """regression, drift, provider_error, not_run, flaky, improvement or tool_unversioned_change."""
     blocking: bool
     """It blocks the candidate."""
     message: str
@@ -359,7 +364,7 @@ def categorize(status: str, base: list[RunScore], cand: list[RunScore]) -> Categ
         failing = [r for r in cand if not r.passed]
         judged_failing = [r for r in failing if r.issue is None]
         if not judged_failing:
-            return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+            return unjudged_category(failing)
         judged = [r for r in cand if r.issue is None]
         if any(r.passed for r in judged) and not any(r.permission_violation for r in judged_failing):
             return "flaky"
@@ -379,10 +384,19 @@ def failing_category(runs: list[RunScore]) -> Category:
     failing = [r for r in runs if not r.passed]
     judged_failing = [r for r in failing if r.issue is None]
     if not judged_failing:
-        return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+        return unjudged_category(failing)
     if any(r.passed for r in runs) and not any(r.permission_violation for r in runs):
         return "flaky"
     return "regression"
+
+
+def unjudged_category(failing: list[RunScore]) -> Category:
+    """The category of failing runs none of which was judged on its merits: drift when a replay drifted,
+    else provider error when the provider failed one, else not run (the eval never started them)."""
+    issues = {r.issue for r in failing}
+    if "cassette_drift" in issues:
+        return "drift"
+    return "not_run" if issues == {"not_run"} else "provider_error"
 
 
 def judged(side: SuiteResult) -> SuiteResult:
@@ -552,7 +566,7 @@ def compare(
             if left_out:
                 warnings.append(
                     f"{left_out} {side_name} run(s){where} left out of the metric deltas "
-                    "(recording drift or provider error: they say nothing about the agent)"
+                    "(recording drift, provider error or not run: they say nothing about the agent)"
                 )
         jb = bj.overall() if bj.runs else bs
         jc = cj.overall() if cj.runs else cs
@@ -608,12 +622,12 @@ def compare(
             if diff.status != "regressed":
                 continue
             cand_runs = cc[diff.case_id]
-            if diff.category in ("drift", "provider_error", "flaky"):
+            if diff.category in ("drift", "provider_error", "not_run", "flaky"):
                 changed: list[str] = []
                 fix: str | None = None
                 if diff.category == "drift":
                     why, changed, fix = drift_text(cand_runs, suite_path, cassettes)
-                elif diff.category == "provider_error":
+                elif diff.category in ("provider_error", "not_run"):
                     bad = next(r for r in cand_runs if not r.passed)
                     why = "; ".join(bad.notes[:1]) or "the provider failed the run"
                 else:

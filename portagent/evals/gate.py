@@ -14,7 +14,7 @@ regression. A candidate must be good on its own *and* not worse than what it rep
 0 (pass) or 1 (block).
 
 Every reason starts with its category (``regression``, ``recording drift``, ``provider error``,
-``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
+``not run``, ``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
 whose failing runs are all replays of a stale recording is a ``recording drift`` — it still blocks
 (the result was not measured), with the exact ``portagent record … --drifted`` line in ``fixes`` —
 never a regression.
@@ -41,6 +41,7 @@ from portagent.evals.compare import (
     drift_fix,
     drift_text,
     judged,
+    unjudged_category,
 )
 
 GATE_SCHEMA_VERSION: Final = 2
@@ -70,7 +71,8 @@ class GateDecision(Contract):
     verdict: str | None = None
     """The comparison's sentence (with a baseline)."""
     findings: list[Finding] = []
-    """Every finding with its category (regression, drift, provider_error, flaky, improvement)."""
+    """Every finding with its category (regression, drift, provider_error, not_run, flaky, improvement,
+    tool_unversioned_change)."""
     blocked_by: list[Category] = []
     """The categories of the blocking findings, in order of first appearance."""
     fixes: list[str] = []
@@ -152,7 +154,7 @@ def gate(
                     fix,
                 )
                 continue
-            cat: Category = "regression" if judged_failing else "provider_error"
+            cat: Category = "regression" if judged_failing else unjudged_category(failing_runs)
             if cat == "regression" and any(r.passed for r in runs) and not g.permission_violations:
                 cat = "flaky"
             factors = f"failed {', '.join(failing.failed_factors)}: " if failing.failed_factors else ""

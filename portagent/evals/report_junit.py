@@ -4,7 +4,7 @@ One ``<testsuite>`` per agent version; one ``<testcase>`` per case × provider (
 ``<suite>.<agent version>.<provider>``, name = case id). A testcase fails when any of its runs failed
 (the gate's default ``min_pass_rate`` of 1.0); the failure message names the factors and the body
 lists every failed run's notes; its ``type`` is the category (``regression``, ``drift``,
-``provider_error``, ``flaky``). Properties carry the provenance (live / emulator) and pass rate.
+``provider_error``, ``not_run``, ``flaky``). Properties carry the provenance (live / emulator) and pass rate.
 Each testcase carries ``file`` and ``line``: the file that holds the case (the suite or one of its
 ``case_files``, relative to ``$GITHUB_WORKSPACE`` or the current folder when inside it) and the line of
 its ``case_id`` mapping, so CI test UIs point at the case.

@@ -119,3 +119,16 @@ def test_a_case_on_one_side_only_is_reported_never_a_crash(tmp_path: Any) -> Non
     render_html(res, d, c)
     # without the failing case the candidate may replace the baseline
     assert compare(_side("1", {"kept": True, "dropped-ok": True}), cand).passed
+
+
+def test_runs_never_started_are_their_own_category_in_compare_and_gate() -> None:
+    from portagent.evals import compare
+
+    skipped = score_run([], _case(status="completed").model_copy(update={"case_id": "kept"}))
+    skipped = skipped.model_copy(
+        update={"provenance": _passing("kept", "2").provenance, "issue": "not_run", "passed": False}
+    )
+    cand = SuiteResult.from_runs("s", "d", [skipped], [_case().model_copy(update={"case_id": "kept"})])
+    c = compare(_side("1", {"kept": True}), cand)
+    assert [f.category for f in c.findings] == ["not_run"] and c.reasons[0].startswith("not run on openai")
+    assert gate(cand).blocked_by == ["not_run"]
