@@ -512,6 +512,14 @@ def one_side(
     )
 
 
+def verdict_sentence(candidate: str, baseline: str, blocking: int) -> str:
+    """The one-sentence verdict; ``blocking`` counts every blocking finding of whoever says it (the gate
+    adds its own to the comparison's), so the sentence and the findings list agree."""
+    if not blocking:
+        return f"{candidate} can replace {baseline}"
+    return f"{candidate} cannot replace {baseline}: {blocking} blocking finding{'s' if blocking != 1 else ''}"
+
+
 def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     out: dict[str, list[RunScore]] = defaultdict(list)
     for r in side.runs:
@@ -680,11 +688,7 @@ def compare(
             )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons
-    verdict = (
-        f"{c_label} can replace {b_label}"
-        if passed
-        else f"{c_label} cannot replace {b_label}: {len(reasons)} blocking finding{'s' if len(reasons) != 1 else ''}"
-    )
+    verdict = verdict_sentence(c_label, b_label, len(reasons))
     return Comparison(
         suite_id=baseline.suite_id,
         dataset_version=baseline.dataset_version,

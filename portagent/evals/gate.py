@@ -42,6 +42,7 @@ from portagent.evals.compare import (
     drift_text,
     judged,
     unjudged_category,
+    verdict_sentence,
 )
 
 GATE_SCHEMA_VERSION: Final = 2
@@ -69,7 +70,7 @@ class GateDecision(Contract):
     regressions: list[Regression] = []
     """Cases the candidate made worse (with a baseline): keep them in the dataset."""
     verdict: str | None = None
-    """The comparison's sentence (with a baseline)."""
+    """The verdict sentence (with a baseline); its count is every blocking finding of the gate."""
     findings: list[Finding] = []
     """Every finding with its category (regression, drift, provider_error, not_run, flaky, improvement,
     tool_unversioned_change)."""
@@ -182,15 +183,17 @@ def gate(
                 agent_version=g.agent_version,
             )
     regressions: list[Regression] = []
-    verdict = None
+    comparison = None
     if baseline is not None:
         comparison = compare(baseline, result, t, suite_path=suite_path, cassettes=cassettes)
         reasons += comparison.reasons
         warnings += comparison.warnings
         regressions = comparison.regressions
-        verdict = comparison.verdict
         findings += comparison.findings
     _tool_findings(result, baseline, tool_changes, strict, reasons, warnings, findings)
+    verdict = None
+    if comparison is not None:  # counts the gate's own reasons too, not only the comparison's
+        verdict = verdict_sentence(comparison.candidate_label, comparison.baseline_label, len(reasons))
     drifted = [r for r in result.runs if r.issue == "cassette_drift"]
     fixes = [drift_fix(drifted, suite_path, cassettes)] if drifted else []
     passed = not reasons

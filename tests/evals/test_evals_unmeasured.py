@@ -132,3 +132,20 @@ def test_runs_never_started_are_their_own_category_in_compare_and_gate() -> None
     c = compare(_side("1", {"kept": True}), cand)
     assert [f.category for f in c.findings] == ["not_run"] and c.reasons[0].startswith("not run on openai")
     assert gate(cand).blocked_by == ["not_run"]
+
+
+def test_the_gate_verdict_counts_every_blocking_finding_it_lists() -> None:
+    """The gate adds its own findings (a case failing on its own) to the comparison's: the sentence
+    counts them all, and never says "can replace" while the gate blocks."""
+    from portagent.evals import compare
+
+    base = _side("1", {"same-bad": False, "worse": True, "ok": True})
+    cand = _side("2", {"same-bad": False, "worse": False, "ok": True})
+    assert compare(base, cand).verdict == "2 cannot replace 1: 1 blocking finding"
+    d = gate(cand, baseline=base)
+    blocking = [f for f in d.findings if f.blocking]
+    assert len(blocking) == len(d.reasons) == 3  # same-bad, worse (gate) + worse (comparison)
+    assert d.verdict == "2 cannot replace 1: 3 blocking findings"
+    unchanged = gate(_side("2", {"same-bad": False}), baseline=_side("1", {"same-bad": False}))
+    assert not unchanged.passed and unchanged.verdict == "2 cannot replace 1: 1 blocking finding"
+    assert gate(_side("2", {"ok": True}), baseline=_side("1", {"ok": True})).verdict == "2 can replace 1"
