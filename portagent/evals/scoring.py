@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
@@ -207,11 +207,19 @@ def _contains(expected: Any, actual: Any) -> bool:
     return _same(expected, actual)
 
 
-def _args_score(calls: Sequence[ToolCall], spec: ArgsExpectation) -> tuple[float, list[str]]:
+def _args_score(
+    calls: Sequence[ToolCall], spec: ArgsExpectation, schemas: Mapping[str, Any] | None = None
+) -> tuple[float, list[str]]:
+    """The trace holds arguments as the gateway normalised them (``tools.policy.normalize_args``: NFC
+    text, numeric strings where the tool's schema wants numbers); the expectation is normalised the
+    same way, with the tool's input schema when known, so what the model sent matches what was traced."""
+    from portagent.tools.policy import normalize_args
+
     if spec.mode == "ignore" or not spec.expected:
         return 1.0, []
     matched, why = 0, []
-    for tool, expected in spec.expected.items():
+    for tool, raw in spec.expected.items():
+        expected = normalize_args((schemas or {}).get(tool), raw)
         mine = [c for c in calls if c.tool == tool]
         if not mine:
             why.append(f"arguments of {tool} not checked: {tool} was never called")
@@ -360,13 +368,15 @@ def score_run(
     *,
     latency_ms: float | None = None,
     provenance: Provenance | None = None,
+    tool_schemas: Mapping[str, Any] | None = None,
 ) -> RunScore:
     """Score one run of ``case``.
 
     ``trace``: the run's TraceEvents (or a RunView of them). ``thresholds``: the suite defaults; the
     fields the case sets in its own ``thresholds`` replace them. ``latency_ms``: the recorded latency
     (run.json), used instead of ``run.completed.duration_ms``. ``provenance``: replaces what
-    ``run.started`` says (for traces without one).
+    ``run.started`` says (for traces without one). ``tool_schemas``: tool name → input schema, to
+    normalise ``args.expected`` as the gateway normalised the traced arguments.
     """
     view = trace if isinstance(trace, RunView) else RunView.from_events(trace)
     th = (thresholds or Thresholds()).merged(case.thresholds)
@@ -403,7 +413,7 @@ def score_run(
     traj = score_trajectory(view.tools, exp.reference, exp.forbidden_tools, exp.trajectory.mode)
     put("trajectory", traj.score >= th.trajectory, list(traj.explanations))
 
-    args, why_args = _args_score(view.calls, exp.args)
+    args, why_args = _args_score(view.calls, exp.args, tool_schemas)
     put("args", args >= th.args, why_args)
 
     approval, why_approval = _approval_score(view, case)

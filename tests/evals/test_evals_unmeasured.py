@@ -149,3 +149,24 @@ def test_the_gate_verdict_counts_every_blocking_finding_it_lists() -> None:
     unchanged = gate(_side("2", {"same-bad": False}), baseline=_side("1", {"same-bad": False}))
     assert not unchanged.passed and unchanged.verdict == "2 cannot replace 1: 1 blocking finding"
     assert gate(_side("2", {"ok": True}), baseline=_side("1", {"ok": True})).verdict == "2 can replace 1"
+
+
+def test_args_expected_is_normalised_like_the_traced_arguments() -> None:
+    """The gateway traces NFC text and numbers where the tool's schema wants them; an expectation written
+    as the model sent it (NFD, ``"3"``) matches, with the tool's schema as the eval passes it."""
+    nfd = "Re\u0301sume\u0301"
+    t = Trace().started()
+    t.model()
+    t.call("search_faq", {"query": "R\u00e9sum\u00e9", "limit": 3})
+    t._add(RunCompleted, status="completed", stop_reason="final_output", final_output="ok", duration_ms=9.0)
+    schema = {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}
+    for expected in ({"query": nfd}, {"limit": "3"}, {"query": nfd, "limit": 3}):
+        case = _case(args={"mode": "subset", "expected": {"search_faq": expected}})
+        s = score_run(t.events, case, tool_schemas={"search_faq": schema})
+        assert s.passed, (expected, s.notes)
+    # without a schema text is still NFC, but a string stays a string
+    assert score_run(
+        t.events, _case(args={"mode": "subset", "expected": {"search_faq": {"query": nfd}}})
+    ).passed
+    loose = score_run(t.events, _case(args={"mode": "subset", "expected": {"search_faq": {"limit": "3"}}}))
+    assert not loose.passed
