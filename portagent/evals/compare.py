@@ -30,6 +30,7 @@ Every finding has a **category** (issue 15), the same in every report:
   (the recording is stale, not the agent): the finding names what changed and the exact
   ``portagent record … --drifted`` line that fixes it;
 - ``provider_error``: the failing runs failed at the provider;
+- ``not_run``: the failing runs were never started (the eval stopped scheduling, e.g. ``--max-spend-usd``);
 - ``flaky``: the candidate's runs of the case disagree across repeats (no permission violation);
 - ``improvement``: the case passes more often than on the baseline (never blocks);
 - ``tool_unversioned_change``: a tool's schema, description or settings changed while its version did
@@ -55,14 +56,17 @@ from portagent.evals.stats import percentile
 
 COMPARISON_SCHEMA_VERSION: Final = 2
 
-Category = Literal["regression", "drift", "provider_error", "flaky", "improvement", "tool_unversioned_change"]
-"""What kind of finding: the agent got worse, a stale recording, a provider failure, a flaky case,
-an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
+Category = Literal[
+    "regression", "drift", "provider_error", "not_run", "flaky", "improvement", "tool_unversioned_change"
+]
+"""What kind of finding: the agent got worse, a stale recording, a provider failure, runs never started,
+a flaky case, an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
 
 CATEGORY_LABELS: Final[dict[str, str]] = {
     "regression": "regression",
     "drift": "recording drift",
     "provider_error": "provider error",
+    "not_run": "not run",
     "flaky": "flaky",
     "improvement": "improvement",
     "tool_unversioned_change": "tool changed without a version bump",
@@ -139,7 +143,8 @@ class CaseDiff(Contract):
     candidate_notes: list[str]
     """Notes of the representative candidate run."""
     category: Category | None = None
-    """What the move means: regression, drift, provider_error, flaky or improvement (None: unchanged)."""
+    """What the move means: regression, drift, provider_error, not_run, flaky or improvement (None:
+    unchanged)."""
 
 
 class Regression(Contract):
@@ -165,7 +170,7 @@ class Finding(Contract):
     """One categorized finding of a gate or comparison."""
 
     category: Category
-    """regression, drift, provider_error, flaky or improvement."""
+    """regression, drift, provider_error, not_run, flaky, improvement or tool_unversioned_change."""
     blocking: bool
     """It blocks the candidate."""
     message: str
@@ -359,7 +364,7 @@ def categorize(status: str, base: list[RunScore], cand: list[RunScore]) -> Categ
         failing = [r for r in cand if not r.passed]
         judged_failing = [r for r in failing if r.issue is None]
         if not judged_failing:
-            return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+            return unjudged_category(failing)
         judged = [r for r in cand if r.issue is None]
         if any(r.passed for r in judged) and not any(r.permission_violation for r in judged_failing):
             return "flaky"
@@ -379,10 +384,19 @@ def failing_category(runs: list[RunScore]) -> Category:
     failing = [r for r in runs if not r.passed]
     judged_failing = [r for r in failing if r.issue is None]
     if not judged_failing:
-        return "drift" if any(r.issue == "cassette_drift" for r in failing) else "provider_error"
+        return unjudged_category(failing)
     if any(r.passed for r in runs) and not any(r.permission_violation for r in runs):
         return "flaky"
     return "regression"
+
+
+def unjudged_category(failing: list[RunScore]) -> Category:
+    """The category of failing runs none of which was judged on its merits: drift when a replay drifted,
+    else provider error when the provider failed one, else not run (the eval never started them)."""
+    issues = {r.issue for r in failing}
+    if "cassette_drift" in issues:
+        return "drift"
+    return "not_run" if issues == {"not_run"} else "provider_error"
 
 
 def judged(side: SuiteResult) -> SuiteResult:
@@ -462,6 +476,50 @@ def sustained_rise(base: list[RunScore], cand: list[RunScore], metric: str) -> f
     return round(rest - b95, 6)
 
 
+def one_side(
+    diff: CaseDiff,
+    where: str,
+    pair: str,
+    version: str | None,
+    reasons: list[str],
+    warnings: list[str],
+    findings: list[Finding],
+) -> None:
+    """A case on one side only (added, dropped or renamed): nothing to compare. A new case is a
+    warning (the gate judges it on its own); a dropped case that failed on the baseline blocks, so
+    leaving a failing case out never turns a block into a pass; a dropped passing case is a warning."""
+    if diff.status == "only_candidate":
+        warnings.append(f"case {diff.case_id}{where}: only on the candidate (not compared)")
+        return
+    rate = diff.baseline_pass_rate if diff.baseline_pass_rate is not None else 0.0
+    if rate >= 1.0:
+        warnings.append(f"case {diff.case_id}{where}: only on the baseline (not run by the candidate)")
+        return
+    text = (
+        f"regression{where}: case {diff.case_id} not run by the candidate; it failed on the baseline "
+        f"(passed {rate:g}): run it, do not drop it"
+    )
+    reasons.append(text)
+    findings.append(
+        Finding(
+            category="regression",
+            blocking=True,
+            message=text,
+            case_id=diff.case_id,
+            provider=pair,
+            agent_version=version,
+        )
+    )
+
+
+def verdict_sentence(candidate: str, baseline: str, blocking: int) -> str:
+    """The one-sentence verdict; ``blocking`` counts every blocking finding of whoever says it (the gate
+    adds its own to the comparison's), so the sentence and the findings list agree."""
+    if not blocking:
+        return f"{candidate} can replace {baseline}"
+    return f"{candidate} cannot replace {baseline}: {blocking} blocking finding{'s' if blocking != 1 else ''}"
+
+
 def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     out: dict[str, list[RunScore]] = defaultdict(list)
     for r in side.runs:
@@ -516,7 +574,7 @@ def compare(
             if left_out:
                 warnings.append(
                     f"{left_out} {side_name} run(s){where} left out of the metric deltas "
-                    "(recording drift or provider error: they say nothing about the agent)"
+                    "(recording drift, provider error or not run: they say nothing about the agent)"
                 )
         jb = bj.overall() if bj.runs else bs
         jc = cj.overall() if cj.runs else cs
@@ -555,7 +613,8 @@ def compare(
         diffs = [_case_diff(cid, bc.get(cid, []), cc.get(cid, [])) for cid in sorted(set(bc) | set(cc))]
         for diff in diffs:
             if diff.status in ("only_baseline", "only_candidate"):
-                warnings.append(f"case {diff.case_id}{where}: {diff.status.replace('_', ' ')}")
+                one_side(diff, where, name, c_version, reasons, warnings, findings)
+                continue
             moved = f"case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
             if diff.category == "improvement":
                 findings.append(
@@ -571,12 +630,12 @@ def compare(
             if diff.status != "regressed":
                 continue
             cand_runs = cc[diff.case_id]
-            if diff.category in ("drift", "provider_error", "flaky"):
+            if diff.category in ("drift", "provider_error", "not_run", "flaky"):
                 changed: list[str] = []
                 fix: str | None = None
                 if diff.category == "drift":
                     why, changed, fix = drift_text(cand_runs, suite_path, cassettes)
-                elif diff.category == "provider_error":
+                elif diff.category in ("provider_error", "not_run"):
                     bad = next(r for r in cand_runs if not r.passed)
                     why = "; ".join(bad.notes[:1]) or "the provider failed the run"
                 else:
@@ -629,11 +688,7 @@ def compare(
             )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons
-    verdict = (
-        f"{c_label} can replace {b_label}"
-        if passed
-        else f"{c_label} cannot replace {b_label}: {len(reasons)} blocking finding{'s' if len(reasons) != 1 else ''}"
-    )
+    verdict = verdict_sentence(c_label, b_label, len(reasons))
     return Comparison(
         suite_id=baseline.suite_id,
         dataset_version=baseline.dataset_version,

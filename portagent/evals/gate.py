@@ -14,7 +14,7 @@ regression. A candidate must be good on its own *and* not worse than what it rep
 0 (pass) or 1 (block).
 
 Every reason starts with its category (``regression``, ``recording drift``, ``provider error``,
-``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
+``not run``, ``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
 whose failing runs are all replays of a stale recording is a ``recording drift`` — it still blocks
 (the result was not measured), with the exact ``portagent record … --drifted`` line in ``fixes`` —
 never a regression.
@@ -41,6 +41,8 @@ from portagent.evals.compare import (
     drift_fix,
     drift_text,
     judged,
+    unjudged_category,
+    verdict_sentence,
 )
 
 GATE_SCHEMA_VERSION: Final = 2
@@ -68,9 +70,10 @@ class GateDecision(Contract):
     regressions: list[Regression] = []
     """Cases the candidate made worse (with a baseline): keep them in the dataset."""
     verdict: str | None = None
-    """The comparison's sentence (with a baseline)."""
+    """The verdict sentence (with a baseline); its count is every blocking finding of the gate."""
     findings: list[Finding] = []
-    """Every finding with its category (regression, drift, provider_error, flaky, improvement)."""
+    """Every finding with its category (regression, drift, provider_error, not_run, flaky, improvement,
+    tool_unversioned_change)."""
     blocked_by: list[Category] = []
     """The categories of the blocking findings, in order of first appearance."""
     fixes: list[str] = []
@@ -152,13 +155,14 @@ def gate(
                     fix,
                 )
                 continue
-            cat: Category = "regression" if judged_failing else "provider_error"
+            cat: Category = "regression" if judged_failing else unjudged_category(failing_runs)
             if cat == "regression" and any(r.passed for r in runs) and not g.permission_violations:
                 cat = "flaky"
+            factors = f"failed {', '.join(failing.failed_factors)}: " if failing.failed_factors else ""
             block(
                 cat,
-                f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; failed "
-                f"{', '.join(failing.failed_factors)}: {'; '.join(failing.notes)}",
+                f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; "
+                f"{factors}{'; '.join(failing.notes)}",
                 *ids,
             )
         elif g.permission_violations:
@@ -179,15 +183,17 @@ def gate(
                 agent_version=g.agent_version,
             )
     regressions: list[Regression] = []
-    verdict = None
+    comparison = None
     if baseline is not None:
         comparison = compare(baseline, result, t, suite_path=suite_path, cassettes=cassettes)
         reasons += comparison.reasons
         warnings += comparison.warnings
         regressions = comparison.regressions
-        verdict = comparison.verdict
         findings += comparison.findings
     _tool_findings(result, baseline, tool_changes, strict, reasons, warnings, findings)
+    verdict = None
+    if comparison is not None:  # counts the gate's own reasons too, not only the comparison's
+        verdict = verdict_sentence(comparison.candidate_label, comparison.baseline_label, len(reasons))
     drifted = [r for r in result.runs if r.issue == "cassette_drift"]
     fixes = [drift_fix(drifted, suite_path, cassettes)] if drifted else []
     passed = not reasons

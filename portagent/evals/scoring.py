@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
@@ -111,7 +111,8 @@ class RunScore(Contract):
     provenance: Provenance
     """Case, provider, agent version, source and repeat."""
     passed: bool
-    """Every factor in ``checks`` passed."""
+    """Every factor in ``checks`` passed and something was measured: a run with an ``issue`` (or no
+    run in its trace) never passes (``UNMEASURED``)."""
     checks: dict[Factor, bool]
     """Applicable factor → passed."""
     final: float
@@ -157,8 +158,8 @@ class RunScore(Contract):
     stop_reason: str | None = None
     """Why the run stopped (``run.completed``), e.g. ``final_output``, ``cassette_drift``."""
     issue: RunIssue | None = None
-    """Set when the run's failure says nothing about the agent: ``cassette_drift`` or
-    ``provider_error`` (None: the run was judged on its merits)."""
+    """Set when the run's failure says nothing about the agent: ``cassette_drift``, ``provider_error``
+    or ``not_run`` (None: the run was judged on its merits). Such a run never passes."""
     drift: str | None = None
     """The replay's drift message (what the SDK sent that the cassette does not hold)."""
     graders: list[GraderResult] = []
@@ -206,11 +207,19 @@ def _contains(expected: Any, actual: Any) -> bool:
     return _same(expected, actual)
 
 
-def _args_score(calls: Sequence[ToolCall], spec: ArgsExpectation) -> tuple[float, list[str]]:
+def _args_score(
+    calls: Sequence[ToolCall], spec: ArgsExpectation, schemas: Mapping[str, Any] | None = None
+) -> tuple[float, list[str]]:
+    """The trace holds arguments as the gateway normalised them (``tools.policy.normalize_args``: NFC
+    text, numeric strings where the tool's schema wants numbers); the expectation is normalised the
+    same way, with the tool's input schema when known, so what the model sent matches what was traced."""
+    from portagent.tools.policy import normalize_args
+
     if spec.mode == "ignore" or not spec.expected:
         return 1.0, []
     matched, why = 0, []
-    for tool, expected in spec.expected.items():
+    for tool, raw in spec.expected.items():
+        expected = normalize_args((schemas or {}).get(tool), raw)
         mine = [c for c in calls if c.tool == tool]
         if not mine:
             why.append(f"arguments of {tool} not checked: {tool} was never called")
@@ -332,6 +341,26 @@ def _limit(name: str, value: float | None, limit: float | None, unit: str) -> tu
     return False, [f"{name} {value:g} {unit} over the limit {limit:g} {unit}"]
 
 
+UNMEASURED: dict[str, str] = {
+    "cassette_drift": "nothing measured: the replay drifted from its recording",
+    "provider_error": "nothing measured: the provider failed the run",
+    "not_run": "nothing measured: the run was never started",
+}
+"""Why a run with an ``issue`` is never a pass, whatever its case expects."""
+
+
+def _unmeasured(issue: RunIssue | None, view: RunView) -> str | None:
+    """Why nothing of the agent was measured (None: the run is judged on its merits). A case whose
+    expectations an empty or failed run meets (``status: null`` or ``failed``, ``forbidden_tools``,
+    ``approval: false``) must not pass on a stale recording, a provider failure or a run never made.
+    A budget stop is not here: it is the agent's outcome, and a case may expect ``budget_exhausted``."""
+    if issue is not None:
+        return UNMEASURED[issue]
+    if view.started is None and view.completed is None:
+        return "nothing measured: the trace holds no run"
+    return None
+
+
 def score_run(
     trace: Sequence[Any] | RunView,
     case: Case,
@@ -339,13 +368,15 @@ def score_run(
     *,
     latency_ms: float | None = None,
     provenance: Provenance | None = None,
+    tool_schemas: Mapping[str, Any] | None = None,
 ) -> RunScore:
     """Score one run of ``case``.
 
     ``trace``: the run's TraceEvents (or a RunView of them). ``thresholds``: the suite defaults; the
     fields the case sets in its own ``thresholds`` replace them. ``latency_ms``: the recorded latency
     (run.json), used instead of ``run.completed.duration_ms``. ``provenance``: replaces what
-    ``run.started`` says (for traces without one).
+    ``run.started`` says (for traces without one). ``tool_schemas``: tool name → input schema, to
+    normalise ``args.expected`` as the gateway normalised the traced arguments.
     """
     view = trace if isinstance(trace, RunView) else RunView.from_events(trace)
     th = (thresholds or Thresholds()).merged(case.thresholds)
@@ -382,7 +413,7 @@ def score_run(
     traj = score_trajectory(view.tools, exp.reference, exp.forbidden_tools, exp.trajectory.mode)
     put("trajectory", traj.score >= th.trajectory, list(traj.explanations))
 
-    args, why_args = _args_score(view.calls, exp.args)
+    args, why_args = _args_score(view.calls, exp.args, tool_schemas)
     put("args", args >= th.args, why_args)
 
     approval, why_approval = _approval_score(view, case)
@@ -422,6 +453,9 @@ def score_run(
         issue = "provider_error"
 
     notes = [w for f, ok in checks.items() if not ok for w in explained[f]]
+    unmeasured = _unmeasured(issue, view)
+    if unmeasured and all(checks.values()):  # say why a run whose factors all hold is no pass
+        notes.append(unmeasured)
     warnings = [w for f, ok in checks.items() if ok for w in explained[f]]
     started = view.started
     prov = provenance or Provenance(
@@ -436,7 +470,7 @@ def score_run(
     )
     return RunScore(
         provenance=prov,
-        passed=all(checks.values()),
+        passed=all(checks.values()) and unmeasured is None,
         checks=checks,
         final=final,
         trajectory=traj.score,

@@ -99,7 +99,13 @@ def scored(
         repeat=task.repeat,
         run_id=r.run_id,
     )
-    score = score_run(events, task.case, task.thresholds, latency_ms=latency, provenance=prov)
+    try:  # args.expected is normalised with each tool's input schema, as the gateway did the calls
+        schemas = {n: t.input_schema for n, t in _bundle(task.agent.path).all_tools().items()}
+    except (OSError, PortagentError):
+        schemas = None
+    score = score_run(
+        events, task.case, task.thresholds, latency_ms=latency, provenance=prov, tool_schemas=schemas
+    )
     if notes:
         score = score.model_copy(update={"warnings": [*score.warnings, *notes]})
     error = None

@@ -35,7 +35,8 @@ def not_run(task: RunTask, reason: str) -> RunOutcome:
     )
     score = score_run([], task.case, task.thresholds, provenance=prov)
     score = score.model_copy(
-        update={"notes": [reason, *score.notes], "issue": "not_run", "status": "not_run"}
+        # no factor notes ("search_faq was never called"): the run never existed, only why it did not
+        update={"notes": [reason], "checks": {}, "issue": "not_run", "status": "not_run", "passed": False}
     )
     return RunOutcome(task.index, score, reason)
 

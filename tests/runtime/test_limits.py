@@ -179,6 +179,14 @@ def test_spend_cap_stops_scheduling(agent_dir: Path, tmp_path: Path) -> None:
     assert issues.count("not_run") == 3 and issues.count(None) == 1  # the first run spent the budget
     skipped = next(r for r in report["runs"] if r["issue"] == "not_run")
     assert skipped["status"] == "not_run" and skipped["notes"][0].startswith("not run: the eval's spend")
+    # a run that never existed: only why, no factor notes ("… was never called"), its own category
+    assert len(skipped["notes"]) == 1 and skipped["checks"] == {} and not skipped["passed"]
+    gate = json.loads((out / "ci_gate.json").read_text())
+    assert gate["blocked_by"] == ["not_run"], gate["reasons"]
+    assert all(r.startswith("not run: case ") for r in gate["reasons"]), gate["reasons"]
+    assert 'type="not_run"' in (out / "junit.xml").read_text()
+    assert "Blocked by: not run" in (out / "report.md").read_text()
+    assert "not run: case" in stdout and "provider error" not in stdout + err
     meta = json.loads((out / "eval.json").read_text())
     assert meta["scheduling"]["stopped"].startswith("not run:") and meta["scheduling"]["spent_usd"] > 0
 
