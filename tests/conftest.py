@@ -1,3 +1,4 @@
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,11 @@ from _support import EXAMPLES, IN_CI, REPO, SAMPLES, require_path, run_cli  # no
 # per-example deadline) would fail a test whose assertions all pass. No test here is a timed assertion.
 settings.register_profile("portagent", suppress_health_check=[HealthCheck.too_slow], deadline=None)
 settings.load_profile("portagent")
+
+# A job started in the background by a non-interactive shell (`cmd &`, some CI runners) inherits SIGINT
+# ignored, and so does every process it starts: the tests that press Ctrl-C on a portagent subprocess would
+# then wait for nothing. A handler set here becomes the default again in each child at exec.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
