@@ -476,6 +476,34 @@ def sustained_rise(base: list[RunScore], cand: list[RunScore], metric: str) -> f
     return round(rest - b95, 6)
 
 
+def block(
+    reasons: list[str],
+    findings: list[Finding],
+    category: Category,
+    text: str,
+    *,
+    case_id: str | None = None,
+    provider: str | None = None,
+    agent_version: str | None = None,
+    changed: list[str] | None = None,
+    fix: str | None = None,
+) -> None:
+    """A blocking reason: its sentence among the decision's reasons, and the finding that says the same."""
+    reasons.append(text)
+    findings.append(
+        Finding(
+            category=category,
+            blocking=True,
+            message=text,
+            case_id=case_id,
+            provider=provider,
+            agent_version=agent_version,
+            changed=changed or [],
+            fix=fix,
+        )
+    )
+
+
 def one_side(
     diff: CaseDiff,
     where: str,
@@ -499,17 +527,7 @@ def one_side(
         f"regression{where}: case {diff.case_id} not run by the candidate; it failed on the baseline "
         f"(passed {rate:g}): run it, do not drop it"
     )
-    reasons.append(text)
-    findings.append(
-        Finding(
-            category="regression",
-            blocking=True,
-            message=text,
-            case_id=diff.case_id,
-            provider=pair,
-            agent_version=version,
-        )
-    )
+    block(reasons, findings, "regression", text, case_id=diff.case_id, provider=pair, agent_version=version)
 
 
 def verdict_sentence(candidate: str, baseline: str, blocking: int) -> str:
@@ -601,10 +619,7 @@ def compare(
             if d.blocking:
                 cat: Category = "flaky" if d.metric == "flake_rate" else "regression"
                 text = f"{CATEGORY_LABELS[cat]}: " + _blocking_reason(d, where)
-                reasons.append(text)
-                findings.append(
-                    Finding(category=cat, blocking=True, message=text, provider=name, agent_version=c_version)
-                )
+                block(reasons, findings, cat, text, provider=name, agent_version=c_version)
             elif d.rule and d.delta is None and d.metric != "flake_rate":
                 warnings.append(f"{d.metric}{where}: not comparable (unknown on one side)")
         if cs.flake_rate is None:
@@ -643,18 +658,16 @@ def compare(
                         f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else ""
                     )
                 text = f"{CATEGORY_LABELS[diff.category]}{where}: {moved}: {why}"
-                reasons.append(text)
-                findings.append(
-                    Finding(
-                        category=diff.category,
-                        blocking=True,
-                        message=text,
-                        case_id=diff.case_id,
-                        provider=name,
-                        agent_version=c_version,
-                        changed=changed,
-                        fix=fix,
-                    )
+                block(
+                    reasons,
+                    findings,
+                    diff.category,
+                    text,
+                    case_id=diff.case_id,
+                    provider=name,
+                    agent_version=c_version,
+                    changed=changed,
+                    fix=fix,
                 )
                 continue
             permanent = any(f in SAFETY_FACTORS for f in diff.candidate_failed) or any(
@@ -675,16 +688,14 @@ def compare(
             text = f"regression{where}: {moved}" + (
                 f" ({'; '.join(diff.candidate_notes)})" if diff.candidate_notes else ""
             )
-            reasons.append(text)
-            findings.append(
-                Finding(
-                    category="regression",
-                    blocking=True,
-                    message=text,
-                    case_id=diff.case_id,
-                    provider=name,
-                    agent_version=c_version,
-                )
+            block(
+                reasons,
+                findings,
+                "regression",
+                text,
+                case_id=diff.case_id,
+                provider=name,
+                agent_version=c_version,
             )
         pairs.append(PairComparison(pair=name, baseline=bs, candidate=cs, deltas=deltas, cases=diffs))
     passed = not reasons

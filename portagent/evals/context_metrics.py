@@ -195,7 +195,7 @@ def context_line(c: ContextSaving) -> str:
 def apply_context_gate(decision: GateDecision, savings: Sequence[ContextSaving]) -> GateDecision:
     """``decision`` with every failed context gate as a blocking reason (a ``regression`` finding: the
     candidate does not save what it was built to save, or continues worse)."""
-    from portagent.evals.compare import Finding
+    from portagent.evals.compare import block
 
     failed = [c for c in savings if not c.passed]
     if not failed:
@@ -206,16 +206,7 @@ def apply_context_gate(decision: GateDecision, savings: Sequence[ContextSaving])
         text = f"regression: context gate on {c.provider} (agent {c.candidate_version}): " + "; ".join(
             c.reasons
         )
-        reasons.append(text)
-        findings.append(
-            Finding(
-                category="regression",
-                blocking=True,
-                message=text,
-                provider=c.provider,
-                agent_version=c.candidate_version,
-            )
-        )
+        block(reasons, findings, "regression", text, provider=c.provider, agent_version=c.candidate_version)
     blocked = list(dict.fromkeys([*decision.blocked_by, "regression"]))
     return decision.model_copy(
         update={

@@ -26,6 +26,7 @@ with ``strict`` (``--strict``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Final, Literal
 
@@ -44,6 +45,7 @@ from portagent.evals.compare import (
     unjudged_category,
     verdict_sentence,
 )
+from portagent.evals.compare import block as block_with
 
 GATE_SCHEMA_VERSION: Final = 2
 
@@ -107,28 +109,7 @@ def gate(
     warnings: list[str] = []
     findings: list[Finding] = []
 
-    def block(
-        cat: Category,
-        text: str,
-        case_id: str | None = None,
-        provider: str | None = None,
-        agent_version: str | None = None,
-        changed: list[str] | None = None,
-        fix: str | None = None,
-    ) -> None:
-        reasons.append(text)
-        findings.append(
-            Finding(
-                category=cat,
-                blocking=True,
-                message=text,
-                case_id=case_id,
-                provider=provider,
-                agent_version=agent_version,
-                changed=changed or [],
-                fix=fix,
-            )
-        )
+    block = functools.partial(block_with, reasons, findings)
 
     if not result.runs:
         reasons.append("no runs to judge")
@@ -143,16 +124,17 @@ def gate(
         failing_runs = [r for r in runs if not r.passed]
         judged_failing = [r for r in failing_runs if r.issue is None]
         failing = judged_failing[0] if judged_failing else (failing_runs[0] if failing_runs else None)
-        ids = (g.case_id, g.provider, g.agent_version)
         if g.pass_rate < t.min_pass_rate and failing is not None:
             if not judged_failing and any(r.issue == "cassette_drift" for r in failing_runs):
                 why, changed, fix = drift_text(failing_runs, suite_path, cassettes)
                 block(
                     "drift",
                     f"recording drift: {where}: {g.passed}/{g.runs} runs passed; {why}",
-                    *ids,
-                    changed,
-                    fix,
+                    case_id=g.case_id,
+                    provider=g.provider,
+                    agent_version=g.agent_version,
+                    changed=changed,
+                    fix=fix,
                 )
                 continue
             cat: Category = "regression" if judged_failing else unjudged_category(failing_runs)
@@ -163,7 +145,9 @@ def gate(
                 cat,
                 f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; "
                 f"{factors}{'; '.join(failing.notes)}",
-                *ids,
+                case_id=g.case_id,
+                provider=g.provider,
+                agent_version=g.agent_version,
             )
         elif g.permission_violations:
             bad = next(r for r in runs if r.permission_violation)
@@ -171,7 +155,9 @@ def gate(
                 "regression",
                 f"regression: {where}: permission violation (never tolerated): "
                 + "; ".join(n for n in bad.notes if n.startswith("permission violation")),
-                *ids,
+                case_id=g.case_id,
+                provider=g.provider,
+                agent_version=g.agent_version,
             )
     for g in judged(result).by_provider:
         where = f"{g.provider} (agent {g.agent_version or '?'})"
