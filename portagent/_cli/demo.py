@@ -190,7 +190,7 @@ def judge_demo(results: Results, decision: GateDecision) -> tuple[bool, list[str
     failed) on every provider, and for nothing else (no recording drift, provider error or flaky case)."""
     from rich.markup import escape
 
-    from portagent.evals.compare import CATEGORY_LABELS, drift_details, drift_fix, failing_category
+    from portagent.evals.findings import CATEGORY_LABELS, drift_details, drift_fix, failing_category
 
     meta = results.meta
     base_v = meta.version_of("baseline") if meta else None

@@ -195,7 +195,7 @@ def context_line(c: ContextSaving) -> str:
 def apply_context_gate(decision: GateDecision, savings: Sequence[ContextSaving]) -> GateDecision:
     """``decision`` with every failed context gate as a blocking reason (a ``regression`` finding: the
     candidate does not save what it was built to save, or continues worse)."""
-    from portagent.evals.compare import block
+    from portagent.evals.findings import block
 
     failed = [c for c in savings if not c.passed]
     if not failed:

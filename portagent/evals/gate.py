@@ -32,20 +32,17 @@ from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.evals.aggregate import SuiteResult
-from portagent.evals.compare import (
+from portagent.evals.compare import Regression, Tolerances, compare, verdict_sentence
+from portagent.evals.findings import (
     CATEGORY_LABELS,
     Category,
     Finding,
-    Regression,
-    Tolerances,
-    compare,
     drift_fix,
     drift_text,
     judged,
     unjudged_category,
-    verdict_sentence,
 )
-from portagent.evals.compare import block as block_with
+from portagent.evals.findings import block as block_with
 
 GATE_SCHEMA_VERSION: Final = 2
 

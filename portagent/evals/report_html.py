@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from portagent.evals.compare import CATEGORY_LABELS
+from portagent.evals.findings import CATEGORY_LABELS
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, role_of, sources_line
 
 if TYPE_CHECKING:

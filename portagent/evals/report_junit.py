@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from portagent.evals.compare import CATEGORY_LABELS
+from portagent.evals.findings import CATEGORY_LABELS
 from portagent.evals.github import case_places
 
 if TYPE_CHECKING:

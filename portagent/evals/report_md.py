@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from portagent.evals.compare import CATEGORY_LABELS
+from portagent.evals.findings import CATEGORY_LABELS
 
 if TYPE_CHECKING:
     from portagent.evals.compare import Comparison

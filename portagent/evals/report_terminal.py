@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from portagent.evals.compare import CATEGORY_LABELS
+from portagent.evals.findings import CATEGORY_LABELS
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, review_line, role_of, sources_line
 from portagent.evals.tool_versions import UNJUDGED_PREFIX, UNVERSIONED_PREFIX
 
