@@ -402,7 +402,11 @@ async def _run_attempt(
     stop_reason = "final_output"
     status = "completed"
     try:
-        outcome = await asyncio.wait_for(_drive(adapter, session), timeout=bundle.spec.budget.timeout_s)
+        # its own task (its context changes stay there), awaited under asyncio.timeout: on Python 3.11
+        # wait_for loses a cancellation (Ctrl-C) that lands as the task finishes (ruff TID251 bans it)
+        drive = asyncio.ensure_future(_drive(adapter, session))
+        async with asyncio.timeout(bundle.spec.budget.timeout_s):
+            outcome = await drive
         if session.stop is not None:  # an SDK swallowed the signal: honour it anyway
             raise session.stop
     except TimeoutError:

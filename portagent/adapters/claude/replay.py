@@ -216,7 +216,8 @@ class ReplayTransport(Transport):
                 raise self.drift
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._wake.wait()
 
     # --- the SDK side --------------------------------------------------------------------------------
 

@@ -127,7 +127,8 @@ class ClaudeTrace:
         if not tool_use_id:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event(tool_use_id).wait(), WAIT_S)
+            async with asyncio.timeout(WAIT_S):
+                await self._event(tool_use_id).wait()
 
     def release_all(self) -> None:
         """Wake every waiting hook (the run is ending)."""

@@ -164,8 +164,9 @@ class McpConnection:
         if task is None or task.done():
             return
         task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
+        await asyncio.wait({task})  # unlike `await task`, a cancellation of this task still propagates
+        if not task.cancelled():
+            task.exception()  # a broken connection's teardown noise: retrieved, not logged
 
     async def aclose(self) -> None:
         """Close the connection (stdio: the SDK closes stdin, then terminates, then kills; bounded)."""
@@ -173,9 +174,12 @@ class McpConnection:
         task = self._task
         if task is not None and not task.done():
             try:
-                await asyncio.wait_for(asyncio.shield(task), timeout=10.0)
+                async with asyncio.timeout(10.0):
+                    await asyncio.shield(task)
             except BaseException:  # a broken connection's teardown noise, or a server that will not die
                 await self._stop()
+                if _being_cancelled():  # Ctrl-C or a caller's cancel: stopped, and passed on
+                    raise
         self._stderr.close()
 
     # -- requests --------------------------------------------------------------------------------------
@@ -196,7 +200,8 @@ class McpConnection:
             raise McpServerError(f"MCP server {self.name!r} paginated tools/list beyond {MAX_PAGES} pages")
 
         try:
-            await asyncio.wait_for(walk(), timeout=self.ref.timeout_s)
+            async with asyncio.timeout(self.ref.timeout_s):
+                await walk()
         except TimeoutError:
             raise McpServerError(
                 f"MCP server {self.name!r} did not list its tools within {self.ref.timeout_s:g} s",
@@ -251,6 +256,12 @@ class McpConnection:
             return ""
         tail = text[-limit:]
         return f"; its stderr ends with: {tail}"
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task has a cancellation pending (not one an ``asyncio.timeout`` took back)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _is_closed(e: BaseException) -> bool:
