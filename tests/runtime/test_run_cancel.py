@@ -28,12 +28,12 @@ SUPPORT = REPO / "examples" / "support_desk"
 QUESTION = "Case EXP-42: what is missing and what do the rules say about documents?"
 
 
-def _record(base_url: str, folder: Path, on_event: Any = None) -> str:
-    """Record one openai run under ``asyncio.run``; its status, or ``interrupted``."""
+def _record(base_url: str, folder: Path, on_event: Any = None, provider: str = "openai") -> str:
+    """Record one run under ``asyncio.run``; its status, or ``interrupted``."""
     bundle = load_agent(REPO / "benchmarks" / "data" / "bench_agent.yaml")
     endpoint = Endpoint(base_url=base_url, api_key="sk-portagent-dummy", mode="record", cassette_dir=folder)
     go = arun_full(
-        bundle, RunRequest(input=QUESTION, provider="openai"), RunConfig(endpoint=endpoint), on_event=on_event
+        bundle, RunRequest(input=QUESTION, provider=provider), RunConfig(endpoint=endpoint), on_event=on_event
     )
     try:
         return asyncio.run(go).result.status
@@ -63,9 +63,10 @@ def test_ctrl_c_while_the_cassette_is_saved_interrupts_the_run(
     assert _record(emulator.base_url, tmp_path / "interrupted") == "interrupted"
 
 
-def test_ctrl_c_at_any_event_of_a_run_interrupts_it(emulator: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "adk", "langgraph"])
+def test_ctrl_c_at_any_event_of_a_run_interrupts_it(emulator: Any, tmp_path: Path, provider: str) -> None:
     events: list[object] = []
-    assert _record(emulator.base_url, tmp_path / "plain", events.append) == "completed"
+    assert _record(emulator.base_url, tmp_path / "plain", events.append, provider) == "completed"
 
     def at(n: int) -> Any:
         seen = iter(range(len(events)))
@@ -76,5 +77,7 @@ def test_ctrl_c_at_any_event_of_a_run_interrupts_it(emulator: Any, tmp_path: Pat
 
         return on_event
 
-    outcomes = {n: _record(emulator.base_url, tmp_path / f"at{n}", at(n)) for n in range(len(events))}
+    outcomes = {
+        n: _record(emulator.base_url, tmp_path / f"at{n}", at(n), provider) for n in range(len(events))
+    }
     assert outcomes == dict.fromkeys(range(len(events)), "interrupted")
