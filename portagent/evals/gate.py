@@ -11,7 +11,7 @@ With a baseline, the result must also pass ``compare(baseline, result)``: no blo
 regression. A candidate must be good on its own *and* not worse than what it replaces.
 
 ``GateDecision`` is what ``portagent gate`` prints and writes as ``ci_gate.json``; ``exit_code`` is
-0 (pass) or 1 (block).
+0 (pass), 1 (block) or 3 (block on provider errors alone).
 
 Every reason starts with its category (``regression``, ``recording drift``, ``provider error``,
 ``not run``, ``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
@@ -80,8 +80,12 @@ class GateDecision(Contract):
 
     @property
     def exit_code(self) -> int:
-        """0 when the gate passes, 1 when it blocks (DESIGN §3 exit codes)."""
-        return 0 if self.passed else 1
+        """0 when the gate passes, 1 when it blocks, 3 when it blocks only on provider errors (DESIGN §3
+        exit codes): nothing about the agent was measured, so a CI job can retry rather than alert on a
+        regression. Any other blocking finding beside them (a regression, a drift) makes it 1."""
+        if self.passed:
+            return 0
+        return 3 if self.blocked_by and set(self.blocked_by) <= {"provider_error"} else 1
 
 
 def gate(
