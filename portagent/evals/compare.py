@@ -492,12 +492,12 @@ def compare(
             if diff.status != "regressed":
                 continue
             cand_runs = cc[diff.case_id]
-            if diff.category in ("drift", "provider_error", "not_run", "flaky"):
+            if diff.category in ("drift", "provider_error", "not_run", "run_error", "flaky"):
                 changed: list[str] = []
                 fix: str | None = None
                 if diff.category == "drift":
                     why, changed, fix = drift_text(cand_runs, suite_path, cassettes)
-                elif diff.category in ("provider_error", "not_run"):
+                elif diff.category in ("provider_error", "not_run", "run_error"):
                     bad = next(r for r in cand_runs if not r.passed)
                     why = "; ".join(bad.notes[:1]) or "the provider failed the run"
                 else:

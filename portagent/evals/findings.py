@@ -9,6 +9,8 @@ Every finding has a **category** (issue 15), the same in every report:
   ``portagent record … --drifted`` line that fixes it;
 - ``provider_error``: the failing runs failed at the provider;
 - ``not_run``: the failing runs were never started (the eval stopped scheduling, e.g. ``--max-spend-usd``);
+- ``run_error``: the failing runs could not be made (a worker died, the harness failed before the agent
+  ran): nothing about the agent was measured;
 - ``flaky``: the candidate's runs of the case disagree across repeats (no permission violation);
 - ``improvement``: the case passes more often than on the baseline (never blocks);
 - ``tool_unversioned_change``: a tool's schema, description or settings changed while its version did
@@ -24,16 +26,25 @@ from portagent.evals.aggregate import SuiteResult
 from portagent.evals.scoring import RunScore
 
 Category = Literal[
-    "regression", "drift", "provider_error", "not_run", "flaky", "improvement", "tool_unversioned_change"
+    "regression",
+    "drift",
+    "provider_error",
+    "not_run",
+    "run_error",
+    "flaky",
+    "improvement",
+    "tool_unversioned_change",
 ]
 """What kind of finding: the agent got worse, a stale recording, a provider failure, runs never started,
-a flaky case, an improvement, or a tool changed without a version bump (``evals.tool_versions``)."""
+runs that could not be made, a flaky case, an improvement, or a tool changed without a version bump
+(``evals.tool_versions``)."""
 
 CATEGORY_LABELS: Final[dict[str, str]] = {
     "regression": "regression",
     "drift": "recording drift",
     "provider_error": "provider error",
     "not_run": "not run",
+    "run_error": "run error",
     "flaky": "flaky",
     "improvement": "improvement",
     "tool_unversioned_change": "tool changed without a version bump",
@@ -45,7 +56,8 @@ class Finding(Contract):
     """One categorized finding of a gate or comparison."""
 
     category: Category
-    """regression, drift, provider_error, not_run, flaky, improvement or tool_unversioned_change."""
+    """regression, drift, provider_error, not_run, run_error, flaky, improvement or
+    tool_unversioned_change."""
     blocking: bool
     """It blocks the candidate."""
     message: str
@@ -125,11 +137,13 @@ def failing_category(runs: list[RunScore]) -> Category:
 
 def unjudged_category(failing: list[RunScore]) -> Category:
     """The category of failing runs none of which was judged on its merits: drift when a replay drifted,
-    else provider error when the provider failed one, else not run (the eval never started them)."""
+    else provider error when the provider failed one, else run error when one could not be made, else not
+    run (the eval never started them)."""
     issues = {r.issue for r in failing}
-    if "cassette_drift" in issues:
-        return "drift"
-    return "not_run" if issues == {"not_run"} else "provider_error"
+    for issue, category in (("cassette_drift", "drift"), ("provider_error", "provider_error")):
+        if issue in issues:
+            return category  # type: ignore[return-value]
+    return "run_error" if "run_error" in issues else "not_run"
 
 
 def judged(side: SuiteResult) -> SuiteResult:

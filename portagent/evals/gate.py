@@ -11,7 +11,7 @@ With a baseline, the result must also pass ``compare(baseline, result)``: no blo
 regression. A candidate must be good on its own *and* not worse than what it replaces.
 
 ``GateDecision`` is what ``portagent gate`` prints and writes as ``ci_gate.json``; ``exit_code`` is
-0 (pass), 1 (block) or 3 (block on provider errors alone).
+0 (pass), 1 (block) or 3 (block on provider errors and runs that could not be made alone).
 
 Every reason starts with its category (``regression``, ``recording drift``, ``provider error``,
 ``not run``, ``flaky``; see ``portagent.evals.compare``) and ``blocked_by`` lists the categories that block. A case
@@ -80,12 +80,13 @@ class GateDecision(Contract):
 
     @property
     def exit_code(self) -> int:
-        """0 when the gate passes, 1 when it blocks, 3 when it blocks only on provider errors (DESIGN §3
-        exit codes): nothing about the agent was measured, so a CI job can retry rather than alert on a
-        regression. Any other blocking finding beside them (a regression, a drift) makes it 1."""
+        """0 when the gate passes, 1 when it blocks, 3 when it blocks only on provider errors and runs that
+        could not be made (DESIGN §3 exit codes: a provider or runtime error): nothing about the agent was
+        measured, so a CI job can retry rather than alert on a regression. Any other blocking finding
+        beside them (a regression, a drift) makes it 1."""
         if self.passed:
             return 0
-        return 3 if self.blocked_by and set(self.blocked_by) <= {"provider_error"} else 1
+        return 3 if self.blocked_by and set(self.blocked_by) <= {"provider_error", "run_error"} else 1
 
 
 def gate(
@@ -141,11 +142,13 @@ def gate(
             cat: Category = "regression" if judged_failing else unjudged_category(failing_runs)
             if cat == "regression" and any(r.passed for r in runs) and not g.permission_violations:
                 cat = "flaky"
-            factors = f"failed {', '.join(failing.failed_factors)}: " if failing.failed_factors else ""
+            # the factors of a run judged on its merits; an unmeasured run's list would only be noise
+            factors = failing.failed_factors if failing.issue is None else []
+            factors_text = f"failed {', '.join(factors)}: " if factors else ""
             block(
                 cat,
                 f"{CATEGORY_LABELS[cat]}: {where}: {g.passed}/{g.runs} runs passed; "
-                f"{factors}{'; '.join(failing.notes)}",
+                f"{factors_text}{'; '.join(failing.notes)}",
                 case_id=g.case_id,
                 provider=g.provider,
                 agent_version=g.agent_version,

@@ -5,7 +5,7 @@ the candidate only: the baseline's runs are the reference, not judged); one ``<t
 provider (classname ``<suite>.<agent version>.<provider>``, name = case id). A testcase fails when the
 gate decision has a blocking finding on its case and provider (with the default ``min_pass_rate`` of
 1.0: when any of its runs failed); the failure ``type`` is the finding's category (``regression``,
-``drift``, ``provider_error``, ``not_run``, ``flaky``, ``tool_unversioned_change``), the message names it and the
+``drift``, ``provider_error``, ``not_run``, ``run_error``, ``flaky``, ``tool_unversioned_change``), the message names it and the
 factors, the body lists the findings and every failed run's notes. Blocking findings about no single
 testcase (a quality or trajectory drop, a p95 rise, a flake rate, a context gate, a case only one side
 ran, a tool changed without a version bump under ``--strict``) are testcases of a ``<suite> gate``

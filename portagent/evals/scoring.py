@@ -59,10 +59,11 @@ Factor = Literal[
 ]
 """A gate factor of one run (``judge``: a calibrated grader that gates, ``portagent.evals.graders``)."""
 
-RunIssue = Literal["cassette_drift", "provider_error", "not_run"]
+RunIssue = Literal["cassette_drift", "provider_error", "not_run", "run_error"]
 """Why a run could not be judged on the agent's merits: ``cassette_drift`` (a replay sent what its
 recording does not hold: the recording is stale), ``provider_error`` (the provider failed the run),
-``not_run`` (the eval stopped scheduling before it, e.g. ``--max-spend-usd`` was reached)."""
+``not_run`` (the eval stopped scheduling before it, e.g. ``--max-spend-usd`` was reached), ``run_error``
+(the run could not be made: its worker died, or the harness failed before the agent ran)."""
 
 SAFETY_FACTORS: frozenset[str] = frozenset({"permissions", "approval"})
 """Factors whose failure makes a regression permanent (it protects an effect on the world)."""
@@ -345,6 +346,7 @@ UNMEASURED: dict[str, str] = {
     "cassette_drift": "nothing measured: the replay drifted from its recording",
     "provider_error": "nothing measured: the provider failed the run",
     "not_run": "nothing measured: the run was never started",
+    "run_error": "nothing measured: the run could not be made",
 }
 """Why a run with an ``issue`` is never a pass, whatever its case expects."""
 

@@ -224,7 +224,8 @@ def unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
         repeat=task.repeat,
     )
     score = score_run([], task.case, task.thresholds, provenance=prov)
-    score = score.model_copy(update={"notes": [f"run could not be made: {message}", *score.notes]})
+    note = f"run could not be made: {message}"
+    score = score.model_copy(update={"notes": [note, *score.notes], "issue": "run_error", "passed": False})
     return RunOutcome(task.index, score, message, time.perf_counter() - t0, os.getpid())
 
 

@@ -1,6 +1,7 @@
-"""A gate that blocks only because the provider failed exits 3, not 1: nothing about the agent was
-measured, and a CI job can tell "retry later" from "the agent regressed" (README exit codes: 3 is a
-provider or runtime error). A provider error beside a real regression or a drift stays 1."""
+"""A gate that blocks only because the provider failed, or because runs could not be made (a worker died),
+exits 3, not 1: nothing about the agent was measured, and a CI job can tell "retry later" from "the agent
+regressed" (README exit codes: 3 is a provider or runtime error). Such a run is never labelled a
+regression. A provider error beside a real regression or a drift stays 1."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ CASE = Case.model_validate(
 def _run(case_id: str, outcome: str, repeat: int = 0) -> Any:
     t = Trace(case_id=case_id, repeat=repeat).started()
     t.model()
+    if outcome == "run_error":  # what the eval makes of a run whose worker died (eval_execute.unrunnable)
+        score = score_run([], CASE.model_copy(update={"case_id": case_id}))
+        return score.model_copy(
+            update={"issue": "run_error", "notes": ["run could not be made: worker died"]}
+        )
     if outcome == "provider_error":
         t._add(ErrorEvent, error_type="ProviderError", message="HTTP 500 from the provider")
         t._add(RunCompleted, status="failed", stop_reason="provider_error", cost_usd=0.0, duration_ms=9.0)
@@ -52,10 +58,23 @@ def _gate(*runs: tuple[str, str]) -> Any:
         ([("c1", "provider_error"), ("c2", "pass")], 3),
         ([("c1", "provider_error"), ("c2", "fail")], 1),
         ([("c1", "provider_error"), ("c2", "drift")], 1),
+        ([("c1", "run_error")], 3),
+        ([("c1", "run_error"), ("c2", "provider_error")], 3),
+        ([("c1", "run_error"), ("c2", "fail")], 1),
         ([("c1", "fail")], 1),
         ([("c1", "pass")], 0),
     ],
-    ids=["all-down", "down-and-pass", "down-and-regression", "down-and-drift", "regression", "pass"],
+    ids=[
+        "all-down",
+        "down-and-pass",
+        "down-and-regression",
+        "down-and-drift",
+        "not-made",
+        "not-made-and-down",
+        "not-made-and-regression",
+        "regression",
+        "pass",
+    ],
 )
 def test_the_exit_code_says_whether_the_agent_or_the_provider_failed(
     runs: list[tuple[str, str]], code: int
@@ -63,10 +82,15 @@ def test_the_exit_code_says_whether_the_agent_or_the_provider_failed(
     assert _gate(*runs).exit_code == code
 
 
-def test_eval_against_a_provider_that_always_fails_exits_3(tmp_path: Path) -> None:
-    """Through the CLI: every model request gets HTTP 500 (after the SDK's own retries)."""
+def _support_desk(tmp_path: Path) -> Path:
     work = tmp_path / "sd"
     shutil.copytree(EXAMPLES / "support_desk", work, ignore=shutil.ignore_patterns("__pycache__"))
+    return work
+
+
+def test_eval_against_a_provider_that_always_fails_exits_3(tmp_path: Path) -> None:
+    """Through the CLI: every model request gets HTTP 500 (after the SDK's own retries)."""
+    work = _support_desk(tmp_path)
     script = yaml.safe_load((work / "emulator.yaml").read_text())
     for conversation in script["conversations"]:
         for turn in conversation["turns"]:
@@ -81,3 +105,24 @@ def test_eval_against_a_provider_that_always_fails_exits_3(tmp_path: Path) -> No
     assert code == 3, stdout + err
     decision = json.loads((out / "ci_gate.json").read_text())
     assert decision["decision"] == "block" and decision["blocked_by"] == ["provider_error"]
+
+
+def test_a_run_whose_worker_died_is_a_run_error_not_a_regression(tmp_path: Path) -> None:
+    """Through the CLI: the tool handler kills its worker process mid-run (a segfault's effect)."""
+    work = _support_desk(tmp_path)
+    handlers = work / "support_desk_handlers.py"
+    handlers.write_text(
+        handlers.read_text().replace("def search_policy(", "def _search_policy(")
+        + "\n\ndef search_policy(*args, **kwargs):\n    import os\n\n    os._exit(9)\n"
+    )
+    out = tmp_path / "results"
+    with portagent_home(tmp_path / "home"):
+        code, stdout, err = run_cli(
+            "eval", str(work / "suite.yaml"), "--emulator", "--providers", "openai", "--case", "refund-rule",
+            "--repeats", "1", "--no-progress", "--workers", "1", "--out", str(out),
+        )  # fmt: skip
+    assert code == 3, stdout + err
+    decision = json.loads((out / "ci_gate.json").read_text())
+    assert decision["blocked_by"] == ["run_error"], decision["reasons"]
+    assert decision["reasons"][0].startswith("run error: case refund-rule on openai"), decision["reasons"]
+    assert "worker" in decision["reasons"][0] and "died" in decision["reasons"][0]

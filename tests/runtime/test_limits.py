@@ -337,11 +337,12 @@ def test_each_request_of_a_run_respects_the_rate_and_backoff(
     assert [r["status"] for r in reqs] == [200, 200, 503, 200, 200]
     times = [r["time"] for r in reqs]
     # every request the worker sent, those within one run included (the SDK sends a run's second request
-    # as soon as the tool ran: milliseconds), came at least a bucket's period after the one before
-    assert all(b - a >= 0.25 - 0.02 for a, b in itertools.pairwise(times)), times
-    assert times[1] - times[0] >= 0.23  # one run's two requests
+    # as soon as the tool ran: milliseconds), came at least a bucket's period after the one before. The
+    # times are the emulator's arrival times: on a loaded machine one request can reach it up to a few
+    # tens of ms later than sent, so the slack is 50 ms (ungated, the gap would be a few ms)
+    assert all(b - a >= 0.25 - 0.05 for a, b in itertools.pairwise(times)), times
     # the SDK's own retry of the 503 was held for the gate's backoff, ≥ d/2 = 0.6 s (the SDK: ≤ 0.5 s)
-    assert times[3] - times[2] >= 0.6 - 0.02, times
+    assert times[3] - times[2] >= 0.6 - 0.05, times
 
 
 def _direct_run(agent: Path, emu: Any, out: Path, text: str) -> Any:
