@@ -4,7 +4,9 @@ The AgentCard (generated from the spec) is at ``/.well-known/agent-card.json``; 
 (``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel`` and their A2A 1.0 names). Each
 task is a governed portagent run; a run waiting for approval is ``input-required`` until its card is
 decided (``portagent approvals``) and the caller sends another message on the task. Loopback by
-default; a non-loopback ``--host`` needs a token (``PORTAGENT_A2A_TOKEN`` or ``--token``). docs/a2a.md.
+default; a non-loopback ``--host`` needs a token (``PORTAGENT_A2A_TOKEN`` or ``--token``); every request
+needs an allowed Host and Origin (loopback, the bound address, ``--allow-host``/``--allow-origin``).
+docs/a2a.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def add_parser(sub: Any) -> None:
         "serve",
         help="serve an agent spec as an A2A agent (card, message/send, streaming, tasks/get, tasks/cancel)",
         description="Serve AGENT over A2A until Ctrl-C. Exit 2 for a usage error (a non-loopback --host "
-        "without a token, a port in use, a missing extra or key).",
+        "without a token, a malformed --allow-host/--allow-origin, a port in use, a missing extra or key).",
     )
     s.add_argument("agent", help="agent spec file")
     s.add_argument("--provider", required=True, choices=PROVIDERS)
@@ -42,6 +44,22 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="SECRET",
         help="bearer token callers must send (repeatable; prefer PORTAGENT_A2A_TOKEN, which ps does not show)",
+    )
+    s.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help="also accept this Host header (repeatable; loopback names and the bound address always are)",
+    )
+    s.add_argument(
+        "--allow-origin",
+        dest="allow_origins",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept this Origin header, e.g. https://app.example (repeatable)",
     )
     s.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope of the runs")
     s.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"], help="run environment")
@@ -86,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
     from portagent.core.home import portagent_home
+    from portagent.core.serving import allowlist
     from portagent.runtime.keys import live_key
     from portagent.runtime.runner import check_runnable
 
@@ -95,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--base-url goes with --live")
     tokens = list(args.tokens) + _env_tokens()
     check_bind(args.host, tokens)  # before loading anything: a refused bind starts nothing
+    allowlist(args.host, args.allow_hosts, args.allow_origins)  # nor does a malformed entry
     info = REGISTRY[args.provider]
     try:
         import a2a  # noqa: F401
@@ -123,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             env=args.env,
             tokens=tokens,
             request_log=Path(args.request_log) if args.request_log else None,
+            allow_hosts=args.allow_hosts,
+            allow_origins=args.allow_origins,
         )
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -12,8 +12,11 @@ One task is one run, keyed by ``a2a:<task id>`` (the run's idempotency key):
 - ``tasks/get`` / ``tasks/cancel`` are the SDK's, over its in-memory task store; a cancel cancels the
   running run.
 
-HTTP safety: loopback by default; a non-loopback bind is refused without a bearer token; with a token
-every call but the card needs ``Authorization: Bearer``, and the card declares the scheme.
+HTTP safety (core/serving.py, the rules of ``mcp serve``'s HTTP transport): loopback by default; a
+non-loopback bind is refused without a bearer token; every request, the card included, must name an
+allowed Host (421 otherwise: DNS rebinding) and, when it has an Origin, an allowed one (403 otherwise: a
+page of another site); with a token every call but the card needs ``Authorization: Bearer``, and the
+card declares the scheme.
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ class ServeConfig:
     request_log: Path | None = None
     """Append one JSON line per JSON-RPC call received (method, task, traceparent) — the server's own
     record of what callers asked, used by tests to prove a denied call never arrived."""
+    allow_hosts: list[str] = field(default_factory=list)
+    """Host headers accepted besides the loopback names and the bound address (``--allow-host``)."""
+    allow_origins: list[str] = field(default_factory=list)
+    """Origin headers accepted besides the loopback ones (``--allow-origin``)."""
 
 
 @dataclass
@@ -242,12 +249,25 @@ def make_executor(config: ServeConfig) -> Any:
     return _Executor(config)
 
 
-class _Guard:
-    """ASGI middleware: the bearer token (when configured) on every call but the card, and the request
-    log (method, task id, traceparent of each JSON-RPC call)."""
+def allowlist(host: str, config: ServeConfig) -> serving.Allowlist:
+    """The Host/Origin allowlist of a server bound to ``host`` (a malformed entry is a UsageError)."""
+    return serving.allowlist(host, config.allow_hosts, config.allow_origins)
 
-    def __init__(self, app: Any, tokens: Sequence[str], log: Callable[[dict[str, Any]], None] | None) -> None:
+
+class _Guard:
+    """ASGI middleware: the Host/Origin allowlist on every request (the card too), the bearer token (when
+    configured) on every call but the card, and the request log (method, task id, traceparent of each
+    JSON-RPC call)."""
+
+    def __init__(
+        self,
+        app: Any,
+        allowed: serving.Allowlist,
+        tokens: Sequence[str],
+        log: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
         self.app = app
+        self.allowed = allowed
         self.tokens = [t.encode() for t in tokens]
         self.log = log
 
@@ -256,6 +276,10 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
+        refused = self.allowed.refusal(headers)
+        if refused is not None:  # first: a rebound or cross-site request learns nothing, not even the card
+            await _plain(send, *refused, [])
+            return
         if self.tokens and scope.get("path") != CARD_PATH and not serving.bearer_ok(headers, self.tokens):
             await _plain(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
             return
@@ -348,9 +372,9 @@ async def _plain(send: Any, status: int, body: bytes, extra: list[tuple[bytes, b
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(config: ServeConfig, url: str) -> Any:
+def build_app(config: ServeConfig, url: str, allowed: serving.Allowlist) -> Any:
     """The ASGI app: the card at ``/.well-known/agent-card.json``, JSON-RPC (1.0 and 0.3 method names)
-    at ``/``."""
+    at ``/``, behind the Host/Origin ``allowed`` and the token."""
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore
@@ -367,7 +391,7 @@ def build_app(config: ServeConfig, url: str) -> Any:
     )
     app = Starlette(routes=routes)
     log = _file_log(config.request_log) if config.request_log is not None else None
-    return _Guard(app, config.tokens, log)
+    return _Guard(app, allowed, config.tokens, log)
 
 
 def _file_log(path: Path) -> Callable[[dict[str, Any]], None]:
@@ -406,14 +430,17 @@ async def serve(config: ServeConfig, host: str, port: int, say: Callable[[str], 
     import uvicorn
 
     check_bind(host, config.tokens)
+    allowed = allowlist(host, config)
     sock = bind(host, port)
     url = url_of(host, sock)
-    app = build_app(config, url)
+    app = build_app(config, url, allowed)
     say(
         f"serving {config.bundle.spec.name} on {config.provider} at {url} (card {url.rstrip('/')}{CARD_PATH})"
     )
-    if config.tokens:
-        say("bearer token required on every call but the card")
+    say(
+        ("bearer token required on every call but the card; " if config.tokens else "")
+        + f"Host allowlist: {', '.join(allowed.hosts)} (add names with --allow-host)"
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     try:
         await server.serve(sockets=[sock])
@@ -428,9 +455,11 @@ def serve_in_thread(config: ServeConfig, host: str = "127.0.0.1", port: int = 0)
     import uvicorn
 
     check_bind(host, config.tokens)
+    allowed = allowlist(host, config)
     sock = bind(host, port)
     url = url_of(host, sock)
-    server = uvicorn.Server(uvicorn.Config(build_app(config, url), log_level="warning", lifespan="off"))
+    app = build_app(config, url, allowed)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     try:

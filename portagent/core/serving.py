@@ -1,7 +1,8 @@
 """Serving on a network safely, the one definition for ``mcp serve`` and ``a2a serve``: which host is
 this machine only (``is_loopback``; the replay guard uses it too), refusing a bind that exposes a server
-without a bearer token (``check_bind``), checking the token a request presents (``bearer_ok``), and the
-Host/Origin allowlist entries a user adds (``allowed_host``, ``allowed_origin``)."""
+without a bearer token (``check_bind``), checking the token a request presents (``bearer_ok``), the
+Host/Origin allowlist entries a user adds (``allowed_host``, ``allowed_origin``) and the allowlist a
+server checks every request against (``allowlist``, ``Allowlist.refusal``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import hmac
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from portagent.contracts.errors import UsageError
@@ -19,6 +21,8 @@ _HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(?::([0-9]{1,5}))?")
 _NAME = re.compile(r"(?:[a-z0-9_-]+\.)*[a-z0-9_-]+")
 _SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_PORTED = re.compile(r":[0-9]+\Z")
+_PORT = re.compile(r"[0-9]{1,5}")
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -96,6 +100,62 @@ def allowed_origin(value: str) -> str:
     host, port = parts
     shown = "" if port is None or port == _DEFAULT_PORTS.get(scheme) else f":{port}"
     return f"{scheme}://{host}{shown}"
+
+
+def names_a_port(entry: str) -> bool:
+    """Whether an allowlist entry (a Host or an Origin) ends with a port: it then matches only that port;
+    one without matches its name on any port."""
+    return _PORTED.search(entry) is not None
+
+
+@dataclass(frozen=True)
+class Allowlist:
+    """The Host and Origin headers a server answers (DNS-rebinding and cross-site protection), each entry
+    as the header arrives (``allowed_host``/``allowed_origin`` forms). Built by ``allowlist``."""
+
+    hosts: tuple[str, ...]
+    origins: tuple[str, ...]
+
+    def refusal(self, headers: Mapping[bytes, bytes]) -> tuple[int, bytes] | None:
+        """How to refuse a request with these (ASGI) headers, else None. A missing or foreign Host is 421
+        (Misdirected Request: a page on a rebound DNS name sends its own name), a foreign Origin 403 (a
+        page of another site); no Origin (a non-browser client, a browser's same-origin GET) passes. The
+        same answers as the MCP SDK's check that ``mcp serve`` uses."""
+        if not _listed(headers.get(b"host", b"").decode("latin-1"), self.hosts):
+            return 421, b"Invalid Host header"
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if origin and not _listed(origin, self.origins):
+            return 403, b"Invalid Origin header"
+        return None
+
+
+def allowlist(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Allowlist:
+    """The allowlist of a server bound to ``host``, on for every bind: the loopback names (and their
+    ``http://`` origins), the bound address when it is a specific one, the machine's host name on a
+    ``0.0.0.0``/``::`` bind, and what the user adds (``--allow-host``/``--allow-origin``; a malformed
+    entry is a UsageError: it would never match, and the server would refuse its client)."""
+    import socket
+
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bare = host.strip("[]")
+    if bare not in ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1"):
+        names.append(f"[{bare}]" if ":" in bare else bare)
+    if bare in ("0.0.0.0", "::"):
+        names.append(socket.gethostname())
+    names += [allowed_host(h) for h in allow_hosts]
+    origins = [f"http://{n}" for n in names[:3]] + [allowed_origin(o) for o in allow_origins]
+    return Allowlist(hosts=tuple(dict.fromkeys(names)), origins=tuple(dict.fromkeys(origins)))
+
+
+def _listed(value: str, entries: Sequence[str]) -> bool:
+    """``value`` is an entry, or an entry without a port followed by ``:PORT``."""
+    for entry in entries:
+        if value == entry:
+            return True
+        rest = value.removeprefix(entry + ":")
+        if rest != value and not names_a_port(entry) and _PORT.fullmatch(rest):
+            return True
+    return False
 
 
 def _host_port(text: str) -> tuple[str, int | None] | None:

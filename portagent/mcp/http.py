@@ -4,7 +4,6 @@ process, so the session's trace still ends). The session itself is ``server.Gove
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,31 +15,21 @@ if TYPE_CHECKING:
 
 
 def transport_security(host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()) -> Any:
-    """The Host/Origin allowlist (DNS-rebinding protection), on for every bind: loopback names, the bound
-    address when it is a specific one, and what the user adds (a name or origin without a port allows any
-    port). A malformed entry is a UsageError: it would never match, and the server would refuse its client."""
-    import socket
-
+    """The MCP SDK's settings for the Host/Origin allowlist of ``serving.allowlist`` (the one ``a2a serve``
+    checks too); the SDK's transport enforces them. A malformed entry is a UsageError."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    bare = host.strip("[]")
-    if bare not in ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1"):
-        names.append(f"[{bare}]" if ":" in bare else bare)
-    if bare in ("0.0.0.0", "::"):
-        names.append(socket.gethostname())
-    names += [serving.allowed_host(h) for h in allow_hosts]
-    origins = [f"http://{n}" for n in names[:3]] + [serving.allowed_origin(o) for o in allow_origins]
+    allowed = serving.allowlist(host, allow_hosts, allow_origins)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=sorted({p for n in names for p in _any_port(n)}),
-        allowed_origins=sorted({p for o in origins for p in _any_port(o)}),
+        allowed_hosts=sorted({p for n in allowed.hosts for p in _any_port(n)}),
+        allowed_origins=sorted({p for o in allowed.origins for p in _any_port(o)}),
     )
 
 
 def _any_port(entry: str) -> list[str]:
     """An entry with its port is matched exactly; one without also as ``entry:*`` (the SDK's any-port form)."""
-    return [entry] if re.search(r":[0-9]+\Z", entry) else [entry, f"{entry}:*"]
+    return [entry] if serving.names_a_port(entry) else [entry, f"{entry}:*"]
 
 
 class BearerAuth:

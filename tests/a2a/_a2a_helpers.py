@@ -14,8 +14,9 @@ SCRIPT = EXAMPLES / "support_desk" / "emulator.yaml"
 TOKEN = "a2a-test-token-0123456789"
 
 
-def start(tmp: Path, provider: str = "openai", *, tokens: list[str] | None = None) -> Any:
-    """A context manager: (url, request log path) of a server of the support desk on ``provider``."""
+def start(tmp: Path, provider: str = "openai", *, tokens: list[str] | None = None, **extra: Any) -> Any:
+    """A context manager: (url, request log path) of a server of the support desk on ``provider``;
+    ``extra``: more ``ServeConfig`` fields (``allow_hosts``, ``allow_origins``)."""
     import contextlib
 
     from portagent.a2a.server import ServeConfig, serve_in_thread
@@ -40,6 +41,7 @@ def start(tmp: Path, provider: str = "openai", *, tokens: list[str] | None = Non
                 scopes=["email:send", "tickets:write"],
                 tokens=tokens or [],
                 request_log=log,
+                **extra,
             )
             with serve_in_thread(config) as url:
                 yield url, log

@@ -1,14 +1,16 @@
 """One rule for exposing a server (core/serving.py), used by ``mcp serve``, ``a2a serve`` and the replay
 guard: what is loopback, which binds need a token, which tokens are too weak, which requests carry one,
-which Host/Origin allowlist entries a user may add."""
+which Host/Origin allowlist entries a user may add, and which requests the allowlist refuses."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from portagent.a2a.server import check_bind as a2a_check_bind
 from portagent.contracts.errors import UsageError
-from portagent.core.serving import allowed_host, allowed_origin, bearer_ok, is_loopback
+from portagent.core.serving import allowed_host, allowed_origin, allowlist, bearer_ok, is_loopback
 from portagent.mcp.server import check_bind as mcp_check_bind
 
 
@@ -133,3 +135,65 @@ def test_malformed_origin_entries_are_refused(entry: str) -> None:
 def test_the_null_origin_is_refused_with_the_reason(entry: str) -> None:
     with pytest.raises(UsageError, match="sandboxed frame"):
         allowed_origin(entry)
+
+
+def test_the_allowlist_of_a_bind() -> None:
+    import socket
+
+    loopback = ("127.0.0.1", "localhost", "[::1]")
+    origins = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+    assert allowlist("127.0.0.1").hosts == loopback and allowlist("127.0.0.1").origins == origins
+    assert allowlist("::1").hosts == loopback
+    assert allowlist("192.0.2.10").hosts == (*loopback, "192.0.2.10")  # the bound address
+    assert allowlist("fe80::1").hosts == (*loopback, "[fe80::1]")
+    assert allowlist("0.0.0.0").hosts == (*loopback, socket.gethostname())
+    added = allowlist("127.0.0.1", ["App.Example", "localhost"], ["https://app.example/"])
+    assert added.hosts == (*loopback, "app.example") and added.origins == (*origins, "https://app.example")
+    with pytest.raises(UsageError, match="--allow-origin null"):
+        allowlist("127.0.0.1", allow_origins=["null"])
+
+
+HEADER_CASES = [
+    {"host": "127.0.0.1:8000"},
+    {"host": "localhost"},
+    {"host": "[::1]:9"},
+    {"host": "app.example:8000"},
+    {"host": "app.example"},
+    {"host": "box.lan:9999"},
+    {"host": "box.lan:9998"},
+    {"host": "box.lan"},
+    {"host": "evil.example:8000"},
+    {"host": "localhost.evil.example:8000"},
+    {"host": "127.0.0.1.evil.example"},
+    {"host": "LOCALHOST:8000"},
+    {},
+    {"host": ""},
+    {"host": "localhost:8000", "origin": "http://localhost:8000"},
+    {"host": "localhost:8000", "origin": "http://127.0.0.1"},
+    {"host": "localhost:8000", "origin": "https://localhost:8000"},
+    {"host": "localhost:8000", "origin": "https://app.example"},
+    {"host": "localhost:8000", "origin": "https://app.example:8443"},
+    {"host": "localhost:8000", "origin": "http://app.example"},
+    {"host": "localhost:8000", "origin": "http://evil.example"},
+    {"host": "localhost:8000", "origin": "http://localhost.evil.example"},
+    {"host": "localhost:8000", "origin": "null"},
+    {"host": "localhost:8000", "origin": ""},
+    {"host": "evil.example", "origin": "http://evil.example"},
+]
+
+
+@pytest.mark.parametrize("headers", HEADER_CASES)
+def test_a2a_serve_refuses_exactly_what_mcp_serve_refuses(headers: dict[str, str]) -> None:
+    """``a2a serve`` checks ``serving.Allowlist.refusal``; ``mcp serve`` hands the same allowlist to the
+    MCP SDK's transport check. Both answer every request the same way."""
+    from mcp.server.transport_security import TransportSecurityMiddleware
+    from starlette.requests import Request
+
+    from portagent.mcp.http import transport_security
+
+    hosts, origins = ["App.Example", "box.lan:9999"], ["HTTPS://App.Example:443/"]
+    raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+    sdk = TransportSecurityMiddleware(transport_security("127.0.0.1", hosts, origins))
+    answer = asyncio.run(sdk.validate_request(Request({"type": "http", "headers": raw})))
+    expected = None if answer is None else (answer.status_code, answer.body)
+    assert allowlist("127.0.0.1", hosts, origins).refusal(dict(raw)) == expected
