@@ -1,11 +1,17 @@
-"""``portagent gate RESULTS [--baseline RESULTS] [--min-pass-rate X]``: pass or block, for CI.
+"""``portagent gate RESULTS [--baseline RESULTS | --no-baseline] [--min-pass-rate X] [--strict]``: pass or
+block, for CI.
 
-Writes ``ci_gate.json`` into the results folder (or ``--out FILE``) and exits 0 (pass) or 1 (block),
-printing every reason. Without ``--baseline``, a results folder holding a baseline and a candidate
-(``eval.json`` roles) gates the candidate against the baseline; otherwise the result is judged on its
-own. Writing into the folder's own ``ci_gate.json`` records the settings in its eval.json (baseline,
-``--strict``, ``--min-pass-rate``), so ``portagent report`` re-renders that decision. Exit 2 on usage errors (unreadable results or results missing run files, different dataset
-versions, a rate outside [0, 1]): nothing was judged, so it is neither a pass nor a block.
+Writes ``ci_gate.json`` into the results folder (or ``--out FILE``) and exits 0 (pass), 1 (block) or 3
+(block on provider and run errors alone), printing every reason. A setting not given on the command line
+is the one the folder's decision was made with (eval.json ``gate``: ``eval --baseline``, ``--strict``,
+``--min-pass-rate``, or the last ``gate`` into the folder), so ``eval --baseline B --out R`` followed by
+``gate R`` decides as the eval did, never more leniently; ``--no-baseline`` judges the result alone. With
+no baseline at all, a results folder holding a baseline and a candidate (``eval.json`` roles) gates the
+candidate against the baseline; otherwise the result is judged on its own. Writing into the folder's own
+``ci_gate.json`` records the settings in its eval.json, so ``portagent report`` re-renders that decision.
+Exit 2 on usage errors (unreadable results or results missing run files, a recorded baseline gone or
+changed, different dataset versions, a rate outside [0, 1]): nothing was judged, so it is neither a pass
+nor a block.
 """
 
 from __future__ import annotations
@@ -20,10 +26,21 @@ def add_parser(sub: Any) -> None:
         help="decide whether a result may advance (exit 0 pass, 1 block)",
         description="Gate an eval result: every case must pass (or --min-pass-rate of its runs), no "
         "permission violation, flake rate ≤ 0.03, and with a baseline no blocking delta "
-        "and no regression. Writes ci_gate.json. Exit 0 pass, 1 block, 2 usage error.",
+        "and no regression. Settings not given are the ones the folder's decision was made with "
+        "(eval.json). Writes ci_gate.json. Exit 0 pass, 1 block, 2 usage error, 3 blocked on provider "
+        "or run errors alone.",
     )
     p.add_argument("results", metavar="RESULTS", help="results folder (or its report.json)")
-    p.add_argument("--baseline", metavar="RESULTS", help="results the candidate must not be worse than")
+    p.add_argument(
+        "--baseline",
+        metavar="RESULTS",
+        help="results the candidate must not be worse than (default: the baseline eval recorded, if any)",
+    )
+    p.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="judge RESULTS on its own, even when its eval recorded a baseline",
+    )
     p.add_argument(
         "--min-pass-rate", type=float, metavar="X", help="share of runs each case must pass (default 1.0)"
     )
@@ -32,8 +49,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--strict",
-        action="store_true",
-        help="a tool changed without a version bump blocks (default: a warning)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a tool changed without a version bump blocks (default: as recorded, else a warning)",
     )
 
 
@@ -41,20 +59,52 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from portagent.contracts.errors import UsageError
-    from portagent.evals.report import decide, gate_settings, load_results, record_gate, write_json
+    from portagent.evals.report import (
+        decide,
+        gate_settings,
+        load_results,
+        record_gate,
+        recorded_gate,
+        write_json,
+    )
     from portagent.evals.report_terminal import console
 
     if args.min_pass_rate is not None and not 0.0 <= args.min_pass_rate <= 1.0:
         raise UsageError(f"--min-pass-rate must be between 0 and 1, got {args.min_pass_rate:g}")
+    if args.baseline and args.no_baseline:
+        raise UsageError("--baseline and --no-baseline contradict each other: give one")
     results = load_results(args.results)
-    baseline = load_results(args.baseline) if args.baseline else None
-    decision, _ = decide(results, baseline, args.min_pass_rate, strict=args.strict)
+    out = console()
+    recorded = results.meta.gate if results.meta is not None else None
+    # what is not given is what the folder's decision was made with: a plain `gate R` after
+    # `eval --baseline B --out R` must not judge R alone and turn the eval's BLOCK into a PASS
+    baseline = None
+    kept: list[str] = []
+    if args.baseline:
+        baseline = load_results(args.baseline)
+    elif not args.no_baseline and recorded is not None and recorded.baseline is not None:
+        baseline = recorded_gate(results)[0]
+        kept.append(f"baseline {recorded.baseline}")
+    min_pass_rate = args.min_pass_rate
+    if min_pass_rate is None and recorded is not None and recorded.min_pass_rate is not None:
+        min_pass_rate = recorded.min_pass_rate
+        kept.append(f"--min-pass-rate {min_pass_rate:g}")
+    strict = args.strict
+    if strict is None:
+        strict = recorded.strict if recorded is not None else False
+        if strict:
+            kept.append("--strict")
+    if kept:
+        out.print(
+            f"gating with the settings recorded in {results.folder}/eval.json: {', '.join(kept)}",
+            markup=False,
+        )
+    decision, _ = decide(results, baseline, min_pass_rate, strict=strict)
     target = Path(args.out) if args.out else results.folder / "ci_gate.json"
     write_json(target, decision)
     if target.resolve() == (results.folder / "ci_gate.json").resolve():
-        settings = gate_settings(results.folder, baseline, args.min_pass_rate, strict=args.strict)
+        settings = gate_settings(results.folder, baseline, min_pass_rate, strict=strict)
         results = record_gate(results, settings)
-    out = console()
     if decision.passed:
         out.print(
             "[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else "")

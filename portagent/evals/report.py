@@ -406,7 +406,8 @@ def recorded_gate(results: Results) -> tuple[Results | None, float | None, bool]
     where = f"{results.folder}: its gate decision was made against the baseline {settings.baseline}"
     advice = (
         "restore that baseline folder, or decide again with 'portagent gate "
-        f"{results.folder} --baseline RESULTS' (it records the new baseline) and re-render after it"
+        f"{results.folder} --baseline RESULTS' (or '--no-baseline'; it records the new setting) and "
+        "re-render after it"
     )
     places = [Path(settings.baseline)]
     if settings.baseline_relative is not None:

@@ -128,10 +128,11 @@ def test_gate_into_the_folder_records_its_settings_for_the_next_rerender(gated: 
     work = _copy(gated, tmp_path)
     cand, home = work / "cand", tmp_path / "home"
     meta = (cand / "eval.json").read_text()
-    assert _cli(home, "gate", str(cand), "--out", str(tmp_path / "elsewhere.json"))[0] == 0
+    assert _cli(home, "gate", str(cand), "--no-baseline", "--out", str(tmp_path / "elsewhere.json"))[0] == 0
     assert (cand / "eval.json").read_text() == meta  # --out elsewhere: the folder's record is untouched
-    assert _cli(home, "gate", str(cand))[0] == 0  # judged on its own, into the folder
+    assert _cli(home, "gate", str(cand), "--no-baseline")[0] == 0  # judged on its own, into the folder
     assert json.loads((cand / "eval.json").read_text())["gate"]["baseline"] is None
+    assert _cli(home, "gate", str(cand))[0] == 0  # as now recorded: on its own
     assert _cli(home, "report", str(cand))[0] == 0
     assert _decision(cand) == "pass"
     _agree(cand)
@@ -174,3 +175,26 @@ def test_junit_reports_the_candidate_the_gate_judged(gated: Path, tmp_path: Path
     assert suites == ["support-desk support_desk@1.0.0"]
     base = json.loads((out / "report.json").read_text())
     assert any(not r["passed"] for r in base["runs"] if r["provenance"]["agent_version"] == "2.0.0")
+
+
+def test_a_plain_gate_after_eval_baseline_decides_as_the_eval_did(gated: Path, tmp_path: Path) -> None:
+    """CI runs ``eval --baseline B --out R`` then ``gate R``: the gate must not judge R alone and turn the
+    eval's BLOCK into a PASS (it did, and rewrote ci_gate.json). Flags given still win."""
+    work = _copy(gated, tmp_path)
+    cand, home = work / "cand", tmp_path / "home"
+    before = json.loads((cand / "ci_gate.json").read_text())
+    code, out, err = _cli(home, "gate", str(cand))
+    assert code == 1, (out, err)
+    assert "settings recorded in" in out and "baseline" in out
+    assert json.loads((cand / "ci_gate.json").read_text())["reasons"] == before["reasons"]
+    _, _, err = _cli(home, "report", str(cand))
+    _agree(cand)
+    code, out, err = _cli(home, "gate", str(cand), "--baseline", str(work / "base"), "--no-baseline")
+    assert code == 2 and err.count("\n") == 1 and "contradict" in err, (out, err)
+    assert _cli(home, "gate", str(cand), "--no-baseline")[0] == 0  # explicitly alone: v2 passes its cases
+    (work / "base" / "report.json").write_text((work / "base" / "report.json").read_text() + "\n")
+    assert _cli(home, "gate", str(cand))[0] == 0  # --no-baseline was recorded: the changed base is not read
+    assert _cli(home, "gate", str(cand), "--baseline", str(work / "base"))[0] == 1
+    (work / "base" / "report.json").write_text((work / "base" / "report.json").read_text() + "\n")
+    code, out, err = _cli(home, "gate", str(cand))
+    assert code == 2 and "has changed since" in err and "--no-baseline" in err, (out, err)
