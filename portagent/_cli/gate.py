@@ -8,7 +8,9 @@ is the one the folder's decision was made with (eval.json ``gate``: ``eval --bas
 ``gate R`` decides as the eval did, never more leniently; ``--no-baseline`` judges the result alone. With
 no baseline at all, a results folder holding a baseline and a candidate (``eval.json`` roles) gates the
 candidate against the baseline; otherwise the result is judged on its own. Writing into the folder's own
-``ci_gate.json`` records the settings in its eval.json, so ``portagent report`` re-renders that decision.
+``ci_gate.json`` records the settings in its eval.json, so ``portagent report`` re-renders that decision,
+and renders again the reports the folder holds (report.md, junit.xml, report.html), so none of them says
+something else than ci_gate.json.
 Exit 2 on usage errors (unreadable results or results missing run files, a recorded baseline gone or
 changed, different dataset versions, a rate outside [0, 1]): nothing was judged, so it is neither a pass
 nor a block.
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
+
+_RENDERED = {"md": "report.md", "junit": "junit.xml", "html": "report.html"}
+"""The reports a results folder may hold beside ci_gate.json, by ``write_reports`` format."""
 
 
 def add_parser(sub: Any) -> None:
@@ -66,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         record_gate,
         recorded_gate,
         write_json,
+        write_reports,
     )
     from portagent.evals.report_terminal import console
 
@@ -99,12 +105,16 @@ def run(args: argparse.Namespace) -> int:
             f"gating with the settings recorded in {results.folder}/eval.json: {', '.join(kept)}",
             markup=False,
         )
-    decision, _ = decide(results, baseline, min_pass_rate, strict=strict)
+    decision, comparison = decide(results, baseline, min_pass_rate, strict=strict)
     target = Path(args.out) if args.out else results.folder / "ci_gate.json"
-    write_json(target, decision)
     if target.resolve() == (results.folder / "ci_gate.json").resolve():
         settings = gate_settings(results.folder, baseline, min_pass_rate, strict=strict)
         results = record_gate(results, settings)
+        # the folder's other reports say what its ci_gate.json says: the ones there are rendered again
+        present = tuple(f for f, name in _RENDERED.items() if (results.folder / name).is_file())
+        written = write_reports(results, decision, comparison, ("json", *present))
+    else:
+        written = [write_json(target, decision)]
     if decision.passed:
         out.print(
             "[bold green]gate: PASS[/bold green]" + (f" — {decision.verdict}" if decision.verdict else "")
@@ -115,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"  • {reason}", markup=False)
     for w in decision.warnings:
         out.print(f"  warning: {w}", markup=False)
-    out.print(f"wrote {target}", markup=False)
+    for path in written:
+        out.print(f"wrote {path}", markup=False)
     from portagent.evals.github import report_to_github
 
     report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary

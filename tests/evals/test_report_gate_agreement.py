@@ -187,11 +187,13 @@ def test_a_plain_gate_after_eval_baseline_decides_as_the_eval_did(gated: Path, t
     assert code == 1, (out, err)
     assert "settings recorded in" in out and "baseline" in out
     assert json.loads((cand / "ci_gate.json").read_text())["reasons"] == before["reasons"]
-    _, _, err = _cli(home, "report", str(cand))
     _agree(cand)
     code, out, err = _cli(home, "gate", str(cand), "--baseline", str(work / "base"), "--no-baseline")
     assert code == 2 and err.count("\n") == 1 and "contradict" in err, (out, err)
+    md = (cand / "report.md").read_text()
     assert _cli(home, "gate", str(cand), "--no-baseline")[0] == 0  # explicitly alone: v2 passes its cases
+    _agree(cand)  # the gate rendered the folder's reports again: junit.xml and report.md say PASS too
+    assert "**Gate: BLOCK" in md and "**Gate: PASS" in (cand / "report.md").read_text()
     (work / "base" / "report.json").write_text((work / "base" / "report.json").read_text() + "\n")
     assert _cli(home, "gate", str(cand))[0] == 0  # --no-baseline was recorded: the changed base is not read
     assert _cli(home, "gate", str(cand), "--baseline", str(work / "base"))[0] == 1
