@@ -201,6 +201,7 @@ def execute(
     *,
     streaming: bool = False,
     agent: AgentBundle | None = None,
+    openai_api: str | None = None,
 ) -> ProviderRun:
     """One run with a fixed clock, seeded ids and a fresh state folder (deterministic ids)."""
     emu.reset()
@@ -211,7 +212,7 @@ def execute(
         approver=scenario.approver,
         clock=FixedClock(),
         ids=IdFactory("equivalence"),
-        options=RunOptions(streaming=streaming, workdir=tmp / "work"),
+        options=RunOptions(streaming=streaming, workdir=tmp / "work", openai_api=openai_api),
     )
     home = tmp / f"home-{provider}-{'sse' if streaming else 'unary'}"
     with _home(home):
@@ -564,13 +565,16 @@ CUT = Scenario("cut_short", "Write a long answer.", DONE)
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streamed"])
-@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "claude"])
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "claude"] + ["openai-chat"])
 def test_an_answer_cut_by_max_tokens_is_the_answer_with_a_length_reason(emu, tmp_path, provider, streaming):
     """The vendor stopped the reply at its output-token limit: every provider's run completes with the text
     so far, its model call traced with ``finish_reason: length`` and its tokens counted, after exactly one
     request. (openai-agents raises on a Responses ``incomplete`` status; the adapter passes the answer on.)
-    Claude Code is left out: the CLI asks the model to go on after a cut (it is not portagent's loop)."""
-    run = execute(emu, tmp_path, provider, CUT, streaming=streaming)
+    Claude Code is left out: the CLI asks the model to go on after a cut (it is not portagent's loop).
+    ``openai-chat``: openai over Chat Completions, whose SDK response keeps the text but not the reason."""
+    api = "chat_completions" if provider == "openai-chat" else None
+    provider = "openai" if api else provider
+    run = execute(emu, tmp_path, provider, CUT, streaming=streaming, openai_api=api)
     assert (run.result.status, run.result.stop_reason) == DONE, run.result.error
     assert run.result.final_output == "This answer was cut"
     calls = [e for e in run.events if e.type == "model.call"]

@@ -10,7 +10,8 @@ Translation only:
 - events → ``RunHooks`` (model calls with usage, handoffs) feeding the session;
 - a Responses answer cut by ``max_output_tokens`` (status ``incomplete``) is passed on as the answer it is,
   with ``finish_reason: length``, as every other provider does: openai-agents would raise
-  ``ModelBehaviorError`` and lose the text and its usage (``_CutAnswers``).
+  ``ModelBehaviorError`` and lose the text and its usage (``_CutAnswers``). On Chat Completions the SDK
+  keeps the text but not the vendor's finish reason: ``_CutAnswers`` notes it per request id.
 
 Tracing: openai-agents uploads traces to api.openai.com by default. On import this module replaces
 the global processors with one that keeps nothing (``set_trace_processors``), so no trace is ever
@@ -105,6 +106,9 @@ class _CutAnswers:
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
+        self.chat: dict[str | None, str] = {}
+        """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
+        SDK's ``ModelResponse`` keeps that id, not the reason)."""
 
     def keep(self, response: Any) -> bool:
         details = getattr(response, "incomplete_details", None)
@@ -127,6 +131,44 @@ class _CutAnswers:
             return response
 
         client.responses.create = create_keeping_cut_answers  # type: ignore[method-assign]
+        chat_create = client.chat.completions.create
+
+        async def create_noting_finish(*args: Any, **kwargs: Any) -> Any:
+            response = await chat_create(*args, **kwargs)
+            if kwargs.get("stream"):
+                self._watch(response)
+            else:
+                choices = getattr(response, "choices", None) or []
+                self._note(
+                    getattr(response, "_request_id", None), choices[0].finish_reason if choices else None
+                )
+            return response
+
+        client.chat.completions.create = create_noting_finish  # type: ignore[method-assign]
+
+    def _note(self, request_id: str | None, reason: str | None) -> None:
+        if reason:
+            self.chat[request_id] = reason
+
+    def _watch(self, stream: Any) -> None:
+        """A streamed completion's finish reason arrives in its last chunks: noted as they pass."""
+        chunks = getattr(stream, "_iterator", None)
+        response = getattr(stream, "response", None)
+        if chunks is None or response is None:  # another openai version's stream: the reason stays unknown
+            return
+        request_id = response.headers.get("x-request-id")
+
+        async def noting() -> Any:
+            async for chunk in chunks:
+                for choice in getattr(chunk, "choices", None) or []:
+                    self._note(request_id, choice.finish_reason)
+                yield chunk
+
+        stream._iterator = noting()
+
+    def chat_finish(self, request_id: str | None) -> str | None:
+        """The finish reason of the Chat Completions call with this request id (once), or None."""
+        return self.chat.pop(request_id, None)
 
 
 class _ResponsesModel(OpenAIResponsesModel):
@@ -173,6 +215,8 @@ class _Hooks(RunHooks[Any]):
         finish = "tool_calls" if "function_call" in kinds else "stop"
         if response.response_id in self.cut.ids:
             finish = "length"
+        elif self.cut.chat_finish(getattr(response, "request_id", None)) == "length":
+            finish = "length"  # Chat Completions: the SDK's response has the text, not why it ended
         cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
         reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
         self.session.record_model_call(
