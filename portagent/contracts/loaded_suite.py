@@ -2,9 +2,10 @@
 ``case_files`` pulled in, and every path it names resolved and checked.
 
 Every problem is reported at once, with file and field path (``SpecError``): a missing agent spec,
-case file, emulator script or judge; a case file that is not a case mapping; a duplicate ``case_id``;
-a grader a case names that the suite does not define, or an inline one that shadows the suite's.
-The contract itself is ``contracts/suite.py``.
+case file, emulator script or judge; an agent spec that does not load; a case file that is not a case
+mapping; a duplicate ``case_id``; a grader a case names that the suite does not define, or an inline one
+that shadows the suite's; a tool name a case gives that no agent under test has
+(``contracts/suite_tools.py``). The contract itself is ``contracts/suite.py``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def load_suite(path: str | Path) -> LoadedSuite:
 
     cases: list[Case] = list(suite.cases)
     origins: dict[str, str] = {c.case_id: f"{label} [cases]" for c in cases}
+    written: dict[str, tuple[str, Any, tuple[Any, ...]]] = {  # case_id → file, YAML tree, field path
+        c.case_id: (label, node, ("cases", i)) for i, c in enumerate(cases)
+    }
     scripts: dict[str, Path] = {}
     for i, c in enumerate(suite.cases):
         if c.emulator_script:
@@ -116,6 +120,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
                 )
                 continue
             origins[case.case_id] = where
+            written[case.case_id] = (clabel, cnode, prefix)
             cases.append(case)
             if case.emulator_script:
                 scripts[case.case_id] = exists(
@@ -126,6 +131,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
                     case_path.resolve().parent,
                 )
     _check_graders(label, suite, cases, origins, problems, exists)
+    _check_tool_names(label, node, suite, agents, cases, written, problems)
     if problems:
         raise SpecError(problems)
     if suite_script is not None:
@@ -170,3 +176,49 @@ def _check_graders(
                 exists(g.judge, f"{path}.judge", "judge agent spec")
                 if g.emulator_script:
                     exists(g.emulator_script, f"{path}.emulator_script", "emulator script")
+
+
+def _check_tool_names(
+    label: str,
+    node: Any,
+    suite: Suite,
+    agents: dict[str, Path],
+    cases: list[Case],
+    written: dict[str, tuple[str, Any, tuple[Any, ...]]],
+    problems: list[SpecProblem],
+) -> None:
+    """Every tool name a case gives is one an agent under test can call (``contracts/suite_tools.py``).
+    An agent spec that does not load is one problem, and the names are then left unchecked (against the
+    other agent alone, a name only the broken one has would look unknown)."""
+    from portagent.contracts.bundle import load_agent
+    from portagent.contracts.loader import line_of
+    from portagent.contracts.suite_tools import KnownTools, unknown_tool_problems
+
+    known: list[KnownTools] = []
+    complete = True
+    for role, ref in suite.agent_refs.items():
+        if not agents[role].is_file():
+            complete = False  # reported as not found
+            continue
+        try:
+            bundle = load_agent(agents[role])
+        except SpecError as e:
+            complete = False
+            first = e.problems[0].render() if e.problems else "invalid"
+            more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
+            problems.append(
+                SpecProblem(
+                    label,
+                    role,
+                    f"agent spec {ref} does not load, so the tool names the cases give are not checked: "
+                    f"{first}{more}",
+                    line_of(node, (role,)),
+                )
+            )
+            continue
+        known.append(KnownTools.of(bundle))
+    if not complete:
+        return
+    for c in cases:
+        file, tree, at = written[c.case_id]
+        problems.extend(unknown_tool_problems(c, known, file, at, tree))

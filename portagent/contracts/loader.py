@@ -317,7 +317,7 @@ def _too_many(label: str, node: yaml.Node, budget: int) -> None:
     )
 
 
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """1-based line of the deepest node reached by ``loc`` in the YAML tree."""
     line = None
     for part in loc:
@@ -425,7 +425,7 @@ def problems_from_validation(
         if key in seen:
             continue
         seen.add(key)
-        out.append(SpecProblem(label, path, msg, _line_of(node, prefix + loc)))
+        out.append(SpecProblem(label, path, msg, line_of(node, prefix + loc)))
     return out
 
 
@@ -513,7 +513,7 @@ def validate_document(
                     label,
                     "kind",
                     f"'kind:' must be one word, got {_shape(kind)}; expected one of: {', '.join(KINDS)}",
-                    _line_of(node, ("kind",)),
+                    line_of(node, ("kind",)),
                 )
             ]
         )
@@ -524,7 +524,7 @@ def validate_document(
         raise SpecError(
             [
                 SpecProblem(
-                    label, "kind", f"missing 'kind:'; expected one of: {', '.join(KINDS)}", _line_of(node, ())
+                    label, "kind", f"missing 'kind:'; expected one of: {', '.join(KINDS)}", line_of(node, ())
                 )
             ]
         )
@@ -537,7 +537,7 @@ def validate_document(
                     label,
                     "kind",
                     f"unknown kind {kind!r}{hint}; expected one of: {', '.join(KINDS)}",
-                    _line_of(node, ("kind",)),
+                    line_of(node, ("kind",)),
                 )
             ]
         )
@@ -545,7 +545,7 @@ def validate_document(
         raise SpecError(
             [
                 SpecProblem(
-                    label, "kind", f"expected kind {expect_kind!r}, got {kind!r}", _line_of(node, ("kind",))
+                    label, "kind", f"expected kind {expect_kind!r}, got {kind!r}", line_of(node, ("kind",))
                 )
             ]
         )
@@ -553,7 +553,7 @@ def validate_document(
         raise SpecError(
             [
                 SpecProblem(
-                    label, "schema_version", "missing 'schema_version:' (current: 1)", _line_of(node, ())
+                    label, "schema_version", "missing 'schema_version:' (current: 1)", line_of(node, ())
                 )
             ]
         )
@@ -565,7 +565,7 @@ def validate_document(
                     label,
                     "schema_version",
                     f"'schema_version:' must be an integer (current: 1), got {_shape(version)}",
-                    _line_of(node, ("schema_version",)),
+                    line_of(node, ("schema_version",)),
                 )
             ]
         )

@@ -374,6 +374,27 @@ class Case(Contract):
     def messages(self) -> list[str]:
         return [self.input] if isinstance(self.input, str) else list(self.input)
 
+    def tool_references(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every tool name this case gives, with the field path (inside the case) that gives it:
+        ``expect.required_tools``, ``expect.forbidden_tools``, ``expect.must_not_execute``,
+        ``expect.trajectory.reference``, the keys of ``expect.args.expected`` and ``approvals[].tool``.
+        ``load_suite`` checks each against the tools of the suite's agents (``contracts/suite_tools.py``);
+        a field added here that names a tool must be listed too, or a misspelt name in it is never caught."""
+        e = self.expect
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        for field, names in (
+            ("required_tools", e.required_tools),
+            ("forbidden_tools", e.forbidden_tools),
+            ("must_not_execute", e.must_not_execute),
+        ):
+            out += [(("expect", field, i), name) for i, name in enumerate(names)]
+        out += [
+            (("expect", "trajectory", "reference", i), n) for i, n in enumerate(e.trajectory.reference or [])
+        ]
+        out += [(("expect", "args", "expected", name), name) for name in e.args.expected]
+        out += [(("approvals", i, "tool"), a.tool) for i, a in enumerate(self.approvals)]
+        return out
+
 
 class ReviewCost(Contract):
     """What a human approval costs (design source ch. 10): it joins the model cost in cost per

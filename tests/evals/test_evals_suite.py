@@ -151,8 +151,12 @@ def test_threshold_outside_unit_interval_names_the_field_path(tmp_path: Path) ->
 
 
 def test_load_suite_reads_case_files_and_resolves_paths(tmp_path: Path) -> None:
-    write(tmp_path, "agents/v1.yaml", "kind: agent\n")
-    write(tmp_path, "agents/v2.yaml", "kind: agent\n")
+    write(tmp_path, "agents/v1.yaml", "kind: agent\nschema_version: 1\nname: a\ninstructions: x\n")
+    write(
+        tmp_path,
+        "agents/v2.yaml",
+        "kind: agent\nschema_version: 1\nname: a\nversion: 2.0.0\ninstructions: x\n",
+    )
     write(tmp_path, "scripts/main.yaml", "kind: emulator-script\n")
     write(tmp_path, "cases/special.yaml", "x: 1\n")
     write(
