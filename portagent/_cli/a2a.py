@@ -21,6 +21,8 @@ from portagent.contracts.providers import PROVIDERS
 
 
 def add_parser(sub: Any) -> None:
+    from portagent.core.serving import add_allowlist_args
+
     p = sub.add_parser("a2a", help="serve an agent over the A2A protocol")
     asub = p.add_subparsers(dest="a2a_command", metavar="ACTION", required=True)
     s = asub.add_parser(
@@ -45,22 +47,7 @@ def add_parser(sub: Any) -> None:
         metavar="SECRET",
         help="bearer token callers must send (repeatable; prefer PORTAGENT_A2A_TOKEN, which ps does not show)",
     )
-    s.add_argument(
-        "--allow-host",
-        dest="allow_hosts",
-        action="append",
-        default=[],
-        metavar="NAME[:PORT]",
-        help="also accept this Host header (repeatable; loopback names and the bound address always are)",
-    )
-    s.add_argument(
-        "--allow-origin",
-        dest="allow_origins",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="also accept this Origin header, e.g. https://app.example (repeatable)",
-    )
+    add_allowlist_args(s, hosts_note="loopback names and the bound address always are")
     s.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope of the runs")
     s.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"], help="run environment")
     s.add_argument(

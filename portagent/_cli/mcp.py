@@ -26,6 +26,8 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
+    from portagent.core.serving import add_allowlist_args
+
     p = sub.add_parser("mcp", help="serve governed tools over MCP; inspect an agent's MCP tool sources")
     msub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
 
@@ -75,22 +77,7 @@ def add_parser(sub: Any) -> None:
         help="streamable-http: require `Authorization: Bearer TOKEN` (repeatable: one per client; prefer "
         "PORTAGENT_MCP_TOKEN, which ps does not show). Needed to bind a non-loopback address",
     )
-    s.add_argument(
-        "--allow-host",
-        dest="allow_hosts",
-        action="append",
-        default=[],
-        metavar="NAME[:PORT]",
-        help="streamable-http: also accept this Host header (repeatable; loopback names always are)",
-    )
-    s.add_argument(
-        "--allow-origin",
-        dest="allow_origins",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="streamable-http: also accept this Origin header, e.g. https://app.example (repeatable)",
-    )
+    add_allowlist_args(s, prefix="streamable-http: ")
 
     t = msub.add_parser(
         "tools", help="list the tools an agent's MCP servers provide, as the ToolSpecs a run gets"

@@ -102,6 +102,30 @@ def allowed_origin(value: str) -> str:
     return f"{scheme}://{host}{shown}"
 
 
+def add_allowlist_args(
+    parser: Any, *, prefix: str = "", hosts_note: str = "loopback names always are"
+) -> None:
+    """``--allow-host`` and ``--allow-origin`` on a serving command's parser (``mcp serve``, ``a2a serve``);
+    ``prefix`` starts each help text (the transport they apply to), ``hosts_note`` says what is always
+    accepted."""
+    parser.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        help=f"{prefix}also accept this Host header (repeatable; {hosts_note})",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        dest="allow_origins",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help=f"{prefix}also accept this Origin header, e.g. https://app.example (repeatable)",
+    )
+
+
 def names_a_port(entry: str) -> bool:
     """Whether an allowlist entry (a Host or an Origin) ends with a port: it then matches only that port;
     one without matches its name on any port."""
