@@ -35,9 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from portagent.runtime.validate import check_paths
 
     results = check_paths(args.paths, args.provider, list_mcp=args.list_mcp)
-    bad = 0
+    bad = skipped = 0
     for r in results:
-        if r.ok:
+        if r.skipped:
+            skipped += 1
+            if not args.quiet:
+                print(f"skipped  {r.path}: {r.skipped}")
+        elif r.ok:
             if not args.quiet:
                 print(f"ok       {r.path} ({r.kind})")
                 for n in r.notes:
@@ -47,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"invalid  {r.path}", file=sys.stderr)
             for p in r.problems:
                 print(f"  - {p.render()}", file=sys.stderr)
-    total = len(results)
+    total = len(results) - skipped
     summary = f"{total - bad} of {total} spec file{'s' if total != 1 else ''} valid"
+    if skipped:
+        summary += f" ({skipped} other file{'s' if skipped != 1 else ''} skipped: not specs)"
     print(summary, file=sys.stderr if bad else sys.stdout)
     return 1 if bad else 0

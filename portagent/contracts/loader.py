@@ -503,7 +503,18 @@ def validate_document(
 ) -> BaseModel:
     if not isinstance(data, dict):
         raise SpecError(
-            [SpecProblem(label, "", f"expected a mapping starting with 'kind:', got {type(data).__name__}")]
+            [
+                SpecProblem(
+                    label,
+                    "",
+                    f"expected a mapping starting with 'kind:', got {type(data).__name__}"
+                    + (
+                        " (a suite's case file is checked with the suite that names it)"
+                        if isinstance(data, list)
+                        else ""
+                    ),
+                )
+            ]
         )
     kind = data.get("kind")
     if kind is not None and not isinstance(kind, str):

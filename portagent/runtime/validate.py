@@ -10,8 +10,9 @@ from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.checks import spec_problems, tool_problems
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
-from portagent.contracts.loader import iter_spec_files, load_spec_file, loading_once
+from portagent.contracts.loader import KINDS, iter_spec_files, load_spec_file, loading_once, read_document
 from portagent.contracts.providers import PROVIDERS
+from portagent.contracts.suite import Suite
 from portagent.contracts.tool import ToolSet, ToolSpec
 
 
@@ -21,10 +22,52 @@ class FileResult:
     kind: str | None
     problems: list[SpecProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    """Met in a folder walk and recognisably not a spec (a recorded run's files, a cassette, an eval's
+    output, a suite's case file): what it is. Not counted as checked."""
+    case_files: list[Path] = field(default_factory=list)
+    """A suite's ``case_files``, resolved (they are checked with the suite)."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+OUTPUT_KINDS = {
+    "eval-run": "eval.json",
+    "suite-result": "report.json",
+    "comparison": "comparison.json",
+    "gate-decision": "ci_gate.json",
+}
+"""Kinds of the files ``eval``/``gate`` write, never specs (a test keeps this equal to the models)."""
+
+
+def not_a_spec(path: Path, case_files: dict[Path, str]) -> str | None:
+    """What a file that failed to load as a spec recognisably is instead, or None (then it is a broken
+    spec). Decided by where it is (a recorded run's folder, a suite's case file) or its shape (a vcrpy
+    cassette, portagent's eval output, a JSON Schema) — never by a missing ``kind:`` alone, so a spec that
+    lost its ``kind:`` is still reported."""
+    try:
+        data, _ = read_document(path)
+    except SpecError:
+        data = None  # unreadable or too large: only where it lies can say what it is
+    if isinstance(data, dict) and data.get("kind") in KINDS:
+        return None
+    if path.name != "run.json" and (path.parent / "run.json").is_file():
+        return f"part of the recorded run in {path.parent}"
+    suite = case_files.get(path.resolve())
+    if suite is not None:
+        return f"a case file of {suite} (checked with it)"
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind in OUTPUT_KINDS:
+        return f"portagent's eval output ({OUTPUT_KINDS[kind]}, kind {kind!r})"
+    if kind is None and isinstance(data.get("interactions"), list) and "version" in data:
+        return "a recorded HTTP cassette (vcrpy)"
+    if isinstance(data.get("$schema"), str) and "json-schema.org" in data["$schema"]:
+        return "a JSON Schema document"
+    return None
 
 
 def bundle_problems(
@@ -103,6 +146,8 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
         return FileResult(label, None, e.problems)
     kind = getattr(doc, "kind", None)
     result = FileResult(label, kind)
+    if isinstance(doc, Suite):
+        result.case_files = [(path.parent / rel).resolve() for rel in doc.case_files]
     if isinstance(doc, ToolSpec):
         result.problems += tool_problems(doc, label)
     elif isinstance(doc, ToolSet):
@@ -135,7 +180,9 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
 
 
 def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool = False) -> list[FileResult]:
-    """Check files and folders. Raises UsageError when a path is missing or a folder holds no spec."""
+    """Check files and folders. A file met in a folder walk that is recognisably not a spec (see
+    ``not_a_spec``) comes back ``skipped``; a file named on its own is always checked, and when it is one
+    of those, its problem says what it is. Raises UsageError when a path is missing or no spec is left."""
     for raw in paths:
         if not raw.strip():
             raise UsageError("an empty path was given; name spec files or folders")
@@ -145,5 +192,23 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
             raise UsageError(f"{raw}: no such file or directory")
         if Path(raw).is_dir() and not iter_spec_files([raw]):
             raise UsageError(f"{raw}: no spec files (*.yaml, *.yml, *.json) in this folder")
+    named = {Path(raw) for raw in paths if not Path(raw).is_dir()}
     with loading_once():
-        return [check_file(f, provider, list_mcp=list_mcp) for f in iter_spec_files(paths)]
+        results = [(f, check_file(f, provider, list_mcp=list_mcp)) for f in iter_spec_files(paths)]
+    case_files = {c: r.path for _, r in results for c in r.case_files}
+    for f, r in results:
+        if r.ok or r.kind is not None:
+            continue
+        what = not_a_spec(f, case_files)
+        if what is None:
+            continue
+        if f in named:
+            r.problems = [SpecProblem(r.path, "", f"{what}, not a spec file (kinds: {', '.join(KINDS)})")]
+        else:
+            r.problems, r.skipped = [], what
+    if results and all(r.skipped for _, r in results):
+        raise UsageError(
+            f"no spec files in {', '.join(paths)}: all {len(results)} YAML/JSON files are recorded runs, "
+            "cassettes, eval output or case files"
+        )
+    return [r for _, r in results]
