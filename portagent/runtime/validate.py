@@ -51,8 +51,8 @@ def not_a_spec(path: Path, case_files: dict[Path, str]) -> str | None:
         data, _ = read_document(path)
     except SpecError:
         data = None  # unreadable or too large: only where it lies can say what it is
-    if isinstance(data, dict) and data.get("kind") in KINDS:
-        return None
+    if isinstance(data, dict) and (not isinstance(data.get("kind"), str | None) or data.get("kind") in KINDS):
+        return None  # a spec (or a broken one: a kind that is not a word is its own problem)
     if path.name != "run.json" and (path.parent / "run.json").is_file():
         return f"part of the recorded run in {path.parent}"
     suite = case_files.get(path.resolve())

@@ -88,12 +88,14 @@ def test_a_broken_spec_is_never_skipped(tmp_path):
     shutil.copy(next((REPO / "cassettes").rglob("openai/r0/run.json")), run / "run.json")
     (run / "cassette.yaml").write_text("interactions: []\nversion: 1\n")
     (run / "policy.yaml").write_text("kind: policy\nschema_version: 1\nname: p\ndefaults: {read: alow}\n")
+    (tmp_path / "odd.yaml").write_text("kind: {agent: 1}\n")
     code, out, err = run_cli("validate", str(tmp_path))
     assert code == 1
     assert f"invalid  {tmp_path / 'agent.yaml'}" in err and "missing 'kind:'" in err
     assert f"invalid  {run / 'policy.yaml'}" in err
+    assert f"invalid  {tmp_path / 'odd.yaml'}" in err and "'kind:' must be one word" in err
     assert f"skipped  {run / 'cassette.yaml'}: part of the recorded run" in out
-    assert "1 of 3 spec files valid (1 other file skipped: not specs)" in err
+    assert "1 of 4 spec files valid (1 other file skipped: not specs)" in err
 
 
 def test_cassettes_and_schemas_outside_a_run_folder(tmp_path):
