@@ -342,7 +342,8 @@ def _print_summary(output: Any) -> None:
     u = r.usage
     cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.6f} ({r.cost_source})"
     print(f"tokens     in={u.input_tokens} out={u.output_tokens} model_calls={u.model_calls}")
-    print(f"cost       {cost}   duration {r.duration_ms} ms")
+    cold = " (cold start: includes the SDK's one-time start-up)" if r.cold_start else ""
+    print(f"cost       {cost}   duration {r.duration_ms} ms{cold}")
     if r.pending_approvals:
         for a in r.pending_approvals:
             print(

@@ -78,6 +78,11 @@ class RunStarted(_Event):
     """The user input."""
     shared_settings_forced: bool = False
     """Whether shared model settings were forced onto the provider."""
+    cold_start: bool = False
+    """The first run of this provider in its process (for a replay: in the recording's process): its
+    timings include the SDK's one-time start-up — lazy imports, first-use schema building, the first
+    connection — measured at 0.3–2 s, which is not the agent's latency. Latency figures leave such runs
+    out when warm ones exist, and a case's ``max_latency_ms`` is not judged on one."""
 
 
 class AttemptStarted(_Event):

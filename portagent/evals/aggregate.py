@@ -100,6 +100,9 @@ class GroupStats(Contract):
     """Median latency (nearest rank)."""
     latency_p95_ms: float | None
     """p95 latency (nearest rank)."""
+    latency_cold_starts_left_out: int = 0
+    """Cold-start runs (``RunScore.cold_start``: the SDK's one-time start-up in their timing) left out of
+    the latency figures; when every timed run is one, they are used and this is 0."""
     usage: Usage
     """Token totals."""
 
@@ -110,6 +113,15 @@ def _r(x: float | None, places: int = 6) -> float | None:
 
 def _mean(xs: Sequence[float]) -> float:
     return round(sum(xs) / len(xs), 6) if xs else 0.0
+
+
+def timed_latencies(runs: Sequence[RunScore]) -> tuple[list[float], int]:
+    """The latencies latency figures use, and how many cold starts they leave out: the warm runs' when
+    there are any (a cold start times the SDK's one-time start-up too), else every timed run's."""
+    timed = [r for r in runs if r.latency_ms is not None]
+    warm = [r for r in timed if not r.cold_start]
+    use = warm or timed
+    return [r.latency_ms for r in use if r.latency_ms is not None], len(timed) - len(use)
 
 
 def group_stats(
@@ -131,7 +143,7 @@ def group_stats(
     at_k = {k: _mean([pass_at_k(len(v), sum(v), k) for v in by_case.values()]) for k in range(1, k_max + 1)}
     hat_k = {k: _mean([pass_hat_k(len(v), sum(v), k) for v in by_case.values()]) for k in range(1, k_max + 1)}
     costs = [r.cost_usd for r in runs if r.cost_usd is not None]
-    latencies = [r.latency_ms for r in runs if r.latency_ms is not None]
+    latencies, cold_left_out = timed_latencies(runs)
     total = sum(costs)
     approvals = sum(r.approvals for r in runs)
     human = approvals * review.per_approval_usd() if review is not None else 0.0
@@ -164,6 +176,7 @@ def group_stats(
         review_cost_usd=round(human, 6),
         latency_p50_ms=_r(percentile(latencies, 50), 3),
         latency_p95_ms=_r(percentile(latencies, 95), 3),
+        latency_cold_starts_left_out=cold_left_out,
         usage=usage,
     )
 
@@ -262,3 +275,14 @@ class SuiteResult(Contract):
             agent_version=vers[0] if len(vers) == 1 else "*",
             review=self.review,
         )
+
+
+def cold_start_line(groups: Sequence[GroupStats]) -> str:
+    """One sentence for reports when latency figures leave cold starts out ("" when none)."""
+    left = sum(g.latency_cold_starts_left_out for g in groups)
+    if not left:
+        return ""
+    return (
+        f"Latency p50/p95 leave out {left} cold-start run{'s' if left != 1 else ''} (a provider's first run in "
+        "its process also times the SDK's one-time start-up: imports, first-use set-up)."
+    )

@@ -38,7 +38,7 @@ from pydantic import Field
 
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
-from portagent.evals.aggregate import GroupStats, SuiteResult
+from portagent.evals.aggregate import GroupStats, SuiteResult, timed_latencies
 from portagent.evals.findings import (
     CATEGORY_LABELS,
     Category,
@@ -317,8 +317,9 @@ def _case_diff(case_id: str, base: list[RunScore], cand: list[RunScore]) -> Case
 
 
 def _values(runs: list[RunScore], metric: str) -> list[float]:
-    vals = [r.latency_ms if metric == "latency_p95_ms" else r.cost_usd for r in runs]
-    return [v for v in vals if v is not None]
+    if metric == "latency_p95_ms":
+        return timed_latencies(runs)[0]  # cold starts left out, as in the group figures
+    return [r.cost_usd for r in runs if r.cost_usd is not None]
 
 
 def sustained_rise(base: list[RunScore], cand: list[RunScore], metric: str) -> float | None:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from portagent.evals.aggregate import cold_start_line
 from portagent.evals.findings import CATEGORY_LABELS
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, role_of, sources_line
 
@@ -239,7 +240,7 @@ def _distributions(results: Results) -> str:
         + "<h3>Latency per run</h3>"
         + _strip_svg(lat_rows, "latency", fmt_ms)
         + '<p class="small">Every dot is a run; black tick p50, red tick p95 (nearest rank). Replayed runs show '
-        "the latency recorded with the cassette.</p>"
+        f"the latency recorded with the cassette. {html.escape(cold_start_line(groups))}</p>"
     )
 
 

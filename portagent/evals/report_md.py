@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from portagent.evals.aggregate import cold_start_line
 from portagent.evals.findings import CATEGORY_LABELS
 
 if TYPE_CHECKING:
@@ -99,6 +100,9 @@ def render_markdown(results: Results, decision: GateDecision, comparison: Compar
             f"{g.usage.input_tokens} / {g.usage.output_tokens} |"
         )
     lines.append("")
+    cold = cold_start_line(r.by_provider)
+    if cold:
+        lines += [cold, ""]
     review = review_line(results)
     if review:
         lines += [review, ""]

@@ -73,6 +73,10 @@ def print_summary(
     c.print(summary_table(results))
     if review := review_line(results):
         c.print(review, highlight=False, markup=False)
+    from portagent.evals.aggregate import cold_start_line
+
+    if cold := cold_start_line(results.result.by_provider):
+        c.print(cold, highlight=False, markup=False)
     if comparison is not None:
         c.print(f"comparison: {comparison.verdict}")
     if results.result.context:  # the suite's context_gate (issue 16)

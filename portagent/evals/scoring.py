@@ -146,6 +146,9 @@ class RunScore(Contract):
     """Approval cards the run asked a reviewer to decide (human-review cost, ``Suite.review``)."""
     latency_ms: float | None = None
     """Run latency."""
+    cold_start: bool = False
+    """The provider's first run in its process: ``latency_ms`` includes the SDK's one-time start-up
+    (``RunResult.cold_start``); left out of latency figures when warm runs exist."""
     usage: Usage = Usage()
     """Token totals."""
     turns: int = 0
@@ -439,8 +442,15 @@ def score_run(
     judged = _limit("cost", cost, exp.max_cost_usd, "USD")
     if judged is not None:
         put("cost", *judged)
+    cold = bool(view.started and view.started.cold_start)
     judged = _limit("latency", latency, exp.max_latency_ms, "ms")
-    if judged is not None:
+    cold_pass: list[str] = []
+    if judged is not None and not judged[0] and cold:  # the SDK's start-up is not the agent's latency
+        cold_pass = [
+            f"latency limit not judged on a cold start: {judged[1][0]} (the first {view.provider} run in "
+            "its process includes the SDK's one-time start-up)"
+        ]
+    elif judged is not None:
         put("latency", *judged)
     if exp.max_turns is not None:
         ok = turns <= exp.max_turns
@@ -458,7 +468,7 @@ def score_run(
     unmeasured = _unmeasured(issue, view)
     if unmeasured and all(checks.values()):  # say why a run whose factors all hold is no pass
         notes.append(unmeasured)
-    warnings = [w for f, ok in checks.items() if ok for w in explained[f]]
+    warnings = [w for f, ok in checks.items() if ok for w in explained[f]] + cold_pass
     started = view.started
     prov = provenance or Provenance(
         case_id=case.case_id,
@@ -489,6 +499,7 @@ def score_run(
         cost_usd=cost,
         approvals=len(view.approvals),
         latency_ms=latency,
+        cold_start=cold,
         usage=view.usage,
         turns=turns,
         thresholds=th,

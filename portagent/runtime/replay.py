@@ -41,6 +41,10 @@ class Recorded:
         return self.record.result.duration_ms
 
     @property
+    def cold_start(self) -> bool:
+        return self.record.result.cold_start
+
+    @property
     def started(self) -> Any:
         return self.events[0]
 

@@ -289,6 +289,11 @@ async def _arun_full(
             store.close()
 
 
+_STARTED: set[str] = set()
+"""Providers this process has started a run of: the first one pays the SDK's one-time start-up inside its
+timings (``RunResult.cold_start``); eval workers are long-lived per provider, so one run per worker."""
+
+
 async def _run_attempt(
     bundle: AgentBundle,
     request: RunRequest,
@@ -361,6 +366,8 @@ async def _run_attempt(
     info = REGISTRY[provider]
     state = RunState()
     state.advance("running")
+    cold = provider not in _STARTED if config.recorded is None else config.recorded.cold_start
+    _STARTED.add(provider)
     t0 = clock.monotonic()
     recorder.emit(
         "run.started",
@@ -379,6 +386,7 @@ async def _run_attempt(
         attempt=attempt,
         input=request.input,
         shared_settings_forced=bundle.spec.models.force_shared_settings,
+        cold_start=cold,
         provider_details={
             **(mcp.details() if mcp is not None else {}),
             **({"resumed": resumed} if resumed else {}),
@@ -482,6 +490,7 @@ async def _run_attempt(
         cost_usd=cost,
         cost_source=cost_source,
         duration_ms=duration_ms,
+        cold_start=cold,
         trace_path=trace_ref(trace_path, config.endpoint.mode),
         pending_approvals=pending,
         attempt=attempt,
