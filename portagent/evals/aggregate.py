@@ -102,7 +102,9 @@ class GroupStats(Contract):
     """p95 latency (nearest rank)."""
     latency_cold_starts_left_out: int = 0
     """Cold-start runs (``RunScore.cold_start``: the SDK's one-time start-up in their timing) left out of
-    the latency figures; when every timed run is one, they are used and this is 0."""
+    the latency figures (there were warm runs to measure by)."""
+    latency_cold_starts_included: int = 0
+    """Cold-start runs the latency figures include: every timed run of the group was one."""
     usage: Usage
     """Token totals."""
 
@@ -115,13 +117,15 @@ def _mean(xs: Sequence[float]) -> float:
     return round(sum(xs) / len(xs), 6) if xs else 0.0
 
 
-def timed_latencies(runs: Sequence[RunScore]) -> tuple[list[float], int]:
-    """The latencies latency figures use, and how many cold starts they leave out: the warm runs' when
-    there are any (a cold start times the SDK's one-time start-up too), else every timed run's."""
+def timed_latencies(runs: Sequence[RunScore]) -> tuple[list[float], int, int]:
+    """The latencies latency figures use, how many cold starts they leave out and how many they include:
+    the warm runs' when there are any (a cold start times the SDK's one-time start-up too), else every
+    timed run's (then all of them are cold)."""
     timed = [r for r in runs if r.latency_ms is not None]
     warm = [r for r in timed if not r.cold_start]
     use = warm or timed
-    return [r.latency_ms for r in use if r.latency_ms is not None], len(timed) - len(use)
+    values = [r.latency_ms for r in use if r.latency_ms is not None]
+    return values, len(timed) - len(use), 0 if warm else len(timed)
 
 
 def group_stats(
@@ -143,7 +147,7 @@ def group_stats(
     at_k = {k: _mean([pass_at_k(len(v), sum(v), k) for v in by_case.values()]) for k in range(1, k_max + 1)}
     hat_k = {k: _mean([pass_hat_k(len(v), sum(v), k) for v in by_case.values()]) for k in range(1, k_max + 1)}
     costs = [r.cost_usd for r in runs if r.cost_usd is not None]
-    latencies, cold_left_out = timed_latencies(runs)
+    latencies, cold_left_out, cold_included = timed_latencies(runs)
     total = sum(costs)
     approvals = sum(r.approvals for r in runs)
     human = approvals * review.per_approval_usd() if review is not None else 0.0
@@ -177,6 +181,7 @@ def group_stats(
         latency_p50_ms=_r(percentile(latencies, 50), 3),
         latency_p95_ms=_r(percentile(latencies, 95), 3),
         latency_cold_starts_left_out=cold_left_out,
+        latency_cold_starts_included=cold_included,
         usage=usage,
     )
 
@@ -278,11 +283,19 @@ class SuiteResult(Contract):
 
 
 def cold_start_line(groups: Sequence[GroupStats]) -> str:
-    """One sentence for reports when latency figures leave cold starts out ("" when none)."""
+    """One sentence for reports when latency figures leave cold starts out or, lacking warm runs, include
+    them ("" when neither)."""
     left = sum(g.latency_cold_starts_left_out for g in groups)
-    if not left:
+    kept = [g for g in groups if g.latency_cold_starts_included]
+    parts = []
+    if left:
+        parts.append(f"leave out {left} cold-start run{'s' if left != 1 else ''}")
+    if kept:
+        names = ", ".join(f"{g.provider} {g.agent_version}" for g in kept)
+        parts.append(f"include the cold starts of {names} (no warm run to measure by)")
+    if not parts:
         return ""
     return (
-        f"Latency p50/p95 leave out {left} cold-start run{'s' if left != 1 else ''} (a provider's first run in "
-        "its process also times the SDK's one-time start-up: imports, first-use set-up)."
+        f"Latency p50/p95 {' and '.join(parts)}: a provider's first run in its process also times the SDK's "
+        "one-time start-up (imports, first-use set-up)."
     )

@@ -345,6 +345,10 @@ def _limit(name: str, value: float | None, limit: float | None, unit: str) -> tu
     return False, [f"{name} {value:g} {unit} over the limit {limit:g} {unit}"]
 
 
+COLD_START_ALLOWANCE_MS = 3000.0
+"""How far over ``max_latency_ms`` a cold-start run (``RunScore.cold_start``) may be and still pass the
+limit: the SDK's one-time start-up measured 0.7–1.9 s here (docs/evals.md, "Cold starts")."""
+
 UNMEASURED: dict[str, str] = {
     "cassette_drift": "nothing measured: the replay drifted from its recording",
     "provider_error": "nothing measured: the provider failed the run",
@@ -442,14 +446,23 @@ def score_run(
     judged = _limit("cost", cost, exp.max_cost_usd, "USD")
     if judged is not None:
         put("cost", *judged)
-    cold = bool(view.started and view.started.cold_start)
+    cold = view.cold_start
     judged = _limit("latency", latency, exp.max_latency_ms, "ms")
     cold_pass: list[str] = []
-    if judged is not None and not judged[0] and cold:  # the SDK's start-up is not the agent's latency
-        cold_pass = [
-            f"latency limit not judged on a cold start: {judged[1][0]} (the first {view.provider} run in "
-            "its process includes the SDK's one-time start-up)"
-        ]
+    if judged is not None and not judged[0] and cold and latency is not None:
+        # the SDK's one-time start-up is not the agent's latency: a bounded allowance, never a blank cheque
+        assert exp.max_latency_ms is not None
+        if latency <= exp.max_latency_ms + COLD_START_ALLOWANCE_MS + LIMIT_SLACK:
+            cold_pass = [
+                f"{judged[1][0]}, within the {COLD_START_ALLOWANCE_MS:g} ms allowed for a cold start (the first "
+                f"{view.provider} run in its process also times the SDK's one-time start-up)"
+            ]
+        else:
+            put(
+                "latency",
+                False,
+                [f"{judged[1][0]}, also beyond the {COLD_START_ALLOWANCE_MS:g} ms allowed for a cold start"],
+            )
     elif judged is not None:
         put("latency", *judged)
     if exp.max_turns is not None:

@@ -70,6 +70,8 @@ class RunView:
     """``error`` events in order (a replay's cassette drift is one, ``error_type: CassetteDrift``)."""
     route_decisions: tuple[RouteDecisionEvent, ...] = ()
     """``route.decision`` events in order (an explicit router's receipts)."""
+    cold_start: bool = False
+    """``cold_start`` of the last ``run.started``: the attempt whose ``run.completed`` gives the duration."""
 
     @classmethod
     def from_events(cls, events: Iterable[Any]) -> RunView:
@@ -87,9 +89,11 @@ class RunView:
         model_calls: list[ModelCall] = []
         errors: list[ErrorEvent] = []
         routes: list[RouteDecisionEvent] = []
+        cold = False
         for e in ordered:
             if isinstance(e, RunStarted):
                 started = started or e
+                cold = e.cold_start
             elif isinstance(e, RunCompleted):
                 completed = e
             elif isinstance(e, ToolCall):
@@ -128,6 +132,7 @@ class RunView:
             provider,
             tuple(errors),
             tuple(routes),
+            cold,
         )
 
     @property

@@ -42,28 +42,34 @@ OUTPUT_KINDS = {
 """Kinds of the files ``eval``/``gate`` write, never specs (a test keeps this equal to the models)."""
 
 
+RECORDING_FILES = frozenset({"cassette.yaml", "mcp.json", "a2a.json", "inputs.json"})
+"""What a recording or an eval writes beside a run's ``run.json`` besides it (vcrpy cassette, MCP and A2A
+cassettes, the ``--reuse`` fingerprint); a test keeps it equal to the writers' constants."""
+
+
 def not_a_spec(path: Path, case_files: dict[Path, str]) -> str | None:
     """What a file that failed to load as a spec recognisably is instead, or None (then it is a broken
-    spec). Decided by where it is (a recorded run's folder, a suite's case file) or its shape (a vcrpy
-    cassette, portagent's eval output, a JSON Schema) — never by a missing ``kind:`` alone, so a spec that
-    lost its ``kind:`` is still reported."""
-    try:
-        data, _ = read_document(path)
-    except SpecError:
-        data = None  # unreadable or too large: only where it lies can say what it is
-    if isinstance(data, dict) and (not isinstance(data.get("kind"), str | None) or data.get("kind") in KINDS):
-        return None  # a spec (or a broken one: a kind that is not a word is its own problem)
-    if path.name != "run.json" and (path.parent / "run.json").is_file():
-        return f"part of the recorded run in {path.parent}"
+    spec). A recording's file by its name beside a ``run.json``; a suite's case file by the suite; else by
+    a shape no spec has (portagent's eval output kinds, a vcrpy cassette, a JSON Schema). Never a file
+    that does not parse, nor a mapping with a ``kind:`` or ``schema_version:`` of its own — a spec with a
+    typo in its kind, or one that lost its ``kind:``, is still reported."""
+    if path.name in RECORDING_FILES and (path.parent / "run.json").is_file():
+        return f"part of the recorded run in {path.parent}"  # by name: a long cassette may be over the size limit
     suite = case_files.get(path.resolve())
     if suite is not None:
         return f"a case file of {suite} (checked with it)"
+    try:
+        data, _ = read_document(path)
+    except SpecError:
+        return None
     if not isinstance(data, dict):
         return None
     kind = data.get("kind")
     if isinstance(kind, str) and kind in OUTPUT_KINDS:
         return f"portagent's eval output ({OUTPUT_KINDS[kind]}, kind {kind!r})"
-    if kind is None and isinstance(data.get("interactions"), list) and "version" in data:
+    if "kind" in data or "schema_version" in data:
+        return None
+    if isinstance(data.get("interactions"), list) and "version" in data:
         return "a recorded HTTP cassette (vcrpy)"
     if isinstance(data.get("$schema"), str) and "json-schema.org" in data["$schema"]:
         return "a JSON Schema document"
@@ -147,7 +153,9 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
     kind = getattr(doc, "kind", None)
     result = FileResult(label, kind)
     if isinstance(doc, Suite):
-        result.case_files = [(path.parent / rel).resolve() for rel in doc.case_files]
+        result.case_files = [
+            (path.resolve().parent / rel).resolve() for rel in doc.case_files
+        ]  # as load_suite
     if isinstance(doc, ToolSpec):
         result.problems += tool_problems(doc, label)
     elif isinstance(doc, ToolSet):

@@ -24,6 +24,7 @@ VOLATILE_FIELDS: frozenset[str] = frozenset(
         "ts",
         "latency_ms",
         "duration_ms",
+        "cold_start",  # timing provenance: whether the process had run this provider before
         "response_id",
         "provider_details",
         "approval_id",

@@ -89,13 +89,45 @@ def test_a_broken_spec_is_never_skipped(tmp_path):
     (run / "cassette.yaml").write_text("interactions: []\nversion: 1\n")
     (run / "policy.yaml").write_text("kind: policy\nschema_version: 1\nname: p\ndefaults: {read: alow}\n")
     (tmp_path / "odd.yaml").write_text("kind: {agent: 1}\n")
+    # beside a run.json (`portagent run --out .` leaves one in a spec folder) only a recording's own files
+    # are skipped: a spec with a typo in its kind, without one, or that does not parse is still reported
+    (run / "typo.yaml").write_text("kind: polcy\nschema_version: 1\nname: p\n")
+    (run / "nokind.yaml").write_text("schema_version: 1\nname: p\ndefaults: {read: allow}\n")
+    (run / "broken.yaml").write_text("kind: policy\nname: [unclosed\n")
+    (run / "inputs.json").write_text('{"schema": 1, "key": "sha256:00"}')
     code, out, err = run_cli("validate", str(tmp_path))
     assert code == 1
     assert f"invalid  {tmp_path / 'agent.yaml'}" in err and "missing 'kind:'" in err
     assert f"invalid  {run / 'policy.yaml'}" in err
     assert f"invalid  {tmp_path / 'odd.yaml'}" in err and "'kind:' must be one word" in err
+    for name in ("typo.yaml", "nokind.yaml", "broken.yaml"):
+        assert f"invalid  {run / name}" in err
     assert f"skipped  {run / 'cassette.yaml'}: part of the recorded run" in out
-    assert "1 of 4 spec files valid (1 other file skipped: not specs)" in err
+    assert f"skipped  {run / 'inputs.json'}: part of the recorded run" in out
+    assert "1 of 7 spec files valid (2 other files skipped: not specs)" in err
+
+
+def test_case_files_are_found_as_the_suite_loader_finds_them(tmp_path):
+    """Through a linked suite file the loader reads case files beside the real one; so does the walk."""
+    real = tmp_path / "real"
+    shutil.copytree(EXAMPLES / "context_saving", real, ignore=shutil.ignore_patterns("cassettes"))
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "suite.yaml").symlink_to(real / "suite.yaml")
+    (linked / "cases.yaml").write_text("- case_id: [broken\n")  # not the suite's case file
+    code, out, err = run_cli("validate", str(linked))
+    assert code == 1
+    assert f"invalid  {linked / 'cases.yaml'}" in err
+
+
+def test_recording_files_are_the_writers_names():
+    from portagent.recording.vcr_cassette import CASSETTE_FILE
+    from portagent.runtime.reuse import INPUTS_FILE
+    from portagent.runtime.validate import RECORDING_FILES
+    from portagent.tools.a2a.sources import A2A_CASSETTE
+    from portagent.tools.mcp.cassette import MCP_CASSETTE
+
+    assert {CASSETTE_FILE, INPUTS_FILE, A2A_CASSETTE, MCP_CASSETTE} == RECORDING_FILES
 
 
 def test_cassettes_and_schemas_outside_a_run_folder(tmp_path):
