@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from portagent.evals.aggregate import cold_start_line
 from portagent.evals.findings import CATEGORY_LABELS
 from portagent.evals.report_md import fmt_ms, fmt_pct, fmt_usd, review_line, role_of, sources_line
 from portagent.evals.tool_versions import UNJUDGED_PREFIX, UNVERSIONED_PREFIX
@@ -73,8 +74,6 @@ def print_summary(
     c.print(summary_table(results))
     if review := review_line(results):
         c.print(review, highlight=False, markup=False)
-    from portagent.evals.aggregate import cold_start_line
-
     if cold := cold_start_line(results.result.by_provider):
         c.print(cold, highlight=False, markup=False)
     if comparison is not None:

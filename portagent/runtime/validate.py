@@ -12,7 +12,6 @@ from portagent.contracts.checks import spec_problems, tool_problems
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
 from portagent.contracts.loader import KINDS, iter_spec_files, load_spec_file, loading_once, read_document
 from portagent.contracts.providers import PROVIDERS
-from portagent.contracts.suite import Suite
 from portagent.contracts.tool import ToolSet, ToolSpec
 
 
@@ -43,7 +42,7 @@ OUTPUT_KINDS = {
 
 
 RECORDING_FILES = frozenset({"cassette.yaml", "mcp.json", "a2a.json", "inputs.json"})
-"""What a recording or an eval writes beside a run's ``run.json`` besides it (vcrpy cassette, MCP and A2A
+"""The other files a recording or an eval writes beside a run's ``run.json`` (vcrpy cassette, MCP and A2A
 cassettes, the ``--reuse`` fingerprint); a test keeps it equal to the writers' constants."""
 
 
@@ -152,10 +151,6 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
         return FileResult(label, None, e.problems)
     kind = getattr(doc, "kind", None)
     result = FileResult(label, kind)
-    if isinstance(doc, Suite):
-        result.case_files = [
-            (path.resolve().parent / rel).resolve() for rel in doc.case_files
-        ]  # as load_suite
     if isinstance(doc, ToolSpec):
         result.problems += tool_problems(doc, label)
     elif isinstance(doc, ToolSet):
@@ -180,6 +175,8 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
             load_suite,  # resolves case files, agent specs and scripts
         )
 
+        base = path.resolve().parent  # as load_suite resolves them
+        result.case_files = [(base / rel).resolve() for rel in getattr(doc, "case_files", [])]
         try:
             load_suite(path)
         except SpecError as e:
@@ -217,6 +214,6 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
     if results and all(r.skipped for _, r in results):
         raise UsageError(
             f"no spec files in {', '.join(paths)}: all {len(results)} YAML/JSON files are recorded runs, "
-            "cassettes, eval output or case files"
+            "cassettes, eval output, case files or JSON Schemas"
         )
     return [r for _, r in results]
