@@ -1,4 +1,4 @@
-"""A transport-level player for vcrpy cassettes (replay only: openai, adk and anthropic).
+"""A transport-level player for vcrpy cassettes (replay only: openai, adk, anthropic, langgraph).
 
 vcrpy, per replayed run, parses the YAML cassette, patches every HTTP library it knows (probing the
 optional ones), and compares each request with every recorded one through its matcher chain. The
@@ -39,8 +39,9 @@ from portagent.recording.vcr_cassette import (
     _normalized_text,
 )
 
-PLAYER_PROVIDERS = frozenset({"openai", "adk", "anthropic"})
-"""Providers whose adapter builds its HTTP client with ``active_transport``."""
+PLAYER_PROVIDERS = frozenset({"openai", "adk", "anthropic", "langgraph"})
+"""Providers whose adapter builds its HTTP client with ``active_transport`` (langgraph: for its OpenAI and
+Anthropic chat models; a bundle with a Gemini one replays under vcrpy, ``replays_in_process``)."""
 
 _ACTIVE: contextvars.ContextVar[CassettePlayer | None] = contextvars.ContextVar(
     "portagent_cassette_player", default=None

@@ -520,7 +520,8 @@ async def _run_attempt(
 
 async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
     """Run the adapter, inside a vcrpy cassette when recording or replaying a Python SDK (a replay of
-    openai or adk is served by the transport-level player, recording/player.py, instead).
+    openai, adk, anthropic — or langgraph over OpenAI/Anthropic chat models — is served by the
+    transport-level player, recording/player.py, instead).
 
     The Claude adapter records and replays its own transport (the CLI's HTTP is invisible to vcrpy).
     """
@@ -531,7 +532,7 @@ async def _drive(adapter: Adapter, session: RunSession) -> AdapterOutcome:
 
     assert endpoint.cassette_dir is not None, "record/replay needs endpoint.cassette_dir"
     mode = "none" if endpoint.mode == "replay" else endpoint.record_mode
-    if mode == "none" and session.provider in _player_providers():
+    if mode == "none" and _plays(adapter, session):
         from portagent.recording.player import player_session
 
         live_mcp = any(n.spec.mcp_servers for n in session.bundle.agents.values()) and _live_mcp(
@@ -559,6 +560,15 @@ def _player_providers() -> frozenset[str]:
     from portagent.recording.player import PLAYER_PROVIDERS
 
     return PLAYER_PROVIDERS
+
+
+def _plays(adapter: Adapter, session: RunSession) -> bool:
+    """The player serves this replay: the provider's adapter takes its transport — for every agent of the
+    bundle, where an adapter says so per bundle (``replays_in_process``: langgraph's chat models)."""
+    if session.provider not in _player_providers():
+        return False
+    per_bundle = getattr(adapter, "replays_in_process", None)
+    return per_bundle is None or bool(per_bundle(session.bundle))
 
 
 async def arun(

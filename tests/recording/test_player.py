@@ -1,5 +1,5 @@
-"""The transport-level cassette player (recording/player.py) replays openai and adk runs without vcrpy,
-and reports drift exactly as the vcrpy replay does."""
+"""The transport-level cassette player (recording/player.py) replays openai, adk, anthropic and langgraph
+(OpenAI/Anthropic chat models) runs without vcrpy, and reports drift exactly as the vcrpy replay does."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ from portagent.runtime.replay import replay_folder
 
 SUPPORT = EXAMPLES / "support_desk"
 Q = "Case EXP-42: what is missing and what do the rules say about documents?"
-KEYS = {"openai": "sk-test-dummy", "adk": "test-dummy-key", "anthropic": "sk-ant-test-dummy"}
-PROVIDERS = ("openai", "adk", "anthropic")
+KEYS = {
+    "openai": "sk-test-dummy",
+    "adk": "test-dummy-key",
+    "anthropic": "sk-ant-test-dummy",
+    "langgraph": "sk-test-dummy",
+}
+PROVIDERS = ("openai", "adk", "anthropic", "langgraph")
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +124,58 @@ def test_player_drift_report_is_vcrpys(
     assert "Search the NEW handbook" in (by_player.error or "")
     assert player_cassette == vcrpy_cassette
     assert player_cassette["drift"] and player_cassette.get("unplayed")
+
+
+@pytest.mark.parametrize(
+    ("chat_model", "served_by"),
+    [("anthropic:claude-sonnet-4-6", "player"), ("google_genai:gemini-2.5-flash", "vcrpy")],
+)
+def test_langgraph_replays_through_the_player_where_its_chat_model_takes_the_transport(
+    chat_model: str, served_by: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langgraph's OpenAI and Anthropic chat models are built on portagent's HTTP client, which takes the
+    player's transport; google-genai builds its own client, so a bundle with a Gemini chat model (any agent)
+    replays under vcrpy. Either way the replay answers what the recording did."""
+    work = tmp_path / "agent"
+    shutil.copytree(SUPPORT, work, ignore=shutil.ignore_patterns("__pycache__"))
+    agent = work / "agent.yaml"
+    agent.write_text(agent.read_text().replace("models:\n", f"models:\n  langgraph: {chat_model}\n", 1))
+    folder = tmp_path / "rec"
+
+    async def record() -> None:
+        with serve(load_script(SUPPORT / "emulator.yaml")) as emu:
+            ep = Endpoint(source="emulator", base_url=emu.base_url, api_key="sk-test-dummy")
+            await record_run(
+                agent,
+                RunRequest(input=Q, provider="langgraph", case_id="c1"),
+                folder,
+                ep,
+                approver="auto-deny",
+            )
+
+    asyncio.run(record())
+    seen = _watch_vcrpy(monkeypatch)
+    served: list[str] = []
+    respond = player_module.CassettePlayer.respond
+
+    def counted(self: Any, method: str, url: str, body: bytes, headers: Any) -> Any:
+        served.append(f"{method} {url}")
+        return respond(self, method, url, body, headers)
+
+    monkeypatch.setattr(player_module.CassettePlayer, "respond", counted)
+    out = asyncio.run(replay_folder(load_agent(agent), folder, out_dir=tmp_path / "out"))
+    assert out.result.status == "completed", out.result.error
+    original = json.loads((folder / "run.json").read_text())
+    assert out.result.final_output == original["result"]["final_output"]
+    recorded = original["manifest"]["cassette"]["recorded"]
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["manifest"]["cassette"] == {
+        "played": recorded,
+        "recorded": recorded,
+    }
+    if served_by == "player":
+        assert seen == [] and len(served) == recorded
+    else:
+        assert "patch" in seen and served == []
 
 
 def test_parsed_cassette_is_cached_per_file_version(recorded: dict[str, Path], tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
+    PLAYED_WIRES,
     build_chat_model,
     cache_writes,
     finish_reason,
@@ -334,6 +335,12 @@ class LangGraphAdapter:
 
         for wire in rules.wires(bundle):
             importlib.import_module(INTEGRATIONS[wire])
+
+    def replays_in_process(self, bundle: AgentBundle) -> bool:
+        """True when every chat model of the bundle takes the cassette player's transport (OpenAI and
+        Anthropic ones do; ``chat_models.PLAYED_WIRES``): the runner then replays through the player,
+        otherwise through vcrpy."""
+        return set(rules.wires(bundle)) <= PLAYED_WIRES
 
     async def run(self, session: RunSession) -> AdapterOutcome:
         Verdict("langgraph", tuple(rules.lacks(session.bundle))).raise_if_unrunnable()

@@ -38,6 +38,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         http = openai.DefaultAsyncHttpx2Client(
             event_hooks=http_hooks(session, "the OpenAI client may retry"),
             verify=tls_context(),
+            **_replay_transport(),
         )
         closers.append(http.aclose)
         return ChatOpenAI(
@@ -58,6 +59,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         http = anthropic.DefaultAsyncHttpxClient(
             event_hooks=http_hooks(session, "the anthropic client may retry"),
             verify=tls_context(),
+            **_replay_transport(),
         )
         closers.append(http.aclose)
         return chat_anthropic(http)(
@@ -90,6 +92,21 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         closers.append(gemini.aclose)  # its async transport must close on this loop
         return gemini
     raise UsageError(f"models.langgraph: unknown chat model vendor {vendor!r}")  # the verdict says so first
+
+
+PLAYED_WIRES = frozenset({"openai", "claude"})
+"""The wires whose chat models take the cassette player's transport in a replay (``_replay_transport``):
+the OpenAI and Anthropic clients are built here on an HTTP client of portagent's. google-genai builds
+its own from ``client_args`` (a sync one too, from the same arguments), so a bundle with a Gemini chat
+model replays under vcrpy (``LangGraphAdapter.replays_in_process``)."""
+
+
+def _replay_transport() -> dict[str, Any]:
+    """``{"transport": …}`` when this run is a replay served by the cassette player, else nothing."""
+    from portagent.recording.player import active_transport
+
+    replay = active_transport("httpx2")
+    return {"transport": replay} if replay is not None else {}
 
 
 def api_key(session: RunSession, vendor: str) -> str:
