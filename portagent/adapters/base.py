@@ -53,6 +53,11 @@ class AdapterInfo:
     """Key sent to the emulator and in replays: the vendor clients refuse to start without one, and
     it is shaped like the vendor's (``sk-`` / ``sk-ant-``) without being one a scrubber could take
     for a real secret. Cassettes record it, so it never changes."""
+    startup_s: float = 2.0
+    """Typical start-up of an eval worker for this provider — the process, the SDK's import and its first
+    run's one-time work — measured replaying the demo on a 2-core machine. Only a prior: the eval pool
+    starts the providers with the most work first (``runtime.eval_pool``) and uses its own measurement
+    as soon as a worker's first run is back."""
     retryable_statuses: frozenset[int] = field(default=RETRYABLE_STATUS)
     """HTTP statuses worth retrying (``error`` events and ``ProviderError.retryable``): 408, 409,
     429, the 5xx server errors and Anthropic's 529 overloaded — one set, shared with the wire parsers."""
@@ -71,6 +76,7 @@ REGISTRY: dict[str, AdapterInfo] = {
         key_env="OPENAI_API_KEY",
         base_url_env="OPENAI_BASE_URL",
         dummy_key="sk-portagent-dummy",
+        startup_s=3.0,
     ),
     "claude": AdapterInfo(
         module="portagent.adapters.claude.agent",
@@ -80,6 +86,7 @@ REGISTRY: dict[str, AdapterInfo] = {
         key_env="ANTHROPIC_API_KEY",
         base_url_env="ANTHROPIC_BASE_URL",
         dummy_key="sk-ant-portagent-dummy",
+        startup_s=1.0,
     ),
     "adk": AdapterInfo(
         module="portagent.adapters.adk.agent",
@@ -89,6 +96,7 @@ REGISTRY: dict[str, AdapterInfo] = {
         key_env="GOOGLE_API_KEY",
         base_url_env="GOOGLE_GEMINI_BASE_URL",
         dummy_key="portagent-dummy-key",
+        startup_s=2.0,
     ),
     "anthropic": AdapterInfo(
         module="portagent.adapters.anthropic.agent",
@@ -98,6 +106,7 @@ REGISTRY: dict[str, AdapterInfo] = {
         key_env="ANTHROPIC_API_KEY",
         base_url_env="ANTHROPIC_BASE_URL",
         dummy_key="sk-ant-portagent-dummy",
+        startup_s=1.5,
     ),
     "langgraph": AdapterInfo(
         module="portagent.adapters.langgraph.agent",
@@ -108,6 +117,7 @@ REGISTRY: dict[str, AdapterInfo] = {
         key_env="OPENAI_API_KEY",
         base_url_env="OPENAI_BASE_URL",
         dummy_key="sk-portagent-dummy",
+        startup_s=3.0,
     ),
 }
 """Every provider portagent runs on, in ``contracts.agent.PROVIDERS`` order (a test keeps them equal)."""

@@ -130,9 +130,11 @@ def _worker_main(
 
 class _Speed:
     """Running estimates, per provider, of a worker's start-up time (process + SDK import, seen as the
-    delay to its first result) and of one run's time."""
+    delay to its first result) and of one run's time. Before a provider's first result, its start-up is
+    the registry's typical figure (``AdapterInfo.startup_s``)."""
 
     DEFAULT_STARTUP_S = 5.0
+    """A provider the registry does not know."""
 
     def __init__(self) -> None:
         self._start: dict[int, tuple[str, float]] = {}
@@ -155,11 +157,20 @@ class _Speed:
 
     def startup_s(self, provider: str) -> float:
         xs = self._startup.get(provider)
-        return sum(xs) / len(xs) if xs else self.DEFAULT_STARTUP_S
+        if xs:
+            return sum(xs) / len(xs)
+        info = REGISTRY.get(provider)
+        return info.startup_s if info is not None else self.DEFAULT_STARTUP_S
 
     def run_s(self, provider: str) -> float:
         xs = self._runs.get(provider)
         return sum(xs) / len(xs) if xs else 0.2
+
+    def work_left_s(self, provider: str, queued: int, active: int) -> float:
+        """What one more worker of ``provider`` would take on: its share of the queued runs, plus the
+        start-up it pays first when the provider has no worker yet (a started worker's is being paid)."""
+        share = queued * self.run_s(provider) / (active + 1)
+        return share + (self.startup_s(provider) if active == 0 else 0.0)
 
     def worth_another(self, provider: str, queued: int, active: int) -> bool:
         if active == 0:
@@ -293,6 +304,19 @@ def warm_workers(providers: Sequence[str]) -> None:
             os.environ[WARM_SDKS_ENV] = before
 
 
+def next_provider(
+    candidates: Sequence[str], queued: dict[str, int], active: Counter[str], speed: _Speed
+) -> str:
+    """Which provider gets the next worker: one that has none first, then the one with the most work
+    left, its start-up included — the longest first, so that the provider whose SDK takes longest to
+    start does not begin last, when the others are done (with three providers on two workers, the one
+    that waits should be the quickest to finish). Ties go to the name, for a stable order."""
+    return max(
+        candidates,
+        key=lambda p: (active[p] == 0, speed.work_left_s(p, queued[p], active[p]), p),
+    )
+
+
 def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> Iterator[RunOutcome]:
     import multiprocessing as mp
     import queue as queue_mod
@@ -328,7 +352,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
         ]
         if not candidates:
             return False
-        p = max(candidates, key=lambda x: (active[x] == 0, queued(x) * speed.run_s(x) / (active[x] + 1), x))
+        p = next_provider(candidates, {c: queued(c) for c in candidates}, active, speed)
         proc = ctx.Process(
             target=_worker_main,
             args=(p, queues[p], results, dict(os.environ), os.getcwd(), me),

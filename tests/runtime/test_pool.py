@@ -56,3 +56,31 @@ def test_zero_workers_is_a_usage_error(tasks: list) -> None:
 
 def test_run_scope_is_per_run() -> None:
     assert run_scope("s", "a@1.0.0", "c", "openai", 3) == "eval:s:a@1.0.0:c:openai:r3"
+
+
+def test_the_providers_with_the_most_work_start_first() -> None:
+    """Three providers on two workers: the one that waits for a free worker should be the quickest to
+    finish. Before any result, a provider's start-up is the registry's typical figure (the SDK import);
+    once its first run is back, the measured one."""
+    from collections import Counter
+
+    from portagent.runtime.eval_pool import _Speed, next_provider
+
+    speed = _Speed()
+    queued = {"adk": 56, "claude": 56, "openai": 56}
+    active: Counter[str] = Counter()
+    order = []
+    for _ in range(3):
+        p = next_provider([c for c in queued if active[c] == 0], queued, active, speed)
+        order.append(p)
+        active[p] += 1
+    assert order == ["openai", "adk", "claude"]  # not the names' order: adk's import is the slower
+
+    measured = _Speed()
+    measured._startup["claude"] = [4.0]  # e.g. live runs that start the Claude Code CLI first
+    assert next_provider(["adk", "claude", "openai"], queued, Counter(), measured) == "claude"
+    # a provider without a worker goes before a second worker of one that has one, whatever its work
+    assert (
+        next_provider(["claude", "openai"], {"claude": 2, "openai": 500}, Counter(openai=1), speed)
+        == "claude"
+    )
