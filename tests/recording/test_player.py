@@ -74,11 +74,8 @@ def _watch_vcrpy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
-def test_player_serves_the_replay_not_vcrpy(
-    provider: str, recorded: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    seen = _watch_vcrpy(monkeypatch)
+def _watch_player(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The requests the player answers (method and URL), in order."""
     served: list[str] = []
     respond = player_module.CassettePlayer.respond
 
@@ -87,6 +84,15 @@ def test_player_serves_the_replay_not_vcrpy(
         return respond(self, method, url, body, headers)
 
     monkeypatch.setattr(player_module.CassettePlayer, "respond", counted)
+    return served
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_player_serves_the_replay_not_vcrpy(
+    provider: str, recorded: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _watch_vcrpy(monkeypatch)
+    served = _watch_player(monkeypatch)
     out = asyncio.run(replay_folder(load_agent(SUPPORT / "agent.yaml"), recorded[provider], out_dir=tmp_path))
     assert out.result.status == "completed", out.result.error
     assert seen == []  # vcrpy neither patched anything nor loaded the cassette
@@ -155,14 +161,7 @@ def test_langgraph_replays_through_the_player_where_its_chat_model_takes_the_tra
 
     asyncio.run(record())
     seen = _watch_vcrpy(monkeypatch)
-    served: list[str] = []
-    respond = player_module.CassettePlayer.respond
-
-    def counted(self: Any, method: str, url: str, body: bytes, headers: Any) -> Any:
-        served.append(f"{method} {url}")
-        return respond(self, method, url, body, headers)
-
-    monkeypatch.setattr(player_module.CassettePlayer, "respond", counted)
+    served = _watch_player(monkeypatch)
     out = asyncio.run(replay_folder(load_agent(agent), folder, out_dir=tmp_path / "out"))
     assert out.result.status == "completed", out.result.error
     original = json.loads((folder / "run.json").read_text())
