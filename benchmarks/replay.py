@@ -1,7 +1,8 @@
 """Replay speed per provider: what a cassette replay costs through portagent.
 
 - **openai, adk, anthropic, langgraph** — median time per replayed run through portagent (``replay_folder``: the real SDK, the
-  gateway, the trace, vcrpy with portagent's matchers) vs the bare SDK replaying the *same* cassette under
+  gateway, the trace, the transport-level cassette player — ``pa+vcrpy``: the same run with the player
+  switched off, vcrpy with portagent's matchers) vs the bare SDK replaying the *same* cassette under
   plain vcrpy (``record_mode="none"``, vcrpy's own method/path/query matchers), with the same two tools.
   Ratio goal: ≤ 1.15.
 - **claude** — the transport cassette replayed without the CLI vs the real Claude Code CLI replaying the

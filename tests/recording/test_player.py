@@ -133,19 +133,24 @@ def test_player_drift_report_is_vcrpys(
 
 
 @pytest.mark.parametrize(
-    ("chat_model", "served_by"),
-    [("anthropic:claude-sonnet-4-6", "player"), ("google_genai:gemini-2.5-flash", "vcrpy")],
+    ("spec_file", "chat_model", "served_by"),
+    [
+        ("agent.yaml", "anthropic:claude-sonnet-4-6", "player"),
+        ("agent.yaml", "google_genai:gemini-2.5-flash", "vcrpy"),
+        ("billing_specialist.yaml", "google_genai:gemini-2.5-flash", "vcrpy"),  # a delegated agent only
+    ],
 )
 def test_langgraph_replays_through_the_player_where_its_chat_model_takes_the_transport(
-    chat_model: str, served_by: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spec_file: str, chat_model: str, served_by: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """langgraph's OpenAI and Anthropic chat models are built on portagent's HTTP client, which takes the
-    player's transport; google-genai builds its own client, so a bundle with a Gemini chat model (any agent)
-    replays under vcrpy. Either way the replay answers what the recording did."""
+    player's transport; google-genai builds its own client, so a bundle with a Gemini chat model (any agent,
+    a delegated one too) replays under vcrpy. Either way the replay answers what the recording did."""
     work = tmp_path / "agent"
     shutil.copytree(SUPPORT, work, ignore=shutil.ignore_patterns("__pycache__"))
     agent = work / "agent.yaml"
-    agent.write_text(agent.read_text().replace("models:\n", f"models:\n  langgraph: {chat_model}\n", 1))
+    edited = work / spec_file
+    edited.write_text(edited.read_text().replace("models:\n", f"models:\n  langgraph: {chat_model}\n", 1))
     folder = tmp_path / "rec"
 
     async def record() -> None:

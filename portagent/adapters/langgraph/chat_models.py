@@ -97,8 +97,8 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
 PLAYED_WIRES = frozenset({"openai", "claude"})
 """The wires whose chat models take the cassette player's transport in a replay (``_replay_transport``):
 the OpenAI and Anthropic clients are built here on an HTTP client of portagent's. google-genai builds
-its own from ``client_args`` (a sync one too, from the same arguments), so a bundle with a Gemini chat
-model replays under vcrpy (``LangGraphAdapter.replays_in_process``)."""
+its own from ``client_args``, which langchain-google-genai hands to its sync client too (an async transport
+there would break it), so a bundle with a Gemini chat model replays under vcrpy (``LangGraphAdapter.replays_in_process``)."""
 
 
 def _replay_transport() -> dict[str, Any]:
