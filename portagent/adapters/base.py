@@ -53,7 +53,7 @@ class AdapterInfo:
     """Key sent to the emulator and in replays: the vendor clients refuse to start without one, and
     it is shaped like the vendor's (``sk-`` / ``sk-ant-``) without being one a scrubber could take
     for a real secret. Cassettes record it, so it never changes."""
-    startup_s: float = 2.0
+    startup_s: float
     """Typical start-up of an eval worker for this provider — the process, the SDK's import and its first
     run's one-time work — measured replaying the demo on a 2-core machine. Only a prior: the eval pool
     starts the providers with the most work first (``runtime.eval_pool``) and uses its own measurement

@@ -15,7 +15,8 @@ player answers the SDK's HTTP client *in process* instead, from its transport:
   play counts, and raises vcrpy's ``CannotOverwriteExistingCassetteException``: the runner's drift
   report (``find_mismatch`` / ``describe_mismatch``) is the one vcrpy would have produced.
 
-An adapter opts in by asking ``active_transport(flavour)`` for a transport when it builds its HTTP
+An adapter opts in by passing ``transport_kwargs(flavour)`` (``active_transport``'s transport, when there
+is one) to its HTTP
 client; the runner only uses the player for providers whose adapter does (``PLAYER_PROVIDERS``), and
 uses vcrpy for everything else (recording, other providers).
 """
@@ -40,7 +41,7 @@ from portagent.recording.vcr_cassette import (
 )
 
 PLAYER_PROVIDERS = frozenset({"openai", "adk", "anthropic", "langgraph"})
-"""Providers whose adapter builds its HTTP client with ``active_transport`` (langgraph: for its OpenAI and
+"""Providers whose adapter builds its HTTP client with ``transport_kwargs`` (langgraph: for its OpenAI and
 Anthropic chat models; a bundle with a Gemini one replays under vcrpy, ``replays_in_process``)."""
 
 _ACTIVE: contextvars.ContextVar[CassettePlayer | None] = contextvars.ContextVar(
@@ -197,6 +198,13 @@ def active_transport(flavour: str) -> Any:
     """The replay transport for the HTTP client being built, or None (build it as usual)."""
     player = _ACTIVE.get()
     return player.transport(flavour) if player is not None else None
+
+
+def transport_kwargs(flavour: str) -> dict[str, Any]:
+    """``{"transport": …}`` for the HTTP client being built when the player serves this replay, else
+    nothing: what an adapter passes to its client's constructor."""
+    replay = active_transport(flavour)
+    return {"transport": replay} if replay is not None else {}
 
 
 @contextmanager

@@ -335,13 +335,12 @@ class GoogleAdkAdapter:
         return None
 
     async def run(self, session: RunSession) -> AdapterOutcome:
-        from portagent.recording.player import active_transport
+        from portagent.recording.player import transport_kwargs
 
-        replay = active_transport("httpx")  # a replayed run: the cassette answers in process
         http = httpx.AsyncClient(
             timeout=httpx.Timeout(600.0, connect=30.0),
             verify=tls_context(),
-            **({"transport": replay} if replay is not None else {}),
+            **transport_kwargs("httpx"),  # a replay: the cassette answers in process
             # An HTTP error answer becomes an ``error`` event, so a retry by the SDK (``adk_retry``) is
             # visible in the trace, not only in the server's log.
             event_hooks=http_hooks(session, _retry_note(session)),

@@ -320,13 +320,12 @@ class AnthropicAdapter:
         # The SDK's own retries are kept (max_retries=2 unless ``options.extra["anthropic_max_retries"]``
         # says otherwise): a 429 is retried natively and shows up as an ``error`` event through the hook.
         retries = session.options.extra.get("anthropic_max_retries")
-        from portagent.recording.player import active_transport
+        from portagent.recording.player import transport_kwargs
 
-        replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = anthropic.DefaultAsyncHttpxClient(
             event_hooks=http_hooks(session, "the anthropic client may retry"),
             verify=tls_context(),
-            **({"transport": replay} if replay is not None else {}),
+            **transport_kwargs("httpx2"),  # a replay: the cassette answers in process
         )
         client = anthropic.AsyncAnthropic(
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,

@@ -23,6 +23,8 @@ from portagent.contracts.errors import UsageError
 def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: list[Any]) -> Any:
     """The agent's LangChain chat model for ``vendor`` on the run's endpoint (its own HTTP client, closed by
     ``closers`` at the end of the run)."""
+    from portagent.recording.player import transport_kwargs  # a replay: the cassette answers in process
+
     endpoint = session.endpoint
     key = api_key(session, vendor)
     shared = session.bundle.spec.models
@@ -38,7 +40,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         http = openai.DefaultAsyncHttpx2Client(
             event_hooks=http_hooks(session, "the OpenAI client may retry"),
             verify=tls_context(),
-            **_replay_transport(),
+            **transport_kwargs("httpx2"),
         )
         closers.append(http.aclose)
         return ChatOpenAI(
@@ -59,7 +61,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         http = anthropic.DefaultAsyncHttpxClient(
             event_hooks=http_hooks(session, "the anthropic client may retry"),
             verify=tls_context(),
-            **_replay_transport(),
+            **transport_kwargs("httpx2"),
         )
         closers.append(http.aclose)
         return chat_anthropic(http)(
@@ -99,14 +101,6 @@ PLAYED_WIRES = frozenset({"openai", "claude"})
 the OpenAI and Anthropic clients are built here on an HTTP client of portagent's. google-genai builds
 its own from ``client_args``, which langchain-google-genai hands to its sync client too (an async transport
 there would break it), so a bundle with a Gemini chat model replays under vcrpy (``LangGraphAdapter.replays_in_process``)."""
-
-
-def _replay_transport() -> dict[str, Any]:
-    """``{"transport": …}`` when this run is a replay served by the cassette player, else nothing."""
-    from portagent.recording.player import active_transport
-
-    replay = active_transport("httpx2")
-    return {"transport": replay} if replay is not None else {}
 
 
 def api_key(session: RunSession, vendor: str) -> str:

@@ -250,13 +250,12 @@ class _Builder:
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
         # (and, through the response hook, as ``error`` events rather than silence).
-        from portagent.recording.player import active_transport
+        from portagent.recording.player import transport_kwargs
 
-        replay = active_transport("httpx2")  # a replayed run: the cassette answers in process
         http = openai.DefaultAsyncHttpx2Client(
             event_hooks=http_hooks(session, "the OpenAI client may retry"),
             verify=tls_context(),
-            **({"transport": replay} if replay is not None else {}),
+            **transport_kwargs("httpx2"),  # a replay: the cassette answers in process
         )
         self.client = openai.AsyncOpenAI(
             api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
