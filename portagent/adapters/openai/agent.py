@@ -335,7 +335,12 @@ class _Builder:
                 "agent_as_tool",
                 details={"vendor_call_id": getattr(ctx, "tool_call_id", None)},
             )
-            return await inner(ctx, _with_context(session, parent, target.name, raw_args))
+            output = await inner(ctx, _with_context(session, parent, target.name, raw_args))
+            # structured output goes back as JSON, as every other provider sends it (openai-agents would
+            # send ``str(final_output)``: a Python repr); text and the SDK's own fallbacks pass unchanged
+            if output is None or isinstance(output, str):
+                return output
+            return json.dumps(output, ensure_ascii=False, sort_keys=True, default=str)
 
         return replace(tool, on_invoke_tool=invoke)
 
