@@ -79,6 +79,21 @@ def unwrap_signal(exc: BaseException) -> RunSignal | None:
     return None
 
 
+def endpoint_root(base_url: str | None) -> str | None:
+    """A base URL as users give it, reduced to the server's root (what ``Endpoint.base_url`` holds): each
+    vendor SDK adds its API version to every path itself (``/v1/responses``, ``/v1/messages``,
+    ``/v1beta/models/…``), while ``portagent emulate`` and the vendors' docs print ``OPENAI_BASE_URL`` as
+    ``…/v1``. A trailing ``/v1``, ``/v1beta`` or ``/v1alpha`` and trailing slashes are dropped, so both
+    forms reach the same paths and ``…/v1`` never becomes ``…/v1/v1/responses``. None or blank: None."""
+    if not base_url or not base_url.strip():
+        return None
+    url = base_url.strip().rstrip("/")
+    for suffix in ("/v1beta", "/v1alpha", "/v1"):
+        if url.endswith(suffix):
+            return url[: -len(suffix)].rstrip("/")
+    return url
+
+
 @dataclass
 class Endpoint:
     """Where the vendor runtime's model client points."""
@@ -88,7 +103,9 @@ class Endpoint:
     mode: str = "direct"
     """``direct``, ``record`` or ``replay``."""
     base_url: str | None = None
-    """Root URL of the server (the emulator's, a proxy's, or a custom live one); None = vendor default."""
+    """Root URL of the server (the emulator's, a proxy's, or a custom live one); None = vendor default.
+    Given as ``…/v1`` (or ``/v1beta``, or with a trailing ``/``) it is kept as the root
+    (``endpoint_root``): every adapter and the run journal add the API version themselves."""
     api_key: str | None = None
     """Key to send (a dummy one for the emulator and replays)."""
     script_hash: str | None = None
@@ -102,6 +119,9 @@ class Endpoint:
     journal_url: str | None = None
     """The run journal's loopback proxy (``recording/journal.py``), set by the runner: the SDK sends its
     model calls there, and the proxy forwards them to ``base_url`` (or the vendor's default)."""
+
+    def __post_init__(self) -> None:
+        self.base_url = endpoint_root(self.base_url)
 
     @property
     def client_url(self) -> str | None:

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from portagent.adapters.port import endpoint_root as endpoint_root  # what exported modules import
 from portagent.contracts.bundle import AgentBundle, load_agent
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import Environment
@@ -39,19 +40,6 @@ from portagent.tools.approvers import Defer, make_approver
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import ToolGateway
 from portagent.tracing.recorder import TraceRecorder
-
-
-def endpoint_root(base_url: str | None) -> str | None:
-    """A base URL as the user gives it, without the API version the SDK adds itself: the emulator and
-    vendor docs print ``…/v1`` (OpenAI) — ``…/v1``, ``…/v1beta`` or a trailing ``/`` are dropped, so
-    ``…/v1`` never becomes ``…/v1/v1/responses``."""
-    if not base_url:
-        return None
-    url = base_url.strip().rstrip("/")
-    for suffix in ("/v1beta", "/v1alpha", "/v1"):
-        if url.endswith(suffix):
-            return url[: -len(suffix)]
-    return url
 
 
 class BudgetStopped(Exception):

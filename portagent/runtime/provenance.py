@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from portagent.adapters.base import REGISTRY
-from portagent.adapters.port import Endpoint
+from portagent.adapters.port import Endpoint, endpoint_root
 
 if TYPE_CHECKING:
     from portagent.contracts.bundle import AgentBundle
@@ -71,7 +71,8 @@ def labelled(
     A ``live`` endpoint without a base URL takes the provider's base-URL variable (``OPENAI_BASE_URL`` …)
     the way every adapter then uses it — for ``langgraph``, the variable of the one vendor its chat models
     speak (agents on several vendors leave each client to its own variable) —; a base URL off the vendor's
-    official hosts makes it ``endpoint``. A replay is ``replay`` and keeps the recording's own source as
+    official hosts makes it ``endpoint``. The URL is kept as its server root (``endpoint_root``: the
+    ``…/v1`` form ``portagent emulate`` prints for ``OPENAI_BASE_URL`` and the bare root are one endpoint). A replay is ``replay`` and keeps the recording's own source as
     ``recorded_source``."""
     import dataclasses
 
@@ -83,7 +84,7 @@ def labelled(
             rec = endpoint.source
         return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
     if endpoint.source in ("live", "endpoint"):
-        url = endpoint.base_url or _base_url_from_env(provider, bundle)
+        url = endpoint_root(endpoint.base_url or _base_url_from_env(provider, bundle))
         endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
         if url:
             extra["base_url"] = shown_url(url)

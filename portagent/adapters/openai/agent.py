@@ -49,7 +49,7 @@ from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, 
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.openai.schema import strict_compatible
-from portagent.adapters.port import RunSession
+from portagent.adapters.port import RunSession, endpoint_root
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.tool import ToolSpec
@@ -246,7 +246,10 @@ class _Builder:
         self.cut = _CutAnswers()
         self.hooks = _Hooks(session, self.cut)
         endpoint = session.endpoint
-        base_url = endpoint.client_url.rstrip("/") + "/v1" if endpoint.client_url else None
+        # The endpoint is a server root (``…/v1`` given by the user is taken as its root); the OpenAI
+        # client wants the ``/v1`` in its base URL (``AsyncOpenAI(base_url=…/v1)``).
+        root = endpoint_root(endpoint.client_url)
+        base_url = root + "/v1" if root else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
         # (and, through the response hook, as ``error`` events rather than silence).
