@@ -78,3 +78,24 @@ def test_structured_sub_agent_output_reaches_the_caller_as_json(emu, tmp_path, p
     assert len(coordinator) == 2, [v.system for v in views]
     [result] = [i for i in coordinator[1].items if i.kind == "tool_result"]
     assert _as_json(result.output) == ANSWER, result.output
+
+
+@pytest.mark.parametrize("provider", ["openai", "adk", "anthropic", "langgraph"])
+def test_a_sub_agents_own_budget_is_not_a_second_tighter_limit(emu, tmp_path, provider):
+    """A run's limits are the root's; the SDKs' limits are a backstop above them. openai-agents' backstop
+    for an agent tool was the sub-agent's own ``max_turns + 1``: the specialist's third model call ended
+    the whole run ``budget_exhausted`` with no ``budget.exceeded`` event, where every other provider went
+    on."""
+    before = len(emu.requests())
+    config = RunConfig(
+        endpoint=Endpoint(source="emulator", base_url=emu.base_url, api_key=REGISTRY[provider].dummy_key),
+        clock=FixedClock(),
+        ids=IdFactory(f"deleg-busy-{provider}"),
+        options=RunOptions(workdir=tmp_path / "w"),
+    )
+    request = RunRequest(input="Parcel C-8 never arrived. What now?", provider=provider)
+    out = asyncio.run(asyncio.wait_for(arun_full(DATA / "coordinator_busy.yaml", request, config), 120))
+    assert out.result.status == "completed", out.result
+    assert not [e for e in out.events if e.type == "budget.exceeded"]
+    specialist = [v for v in map(_parse, emu.requests()[before:]) if "parcel specialist" in v.system]
+    assert len(specialist) == 3

@@ -325,7 +325,9 @@ class _Builder:
             tool_description=description or node.spec.description or target.name,
             hooks=self.hooks,
             run_config=RunConfig(tracing_disabled=True),
-            max_turns=node.spec.budget.max_turns + 1,
+            # a backstop above the run's own limit (the root's budget, counted by portagent), as for the
+            # root agent: a sub-agent's ``budget`` is not a second, tighter limit on any provider
+            max_turns=self.session.bundle.spec.budget.max_turns + 1,
             failure_error_function=None,
         )
         session = self.session
