@@ -17,6 +17,12 @@ Modes:
   journal still holds to replay are served first, without reaching the upstream
   (``RunJournal.take``).
 
+An answer the upstream breaks off — a body shorter than its ``Content-Length``, a chunked body without
+its last chunk, a connection reset mid-body — is never kept (no cassette interaction; the journal notes
+it ``failed``), and the client's connection is dropped before the end of the answer: its SDK sees the
+dropped connection it would have seen without the proxy (a connection error it retries or maps), never
+a complete-looking answer.
+
 Loopback only, a free port, stdlib ``http.server``; one thread per connection.
 """
 
@@ -54,6 +60,10 @@ _HOP_BY_HOP = frozenset(
     }
 )
 CHUNK = 65536
+
+
+class _BrokenOff(http.client.HTTPException):
+    """The upstream's answer ended before its framing said it would (relayed so far, kept nowhere)."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -350,15 +360,13 @@ class _Handler(BaseHTTPRequestHandler):
             upstream = conn.getresponse()
             if proxy.gate is not None:
                 proxy.gate.on_response(upstream.status, dict(upstream.getheaders()))
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:  # refused, reset, or no valid status line
             conn.close()
             if proxy.journal is not None:
                 # The SDK must see what it would have seen without the journal in between: a connection
                 # it cannot make (its own retry and error mapping apply), not an answer from portagent.
                 proxy.journal.failed(seq, f"{up.scheme}://{up.netloc} unreachable: {e}")
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.connection.shutdown(socket.SHUT_RDWR)
+                self._drop()
                 return
             self._send_error(502, f"portagent proxy: upstream {up.scheme}://{up.netloc} unreachable: {e}")
             return
@@ -399,6 +407,14 @@ class _Handler(BaseHTTPRequestHandler):
             # A journal keeps the exchange before the answer's last chunk leaves: the client cannot act
             # on an answer (run a tool) that a crash would then lose from the journal.
             self._relay(upstream, keep if proxy.journal is not None else None)
+        except _BrokenOff as e:
+            # Kept nowhere, and the client's answer is left without its last chunk: its SDK raises the
+            # connection error it would raise without the proxy (a retryable provider error), rather
+            # than reading a whole-looking answer that a resume would then serve again as good.
+            if proxy.journal is not None:
+                proxy.journal.failed(seq, f"{up.scheme}://{up.netloc} broke off the answer: {e}")
+            self._drop()
+            return
         finally:
             conn.close()
         if proxy.gate is not None:
@@ -424,9 +440,16 @@ class _Handler(BaseHTTPRequestHandler):
             if before_end is not None:
                 before_end(b"")
             return
+        expected = upstream.length  # the Content-Length; None when chunked or ended by closing
         while True:
-            data = upstream.read1(CHUNK)  # returns as soon as any bytes arrived: no buffering
+            try:
+                data = upstream.read1(CHUNK)  # returns as soon as any bytes arrived: no buffering
+            except (OSError, http.client.HTTPException) as e:  # a chunked body cut off, a reset
+                raise _BrokenOff(f"{type(e).__name__} after {len(received)} bytes") from e
             if not data:
+                # http.client returns b"" at EOF even when fewer bytes came than Content-Length said
+                if upstream.length:
+                    raise _BrokenOff(f"{len(received)} of the {expected} bytes its Content-Length announced")
                 break
             received += data
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -465,6 +488,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _drop(self) -> None:
+        """End this connection without a further byte (an unfinished answer stays unfinished)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _send_error(self, status: int, message: str) -> None:
         import json
