@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from portagent.adapters.anthropic.rules import DEFAULT_MAX_TOKENS
+from portagent.adapters.anthropic.rules import DEFAULT_MAX_TOKENS, request_timeout_s
 from portagent.contracts.bundle import AgentBundle
 from portagent.migration.export import creation_order, literal, main_block, models_for, string_literal
 
@@ -57,6 +57,9 @@ MODELS = {models}
 """Model id of each agent (models.anthropic in the spec, else models.claude)."""
 MAX_TOKENS = {max_tokens}
 """The Messages API requires max_tokens (models.max_tokens in the spec, else {default_max_tokens})."""
+TIMEOUT = anthropic.Timeout({timeout_s!r}, connect=5.0)
+"""How long one request may take. Given explicitly: unstreamed, the SDK refuses a request it expects to take
+over 10 minutes (an hour per 128k max_tokens) unless a timeout is given; this is that estimate, at least 10 min."""
 TEMPERATURE = {temperature}
 """Shared temperature forced onto the model (models.force_shared_settings), or None."""
 AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "string"}}}}, "required": ["input"],
@@ -141,7 +144,7 @@ async def run_agent(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: s
     while True:
         run.before_model_call(agent)  # portagent's max_turns, counted before each request
         t0 = time.perf_counter()
-        message = await client.messages.create(model=MODELS[agent], max_tokens=MAX_TOKENS,
+        message = await client.messages.create(model=MODELS[agent], max_tokens=MAX_TOKENS, timeout=TIMEOUT,
                                                system=AGENTS[agent]["instructions"], messages=history, **params)
         usage = message.usage
         read, write = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
@@ -150,12 +153,18 @@ async def run_agent(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: s
                        latency_ms=round((time.perf_counter() - t0) * 1000, 3),
                        finish_reason=FINISH.get(message.stop_reason or "", "other" if message.stop_reason else None),
                        response_id=message.id)
-        history.append({"role": "assistant", "content": [block_param(b) for b in message.content]})
+        reply = {"role": "assistant", "content": [block_param(b) for b in message.content]}
         if message.stop_reason == "pause_turn":
+            history.append(reply)
             continue  # a long server-side turn: send the conversation back as it is
         calls = [b for b in message.content if b.type == "tool_use"]
         if message.stop_reason != "tool_use" or not calls:
-            return final_output(agent, message), history
+            # tools run only on stop_reason tool_use: a max_tokens reply may end inside a tool_use block, a
+            # refusal's calls are not run. Those blocks stay out of the conversation (the API refuses a
+            # tool_use no tool_result follows, were another user message to continue it).
+            kept = [block_param(b) for b in message.content if b.type != "tool_use"]
+            return final_output(agent, message), history + ([{"role": "assistant", "content": kept}] if kept else [])
+        history.append(reply)
         # one at a time, in order (one trace order, like portagent's runs)
         history.append({"role": "user", "content": [await answer(run, client, agent, c) for c in calls]})
 
@@ -218,6 +227,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "anthropic"), 9),
         max_tokens=shared.max_tokens or DEFAULT_MAX_TOKENS,
+        timeout_s=request_timeout_s(shared.max_tokens or DEFAULT_MAX_TOKENS),
         default_max_tokens=DEFAULT_MAX_TOKENS,
         temperature=shared.temperature if shared.force_shared_settings else None,
     )

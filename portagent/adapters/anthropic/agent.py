@@ -14,7 +14,9 @@ Translation only:
   runner's system prompt and tools are fixed for its loop (``capabilities.PROFILES["anthropic"]``);
 - ``output_schema`` → ``output_config.format = {type: json_schema, schema}`` (structured outputs); the text
   answer is parsed here and validated by portagent afterwards;
-- model calls → read from each message the runner yields (usage, ``stop_reason``, id).
+- model calls → read from each message the runner yields (usage, ``stop_reason``, id). A streamed reply is
+  read event by event: one that ends without ``message_stop`` (the connection closed mid-reply) fails the
+  run as a retryable provider error, never a completed run holding part of the text.
 
 Why the runner and not a hand-written ``messages.create`` loop: everything portagent needs fits the
 runner's public surface. The one thing that needed care is the order of work at each step: the runner
@@ -25,9 +27,16 @@ budget exhausted) ends the run *before* the next request, and ``session.before_m
 request before it is sent. The runner catches every exception a tool raises (and logs it with a
 traceback), so a signal is kept in the session and reaches the tool runner only as a quiet ``ToolError``.
 
+Tools run only for a reply whose ``stop_reason`` is ``tool_use``, the one reason the Messages API documents
+as "run the tools" (the runner itself stops on every other one): a ``max_tokens`` reply may end inside a
+``tool_use`` block whose input is cut short, a ``refusal``'s calls are not to be run, and ``pause_turn`` is
+sent back as it is. Such a reply ends the turn with the text so far (its model call says why), as an answer
+cut by its token limit does on every provider.
+
 Pinned SDK behaviour: a tool name the runner does not know (none declared) is answered by the runner
 itself ("Error: Tool '…' not found", ``is_error``); the adapter hands the attempt to the gateway too, so
-the trace holds it (``tool.call`` and an ``unknown_tool`` result). Its ``UserWarning`` is silenced.
+the trace holds it (``tool.call`` and an ``unknown_tool`` result) in the model's order among the reply's
+other calls. Its ``UserWarning`` is silenced.
 """
 
 from __future__ import annotations
@@ -38,13 +47,14 @@ from collections import deque
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 
 from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
-from portagent.adapters.port import RunSession, RunSignal
+from portagent.adapters.port import RunSession, RunSignal, endpoint_root
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
@@ -66,6 +76,9 @@ FINISH = {
 }
 """Anthropic ``stop_reason`` → portagent ``finish_reason`` (the same mapping as Claude Code's)."""
 
+RESUMED = frozenset({"pause_turn", "compaction"})
+"""Stop reasons on which the runner sends the unfinished turn back as it is (another request, no tool run)."""
+
 AGENT_TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"input": {"type": "string"}},
@@ -75,29 +88,45 @@ AGENT_TOOL_SCHEMA: dict[str, Any] = {
 """What an agent-as-tool takes, on every provider: the task as text."""
 
 
-class _CallIds:
-    """The vendor ids of one reply's tool calls, handed out in the order the runner runs them (it runs a
-    reply's ``tool_use`` blocks one at a time, in order; ``call()`` itself is given only the input)."""
+class _Calls:
+    """One reply's tool calls, in the model's order. The runner runs a reply's ``tool_use`` blocks one at a
+    time, in order, and ``call()`` is given only the input: a declared tool takes its vendor id here. A call
+    to a tool nobody declared is answered by the runner itself; it is handed to the gateway (traced, counted
+    against the budget) at its own place among the others: before the declared call that follows it, or
+    in ``finish()`` when it comes last."""
 
-    def __init__(self) -> None:
-        self._pending: deque[tuple[str, str]] = deque()
+    def __init__(self, session: RunSession, agent: str) -> None:
+        self.session = session
+        self.agent = agent
+        self.runnable: set[str] = set()
+        self._pending: deque[Any] = deque()
 
-    def expect(self, message: Any, runnable: set[str]) -> bool:
-        """Remember the reply's runnable calls; False when it also names a tool nobody declared."""
-        calls = [b for b in message.content if b.type == "tool_use"]
-        self._pending = deque((b.name, b.id) for b in calls if b.name in runnable)
-        return len(self._pending) == len(calls)
+    def expect(self, message: Any) -> None:
+        self._pending = deque(b for b in message.content if b.type == "tool_use")
 
-    def take(self, name: str) -> str | None:
-        if self._pending and self._pending[0][0] == name:
-            return self._pending.popleft()[1]
+    async def take(self, name: str) -> str | None:
+        """The vendor id of the declared call ``name`` the runner is running now (undeclared ones before it
+        are traced first)."""
+        await self.finish(upto_declared=True)
+        if self._pending and self._pending[0].name == name:
+            return str(self._pending.popleft().id)
         return None
+
+    async def finish(self, *, upto_declared: bool = False) -> None:
+        """Hand the leading undeclared calls to the gateway (each a ``tool.call`` and its ``unknown_tool``
+        result); all that are left unless ``upto_declared``."""
+        while self._pending and (not upto_declared or self._pending[0].name not in self.runnable):
+            block = self._pending.popleft()
+            if block.name not in self.runnable:
+                await self.session.gateway(self.agent).prepare(
+                    block.name, block.input, vendor_call_id=block.id, via="function"
+                )
 
 
 class _GatewayTool(BetaAsyncBuiltinFunctionTool):
     """A ToolSpec as a runnable tool: declared verbatim, executed only by the gateway."""
 
-    def __init__(self, spec: ToolSpec, agent: str, session: RunSession, ids: _CallIds) -> None:
+    def __init__(self, spec: ToolSpec, agent: str, session: RunSession, ids: _Calls) -> None:
         self.spec = spec
         self.agent = agent
         self.session = session
@@ -112,8 +141,8 @@ class _GatewayTool(BetaAsyncBuiltinFunctionTool):
         return dict(self._param)  # asked several times per request; built once (a copy: never shared)
 
     async def call(self, input: object) -> Any:
-        vendor_id = self.ids.take(self.spec.name)
         try:
+            vendor_id = await self.ids.take(self.spec.name)
             obs = await self.session.gateway(self.agent).call(
                 self.spec.name, input, vendor_call_id=vendor_id, via="function"
             )
@@ -128,7 +157,7 @@ class _GatewayTool(BetaAsyncBuiltinFunctionTool):
 class _AgentTool(BetaAsyncBuiltinFunctionTool):
     """An agent-as-tool: its call runs the sub-agent's own tool runner; the parent keeps control."""
 
-    def __init__(self, loop: _Loop, parent: str, target: str, description: str, ids: _CallIds) -> None:
+    def __init__(self, loop: _Loop, parent: str, target: str, description: str, ids: _Calls) -> None:
         self.loop = loop
         self.parent = parent
         self.target = target
@@ -140,7 +169,10 @@ class _AgentTool(BetaAsyncBuiltinFunctionTool):
 
     async def call(self, input: object) -> Any:
         session = self.loop.session
-        vendor_id = self.ids.take(self.target)
+        try:
+            vendor_id = await self.ids.take(self.target)
+        except RunSignal as sig:  # an undeclared call before this one met a run budget
+            raise ToolError(f"run stopped: {sig}") from sig
         task = input.get("input") if isinstance(input, dict) else None
         if not isinstance(task, str):
             raise ToolError(
@@ -173,7 +205,7 @@ class _Loop:
         self.failure: Exception | None = None
         """An error raised inside an agent tool's run (the runner would turn it into a tool result)."""
 
-    def tools(self, agent: str, ids: _CallIds) -> list[BetaAsyncBuiltinFunctionTool]:
+    def tools(self, agent: str, ids: _Calls) -> list[BetaAsyncBuiltinFunctionTool]:
         node = self.session.bundle.agents[agent]
         out: list[BetaAsyncBuiltinFunctionTool] = [
             _GatewayTool(spec, agent, self.session, ids) for spec in node.tools.values()
@@ -205,9 +237,9 @@ class _Loop:
         """One user turn of ``agent`` over ``messages``: its final output, and (``keep_history``: when another
         user message follows) the conversation after it."""
         session = self.session
-        ids = _CallIds()
-        tools = self.tools(agent, ids)
-        runnable = {t.name for t in tools}
+        calls = _Calls(session, agent)
+        tools = self.tools(agent, calls)
+        calls.runnable = {t.name for t in tools}
         history = list(messages)
         stopwatch = Stopwatch(session.clock)
         session.before_model_call(agent)
@@ -221,40 +253,34 @@ class _Loop:
             tools=tools,
             thread=False,
             stream=session.options.streaming,
+            # explicit, so the SDK does not refuse a large max_tokens unstreamed (see rules.request_timeout_s)
+            timeout=anthropic.Timeout(rules.request_timeout_s(self.max_tokens), connect=5.0),
             **self.params(agent),
         )
         last: Any = None
         try:
             async for item in runner:
-                message = await item.get_final_message() if session.options.streaming else item
+                message = await _whole_message(item) if session.options.streaming else item
                 last = message
                 self._record(agent, message, stopwatch.stop(agent))
                 if keep_history:
-                    history.append(
-                        {"role": "assistant", "content": [_block_param(b) for b in message.content]}
-                    )
-                if ids.expect(message, runnable):
+                    history.extend(_reply_in_history(message))
+                if message.stop_reason in RESUMED:  # the runner sends the turn back; nothing runs
+                    session.before_model_call(agent)
+                    stopwatch.start(agent)
+                if message.stop_reason != "tool_use":
+                    continue  # max_tokens, refusal, end_turn…: no tool runs, the runner ends the turn
+                calls.expect(message)
+                with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
+                    warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
                     response = await runner.generate_tool_call_response()
-                else:
-                    # the runner answers a tool nobody declared itself; the attempt is still traced (a
-                    # tool.call and its unknown_tool result, as on the other providers)
-                    for block in message.content:
-                        if block.type == "tool_use" and block.name not in runnable:
-                            await session.gateway(agent).prepare(
-                                block.name, block.input, vendor_call_id=block.id, via="function"
-                            )
-                    with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
-                        warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
-                        response = await runner.generate_tool_call_response()
+                await calls.finish()  # undeclared calls after the reply's last declared one
                 session.check_stopped()  # a tool deferred an approval or exhausted a budget: no next request
                 if self.failure is not None:
                     raise self.failure
-                if response is not None and message.stop_reason == "tool_use":
+                if response is not None:
                     if keep_history:
                         history.append(response)
-                    session.before_model_call(agent)
-                    stopwatch.start(agent)
-                elif message.stop_reason == "pause_turn":
                     session.before_model_call(agent)
                     stopwatch.start(agent)
         finally:
@@ -287,6 +313,33 @@ class _Loop:
             return json.loads(text)
         except json.JSONDecodeError:
             return text  # output_valid: false is decided by the runner, not a crash here
+
+
+class _StreamCut(Exception):
+    """A streamed reply ended without ``message_stop``: the connection closed mid-reply."""
+
+
+async def _whole_message(stream: Any) -> Any:
+    """A streamed reply read to its end. The SDK's ``get_final_message()`` returns whatever had arrived when
+    the body ended, also when it ended before ``message_stop``: the events are read here first, and a reply
+    without its terminal event is an error, never a finished answer holding part of the text."""
+    ended = False
+    async for event in stream:
+        ended = ended or event.type == "message_stop"
+    if not ended:
+        raise _StreamCut(
+            "the streamed reply ended before its message_stop event (the connection closed mid-reply)"
+        )
+    return await stream.get_final_message()
+
+
+def _reply_in_history(message: Any) -> list[dict[str, Any]]:
+    """A reply as the conversation carries it to the next user message. The ``tool_use`` blocks of a reply that
+    ended otherwise (``max_tokens``, ``refusal``…) were never run: they are left out, since the API refuses a
+    ``tool_use`` that no ``tool_result`` follows (a reply left with nothing is left out whole)."""
+    whole = message.stop_reason == "tool_use" or message.stop_reason in RESUMED  # results follow / sent back
+    content = [_block_param(b) for b in message.content if whole or b.type != "tool_use"]
+    return [{"role": "assistant", "content": content}] if content else []
 
 
 def _block_param(block: Any) -> dict[str, Any]:
@@ -330,7 +383,8 @@ class AnthropicAdapter:
         client = anthropic.AsyncAnthropic(
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
             # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
-            base_url=endpoint.client_url.rstrip("/") if endpoint.client_url else None,
+            # the server's root: the SDK adds /v1/messages itself (a ``…/v1`` URL would become /v1/v1/messages)
+            base_url=endpoint_root(endpoint.client_url),
             http_client=http,
             max_retries=int(retries) if retries is not None else anthropic.DEFAULT_MAX_RETRIES,
             # anthropic 2.14 makes OTel spans and propagates trace context by default: portagent writes its
@@ -372,10 +426,16 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             body=cause.response.text,
             retryable=REGISTRY["anthropic"].retryable(cause.status_code),
         ) from e
-    if isinstance(cause, anthropic.APIConnectionError):
+    broken = next((c for c in _chain(e) if isinstance(c, _CONNECTION_ERRORS)), None)
+    if broken is not None:
+        detail = (
+            broken.__cause__
+            if isinstance(broken, anthropic.APIConnectionError) and broken.__cause__
+            else broken
+        )
         raise ProviderError(
-            f"cannot reach the Anthropic endpoint {session.endpoint.base_url or 'api.anthropic.com'}: "
-            f"{cause.__cause__ or cause}",
+            f"cannot reach the Anthropic endpoint {session.endpoint.base_url or 'api.anthropic.com'}, or it "
+            f"dropped the connection: {detail}",
             retryable=True,
         ) from e
     if isinstance(cause, anthropic.AnthropicError):
@@ -383,6 +443,21 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
     if isinstance(e, TypeError) and "authentication" in str(e):
         raise UsageError(f"anthropic client configuration error: {e}") from e
     raise e
+
+
+_CONNECTION_ERRORS = (anthropic.APIConnectionError, httpx2.TransportError, _StreamCut)
+"""A connection that failed, timed out or broke mid-reply: the SDK's own error (it wraps what happens while
+it sends a request and reads an unstreamed body), httpx2's transport errors (a stream's body read by the
+SDK's iterator escapes unwrapped: ``RemoteProtocolError``, ``ReadError``…), a stream without its end."""
+
+
+def _chain(e: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
 
 
 ADAPTER = AnthropicAdapter()

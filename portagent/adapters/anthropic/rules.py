@@ -16,6 +16,16 @@ DEFAULT_MAX_TOKENS = ANTHROPIC_DEFAULT_MAX_TOKENS
 """Sent when the spec sets no ``models.max_tokens``: the Messages API requires a value."""
 
 
+def request_timeout_s(max_tokens: int) -> float:
+    """Seconds one Messages API request may take, given explicitly to the SDK. Unstreamed, the anthropic SDK
+    refuses a request that may take longer than 10 minutes by its own estimate (an hour per 128k output
+    tokens: ``max_tokens`` over ~21 333, or over a model's lower non-streaming limit) with "Streaming is
+    required…", unless a timeout is given — so a spec with ``max_tokens: 64000``, portable by every other
+    measure, would fail at its first request. The timeout given is that estimate, never below the SDK's own
+    default of 10 minutes: a long answer is waited for as long as the SDK expects it to take."""
+    return max(600.0, 3600.0 * max_tokens / 128_000)
+
+
 def lacks(bundle: AgentBundle) -> list[Lack]:
     """Nothing beyond the profile (kept as the vendor-rules seam every adapter has)."""
     return []
