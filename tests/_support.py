@@ -51,3 +51,8 @@ def portagent_home(path: Path):
             os.environ.pop("PORTAGENT_HOME", None)
         else:
             os.environ["PORTAGENT_HOME"] = old
+
+
+# The ini of a pytester project: no cache folder, and not langsmith's pytest plugin (installed with the
+# langgraph extra, it imports langsmith's client — about a second — in every pytest process).
+PYTESTER_INI = "[pytest]\naddopts = -p no:cacheprovider -p no:langsmith_plugin\n"

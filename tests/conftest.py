@@ -1,3 +1,4 @@
+import os
 import signal
 import sys
 from pathlib import Path
@@ -19,6 +20,14 @@ settings.load_profile("portagent")
 # ignored, and so does every process it starts: the tests that press Ctrl-C on a portagent subprocess would
 # then wait for nothing. A handler set here becomes the default again in each child at exec.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The suite starts hundreds of interpreters (CLI subprocesses, eval workers, pytester runs). With
+# PYTHONDONTWRITEBYTECODE set (some shells and containers set it), each of them compiled portagent's ~240
+# modules from source again, and pytest re-rewrote every test module in every xdist worker: about a second
+# of CPU per process. The suite writes its bytecode caches whatever the shell says (__pycache__ is ignored
+# by git); portagent itself leaves the setting to the user.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from _support import EXAMPLES, REPO, require_path
+from _support import EXAMPLES, PYTESTER_INI, REPO, require_path
 
 pytest_plugins = ["pytester"]
 
@@ -19,7 +19,7 @@ CASSETTES = REPO / "cassettes"
 @pytest.fixture
 def cassettes(pytester: pytest.Pytester) -> str:
     require_path(CASSETTES / "support-desk", "the demo's committed cassettes")
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(PYTESTER_INI)
     return str(CASSETTES)
 
 
@@ -67,7 +67,7 @@ def test_candidate_items_fail_with_the_gate_notes(pytester: pytest.Pytester, cas
 
 
 def test_missing_cassette_fails_with_the_record_command(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(PYTESTER_INI)
     empty = pytester.mkdir("no_cassettes")
     result = pytester.runpytest_subprocess(
         "--portagent-suite",
@@ -99,7 +99,7 @@ def test_marker_parametrizes_a_test(pytester: pytest.Pytester, cassettes: str) -
 
 
 def test_bad_suite_is_a_collection_error_without_traceback(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(PYTESTER_INI)
     bad = pytester.makefile(".yaml", bad_suite="kind: suite\nschema_version: 1\nsuite_id: x\n")
     result = pytester.runpytest_subprocess("--portagent-suite", str(bad))
     assert result.ret != 0
@@ -122,7 +122,7 @@ def test_record_then_replay_through_pytest(pytester: pytest.Pytester) -> None:
 
     import yaml
 
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makeini(PYTESTER_INI)
     agent = pytester.path / "desk"
     shutil.copytree(
         EXAMPLES / "support_desk", agent, ignore=shutil.ignore_patterns("suite.yaml", "__pycache__")
