@@ -8,10 +8,14 @@ The graph (built once per run, shared by every agent of the spec):
 - ``model`` node: ``session.before_model_call`` (portagent's ``max_turns``), then the agent's chat model
   (``vendor:model`` from ``models.langgraph``, see ``rules.py``) bound to its tools, invoked on its own
   instructions + the conversation; usage and finish are recorded from the ``AIMessage``;
-- ``tools`` node: the reply's tool calls one at a time, in order, each through the gateway (nothing else
-  executes a ToolSpec); an agent-as-tool call runs the same graph for the sub-agent on a thread of its
-  own; a ``transfer_to_<agent>`` call is a handoff: ``agent`` changes and the specialist continues the
-  conversation (any delegation graph, cycles too).
+- ``tools`` node: the reply's tool calls one at a time, in the model's order (a call whose arguments are
+  not JSON included), each through the gateway (nothing else executes a ToolSpec); an agent-as-tool call
+  runs the same graph for the sub-agent on a thread of its own, once its arguments match
+  ``AGENT_TOOL_SCHEMA``; a ``transfer_to_<agent>`` call is a handoff: ``agent`` changes and the specialist
+  continues the conversation (any delegation graph, cycles too);
+- a reply cut by the token limit (finish ``length``) ends the run with its text, as on the other
+  providers; its tool calls, possibly cut too, are not run (``model.call`` names them). A streamed reply
+  that never reached its vendor's last event is a retryable provider error, not an answer.
 
 Why an explicit graph and not ``create_react_agent`` / ``create_agent``: the prebuilt ``ToolNode`` runs a
 reply's calls concurrently and answers errors itself, where a portagent trace needs one order and every
@@ -36,6 +40,7 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Annotated, Any, TypedDict
 
+import pydantic
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
@@ -51,19 +56,26 @@ from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
+    ORDER_KEY,
     PLAYED_WIRES,
     build_chat_model,
     cache_writes,
     finish_reason,
     output_kwargs,
-    split_calls,
+    read_calls,
+    require_integration,
+    stream_finished,
     with_tools,
+    without_calls,
 )
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
+from portagent.tools.gateway import parse_args
+from portagent.tools.observations import Observation
+from portagent.tools.validation import schema_errors, validator_for
 
 AGENT_TOOL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -77,6 +89,9 @@ AGENT_TOOL_SCHEMA: dict[str, Any] = {
 class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     agent: str
+    calls: list[str]
+    """The last reply's tool call ids in the model's order: LangChain keeps the calls it could not read
+    (``invalid_tool_calls``) apart from the others, and the ``tools`` node answers them all in this order."""
 
 
 def transfer_name(agent: str) -> str:
@@ -140,6 +155,9 @@ class _Graph:
             }
         self.app = _app()
         self.threads: list[str] = []
+        self.model_calls = 0
+        """Model calls so far in this run attempt: the stem of the ids given to calls without a stable
+        one (``chat_models.read_calls``), the same on record and replay."""
 
     # --- chat models ------------------------------------------------------------------------------
     def chat_model(self, agent: str) -> Any:
@@ -175,28 +193,46 @@ class _Graph:
         session = self.session
         session.before_model_call(agent)
         spec = self.bundle.agents[agent].spec
+        vendor = self.choice[agent][0]
         messages = [SystemMessage(spec.instructions), *state["messages"]]
         model = self.chat_model(agent)  # built before the stopwatch: a model call's latency is the call's
+        self.model_calls += 1
         self.stopwatch.start(agent)
         reply: Any
         if session.options.streaming:
             reply = None
             async for chunk in model.astream(messages):
                 reply = chunk if reply is None else reply + chunk
+            if not stream_finished(vendor, reply):
+                self.stopwatch.stop(agent)
+                # as a connection dropped mid-answer (and openai-agents' own check on the openai provider)
+                raise ProviderError(
+                    f"the {vendor} chat model's streamed answer ended before its last event (the stream was "
+                    "cut short): what arrived is not a whole answer",
+                    retryable=True,
+                )
         else:
             reply = await model.ainvoke(messages)
-        self._record(agent, reply, self.stopwatch.stop(agent))
-        calls, invalid = split_calls(reply)
+        latency = self.stopwatch.stop(agent)
+        calls = read_calls(reply, vendor, f"call_{self.model_calls}")
+        finish = finish_reason(vendor, reply, bool(calls))
+        # Cut by the token limit: the answer is its text, as on the other providers, and its tool calls (the
+        # last of them likely cut mid-arguments) are not run; the message keeps none, so a next user message
+        # does not follow calls left unanswered.
+        dropped = calls if finish == "length" else []
+        if dropped:
+            calls = []
+        self._record(agent, reply, latency, finish, dropped)
         message = AIMessage(
-            content=reply.content,
-            tool_calls=calls,
-            invalid_tool_calls=invalid,
+            content=without_calls(reply.content) if dropped else reply.content,
+            tool_calls=[c for c in calls if c.get("type") != "invalid_tool_call"],
+            invalid_tool_calls=[c for c in calls if c.get("type") == "invalid_tool_call"],
             id=reply.id,
-            response_metadata=reply.response_metadata,
+            response_metadata={k: v for k, v in (reply.response_metadata or {}).items() if k != ORDER_KEY},
             usage_metadata=reply.usage_metadata,
             name=agent,
         )
-        return {"messages": [message]}
+        return {"messages": [message], "calls": [c["id"] for c in calls]}
 
     async def tools_node(self, state: State) -> dict[str, Any]:
         agent = state["agent"]
@@ -204,35 +240,43 @@ class _Graph:
         assert isinstance(last, AIMessage)
         out: list[ToolMessage] = []
         active = agent
+        order = {call_id: i for i, call_id in enumerate(state.get("calls") or [])}
+        pending: list[Any] = sorted(
+            [*last.tool_calls, *last.invalid_tool_calls],
+            key=lambda c: order.get(c.get("id") or "", len(order)),
+        )
+        agent_tools = {e.target for e in self.bundle.agents[agent].edges if e.kind == "agent_as_tool"}
         try:
-            # a call whose arguments are not a JSON object is an invalid call: the gateway answers it
-            # (validation_error) like every other provider, and the model is told
-            for call in [*last.tool_calls, *last.invalid_tool_calls]:
+            for call in pending:
                 name, args, call_id = call["name"] or "", call["args"], call.get("id")
-                if call.get("type") == "invalid_tool_call":
-                    obs = await self.session.gateway(agent).call(
-                        name, args if args is not None else "", vendor_call_id=call_id, via="function"
-                    )
-                    out.append(
-                        ToolMessage(observation_json(obs), tool_call_id=call_id, name=name, status="error")
-                    )
-                    continue
+                invalid = call.get("type") == "invalid_tool_call"
                 target = self.transfers[agent].get(name)
-                if target is not None:
+                if target is not None:  # a transfer takes no arguments: unreadable ones change nothing
                     self.session.record_handoff(agent, target, "handoff", details={"vendor_call_id": call_id})
                     active = target
                     out.append(
                         ToolMessage(json.dumps({"assistant": target}), tool_call_id=call_id, name=name)
                     )
                     continue
-                if any(
-                    e.kind == "agent_as_tool" and e.target == name for e in self.bundle.agents[agent].edges
-                ):
-                    text = await self.run_agent_tool(agent, name, args, call_id)
+                if name in agent_tools:
+                    task = _agent_tool_task(name, args)
+                    if isinstance(task, Observation):  # answered as the gateway answers bad arguments
+                        out.append(
+                            ToolMessage(
+                                observation_json(task), tool_call_id=call_id, name=name, status="error"
+                            )
+                        )
+                        continue
+                    text = await self.run_agent_tool(agent, name, task, call_id)
                     out.append(ToolMessage(text, tool_call_id=call_id, name=name))
                     continue
+                # a call whose arguments are not a JSON object is an invalid call: the gateway answers it
+                # (validation_error) like every other provider, and the model is told
                 obs = await self.session.gateway(agent).call(
-                    name, args, vendor_call_id=call_id, via="function"
+                    name,
+                    (args if args is not None else "") if invalid else args,
+                    vendor_call_id=call_id,
+                    via="function",
                 )
                 out.append(
                     ToolMessage(
@@ -247,10 +291,9 @@ class _Graph:
             interrupt({"approval_id": pause.approval_id, "call_id": pause.call_id, "agent": agent})
         return {"messages": out, "agent": active}
 
-    async def run_agent_tool(self, parent: str, target: str, args: Any, call_id: str | None) -> str:
-        task = args.get("input") if isinstance(args, dict) else None
+    async def run_agent_tool(self, parent: str, target: str, task: str, call_id: str | None) -> str:
         self.session.record_handoff(parent, target, "agent_as_tool", details={"vendor_call_id": call_id})
-        given = delegation_input(self.session, parent, target, str(task or ""))  # context: handoff
+        given = delegation_input(self.session, parent, target, task)  # context: handoff
         final = await self.run(target, [HumanMessage(given)], thread=f"{parent}/{call_id}")
         self.session.check_stopped()  # an approval deferred inside the sub-agent: stop here too
         return final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)
@@ -273,7 +316,7 @@ class _Graph:
         self.final_agent = result.get("agent", agent)
         return self._final(self.final_agent, result["messages"][-1])
 
-    def _record(self, agent: str, reply: Any, latency: float | None) -> None:
+    def _record(self, agent: str, reply: Any, latency: float | None, finish: str, dropped: list[Any]) -> None:
         usage = reply.usage_metadata or {}
         cached = usage.get("input_token_details") or {}
         out_details = usage.get("output_token_details") or {}
@@ -283,6 +326,9 @@ class _Graph:
         response_id = meta.get("id") or (
             reply.id if reply.id and not reply.id.startswith("lc_run-") else None
         )
+        details: dict[str, Any] = {"vendor": vendor, "response_id": response_id}
+        if dropped:  # cut by the token limit: the calls the reply began, not run
+            details["calls_not_run"] = [c.get("name") for c in dropped]
         self.session.record_model_call(
             agent=agent,
             model=model_id,
@@ -292,9 +338,9 @@ class _Graph:
             cache_write_tokens=cache_writes(cached),
             reasoning_tokens=int(out_details.get("reasoning") or 0),
             latency_ms=latency,
-            finish_reason=finish_reason(vendor, reply),
+            finish_reason=finish,
             response_id=response_id,
-            details={"vendor": vendor, "response_id": response_id},
+            details=details,
         )
 
     def _final(self, agent: str, message: Any) -> Any:
@@ -309,12 +355,20 @@ class _Graph:
             return text  # output_valid: false is decided by the runner
 
 
-INTEGRATIONS = {
-    "openai": "langchain_openai",
-    "claude": "langchain_anthropic",
-    "adk": "langchain_google_genai",
-}
-"""Each chat-model wire's LangChain integration module (``rules.VENDORS``)."""
+def _agent_tool_task(name: str, args: Any) -> str | Observation:
+    """An agent-as-tool call's task, once its arguments match ``AGENT_TOOL_SCHEMA`` as the gateway checks a
+    ToolSpec's (without ``input`` the sub-agent would run on an empty message); else the validation_error
+    observation the model is answered with."""
+    value, parse_error = parse_args(args)
+    if parse_error is not None:
+        return Observation.failure("validation_error", parse_error, [{"path": "", "message": parse_error}])
+    problems = schema_errors(validator_for(AGENT_TOOL_SCHEMA, "langgraph:agent-as-tool:in"), value)
+    if problems:
+        return Observation.failure(
+            "validation_error", f"arguments do not match {name}'s input schema", problems
+        )
+    task: str = value["input"]
+    return task
 
 
 class LangGraphAdapter:
@@ -330,11 +384,10 @@ class LangGraphAdapter:
     def prepare(self, bundle: AgentBundle) -> None:
         """Import the LangChain integration of each vendor the bundle's chat models use (langchain-anthropic
         alone takes seconds the first time), before the run's clock starts: that time is neither a model
-        call's latency nor spent from ``budget.timeout_s``."""
-        import importlib
-
-        for wire in rules.wires(bundle):
-            importlib.import_module(INTEGRATIONS[wire])
+        call's latency nor spent from ``budget.timeout_s``. One that is not installed is the same usage error
+        as a missing SDK (``get_adapter`` checks ``langgraph`` alone), naming the extra to install."""
+        for vendor in rules.vendors(bundle):
+            require_integration(vendor)  # missing: the extra's install line (exit 2), not a traceback
 
     def replays_in_process(self, bundle: AgentBundle) -> bool:
         """True when every chat model of the bundle takes the cassette player's transport (OpenAI and
@@ -392,6 +445,16 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             body=body if isinstance(body, str) else None,
             retryable=REGISTRY["langgraph"].retryable(status),
         ) from e
+    unreadable = next((c for c in _chain(e) if isinstance(c, pydantic.ValidationError)), None)
+    if unreadable is not None and unreadable.title in _GENAI_RESPONSES:
+        # google-genai validates what Gemini sent (functionCall.args that is not an object, as the
+        # emulator's malformed_arguments fault sends it): a provider error as on adk, said plainly
+        first = unreadable.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ProviderError(
+            f"the Gemini answer could not be read: {where}: {first['msg']} "
+            f"(got {_short(first.get('input'))}); google-genai refused the response"
+        ) from e
     broken = next((c for c in _chain(e) if _connection_error(c)), None)
     if broken is not None:
         raise ProviderError(
@@ -400,6 +463,15 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             retryable=True,
         ) from e
     raise e
+
+
+_GENAI_RESPONSES = frozenset({"GenerateContentResponse"})
+"""google-genai's response types: a pydantic error naming one is the vendor's answer that failed to parse."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 _CONNECTION_ERRORS = frozenset(

@@ -3,21 +3,42 @@
 - ``build_chat_model``: ``ChatOpenAI`` / ``ChatAnthropic`` / ``ChatGoogleGenerativeAI`` on the run's own
   HTTP client, pointed at ``Endpoint.client_url`` (the run journal's proxy when the run keeps one), with the
   shared settings the spec forces; ``output_kwargs``: the output schema in each vendor's request field;
-- ``split_calls``: a reply's tool calls, and those LangChain could not read as invalid tool calls (the
-  gateway answers them);
-- ``finish_reason``: why the model stopped, from the vendor's own stop value.
+- ``read_calls``: a reply's tool calls in the model's own order, those LangChain could not read kept as
+  invalid tool calls (the gateway answers them), each with an id that is the same on every run;
+- ``finish_reason`` / ``stream_finished``: why the model stopped, from the vendor's own stop value, and
+  whether a streamed answer reached its vendor's terminal event.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+from functools import lru_cache
 from typing import Any
 
 from portagent.adapters._shared import http_hooks, tls_context
 from portagent.adapters.base import REGISTRY
-from portagent.adapters.port import RunSession
+from portagent.adapters.port import RunSession, endpoint_root
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
-from portagent.contracts.errors import UsageError
+from portagent.contracts.errors import MissingExtraError, UsageError
+
+INTEGRATIONS: dict[str, tuple[str, str]] = {
+    "openai": ("langchain_openai", "langchain-openai"),
+    "anthropic": ("langchain_anthropic", "langchain-anthropic"),
+    "google_genai": ("langchain_google_genai", "langchain-google-genai"),
+}
+"""Each chat-model vendor's LangChain integration: (module, package). The ``langgraph`` extra installs all
+three; an environment holding ``langgraph`` alone passes ``get_adapter``'s check (it looks at ``langgraph``)."""
+
+
+def require_integration(vendor: str) -> Any:
+    """The LangChain integration module of ``vendor``, imported; missing (or failing to import, e.g. its
+    vendor SDK is absent) it is the same usage error as any other missing extra, never a traceback."""
+    module, package = INTEGRATIONS[vendor]
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingExtraError("langgraph", package, "langgraph") from e
 
 
 def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: list[Any]) -> Any:
@@ -26,16 +47,22 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
     from portagent.recording.player import transport_kwargs  # a replay: the cassette answers in process
 
     endpoint = session.endpoint
+    if vendor not in INTEGRATIONS:
+        raise UsageError(
+            f"models.langgraph: unknown chat model vendor {vendor!r}"
+        )  # the verdict says so first
+    require_integration(vendor)
     key = api_key(session, vendor)
     shared = session.bundle.spec.models
     temperature = shared.temperature if shared.force_shared_settings else None
     max_tokens = shared.max_tokens if shared.force_shared_settings else None
     streaming = session.options.streaming
-    # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
-    url = endpoint.client_url.rstrip("/") if endpoint.client_url else None
+    # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself; a URL
+    # given as ``…/v1`` (what ``portagent emulate`` prints) is its server root, as on every provider: each
+    # client adds its API version (ChatOpenAI's base URL takes it here), never ``/v1/v1/…``
+    url = endpoint_root(endpoint.client_url)
     if vendor == "openai":
         import openai
-        from langchain_openai import ChatOpenAI
 
         http = openai.DefaultAsyncHttpx2Client(
             event_hooks=http_hooks(session, "the OpenAI client may retry"),
@@ -43,7 +70,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
             **transport_kwargs("httpx2"),
         )
         closers.append(http.aclose)
-        return ChatOpenAI(
+        return _chat_openai()(
             model=model_id,
             api_key=key,
             base_url=url + "/v1" if url else None,
@@ -93,7 +120,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         )
         closers.append(gemini.aclose)  # its async transport must close on this loop
         return gemini
-    raise UsageError(f"models.langgraph: unknown chat model vendor {vendor!r}")  # the verdict says so first
+    raise AssertionError(vendor)  # INTEGRATIONS holds every vendor this function builds
 
 
 PLAYED_WIRES = frozenset({"openai", "claude"})
@@ -185,6 +212,32 @@ def chat_anthropic(http: Any) -> Any:
     return _RunChatAnthropic
 
 
+ORDER_KEY = "portagent_tool_call_ids"
+"""``response_metadata`` key under which ``_chat_openai`` keeps a Chat Completions reply's tool call ids in
+the model's order (``read_calls`` reads it; the graph's own message does not keep it)."""
+
+
+@lru_cache(maxsize=1)
+def _chat_openai() -> Any:
+    """``ChatOpenAI``, noting the order of a Chat Completions reply's tool calls. langchain-openai 1.8 splits
+    them into ``tool_calls`` and ``invalid_tool_calls`` (arguments that are not JSON) and keeps nothing of
+    the order the model gave (a Responses reply and Anthropic's keep it in their content blocks; a streamed
+    one in its chunks' indexes). ``_create_chat_result`` is private: the langgraph tests (the order of a
+    broken call and a good one) fail if it stops being called."""
+    from langchain_openai import ChatOpenAI
+
+    class _RunChatOpenAI(ChatOpenAI):
+        def _create_chat_result(self, response: Any, generation_info: Any = None) -> Any:
+            result = super()._create_chat_result(response, generation_info)
+            raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
+            for choice, generation in zip(raw.get("choices") or [], result.generations, strict=False):
+                calls = (choice.get("message") or {}).get("tool_calls") or []
+                generation.message.response_metadata[ORDER_KEY] = [c.get("id") for c in calls]
+            return result
+
+    return _RunChatOpenAI
+
+
 def with_tools(model: Any, vendor: str, functions: list[dict[str, Any]]) -> Any:
     """``model`` with the agent's tools bound, declared verbatim on every vendor. OpenAI's function format
     suits ChatOpenAI and ChatAnthropic (both send the JSON Schema as written). For Gemini, langchain-google-
@@ -234,39 +287,99 @@ def output_kwargs(vendor: str, schema: dict[str, Any], openai_api: str = "respon
     return {"response_mime_type": "application/json", "response_json_schema": schema}
 
 
-def split_calls(reply: Any) -> tuple[list[Any], list[Any]]:
-    """The reply's tool calls, and those LangChain could not read (cut or non-object arguments) as invalid
-    tool calls holding the text the model sent: the message keeps both, so the vendor sees its own call
-    answered."""
-    from langchain_core.messages.tool import invalid_tool_call
+TOOL_BLOCKS = {"tool_use": "id", "function_call": "call_id", "tool_call": "id"}
+"""Content blocks that are tool calls, and the key of their call id: Anthropic ``tool_use``, the Responses
+API's ``function_call``, LangChain's standard ``tool_call``."""
 
-    calls: list[Any] = []
-    invalid: list[Any] = list(getattr(reply, "invalid_tool_calls", None) or [])
-    for call in reply.tool_calls or []:
-        args = call.get("args")
-        if isinstance(args, dict):
-            calls.append(call)
-            continue
-        text = args if isinstance(args, str) else json.dumps(args)
-        invalid.append(
-            invalid_tool_call(
-                name=call.get("name"), args=text, id=call.get("id"), error="arguments are not a JSON object"
+
+def read_calls(reply: Any, vendor: str, id_stem: str) -> list[Any]:
+    """The reply's tool calls in the order the model sent them, each a LangChain ``tool_call`` or, when its
+    arguments are not a JSON object, an ``invalid_tool_call`` holding the text the model sent (the gateway
+    answers it with validation_error, so the vendor sees its own call answered).
+
+    A streamed reply is read from its chunks: LangChain parses a streamed call's text as *partial* JSON, so
+    cut arguments (``{"order_id": "ORD-7", "amount_eur": 3``) would become a call with what was left;
+    here they must be whole JSON, as for an answer in one piece.
+
+    Ids: langchain-google-genai invents a random one for each Gemini call (Gemini sends none); that id
+    reaches the request body of the next chat model after a handoff (OpenAI's, Anthropic's), which a
+    cassette then never matches. A Gemini call, and any call without an id, gets ``<id_stem>_<index>``
+    (``id_stem`` is the run's model-call count: the same on record and replay). Gemini's requests carry
+    no call id, so nothing the vendor sees changes."""
+    from langchain_core.messages.tool import invalid_tool_call, tool_call
+
+    chunks = getattr(reply, "tool_call_chunks", None) or []
+    out: list[Any] = []
+    if chunks:
+        for chunk in chunks:
+            text: str = chunk.get("args") or ""
+            args: Any = None
+            error: str | None = None
+            try:
+                args = json.loads(text) if text.strip() else {}
+            except ValueError as e:
+                error = f"arguments are not valid JSON: {e}"
+            if error is None and not isinstance(args, dict):
+                error = "arguments are not a JSON object"
+            name, call_id = chunk.get("name") or "", chunk.get("id")
+            out.append(
+                tool_call(name=name, args=args, id=call_id)
+                if error is None
+                else invalid_tool_call(name=name, args=text, id=call_id, error=error)
             )
-        )
-    return calls, invalid
+    else:
+        for call in reply.tool_calls or []:
+            given = call.get("args")
+            if isinstance(given, dict):
+                out.append(dict(call))
+                continue
+            out.append(
+                invalid_tool_call(
+                    name=call.get("name"),
+                    args=given if isinstance(given, str) else json.dumps(given),
+                    id=call.get("id"),
+                    error="arguments are not a JSON object",
+                )
+            )
+        out += list(getattr(reply, "invalid_tool_calls", None) or [])
+        order = _vendor_order(reply)
+        out.sort(key=lambda c: order.get(c.get("id"), len(order)))  # stable: unknown ids keep their place
+    for i, call in enumerate(out):
+        if vendor == "google_genai" or not call.get("id"):
+            call["id"] = f"{id_stem}_{i}"
+    return out
 
 
-def finish_reason(vendor: str, reply: Any) -> str:
+def _vendor_order(reply: Any) -> dict[Any, int]:
+    """Call id → position, from what the reply kept of the vendor's order: its content blocks (Anthropic,
+    the Responses API), or ``ORDER_KEY`` (Chat Completions, ``_chat_openai``)."""
+    ids: list[Any] = list((reply.response_metadata or {}).get(ORDER_KEY) or [])
+    if not ids and isinstance(reply.content, list):
+        for block in reply.content:
+            key = TOOL_BLOCKS.get(str(block.get("type"))) if isinstance(block, dict) else None
+            if key is not None:
+                ids.append(block.get(key))
+    return {call_id: i for i, call_id in enumerate(ids)}
+
+
+def without_calls(content: Any) -> Any:
+    """A reply's content without its tool-call blocks: the message kept when its calls are not run (an
+    answer cut by the token limit), which must not show the vendor calls left unanswered."""
+    if not isinstance(content, list):
+        return content
+    return [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
+
+
+def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
-    ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor; a reply
-    with tool calls stopped for them."""
+    ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor. A reply
+    with tool calls (``calls``) stopped for them, unless the token limit cut it (``length``: its calls may
+    be cut too, and are not run)."""
     from portagent.wire.anthropic_response import STOP_REASONS
     from portagent.wire.gemini_response import FINISH_REASONS_GEMINI
     from portagent.wire.openai_response import CHAT_FINISH, INCOMPLETE
 
     meta = reply.response_metadata or {}
-    if reply.tool_calls or getattr(reply, "invalid_tool_calls", None):
-        return "tool_calls"
     mapped: str | None = None
     if vendor == "anthropic":
         mapped = STOP_REASONS.get(str(meta.get("stop_reason")))
@@ -278,4 +391,25 @@ def finish_reason(vendor: str, reply: Any) -> str:
         if mapped is None and meta.get("status") == "incomplete":  # the Responses API
             reason = (meta.get("incomplete_details") or {}).get("reason")
             mapped = INCOMPLETE.get(str(reason), "length")
+    if mapped == "length":
+        return mapped
+    if calls:
+        return "tool_calls"
     return mapped or "stop"
+
+
+def stream_finished(vendor: str, reply: Any) -> bool:
+    """Whether a streamed answer reached its vendor's end: the stop value that only the last events carry
+    (Anthropic ``message_delta.stop_reason``, just before ``message_stop``; OpenAI Chat Completions'
+    ``finish_reason``, before ``[DONE]``; the Responses API's ``response.completed`` / ``.incomplete`` /
+    ``.failed``; Gemini's ``finishReason`` on its last chunk). A body that ends cleanly without it was cut
+    short: the vendor clients end such a stream quietly, and LangChain would hand on the text so far as if
+    it were the answer."""
+    if reply is None:
+        return False
+    meta = reply.response_metadata or {}
+    if vendor == "anthropic":
+        return bool(meta.get("stop_reason"))
+    if vendor == "google_genai":
+        return bool(meta.get("finish_reason"))
+    return bool(meta.get("finish_reason")) or meta.get("status") not in (None, "queued", "in_progress")

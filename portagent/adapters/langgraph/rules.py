@@ -9,8 +9,9 @@ integrations the ``langgraph`` extra installs:
 - ``anthropic:<id>`` — ``langchain-anthropic`` (``ChatAnthropic``, the Messages API);
 - ``google_genai:<id>`` — ``langchain-google-genai`` (``ChatGoogleGenerativeAI``, the Gemini API).
 
-Unset, the adapter runs the spec's OpenAI model (``openai:`` + ``models.openai``), so every spec that
+Unset, the adapter runs the agent's OpenAI model (``openai:`` + ``models.openai``), so every spec that
 runs on ``openai`` runs on ``langgraph`` too, through the same endpoint (the verdict says so in a note).
+An agent that names neither runs the root agent's choice.
 """
 
 from __future__ import annotations
@@ -27,26 +28,31 @@ VENDORS: dict[str, str] = {
 
 
 def model_choice(node: AgentNode, root: AgentNode) -> tuple[str, str] | None:
-    """(vendor, model id) for one agent: its own ``models.langgraph``, the root's, else ``openai:`` + the
-    OpenAI id. None when there is nothing to run."""
+    """(vendor, model id) for one agent: its own model for langgraph (its ``models.langgraph``, else
+    ``openai:`` + its ``models.openai``), else the root agent's, as ``RunSession.model_for`` chooses for
+    every provider: a sub-agent that names its own model runs it. None when there is nothing to run."""
     for models in (node.spec.models, root.spec.models):
-        if models.langgraph:
-            vendor, sep, model = models.langgraph.partition(":")
-            return (vendor, model) if sep else ("", models.langgraph)
-    openai_id = node.spec.models.openai or root.spec.models.openai
-    return ("openai", openai_id) if openai_id else None
+        value = models.for_provider("langgraph")
+        if value:
+            vendor, sep, model = value.partition(":")
+            return (vendor, model) if sep else ("", value)
+    return None
+
+
+def vendors(bundle: AgentBundle) -> list[str]:
+    """The chat-model vendors of the bundle's agents (``VENDORS``' keys), the root agent's first, each once."""
+    out: list[str] = []
+    for name in (bundle.root, *bundle.agents):
+        choice = model_choice(bundle.agents[name], bundle.node)
+        if choice is not None and choice[0] in VENDORS and choice[0] not in out:
+            out.append(choice[0])
+    return out
 
 
 def wires(bundle: AgentBundle) -> list[str]:
     """The providers whose wire protocols the bundle's chat models speak (``VENDORS``), the root agent's
     first, each once: what decides a live run's key variables, base-URL variable and journal upstream."""
-    out: list[str] = []
-    for name in (bundle.root, *bundle.agents):
-        choice = model_choice(bundle.agents[name], bundle.node)
-        wire = VENDORS.get(choice[0]) if choice is not None else None
-        if wire is not None and wire not in out:
-            out.append(wire)
-    return out
+    return [VENDORS[v] for v in vendors(bundle)]
 
 
 def _file(node: AgentNode) -> str:
@@ -92,6 +98,7 @@ def notes(bundle: AgentBundle) -> list[str]:
             f"one, {ANTHROPIC_DEFAULT_MAX_TOKENS} is sent"
         )
     for name, node in bundle.agents.items():
-        if not (node.spec.models.langgraph or bundle.spec.models.langgraph):
+        own = node.spec.models
+        if not own.langgraph and (own.openai or not bundle.spec.models.langgraph):
             out.append(f"langgraph: agent {name!r} has no models.langgraph; it runs openai:<models.openai>")
     return out

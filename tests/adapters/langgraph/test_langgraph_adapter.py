@@ -434,9 +434,10 @@ def test_live_base_url_variable_is_the_chat_models_vendors(tmp_path, monkeypatch
 
     data = tmp_path / "data"
     shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
-    spec = yaml.safe_load((data / "desk.yaml").read_text())
-    spec["models"]["langgraph"] = "anthropic:claude-sonnet-4-6"
-    (data / "desk.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    for name in ("desk", "faq_expert", "refunds_specialist"):  # each agent's own model is its own choice
+        spec = yaml.safe_load((data / f"{name}.yaml").read_text())
+        spec["models"]["langgraph"] = "anthropic:claude-sonnet-4-6"
+        (data / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-2")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9")
