@@ -5,6 +5,7 @@ Exit 0 when written, 1 when the target cannot run the spec (port-check finds a l
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from portagent.contracts.providers import PROVIDERS
@@ -28,12 +29,46 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing file")
 
 
-def run(args: argparse.Namespace) -> int:
+def _agent_files(bundle: Any) -> list[Path]:
+    """Every file of the agent (specs, tool files, policies) and the handler modules beside them, which
+    the exported module reads or imports: none may be what --out replaces."""
+    files: list[Path] = []
+    for node in bundle.agents.values():
+        if node.path is None:
+            continue
+        folder = node.path.parent
+        files.append(node.path)
+        if node.policy_path is not None:
+            files.append(node.policy_path)
+        files += [folder / f for f in node.spec.tool_files]
+        for tool in node.tools.values():
+            module = (tool.handler or "").partition(":")[0]
+            if module:
+                files.append(folder / (module.replace(".", "/") + ".py"))
+    return files
 
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from portagent.contracts.bundle import load_agent
     from portagent.contracts.errors import UsageError
     from portagent.migration.export import export_agent
 
     source, path = export_agent(args.agent, args.target, args.out)
+    bundle = load_agent(args.agent)
+    if path.is_dir():
+        raise UsageError(
+            f"{path}: is a folder; --out names the module file to write, e.g. "
+            f"{path / f'{bundle.root}_{args.target}.py'} (nothing was written)"
+        )
+    real = Path(os.path.realpath(path))
+    for f in _agent_files(bundle):
+        if f.exists() and real == Path(os.path.realpath(f)):
+            raise UsageError(
+                f"{path}: is a file of the agent being exported ({f}), which an export never replaces; "
+                "choose another --out (nothing was written)"
+            )
     if path.exists() and not args.overwrite:
         raise UsageError(f"{path}: already exists; pass --overwrite to replace it (nothing was written)")
     from portagent.core.files import write_text_atomic

@@ -62,22 +62,67 @@ def _models(values: list[str]) -> dict[str, str]:
     return out
 
 
+def _check_target(target: str) -> None:
+    """``prog.py:AGENT`` or ``./src/prog.py:AGENT`` (a file path where a module name goes): one message
+    naming the form that works."""
+    import re
+    from pathlib import PurePath
+
+    from portagent.contracts.errors import UsageError
+
+    module, sep, attr = target.partition(":")
+    if not sep or not (module.endswith(".py") or "/" in module or "\\" in module):
+        return
+    path = PurePath(module.replace("\\", "/"))
+    obj = attr or "OBJECT"
+    if path.suffix != ".py":  # a package path written with slashes
+        dotted = ".".join(path.parts)
+        raise UsageError(f"{target!r}: MODULE is a Python module name, not a path; use '{dotted}:{obj}'")
+    stem, folder = path.stem, str(path.parent)
+    if not re.fullmatch(r"[A-Za-z_]\w*", stem):
+        raise UsageError(
+            f"{target!r}: MODULE is a Python module name, and {path.name} cannot be imported as one; "
+            f"rename it (letters, digits and _) and use NAME:{obj}"
+        )
+    where = "the current folder" if folder == "." else f"{folder} (cd there first, or add it to PYTHONPATH)"
+    raise UsageError(
+        f"{target!r}: MODULE is a Python module name, not a file path; use '{stem}:{obj}' from {where}"
+    )
+
+
+def _program_files(target: str) -> list[str]:
+    """Where MODULE's top-level module or package is, found without running it (none when not found)."""
+    import importlib.util
+
+    top = target.partition(":")[0].split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top) if top else None
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    origin = [spec.origin] if spec.has_location and spec.origin else []
+    return [*(spec.submodule_search_locations or []), *origin]
+
+
 def run(args: argparse.Namespace) -> int:
     import os
     import sys
     from pathlib import Path
 
+    from portagent.contracts.errors import UsageError
     from portagent.migration.importing import import_native
-    from portagent.migration.writer import write_import
+    from portagent.migration.writer import output_problem, write_import
 
     models = _models(args.model)
+    _check_target(args.target)
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE is found from the current folder, as with `python -m`
     out = Path(args.out) if args.out else Path(f"imported_{args.target.rpartition(':')[2].split('.')[-1]}")
-    if out.exists() and not args.overwrite:
-        from portagent.contracts.errors import UsageError
-
-        raise UsageError(f"{out}: already exists; pass --overwrite to replace it (nothing was written)")
+    # before the (slow) import of the program
+    problem = output_problem(out, overwrite=args.overwrite, sources=_program_files(args.target))
+    if problem is not None:
+        raise UsageError(problem)
     draft = import_native(args.target, args.sdk, models=models, name=args.name)
     root = write_import(draft, out, overwrite=args.overwrite)
     report = draft.report

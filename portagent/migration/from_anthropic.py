@@ -52,7 +52,8 @@ EXPECTED = (
 _SHARED = ("max_tokens", "temperature")
 _IGNORED = ("messages", "stream", "thread")
 """Per-run arguments: the conversation is the run's input, streaming is ``--stream``, and a server-held
-thread only changes what each request repeats (portagent's adapter sends the whole conversation)."""
+thread only changes what each request repeats (portagent's adapter sends the whole conversation). None
+is dropped silently: a seed conversation is listed as not imported, ``stream`` noted (``_per_run``)."""
 
 
 def read_anthropic(ref: str, obj: Any) -> ImportDraft:
@@ -119,7 +120,28 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
         report.add(
             "not_portable", f"{key}={obj[key]!r}"[:120], "not imported: an Anthropic-only request setting"
         )
+    _per_run(obj, name, report)
     return reader.draft("anthropic", draft)
+
+
+def _per_run(obj: Mapping[str, Any], name: str, report: ImportReport) -> None:
+    """What the dict holds of one run: a seed conversation (``messages``) a spec has no field for, and
+    ``stream``, which portagent decides per run."""
+    messages = obj.get("messages")
+    if messages:
+        count = len(messages) if isinstance(messages, list | tuple) else 1
+        report.add(
+            "not_portable",
+            f"messages: a seed conversation of {count} message(s) on agent {name}",
+            "not imported: a spec has no seed conversation (a run starts from its input); put what it "
+            "tells the model into instructions, or send it as the run's input",
+        )
+    if obj.get("stream"):
+        report.add(
+            "note",
+            f"stream={obj['stream']!r} on agent {name}",
+            "not carried over: portagent streams a run when asked (portagent run --stream)",
+        )
 
 
 def _instructions(system: Any, name: str, report: ImportReport) -> str:

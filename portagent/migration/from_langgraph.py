@@ -11,7 +11,7 @@ refused with one message naming the nodes found.
 | graph ``name`` (when set) | agent ``name`` |
 | ``prompt`` (a string or a ``SystemMessage``) | ``instructions`` |
 | ``model``: ``ChatOpenAI`` / ``ChatAnthropic`` / ``ChatGoogleGenerativeAI`` | ``models.langgraph: vendor:id`` and that vendor's provider id (``models.openai`` / ``anthropic`` / ``adk``) |
-| its ``temperature`` / ``max_tokens`` when set | shared settings, forced |
+| its ``temperature`` / ``max_tokens`` when the program set them (``_authored``) | shared settings, forced |
 | ``@tool`` functions (``StructuredTool``) | ToolSpecs: the schema the model is sent, handler ``module:name.func`` (``.coroutine`` when async) |
 
 One internal is read, here only: ``create_react_agent`` keeps its model and prompt in the closure of the
@@ -22,8 +22,10 @@ One internal is read, here only: ``create_react_agent`` keeps its model and prom
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+import warnings
 from typing import Any
 
 from portagent.adapters.base import package_version
@@ -134,6 +136,14 @@ def _instructions(prompt: Any, name: str, report: ImportReport) -> str:
     if ours:
         message = found.get("_system_message", found.get("prompt"))
         text = _message_text(message)
+        left = _blocks_left_out(message)
+        if left:
+            report.add(
+                "not_portable",
+                f"system prompt of agent {name}: " + "; ".join(left),
+                "not imported: instructions are text; "
+                + ("its text blocks were joined into them" if text else "a placeholder was written"),
+            )
         if text:
             return text
         report.add(
@@ -171,6 +181,31 @@ def _message_text(message: Any) -> str | None:
     return None
 
 
+_TEXT_BLOCK_KEYS = frozenset({"type", "text", "id"})
+"""What a text block carries that instructions keep (``id`` is LangChain's own bookkeeping)."""
+
+
+def _blocks_left_out(message: Any) -> list[str]:
+    """What ``_message_text`` does not carry over from a system message's content blocks: blocks other
+    than text (an image, a document…) and what a text block carries beside its text (``cache_control``,
+    ``citations``…), each named with its block's place (1-based)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        return []
+    left = []
+    for i, block in enumerate(content, 1):
+        if isinstance(block, str):
+            continue
+        if not isinstance(block, dict) or block.get("type") != "text":
+            kind = block.get("type", "?") if isinstance(block, dict) else type(block).__name__
+            left.append(f"block {i} ({kind})")
+            continue
+        extra = sorted(set(block) - _TEXT_BLOCK_KEYS)
+        if extra:
+            left.append(f"{', '.join(extra)} on text block {i}")
+    return left
+
+
 def _model(model: Any, draft: DraftAgent, report: ImportReport) -> None:
     chat = getattr(model, "bound", model)  # bind_tools wraps the chat model in a binding
     known = _VENDORS.get(type(chat).__name__) or next(
@@ -206,10 +241,11 @@ def _model(model: Any, draft: DraftAgent, report: ImportReport) -> None:
         ("max_tokens", "max_tokens"),
         ("max_output_tokens", "max_tokens"),
     )
-    _other_settings(chat, {field, "use_responses_api", *(src for src, _ in shared)}, draft, report)
+    given = _authored(chat, field)
+    _other_settings(chat, given - {field, "use_responses_api", *(src for src, _ in shared)}, draft, report)
     for src, target in shared:
-        if src not in chat.model_fields_set:
-            continue  # the integration's default, not the author's choice
+        if src not in given:
+            continue  # the integration's default (or one it derived from the model), not the author's choice
         value = getattr(chat, src, None)
         if isinstance(value, int | float) and not isinstance(value, bool) and target not in draft.models:
             draft.models[target] = value
@@ -247,6 +283,17 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     gap = schema_gap(schema)
     if gap:
         refuse_schema_gap(reader.report, subject, gap)
+        return None
+    pauses = _pauses(fn)
+    if pauses is not None:
+        reader.report.add(
+            "not_portable",
+            f"{subject} ({where(fn)})",
+            f"not imported: it pauses the graph with LangGraph's interrupt() ({pauses}), which only a "
+            "checkpointed LangGraph run can resume: every portable call of it would fail. For a human "
+            "check before the call, set requires_approval: true on its ToolSpec (portagent asks before "
+            "running it) and give the model a version of the function without interrupt()",
+        )
         return None
     injected = _injected_params(t)
     if injected:
@@ -287,6 +334,43 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     )
 
 
+def _pauses(fn: Any) -> str | None:
+    """Where ``fn`` calls LangGraph's ``interrupt()`` — itself, or a function of its own module it calls
+    (two levels down) — read from the names its code uses; None when it does not."""
+    import types
+
+    from langgraph import types as lg_types
+
+    seen: set[int] = set()
+    todo: list[tuple[Any, int]] = [(inspect.unwrap(fn), 0)]
+    while todo:
+        func, depth = todo.pop()
+        code = getattr(func, "__code__", None)
+        if code is None or id(func) in seen:
+            continue
+        seen.add(id(func))
+        names: set[str] = set()
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            names |= set(c.co_names) | set(c.co_freevars)
+            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        scope = dict(getattr(func, "__globals__", {}))
+        with contextlib.suppress(TypeError, ValueError):
+            scope.update(inspect.getclosurevars(func).nonlocals)
+        for n in sorted(names):
+            value = scope.get(n)
+            if value is lg_types.interrupt or (value is lg_types and "interrupt" in names):
+                return f"{func.__qualname__}, {where(func)}"
+            if (
+                depth < 2
+                and inspect.isfunction(value)
+                and value.__module__ == getattr(func, "__module__", None)
+            ):
+                todo.append((value, depth + 1))
+    return None
+
+
 def _injected_params(t: Any) -> list[str]:
     """The tool's parameters the model is never sent (what the graph injects): those of its input schema
     that its tool-call schema leaves out. A ``RunnableConfig`` parameter is in neither (``ainvoke`` fills it)."""
@@ -307,19 +391,18 @@ _CONNECTION = re.compile(
 asks the model: portagent sets the endpoint and streaming per run."""
 
 
-def _other_settings(chat: Any, read: set[str], draft: DraftAgent, report: ImportReport) -> None:
+def _other_settings(chat: Any, given: set[str], draft: DraftAgent, report: ImportReport) -> None:
     """Every other setting the program gave its chat model is listed, never dropped silently."""
     from portagent.core.secrets import mask_text
 
-    given = sorted(f for f in set(getattr(chat, "model_fields_set", ())) - read if _set_by_author(chat, f))
-    quiet = [f for f in given if _CONNECTION.search(f)]
+    quiet = sorted(f for f in given if _CONNECTION.search(f))
     if quiet:
         report.add(
             "note",
             f"{type(chat).__name__} connection and client settings of agent {draft.name}: {', '.join(quiet)}",
             "not carried over: portagent points each run at its endpoint (and streams with --stream)",
         )
-    for f in given:
+    for f in sorted(given):
         if f in quiet:
             continue
         value = mask_text(repr(getattr(chat, f, None)))
@@ -335,13 +418,62 @@ _DERIVED = frozenset({"profile"})
 """Fields LangChain fills in itself from what it knows of the model (not the program's settings)."""
 
 
+def _authored(chat: Any, id_field: str) -> set[str]:
+    """The chat model's fields the program gave a value of its own. ``model_fields_set`` is not that:
+    the integrations fill fields in their validators (langchain-anthropic sets ``max_tokens`` from the
+    model's profile, e.g. 128000 for claude-sonnet-4-6; langchain-openai its clients), which then count
+    as set. So each set field is compared with a reference model of the same class, built with the same
+    model id and connection settings and nothing else: a field the reference also has set, to the same
+    value, is the integration's, not the author's. (Without a reference, and for what was copied into it, a field is
+    compared with the class default.)"""
+    fields = {f for f in getattr(chat, "model_fields_set", ()) if f not in _DERIVED}
+    copied = {
+        f
+        for f in fields
+        if f == id_field
+        or (_CONNECTION.search(f) and "client" not in f and f not in ("metadata", "callbacks"))
+    }
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # what the class warns about, the program's own run warned
+            reference = type(chat)(**{f: getattr(chat, f) for f in copied})
+    except Exception:  # e.g. a setting the class requires that is not a connection setting
+        reference = None
+    missing = object()
+    out = set()
+    for f in fields:
+        if reference is None or f in copied:  # what was copied is judged against the class default
+            if _set_by_author(chat, f):
+                out.add(f)
+            continue
+        value = getattr(chat, f, None)
+        if value is None or (isinstance(value, dict | list | tuple | set | str) and not value):
+            continue
+        if f not in reference.model_fields_set:  # the class fills nothing in there: the program set it
+            out.add(f)
+            continue
+        try:
+            differs = bool(value != getattr(reference, f, missing))
+        except Exception:  # a value that cannot be compared: treat it as given
+            differs = True
+        if differs:
+            out.add(f)
+    return out
+
+
 def _set_by_author(chat: Any, field: str) -> bool:
-    """Was ``field`` given a value of the program's own (not left empty or at its default, not derived)?"""
-    if field in _DERIVED:
-        return False
+    """Without a reference model: was ``field`` given a value of the program's own (not left empty or at
+    its default, not derived from the model's profile)?"""
     value = getattr(chat, field, None)
     if value is None or (isinstance(value, dict | list | tuple | set | str) and not value):
         return False
+    profile = getattr(chat, "profile", None)
+    if (
+        field in ("max_tokens", "max_output_tokens")
+        and isinstance(profile, dict)
+        and value == profile.get("max_output_tokens")
+    ):
+        return False  # derived from the model's profile (langchain-anthropic does this)
     info = type(chat).model_fields.get(field)
     if info is None:
         return True

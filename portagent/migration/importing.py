@@ -79,12 +79,30 @@ def load_object(ref: str) -> Any:
 
 
 def other_sdk_hint(obj: Any, sdk: str) -> str:
-    """``"; it is an object of the X SDK: use --from X"`` when ``obj`` belongs to another SDK, else ``""``."""
+    """``"; it is an object of the X SDK: use --from X"`` when ``obj`` belongs to another SDK, a hint to
+    import what a function builds when it is a function called without arguments (a factory), else
+    ``""``."""
+    if (inspect.isfunction(obj) or inspect.ismethod(obj)) and _no_required_params(obj):
+        name = obj.__name__
+        return (
+            f"; {name} is a function, and the import reads the object it would build, not the code: "
+            f"build it at the top level of the module (e.g. `agent = {name}()`) and import that name "
+            f"({getattr(obj, '__module__', None) or 'MODULE'}:agent)"
+        )
     module = type(obj).__module__ or ""
     for prefix, name in _TYPE_HINTS.items():
         if (module == prefix or module.startswith(prefix + ".")) and name != sdk:
             return f"; it is an object of the {name} SDK: use --from {name}"
     return ""
+
+
+def _no_required_params(fn: Any) -> bool:
+    """Callable with no arguments (a factory's shape; a tool function takes its arguments)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
 
 
 def a_type(obj: Any) -> str:

@@ -31,7 +31,9 @@ from portagent.tools.observations import ToolFailure
 from portagent.tools.tool_context import ToolContext
 
 
-async def call_original(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def call_original(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, awaited when it returns an awaitable. ``fn`` is positional-only: the
+    keyword arguments are a tool's own, and a tool may have a parameter named ``fn``."""
     result = fn(*args, **kwargs)
     if inspect.isawaitable(result):
         result = await result
@@ -71,7 +73,7 @@ def _validating(fn: Callable[..., Any]) -> Callable[..., Any]:
     return pydantic.validate_call(fn)
 
 
-async def call_anthropic_tool(target: Any, **args: Any) -> Any:
+async def call_anthropic_tool(target: Any, /, **args: Any) -> Any:
     """Call an anthropic ``@beta_tool`` and convert what it returns: its ``tool_result`` content.
 
     ``target`` is the SDK's tool object (its ``call`` checks and converts the arguments as the tool
@@ -79,7 +81,8 @@ async def call_anthropic_tool(target: Any, **args: Any) -> Any:
     function, which is given the same conversion (``pydantic.validate_call``, as the SDK builds it).
     JSON text is read back as its value (the gateway encodes every output as JSON for every provider),
     other text stays text, content blocks convert as MCP content does; raising the SDK's ``ToolError``
-    (its way to answer with ``is_error``) is a handler error."""
+    (its way to answer with ``is_error``) is a handler error. ``target`` is positional-only: ``args`` are
+    the tool's own keyword arguments, and a tool may have a parameter named ``target``."""
     try:
         if callable(getattr(target, "call", None)) and hasattr(target, "to_dict"):
             result = target.call(args)

@@ -8,18 +8,23 @@ Layout of the output folder::
     portagent_shims_<agent>_<hash>.py  handler shims, only when a native function needs one (``shims``)
     import-report.md           what was imported, changed, left out, and what to review
 
-Everything is written into a temporary folder beside ``--out`` and checked with the same loader and
-static checks as ``portagent validate``; only then is it renamed into place. An existing folder is
-refused unless ``overwrite`` (it is then moved aside, replaced, and removed).
+Everything is written into a temporary folder beside ``--out`` (or in the nearest folder that exists,
+when ``--out`` names new parent folders: they are made only at the end) and checked with the same loader
+and static checks as ``portagent validate``; only then is it renamed into place, so a failure leaves
+nothing on disk. An existing folder is refused unless ``overwrite`` (it is then moved aside, replaced, and
+removed); the current folder, a folder holding it and a folder holding the imported program are refused
+either way (``output_problem``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -143,13 +148,66 @@ def _route_handlers(draft: ImportDraft, out: Path) -> list[str]:
     modules = {line.split()[1] for line in draft.shim_imports}
     for m in sorted(modules):
         folder = module_folder(m)
-        if folder is None or folder == base:
+        if folder is None:
+            continue
+        _refuse_shadowed(m, folder)
+        if folder == base:
             continue
         try:
             rels[Path(os.path.relpath(folder, base)).as_posix()] = None
         except ValueError:  # another drive (Windows)
             rels[folder.as_posix()] = None
     return list(rels)
+
+
+def _refuse_shadowed(module: str, folder: Path) -> None:
+    """One message when ``module``'s name is also another module's on the Python path (a program named
+    ``agents.py`` beside openai-agents' ``agents``). The import found the program's own (the current
+    folder comes first, as with ``python -m``), but the generated handler module puts ``folder`` after
+    the installed packages — so that nothing of the program's folder can hide a package portagent or
+    an SDK needs during a run — and there ``import <module>`` would load the other one."""
+    import importlib.machinery
+
+    top = module.split(".")[0]
+    others = []
+    for entry in sys.path:
+        try:
+            if Path(entry or ".").resolve() == folder:
+                continue
+        except OSError:
+            continue
+        others.append(entry)
+    origin: str | None = None
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = (
+                importlib.machinery.PathFinder.find_spec(top, others)
+                if finder is importlib.machinery.PathFinder
+                else find(top, None)
+            )
+        except Exception:  # a finder of some package's that cannot answer: not evidence of a clash
+            continue
+        if spec is None:
+            continue
+        if spec.origin in (None, "namespace"):  # a namespace package yields to any regular module
+            continue
+        if spec.origin in ("built-in", "frozen"):
+            origin = f"a {spec.origin} module of Python"
+        elif not Path(spec.origin).resolve().is_relative_to(folder):
+            origin = spec.origin
+        break
+    if origin is None:
+        return
+    file = getattr(sys.modules.get(top), "__file__", None) or str(folder / top)
+    raise UsageError(
+        f"module {top!r} ({file}) has the name of another module on the Python path ({origin}): a run "
+        f"would import that one, since the generated handler module puts {folder} after the installed "
+        f"packages. Rename the program's module (e.g. {top}_app) and import it under that name "
+        "(nothing was written)"
+    )
 
 
 def render(draft: ImportDraft, out: Path | None = None) -> dict[str, str]:
@@ -164,6 +222,7 @@ def render(draft: ImportDraft, out: Path | None = None) -> dict[str, str]:
     shim_module = f"portagent_shims_{draft.root.name}_{sha256_hex(shim_source)[:8]}"
     files: dict[str, str] = {}
     valid: dict[str, dict[str, Any]] = {}
+    _drop_bad_output_schemas(draft)
     for agent in draft.agents():
         for tool in agent.tools:
             if tool.name in valid:
@@ -203,6 +262,23 @@ def render(draft: ImportDraft, out: Path | None = None) -> dict[str, str]:
         files[f"{shim_module}.py"] = shim_source
     _summarise(draft, valid, rules, names)
     return files
+
+
+def _drop_bad_output_schemas(draft: ImportDraft) -> None:
+    """An output schema that is not valid JSON Schema is left out and listed (the agent is imported
+    without it) rather than failing the whole import."""
+    from portagent.contracts.checks import schema_problems
+
+    for agent in draft.agents():
+        problems = schema_problems(agent.output_schema, agent.name, "output_schema")
+        if problems:
+            agent.output_schema = None
+            draft.report.add(
+                "not_portable",
+                f"output schema of agent {agent.name}",
+                f"not imported: {problems[0].message} (at {problems[0].path}); the agent answers in "
+                "text until you write a valid output_schema",
+            )
 
 
 def _builtins(draft: ImportDraft) -> set[str]:
@@ -384,20 +460,78 @@ def schema_modeline(folder: str | Path) -> str:
     return f"# yaml-language-server: $schema={Path(ref).as_posix()}"
 
 
+def output_problem(
+    out: str | Path, *, overwrite: bool = False, sources: Iterable[str | Path] = ()
+) -> str | None:
+    """Why ``out`` cannot take an import (one message ending in what to do), or None. ``sources``: files
+    or folders of the program being imported, which the output folder must not hold. Checked before the
+    program is imported (``portagent import`` refuses early) and again before anything is written; a
+    folder that can never be the output is refused as such, with or without ``overwrite``."""
+    given = Path(out)
+    target = given.resolve()  # "." and "a/.." have a name only once resolved
+    if target.exists() and not target.is_dir():
+        return f"{given}: is a file, not a folder; choose another --out (nothing was written)"
+    ancestor = target if target.exists() else next(p for p in target.parents if p.exists())
+    if not ancestor.is_dir():
+        return (
+            f"{given}: {ancestor} is a file, so no folder can be made inside it; choose another --out "
+            "(nothing was written)"
+        )
+    if not target.exists():
+        return None
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents:
+        return (
+            f"{given}: is the current folder (or holds it), which an import never replaces (--overwrite "
+            "replaces the whole folder); choose a new folder for --out (nothing was written)"
+        )
+    for source in sources:
+        if Path(source).resolve().is_relative_to(target):
+            return (
+                f"{given}: holds the program being imported ({source}), which an import never replaces "
+                "(--overwrite replaces the whole folder); choose another --out (nothing was written)"
+            )
+    if not overwrite:
+        return f"{given}: already exists; pass --overwrite to replace it (nothing was written)"
+    return None
+
+
+def _source_files(draft: ImportDraft) -> list[str]:
+    """The files of the imported program: the module named on the command line and every module a
+    handler imports, each with its top package's ``__init__``."""
+    modules = {draft.report.source.partition(":")[0]}
+    modules |= {line.split()[1] for line in draft.shim_imports}
+    modules |= {t.handler.partition(":")[0] for a in draft.agents() for t in a.tools if t.handler}
+    files = []
+    for m in sorted(modules):
+        for name in dict.fromkeys((m, m.split(".")[0])):
+            file = getattr(sys.modules.get(name), "__file__", None)
+            if file:
+                files.append(file)
+    return files
+
+
 def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False) -> Path:
-    """Render, check and write the draft into ``out``. Returns the root agent file."""
+    """Render, check and write the draft into ``out``. Returns the root agent file. Nothing is left on
+    disk when it fails: not the folder, nor a parent folder it would have made."""
     from portagent.contracts.bundle import load_agent
     from portagent.runtime.validate import bundle_problems
 
-    target = Path(out)
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target}: exists and is not a folder")
-    if target.exists() and not overwrite:
-        raise UsageError(f"{target}: already exists; pass --overwrite to replace it (nothing was written)")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    given = Path(out)
+    target = given.resolve()
+    problem = output_problem(given, overwrite=overwrite, sources=_source_files(draft))
+    if problem is not None:
+        raise UsageError(problem)
     files = render(draft, target)
     draft.report.written = [*files, "import-report.md"]
-    tmp = staging_dir(target.parent, f".{target.name}.tmp-")
+    # staged in the nearest folder that exists: a parent folder --out names is made only at the end
+    ancestor = target if target.exists() else next(p for p in target.parents if p.exists())
+    base = target.parent if target.exists() else ancestor
+    try:
+        tmp = staging_dir(base, f".{target.name}.tmp-")
+    except OSError as e:
+        raise UsageError(f"{given}: cannot write in {base}: {e.strerror or e} (nothing was written)") from e
+    made: list[Path] = []
     try:
         modeline = schema_modeline(target)
         for name, text in files.items():
@@ -414,7 +548,7 @@ def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False
                 [
                     dataclasses.replace(
                         p,
-                        file=str(target / Path(p.file).relative_to(tmp))
+                        file=str(given / Path(p.file).relative_to(tmp))
                         if Path(p.file).is_relative_to(tmp)
                         else p.file,
                         message=p.message + " (in what the import would write; nothing was written)",
@@ -422,11 +556,18 @@ def write_import(draft: ImportDraft, out: str | Path, *, overwrite: bool = False
                     for p in problems
                 ]
             )
+        for parent in reversed(target.parents):
+            if not parent.exists():
+                parent.mkdir()
+                made.append(parent)
         _swap(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        for parent in reversed(made):
+            with contextlib.suppress(OSError):
+                parent.rmdir()
         raise
-    return target / "agent.yaml"
+    return given / "agent.yaml"
 
 
 def _swap(tmp: Path, target: Path) -> None:
