@@ -15,6 +15,10 @@ Translation only:
   (``record_model_call``, non-partial responses only): both fire once per model request, for
   sub-agents and agents run as tools too, *before* ADK's event queue, so the trace keeps call order
   (ADK's event stream lags behind the callbacks; it is used only for the final text);
+- a response cut by the token limit (``MAX_TOKENS``) runs none of its function calls (ADK would run
+  them, the last one's arguments likely cut): ``after_model_callback`` hands ADK the response without
+  them, so the turn ends with its text so far, the model call (``finish_reason: length``) names them in
+  ``calls_not_run``, and the session keeps no call left unanswered;
 - ``before_tool_callback`` only answers calls to names no tool declares (ADK hands it a placeholder
   tool): the gateway answers them with an ``unknown_tool`` observation (traced and counted) instead of
   ADK's free-text error;
@@ -56,6 +60,7 @@ from google.genai import types
 from portagent.adapters._shared import Stopwatch, http_hooks, observation_object, tls_context
 from portagent.adapters.adk import rules
 from portagent.adapters.adk.events import (
+    calls_not_run,
     declare_output_schema,
     final_text,
     finish_reason,
@@ -159,16 +164,22 @@ class _Callbacks:
         self.known: dict[str, set[str]] = {}
         self.output_schemas: dict[str, dict[str, Any]] = {}
         self.latency = Stopwatch(session.clock)
+        self.cut_bare: str | None = None
+        """The agent whose last model response, cut by the token limit, held nothing but the calls taken
+        out of it: ADK then has no event to end the turn with, and the answer is its text so far, ``""``."""
 
     def before_model(self, callback_context: Any, llm_request: Any) -> None:
         name = callback_context.agent_name
+        self.cut_bare = None
         self.session.before_model_call(name)
         schema = self.output_schemas.get(name)
         if schema is not None:
             declare_output_schema(llm_request, schema)
         self.latency.start(name)
 
-    def after_model(self, callback_context: Any, llm_response: Any) -> None:
+    def after_model(self, callback_context: Any, llm_response: Any) -> Any:
+        """Records the model call; returns the response without its function calls when the token limit
+        cut it (ADK then runs the replacement), else None (ADK keeps its own)."""
         if llm_response.partial:
             return None  # SSE chunks: the aggregated, non-partial response carries the call's usage
         name = callback_context.agent_name
@@ -181,6 +192,9 @@ class _Callbacks:
         }
         if llm_response.error_code:
             details["error_code"] = llm_response.error_code
+        not_run = calls_not_run(vendor_finish, [p.function_call.name for p in parts if p.function_call])
+        if not_run:  # cut by the token limit: the calls the answer began, not run
+            details["calls_not_run"] = not_run
         self.session.record_model_call(
             agent=name,
             model=self.session.model_for(name),
@@ -194,7 +208,12 @@ class _Callbacks:
                 error_code=llm_response.error_code,
             ),
         )
-        return None
+        if not not_run:
+            return None
+        kept = _without_calls(llm_response)
+        if kept.content is None:
+            self.cut_bare = name
+        return kept
 
     async def before_tool(self, tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
         name = tool_context.agent_name
@@ -217,6 +236,20 @@ class _Callbacks:
                 details={"vendor_call_id": tool_context.function_call_id},
             )
         return None
+
+
+def _without_calls(llm_response: Any) -> Any:
+    """A response cut by the token limit without its function calls: ADK runs every call of a response it
+    is given, whatever its finish reason. Its text (and thoughts) stay: the turn ends with them, and the
+    session's history holds no call without its response (Gemini refuses a function call that no function
+    response follows). With nothing left there is no content, and no error either (streamed, ADK marks a
+    cut answer ``error_code: MAX_TOKENS``): ADK then ends the turn without an event (``_Callbacks.cut_bare``)."""
+    parts = [p for p in llm_response.content.parts if not p.function_call]
+    if parts:
+        return llm_response.model_copy(
+            update={"content": types.Content(role=llm_response.content.role, parts=parts)}
+        )
+    return llm_response.model_copy(update={"content": None, "error_code": None, "error_message": None})
 
 
 # --- building --------------------------------------------------------------------------------------
@@ -380,6 +413,9 @@ class GoogleAdkAdapter:
                         text = final_text(event.content.parts)
                         if text is not None:
                             final, final_agent = text, event.author
+                cut = builder.callbacks.cut_bare
+                if final is None and error is None and cut is not None:
+                    final, final_agent = "", cut  # cut before any text: the text so far, as on every provider
             session.check_stopped()
         except Exception as e:
             _raise_mapped(e, session)

@@ -58,18 +58,25 @@ def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None
     """Gemini's ``finishReason`` normalized to stop / tool_calls / length / error / other.
 
     A function-call turn ends with ``STOP`` on Gemini (there is no separate tool-use reason), so the
-    presence of function calls decides ``tool_calls``."""
+    presence of function calls decides ``tool_calls`` — unless the token limit cut the turn (``length``:
+    its calls may be cut too, and are not run, ``calls_not_run``)."""
     if error_code and vendor in (None, "STOP"):
         return "error"
+    if vendor in _LENGTH:
+        return "length"
     if has_calls:
         return "tool_calls"
     if vendor in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
         return "stop"
-    if vendor in _LENGTH:
-        return "length"
     if vendor in _ERROR:
         return "error"
     return "other"  # SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, LANGUAGE, IMAGE_*, OTHER
+
+
+def calls_not_run(vendor: str | None, calls: list[str | None]) -> list[str]:
+    """The names of a response's function calls that are not run: all of them when the token limit cut it
+    (``MAX_TOKENS``; the last one's arguments may be cut mid-object), as on every provider; else none."""
+    return [str(name or "") for name in calls] if vendor in _LENGTH else []
 
 
 def final_text(parts: list[Any] | None) -> str | None:

@@ -289,6 +289,10 @@ class _Loop:
 
     def _record(self, agent: str, message: Any, latency: float | None) -> None:
         usage = anthropic_usage(message.usage.model_dump(mode="json", exclude_none=True))
+        details: dict[str, Any] = {"message_id": message.id, "stop_reason": message.stop_reason}
+        not_run = [b.name for b in message.content if b.type == "tool_use"]
+        if not_run and message.stop_reason != "tool_use":  # tools run only on tool_use (max_tokens: cut)
+            details["calls_not_run"] = not_run  # named as on every provider
         self.session.record_model_call(
             agent=agent,
             model=self.session.model_for(agent),
@@ -300,7 +304,7 @@ class _Loop:
             latency_ms=latency,
             finish_reason=FINISH.get(message.stop_reason or "", "other" if message.stop_reason else None),
             response_id=message.id,
-            details={"message_id": message.id, "stop_reason": message.stop_reason},
+            details=details,
         )
 
     def _final(self, agent: str, message: Any) -> Any:

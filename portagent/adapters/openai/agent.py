@@ -11,7 +11,10 @@ Translation only:
 - a Responses answer cut by ``max_output_tokens`` (status ``incomplete``) is passed on as the answer it is,
   with ``finish_reason: length``, as every other provider does: openai-agents would raise
   ``ModelBehaviorError`` and lose the text and its usage (``_CutAnswers``). On Chat Completions the SDK
-  keeps the text but not the vendor's finish reason: ``_CutAnswers`` notes it per request id.
+  keeps the text but not the vendor's finish reason: ``_CutAnswers`` notes it per request id. The
+  function calls of a cut answer (the last one's arguments likely cut) are taken out of it before
+  openai-agents sees them (``_ResponsesModel``, ``_ChatModel``): none runs, the run ends with the text so
+  far, the model call names them (``calls_not_run``), and the history keeps no call left unanswered.
 
 Tracing: openai-agents uploads traces to api.openai.com by default. On import this module replaces
 the global processors with one that keeps nothing (``set_trace_processors``), so no trace is ever
@@ -36,6 +39,9 @@ from agents import (
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     RunConfig,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+    RunErrorHandlers,
     RunHooks,
     Runner,
     TracingProcessor,
@@ -99,16 +105,26 @@ class _SpecOutput(AgentOutputSchemaBase):
 
 
 class _CutAnswers:
-    """Responses the API ended early because they reached ``max_output_tokens``. openai-agents treats such
-    a response as a failure; the Messages API, Gemini and Chat Completions return the text so far with a
-    ``length`` reason, and so does portagent on every provider: the response goes on marked completed,
-    its id remembered so the model call is traced with ``finish_reason: length``."""
+    """Answers cut by the token limit: Responses the API ended early because they reached
+    ``max_output_tokens``, completions whose ``finish_reason`` is ``length``.
+
+    openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
+    the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
+    on marked completed, its id remembered so the model call is traced with ``finish_reason: length``.
+    Its function calls are not run (``without_calls``): the last one's arguments may be cut mid-JSON, as on
+    the anthropic and langgraph providers."""
 
     def __init__(self) -> None:
         self.ids: set[str] = set()
         self.chat: dict[str | None, str] = {}
         """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
         SDK's ``ModelResponse`` keeps that id, not the reason)."""
+        self.not_run: dict[tuple[str | None, str | None], list[str]] = {}
+        """The names of the calls taken out of a cut answer, by (response id, request id) as the SDK's
+        ``ModelResponse`` carries them, until its model call is traced."""
+        self.bare: set[tuple[str | None, str | None]] = set()
+        """Cut answers left with no message once their calls were taken out, by the same key, until
+        ``ended_bare`` ends one."""
 
     def keep(self, response: Any) -> bool:
         details = getattr(response, "incomplete_details", None)
@@ -170,15 +186,98 @@ class _CutAnswers:
         """The finish reason of the Chat Completions call with this request id (once), or None."""
         return self.chat.pop(request_id, None)
 
+    def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
+        return response_id in self.ids or self.chat.get(request_id) == "length"
+
+    def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
+        """``output`` (a response's items, as openai-agents reads them) without its function calls when the
+        answer was cut, their names kept for the model call (``calls_not_run``); else ``output`` itself.
+        Every tool portagent declares is a function (ToolSpecs, agents as tools, handoffs): no other item
+        type is one the SDK would run here."""
+        if not self.is_cut(response_id, request_id):
+            return output
+        calls = [item for item in output if getattr(item, "type", None) == "function_call"]
+        if not calls:
+            return output
+        self.not_run[(response_id, request_id)] = [str(getattr(c, "name", "")) for c in calls]
+        kept = [item for item in output if getattr(item, "type", None) != "function_call"]
+        if not any(getattr(item, "type", None) == "message" for item in kept):
+            self.bare.add((response_id, request_id))
+        return kept
+
+    def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
+        """openai-agents' ``invalid_final_output`` handler. An agent with an output schema whose cut answer
+        held nothing but calls has no final output once they are taken out, and the SDK would ask the model
+        again (and again, up to the turn limit): that answer ends the run with its text so far, ``""``, as on
+        every provider. Any other answer without a final output is left to the SDK (None)."""
+        responses = data.run_data.raw_responses
+        key = (responses[-1].response_id, responses[-1].request_id) if responses else None
+        if key in self.bare:
+            self.bare.discard(key)
+            return RunErrorHandlerResult(final_output="", include_in_history=False)
+        return None
+
+    def calls_not_run(self, response_id: str | None, request_id: str | None) -> list[str]:
+        """The calls taken out of this answer (once), or none."""
+        return self.not_run.pop((response_id, request_id), [])
+
+    def response_without_calls(self, response: Any) -> Any:
+        """A ``ModelResponse`` (unstreamed) without the calls of a cut answer."""
+        response.output = self.without_calls(response.output, response.response_id, response.request_id)
+        return response
+
+    async def stream_without_calls(self, events: Any) -> Any:
+        """A model's stream events, the calls of a cut answer taken out of its ``response.completed``. Each
+        call's ``response.output_item.done`` is held back until then (and dropped with it): openai-agents
+        falls back to those items when the final response holds no output, which would bring them back."""
+        held: list[Any] = []
+        async with aclosing(events) as stream:
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if (
+                    kind == "response.output_item.done"
+                    and getattr(event.item, "type", None) == "function_call"
+                ):
+                    held.append(event)
+                    continue
+                if isinstance(event, ResponseCompletedEvent):
+                    response = event.response
+                    kept = self.without_calls(
+                        response.output, response.id, getattr(response, "_request_id", None)
+                    )
+                    if kept is not response.output:
+                        response.output, held = kept, []
+                if kind in _TERMINAL:  # the calls of an answer not cut go on, just before its end
+                    for waiting in held:
+                        yield waiting
+                    held = []
+                yield event
+        for waiting in held:  # a stream without its terminal event: the SDK fails it, as before
+            yield waiting
+
+
+_TERMINAL = frozenset(
+    {"response.completed", "response.failed", "response.incomplete", "error", "response.error"}
+)
+
 
 class _ResponsesModel(OpenAIResponsesModel):
-    """The streaming path: a ``response.incomplete`` event for a cut answer becomes ``response.completed``."""
+    """A cut answer as a completed one without its calls: unstreamed, ``_CutAnswers.wrap`` marked it
+    completed; streamed, its ``response.incomplete`` event becomes ``response.completed`` here."""
 
     def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: _CutAnswers) -> None:
         super().__init__(model=model, openai_client=openai_client)
         self._cut = cut
 
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))
+
     async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        async with aclosing(self._cut.stream_without_calls(self._completing(*args, **kwargs))) as events:
+            async for event in events:
+                yield event
+
+    async def _completing(self, *args: Any, **kwargs: Any) -> Any:
         stream: Any = super().stream_response(*args, **kwargs)  # an async generator (it has aclose)
         async with aclosing(stream) as events:
             async for event in events:
@@ -188,6 +287,24 @@ class _ResponsesModel(OpenAIResponsesModel):
                         type="response.completed", response=response, sequence_number=event.sequence_number
                     )
                     return  # the terminal event: the SDK's stream would raise if asked for more
+                yield event
+
+
+class _ChatModel(OpenAIChatCompletionsModel):
+    """Chat Completions: a completion cut by ``length`` keeps its text (the SDK's own behaviour) but not its
+    tool calls."""
+
+    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: _CutAnswers) -> None:
+        super().__init__(model=model, openai_client=openai_client)
+        self._cut = cut
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        stream: Any = super().stream_response(*args, **kwargs)
+        async with aclosing(self._cut.stream_without_calls(stream)) as events:
+            async for event in events:
                 yield event
 
 
@@ -217,6 +334,10 @@ class _Hooks(RunHooks[Any]):
             finish = "length"
         elif self.cut.chat_finish(getattr(response, "request_id", None)) == "length":
             finish = "length"  # Chat Completions: the SDK's response has the text, not why it ended
+        details: dict[str, Any] = {"response_id": response.response_id}
+        not_run = self.cut.calls_not_run(response.response_id, getattr(response, "request_id", None))
+        if not_run:  # cut by the token limit: the calls the answer began, not run
+            details["calls_not_run"] = not_run
         cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
         reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0
         self.session.record_model_call(
@@ -229,7 +350,7 @@ class _Hooks(RunHooks[Any]):
             latency_ms=latency,
             finish_reason=finish,
             response_id=response.response_id,
-            details={"response_id": response.response_id},
+            details=details,
         )
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
@@ -271,7 +392,7 @@ class _Builder:
     def model(self, name: str) -> Any:
         model_id = self.session.model_for(name)
         if self.api == "chat_completions":
-            return OpenAIChatCompletionsModel(model=model_id, openai_client=self.client)
+            return _ChatModel(model_id, self.client, self.cut)
         return _ResponsesModel(model_id, self.client, self.cut)
 
     def tool(self, agent_name: str, spec: ToolSpec) -> FunctionTool:
@@ -391,6 +512,7 @@ class OpenAIAgentsAdapter:
             session.bundle.spec.budget.max_turns + 1
         )  # portagent counts turns; the SDK limit is a backstop
         config = RunConfig(tracing_disabled=False, workflow_name=f"portagent:{session.bundle.root}")
+        handlers: RunErrorHandlers[Any] = {"invalid_final_output": builder.cut.ended_bare}
         history: list[Any] = []
         result: Any = None
         current = starting
@@ -399,14 +521,24 @@ class OpenAIAgentsAdapter:
                 run_input: Any = [*history, {"role": "user", "content": message}] if history else message
                 if session.options.streaming:
                     streamed = Runner.run_streamed(
-                        current, run_input, max_turns=backstop, hooks=builder.hooks, run_config=config
+                        current,
+                        run_input,
+                        max_turns=backstop,
+                        hooks=builder.hooks,
+                        run_config=config,
+                        error_handlers=handlers,
                     )
                     async for _ in streamed.stream_events():
                         pass
                     result = streamed
                 else:
                     result = await Runner.run(
-                        current, run_input, max_turns=backstop, hooks=builder.hooks, run_config=config
+                        current,
+                        run_input,
+                        max_turns=backstop,
+                        hooks=builder.hooks,
+                        run_config=config,
+                        error_handlers=handlers,
                     )
                 history = result.to_input_list()
                 current = result.last_agent
