@@ -208,7 +208,9 @@ class ModelCall(_Event):
     latency_ms: float | None = None
     """Wall time of the call."""
     finish_reason: str | None = None
-    """Normalized finish reason (stop / tool_calls / length / error)."""
+    """Normalized finish reason: stop / tool_calls / length / content_filter / error / other — the same
+    words on every provider (``length``: the token limit; ``content_filter``: the vendor's filter or a
+    refusal)."""
     response_id: str | None = None
     """Vendor response id."""
 

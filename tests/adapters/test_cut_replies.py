@@ -148,3 +148,18 @@ def test_an_agent_tool_call_cut_by_the_token_limit_is_not_run(emu, provider):
     (call,) = r.of("model.call")
     assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("length", ["faq_expert"])
     assert len(r.requests) == 1
+
+
+@STREAMING
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_reply_stopped_by_the_content_filter_is_traced_content_filter(emu, provider, streaming):
+    """One finish reason for one event on every provider: the trace importer, the Responses API and the
+    langgraph provider called a filtered reply ``content_filter``; the anthropic and adk adapters said
+    ``other`` (and Claude Code's trace too). The openai provider's Responses API kept such a reply a
+    failure (openai-agents raises on it), and Chat Completions said ``stop``. Now every provider ends the
+    turn with the text so far, as for an answer cut by the token limit."""
+    r = run(emu, provider, "Say something the filter stops.", bundle(), streaming)
+    finishes = [e.finish_reason for e in r.of("model.call")]
+    assert finishes == ["content_filter"], (finishes, r.result)
+    assert (r.result.status, r.result.final_output) == ("completed", "I can't continue with"), r.result
+    assert_nothing_ran(r)

@@ -45,6 +45,16 @@ def usage_fields(usage: Any) -> dict[str, int]:
 
 
 _LENGTH = {"MAX_TOKENS"}
+_FILTERED = {
+    "SAFETY",
+    "RECITATION",
+    "BLOCKLIST",
+    "PROHIBITED_CONTENT",
+    "SPII",
+    "IMAGE_SAFETY",
+    "LANGUAGE",
+}
+"""Gemini stopped the answer itself (``content_filter``, as the wire tables and every provider say)."""
 _ERROR = {
     "MALFORMED_FUNCTION_CALL",
     "UNEXPECTED_TOOL_CALL",
@@ -55,28 +65,31 @@ _ERROR = {
 
 
 def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None = None) -> str:
-    """Gemini's ``finishReason`` normalized to stop / tool_calls / length / error / other.
+    """Gemini's ``finishReason`` normalized to stop / tool_calls / length / content_filter / error / other.
 
     A function-call turn ends with ``STOP`` on Gemini (there is no separate tool-use reason), so the
     presence of function calls decides ``tool_calls`` — unless the token limit cut the turn (``length``:
-    its calls may be cut too, and are not run, ``calls_not_run``)."""
+    its calls may be cut too, and are not run, ``calls_not_run``) or the content filter stopped it."""
     if error_code and vendor in (None, "STOP"):
         return "error"
     if vendor in _LENGTH:
         return "length"
+    if vendor in _FILTERED:
+        return "content_filter"
     if has_calls:
         return "tool_calls"
     if vendor in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
         return "stop"
     if vendor in _ERROR:
         return "error"
-    return "other"  # SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, LANGUAGE, IMAGE_*, OTHER
+    return "other"  # OTHER, IMAGE_* besides IMAGE_SAFETY, and values newer than this table
 
 
 def calls_not_run(vendor: str | None, calls: list[str | None]) -> list[str]:
     """The names of a response's function calls that are not run: all of them when the token limit cut it
-    (``MAX_TOKENS``; the last one's arguments may be cut mid-object), as on every provider; else none."""
-    return [str(name or "") for name in calls] if vendor in _LENGTH else []
+    (``MAX_TOKENS``; the last one's arguments may be cut mid-object) or the content filter stopped it, as
+    on every provider; else none."""
+    return [str(name or "") for name in calls] if vendor in _LENGTH | _FILTERED else []
 
 
 def final_text(parts: list[Any] | None) -> str | None:

@@ -71,7 +71,7 @@ FINISH = {
     "tool_use": "tool_calls",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
-    "refusal": "other",
+    "refusal": "content_filter",
     "pause_turn": "other",
 }
 """Anthropic ``stop_reason`` → portagent ``finish_reason`` (the same mapping as Claude Code's)."""

@@ -104,9 +104,15 @@ class _SpecOutput(AgentOutputSchemaBase):
 # --- answers cut short ------------------------------------------------------------------------------
 
 
+STOPPED_EARLY = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early; Chat Completions
+uses the values themselves as its ``finish_reason``."""
+
+
 class _CutAnswers:
     """Answers cut by the token limit: Responses the API ended early because they reached
-    ``max_output_tokens``, completions whose ``finish_reason`` is ``length``.
+    ``max_output_tokens``, completions whose ``finish_reason`` is ``length``. An answer the content filter
+    ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``.
 
     openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
     the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
@@ -115,7 +121,8 @@ class _CutAnswers:
     the anthropic and langgraph providers."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
+        self.ids: dict[str, str] = {}
+        """Responses kept although incomplete: their finish reason (``length``, ``content_filter``) by id."""
         self.chat: dict[str | None, str] = {}
         """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
         SDK's ``ModelResponse`` keeps that id, not the reason)."""
@@ -127,12 +134,14 @@ class _CutAnswers:
         ``ended_bare`` ends one."""
 
     def keep(self, response: Any) -> bool:
+        """Pass an incomplete Responses answer on as completed when the token limit or the content filter
+        ended it (the text so far is the answer, as on every other provider); any other reason stays a
+        failure."""
         details = getattr(response, "incomplete_details", None)
-        if getattr(response, "status", None) != "incomplete" or getattr(details, "reason", None) != (
-            "max_output_tokens"
-        ):
-            return False  # a content filter or another failure stays one
-        self.ids.add(response.id)
+        finish = STOPPED_EARLY.get(str(getattr(details, "reason", None)))
+        if getattr(response, "status", None) != "incomplete" or finish is None:
+            return False
+        self.ids[response.id] = finish
         response.status = "completed"
         return True
 
@@ -187,7 +196,7 @@ class _CutAnswers:
         return self.chat.pop(request_id, None)
 
     def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
-        return response_id in self.ids or self.chat.get(request_id) == "length"
+        return response_id in self.ids or self.chat.get(request_id) in STOPPED_EARLY.values()
 
     def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
         """``output`` (a response's items, as openai-agents reads them) without its function calls when the
@@ -330,10 +339,11 @@ class _Hooks(RunHooks[Any]):
         usage = response.usage
         kinds = [getattr(item, "type", None) for item in response.output]
         finish = "tool_calls" if "function_call" in kinds else "stop"
+        chat_finish = self.cut.chat_finish(getattr(response, "request_id", None))
         if response.response_id in self.cut.ids:
-            finish = "length"
-        elif self.cut.chat_finish(getattr(response, "request_id", None)) == "length":
-            finish = "length"  # Chat Completions: the SDK's response has the text, not why it ended
+            finish = self.cut.ids[response.response_id]
+        elif chat_finish is not None and chat_finish in STOPPED_EARLY.values():
+            finish = chat_finish  # Chat Completions: the SDK's response has the text, not why it ended
         details: dict[str, Any] = {"response_id": response.response_id}
         not_run = self.cut.calls_not_run(response.response_id, getattr(response, "request_id", None))
         if not_run:  # cut by the token limit: the calls the answer began, not run

@@ -42,7 +42,9 @@ def test_usage_fields_follow_otel_semantics():
         (None, False, None, "stop"),
         ("MAX_TOKENS", False, None, "length"),
         ("MALFORMED_FUNCTION_CALL", False, None, "error"),
-        ("SAFETY", False, None, "other"),
+        ("SAFETY", False, None, "content_filter"),
+        ("SAFETY", True, None, "content_filter"),
+        ("OTHER", False, None, "other"),
         ("STOP", False, "MODEL_RETURNED_NO_CONTENT", "error"),
     ],
 )

@@ -52,7 +52,7 @@ def own_emu() -> Iterator[RunningEmulator]:
     ("text", "final", "finish"),
     [
         ("Cut the answer in the middle of a call.", "This answer was cut", "length"),
-        ("Refuse while calling a tool.", "I can't help with that.", "other"),
+        ("Refuse while calling a tool.", "I can't help with that.", "content_filter"),
     ],
     ids=["max_tokens", "refusal"],
 )
