@@ -163,3 +163,21 @@ def test_a_reply_stopped_by_the_content_filter_is_traced_content_filter(emu, pro
     assert finishes == ["content_filter"], (finishes, r.result)
     assert (r.result.status, r.result.final_output) == ("completed", "I can't continue with"), r.result
     assert_nothing_ran(r)
+
+
+@STREAMING
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_calls_of_a_reply_the_content_filter_stopped_are_not_run(emu, provider, streaming):
+    """A filtered reply that had begun a call: no provider runs it (the langgraph provider did: it traced
+    such a reply ``tool_calls`` and refunded), the turn ends with the text so far and the model call
+    names the call in ``calls_not_run``."""
+    r = run(emu, provider, ["Refund ORD-7, but get filtered.", "Are you there?"], bundle(), streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", "Nothing was refunded."), r.result
+    assert_nothing_ran(r)
+    first, _ = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == (
+        "content_filter",
+        ["issue_refund"],
+    )
+    assert len(r.requests) == 2
+    assert_no_call_sent_back(r)

@@ -56,6 +56,7 @@ from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
+    CALLS_NOT_RUN,
     ORDER_KEY,
     PLAYED_WIRES,
     build_chat_model,
@@ -216,10 +217,10 @@ class _Graph:
         latency = self.stopwatch.stop(agent)
         calls = read_calls(reply, vendor, f"call_{self.model_calls}")
         finish = finish_reason(vendor, reply, bool(calls))
-        # Cut by the token limit: the answer is its text, as on the other providers, and its tool calls (the
-        # last of them likely cut mid-arguments) are not run; the message keeps none, so a next user message
-        # does not follow calls left unanswered.
-        dropped = calls if finish == "length" else []
+        # Cut by the token limit or stopped by the content filter: the answer is its text, as on the other
+        # providers, and its tool calls (the last of them likely cut mid-arguments) are not run; the message
+        # keeps none, so a next user message does not follow calls left unanswered.
+        dropped = calls if finish in CALLS_NOT_RUN else []
         if dropped:
             calls = []
         self._record(agent, reply, latency, finish, dropped)
@@ -327,7 +328,7 @@ class _Graph:
             reply.id if reply.id and not reply.id.startswith("lc_run-") else None
         )
         details: dict[str, Any] = {"vendor": vendor, "response_id": response_id}
-        if dropped:  # cut by the token limit: the calls the reply began, not run
+        if dropped:  # cut by the token limit (or filtered): the calls the reply began, not run
             details["calls_not_run"] = [c.get("name") for c in dropped]
         self.session.record_model_call(
             agent=agent,

@@ -370,11 +370,17 @@ def without_calls(content: Any) -> Any:
     return [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
 
 
+CALLS_NOT_RUN = frozenset({"length", "content_filter"})
+"""Finish reasons of a reply whose tool calls are not run: the token limit may have cut their arguments, and
+a filtered reply's calls are not the model's whole answer (the anthropic, adk and openai adapters alike)."""
+
+
 def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
     ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor. A reply
     with tool calls (``calls``) stopped for them, unless the token limit cut it (``length``: its calls may
-    be cut too, and are not run)."""
+    be cut too) or the content filter stopped it (``content_filter``): such calls are not run
+    (``CALLS_NOT_RUN``), as on every provider."""
     from portagent.wire.anthropic_response import STOP_REASONS
     from portagent.wire.gemini_response import FINISH_REASONS_GEMINI
     from portagent.wire.openai_response import CHAT_FINISH, INCOMPLETE
@@ -391,7 +397,7 @@ def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
         if mapped is None and meta.get("status") == "incomplete":  # the Responses API
             reason = (meta.get("incomplete_details") or {}).get("reason")
             mapped = INCOMPLETE.get(str(reason), "length")
-    if mapped == "length":
+    if mapped in CALLS_NOT_RUN:
         return mapped
     if calls:
         return "tool_calls"
