@@ -488,8 +488,9 @@ def output_problem(
     for source in sources:
         if Path(source).resolve().is_relative_to(target):
             return (
-                f"{given}: holds the program being imported ({source}), which an import never replaces "
-                "(--overwrite replaces the whole folder); choose another --out (nothing was written)"
+                f"{given}: holds the program being imported or code it loads ({source}), which an import "
+                "never replaces (--overwrite replaces the whole folder); choose another --out (nothing was "
+                "written)"
             )
     if not overwrite:
         return f"{given}: already exists; pass --overwrite to replace it (nothing was written)"
@@ -498,7 +499,9 @@ def output_problem(
 
 def _source_files(draft: ImportDraft) -> list[str]:
     """The files of the imported program: the module named on the command line and every module a
-    handler imports, each with its top package's ``__init__``."""
+    handler imports, each with its top package's ``__init__`` — then one file of each other folder that
+    code loaded in this process comes from (a subpackage or helper module of the program's, a folder on
+    ``PYTHONPATH``, the virtualenv): ``--overwrite`` must not delete code the program imports either."""
     modules = {draft.report.source.partition(":")[0]}
     modules |= {line.split()[1] for line in draft.shim_imports}
     modules |= {t.handler.partition(":")[0] for a in draft.agents() for t in a.tools if t.handler}
@@ -508,6 +511,12 @@ def _source_files(draft: ImportDraft) -> list[str]:
             file = getattr(sys.modules.get(name), "__file__", None)
             if file:
                 files.append(file)
+    folders = {os.path.dirname(f) for f in files}
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.dirname(file) not in folders:
+            folders.add(os.path.dirname(file))
+            files.append(file)
     return files
 
 

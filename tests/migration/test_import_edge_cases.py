@@ -251,6 +251,36 @@ def test_overwrite_never_replaces_the_folder_that_holds_the_program(tmp_path, mo
     assert program.is_file() and _tree(tmp_path) == before
 
 
+@pytest.mark.parametrize("out", ["subpackage", "pythonpath"])
+def test_overwrite_never_replaces_a_folder_of_code_the_program_loads(tmp_path, monkeypatch, out):
+    """--overwrite on a subpackage the program imports (``<pkg>/helpers``), or on a PYTHONPATH folder it
+    imports a helper from, deleted that code and said 'wrote': only the program's own module and its
+    handlers' were protected. (Names per case: the CLI runs in this process, which keeps its modules.)"""
+    pkg, helper = f"edge_pkg_{out}", f"edge_lib_{out}"
+    package = tmp_path / "top" / "proj" / pkg
+    (package / "helpers").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helpers" / "__init__.py").write_text("PREFIX = 'echo: '\n", encoding="utf-8")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / f"{helper}.py").write_text("SUFFIX = '.'\n", encoding="utf-8")
+    head = f"from anthropic import beta_tool\n\nimport {helper}\nfrom {pkg}.helpers import PREFIX\n"
+    (package / "prog.py").write_text(
+        PROGRAM.replace("from anthropic import beta_tool\n", head), encoding="utf-8"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.syspath_prepend(str(tmp_path / "top" / "proj"))
+    target = package / "helpers" if out == "subpackage" else tmp_path / "lib"
+    before = _tree(tmp_path)
+    code, _, stderr = run_cli(
+        "import", f"{pkg}.prog:AGENT", "--from", "anthropic", "--out", str(target), "--overwrite"
+    )
+    clean_refusal(code, stderr, "holds the program being imported or code it loads", "choose another --out")
+    assert _tree(tmp_path) == before
+
+
 def test_an_output_path_under_a_file_is_one_clear_message(tmp_path):
     (tmp_path / "afile").write_text("x", encoding="utf-8")
     for out, expected in (
