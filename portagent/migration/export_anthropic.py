@@ -66,7 +66,7 @@ AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "stri
                      "additionalProperties": False}}
 """What an agent-as-tool takes (the same on every provider): the task as text."""
 FINISH = {{"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-          "model_context_window_exceeded": "length", "refusal": "other", "pause_turn": "other"}}
+          "model_context_window_exceeded": "length", "refusal": "content_filter", "pause_turn": "other"}}
 """Anthropic stop_reason → the trace's finish_reason."""
 '''
 

@@ -2,10 +2,13 @@
 
 The generated module is the graph ``portagent.adapters.langgraph`` runs, written out as plain code: a
 ``StateGraph`` with two nodes (``model``: the agent in charge's LangChain chat model bound to its tools;
-``tools``: the reply's tool calls one at a time, in order) and the state ``{messages, agent}``. Handoffs
-are ``transfer_to_<agent>`` tools that change ``agent``; an agent as a tool runs the same graph for the
-sub-agent. The chat model of each agent is the spec's ``models.langgraph`` (``openai:…``, ``anthropic:…``,
-``google_genai:…``; unset: ``openai:`` + ``models.openai``), built with the maintained integration.
+``tools``: the reply's tool calls one at a time, in the model's order) and the state ``{messages, agent,
+calls}``. Handoffs are ``transfer_to_<agent>`` tools that change ``agent``; an agent as a tool runs the
+same graph for the sub-agent. A reply cut by the token limit (or the content filter) runs none of its
+calls; a call whose arguments are not JSON, or an agent tool's without a string ``input``, is answered
+``validation_error`` (as the adapter does: tests/migration/test_export_langgraph_replies.py). The chat
+model of each agent is the spec's ``models.langgraph`` (``openai:…``, ``anthropic:…``, ``google_genai:…``;
+unset: ``openai:`` + ``models.openai``), built with the maintained integration.
 Interrupts are not used: an exported module cannot wait for an approval (``ExportedRun`` refuses ``defer``).
 """
 
@@ -84,6 +87,8 @@ class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     agent: str
     """The agent in charge (a handoff changes it)."""
+    calls: list[dict[str, Any]]
+    """The last reply's tool calls in the model's order, those whose arguments are not JSON included."""
 
 
 def transfer_name(agent: str) -> str:
@@ -102,6 +107,60 @@ def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
     if vendor == "anthropic":
         return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
     return {"response_mime_type": "application/json", "response_json_schema": schema}
+
+
+STOPPED_EARLY = {
+    "length": "length", "max_output_tokens": "length", "max_tokens": "length", "MAX_TOKENS": "length",
+    "model_context_window_exceeded": "length", "content_filter": "content_filter", "refusal": "content_filter",
+    **dict.fromkeys(("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+                     "LANGUAGE"), "content_filter"),
+}
+"""A vendor's stop value for a reply stopped before its end (OpenAI, Anthropic, Gemini), in the trace's
+words: the token limit ("length") or the content filter. Such a reply's tool calls are not run."""
+TOOL_BLOCKS = {"tool_use": "id", "function_call": "call_id", "tool_call": "id"}
+"""Content blocks that are tool calls (Anthropic, the Responses API, LangChain's own) and their id key."""
+
+
+def stopped_early(reply: AIMessage) -> str | None:
+    """Why the vendor stopped the reply before its end ("length", "content_filter"), or None."""
+    meta = reply.response_metadata or {}
+    reason = meta.get("finish_reason") or meta.get("stop_reason")  # OpenAI and Gemini / Anthropic
+    if meta.get("status") == "incomplete":  # the Responses API says why in incomplete_details
+        reason = (meta.get("incomplete_details") or {}).get("reason") or "max_output_tokens"
+    return STOPPED_EARLY.get(str(getattr(reason, "name", reason)))  # Gemini's may be an enum
+
+
+def read_calls(reply: AIMessage) -> list[dict[str, Any]]:
+    """The reply's tool calls in the order the model sent them. A call whose arguments are not a JSON object
+    (LangChain keeps it apart, in invalid_tool_calls) is kept as an invalid call holding the text sent: the
+    gateway answers it with validation_error, so the model sees each call of its reply answered."""
+    calls = [dict(c) if isinstance(c["args"], dict) else
+             {"type": "invalid_tool_call", "name": c["name"], "id": c.get("id"), "error": "not a JSON object",
+              "args": c["args"] if isinstance(c["args"], str) else json.dumps(c["args"])}
+             for c in reply.tool_calls]
+    calls += [dict(c) for c in reply.invalid_tool_calls]
+    # the model's order: the ids RunChatOpenAI noted (Chat Completions), else the content blocks
+    blocks = reply.content if isinstance(reply.content, list) else []
+    ids = (reply.response_metadata or {}).get("tool_call_ids") or [
+        b.get(TOOL_BLOCKS[b["type"]]) for b in blocks if isinstance(b, dict) and b.get("type") in TOOL_BLOCKS]
+    order = {call_id: i for i, call_id in enumerate(ids)}
+    return sorted(calls, key=lambda c: order.get(c.get("id"), len(order)))
+
+
+def agent_task(name: str, args: Any) -> str | dict[str, Any]:
+    """An agent-as-tool call's task, once its arguments match AGENT_TOOL_SCHEMA; else the validation_error
+    the model is answered with, as the gateway answers a tool's bad arguments (the sub-agent is not run)."""
+    problems = []
+    if not isinstance(args, dict):
+        problems.append({"path": "", "message": "the arguments are not a JSON object"})
+    else:
+        if not isinstance(args.get("input"), str):
+            problems.append({"path": "input", "message": "input (the task, a string) is required"})
+        problems += [{"path": k, "message": f"unexpected argument {k!r}"} for k in args if k != "input"]
+    if problems:
+        return {"ok": False, "error": "validation_error", "details": problems,
+                "message": f"arguments do not match {name}'s input schema"}
+    return args["input"]
 
 
 class Graph:
@@ -143,7 +202,22 @@ class Graph:
 
             http = openai.DefaultAsyncHttpx2Client()  # this run's own client (async clients are loop-bound)
             self.closers.append(http.aclose)
-            return ChatOpenAI(model=model_id, api_key=key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",
+
+            class RunChatOpenAI(ChatOpenAI):
+                """Notes the order of a Chat Completions reply's tool calls, which langchain-openai splits into
+                tool_calls and invalid_tool_calls (arguments that are not JSON): read_calls answers them in
+                the model's order. _create_chat_result is its (private) step from the vendor's reply."""
+
+                def _create_chat_result(self, response: Any, generation_info: Any = None) -> Any:
+                    result = super()._create_chat_result(response, generation_info)
+                    raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
+                    for choice, generation in zip(raw.get("choices") or [], result.generations,
+                                                  strict=False):
+                        calls = (choice.get("message") or {}).get("tool_calls") or []
+                        generation.message.response_metadata["tool_call_ids"] = [c.get("id") for c in calls]
+                    return result
+
+            return RunChatOpenAI(model=model_id, api_key=key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",
                               base_url=self.root_url + "/v1" if self.root_url else None, http_async_client=http,
                               use_responses_api=OPENAI_API == "responses", stream_usage=True,
                               temperature=settings.get("temperature"), max_tokens=settings.get("max_tokens"))
@@ -162,6 +236,20 @@ class Graph:
                 def _async_client(self) -> anthropic.AsyncClient:
                     return anthropic.AsyncClient(**self._client_params, http_client=http, open_telemetry=False)
 
+                def _format_output(self, data: Any, **kwargs: Any) -> Any:
+                    # A tool_use whose input is not a JSON object (text cut mid-JSON) would fail the AIMessage
+                    # built here: it is built with {}, then given the text back for read_calls to answer.
+                    cut = {b.id: b.input for b in data.content
+                           if b.type == "tool_use" and not isinstance(b.input, dict)}
+                    if not cut:
+                        return super()._format_output(data, **kwargs)
+                    blocks = [b.model_copy(update={"input": {}}) if b.id in cut else b for b in data.content]
+                    result = super()._format_output(data.model_copy(update={"content": blocks}), **kwargs)
+                    calls = result.generations[0].message.tool_calls
+                    result.generations[0].message.tool_calls = [{**c, "args": cut.get(c["id"], c["args"])}
+                                                                for c in calls]
+                    return result
+
             return RunChatAnthropic(model=model_id, api_key=key or os.environ.get("ANTHROPIC_API_KEY") or "sk-ant-dummy",
                                  base_url=self.root_url, temperature=settings.get("temperature"),
                                  max_tokens=settings.get("max_tokens") or 4096)
@@ -175,8 +263,7 @@ class Graph:
 
     @staticmethod
     def route(state: State) -> str:
-        last = state["messages"][-1]
-        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+        return "tools" if state["calls"] else END
 
     async def model_node(self, state: State) -> dict[str, Any]:
         agent = state["agent"]
@@ -185,6 +272,16 @@ class Graph:
         model = self.chat_model(agent)  # built (and its integration imported) before the clock starts
         t0 = time.perf_counter()
         reply = await model.ainvoke(messages)
+        calls = read_calls(reply)
+        # Cut by the token limit (or stopped by the content filter): the turn ends with the text so far, as on
+        # every portagent provider. Its tool calls are not run (the last one's arguments are likely cut), and
+        # the message keeps none, so a next user message does not follow calls left unanswered.
+        stopped = stopped_early(reply)
+        content = reply.content
+        if stopped:
+            calls = []
+            if isinstance(content, list):
+                content = [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
         usage = reply.usage_metadata or {}
         cached = usage.get("input_token_details") or {}
         meta = reply.response_metadata or {}
@@ -194,34 +291,42 @@ class Graph:
                             cache_write_tokens=sum(int(cached.get(k) or 0) for k in CACHE_WRITES),
                             reasoning_tokens=int((usage.get("output_token_details") or {}).get("reasoning") or 0),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                            finish_reason="tool_calls" if reply.tool_calls else "stop",
+                            finish_reason=stopped or ("tool_calls" if calls else "stop"),
                             response_id=meta.get("id") or (reply.id if not str(reply.id).startswith("lc_run-") else None))
-        message = AIMessage(content=reply.content, tool_calls=reply.tool_calls, id=reply.id,
-                            response_metadata=reply.response_metadata, usage_metadata=reply.usage_metadata, name=agent)
-        return {"messages": [message]}
+        invalid = [c for c in calls if c.get("type") == "invalid_tool_call"]  # kept: the vendor sees each answered
+        message = AIMessage(content=content, tool_calls=[c for c in calls if c not in invalid],
+                            invalid_tool_calls=invalid, id=reply.id, response_metadata=reply.response_metadata,
+                            usage_metadata=reply.usage_metadata, name=agent)
+        return {"messages": [message], "calls": calls}
 
     async def tools_node(self, state: State) -> dict[str, Any]:
-        """The reply's tool calls one at a time, in order (one trace order, like portagent's runs)."""
+        """The reply's tool calls one at a time, in the model's order (one trace order, like portagent's runs).
+        A call whose arguments are not JSON (an invalid call) is answered too, by the gateway or agent_task."""
         agent = state["agent"]
-        last = state["messages"][-1]
         transfers = {transfer_name(t): t for t in AGENTS[agent]["handoffs"]}
         out: list[ToolMessage] = []
         active = agent
-        for call in last.tool_calls:
-            name, args, call_id = call["name"], call["args"], call.get("id")
-            if name in transfers:  # handoff: the specialist continues the conversation
+        for call in state["calls"]:
+            name, args, call_id = call["name"] or "", call["args"], call.get("id")
+            if name in transfers:  # handoff: the specialist continues the conversation (it takes no arguments)
                 self.run.handoff(agent, transfers[name], "handoff")
                 active = transfers[name]
                 out.append(ToolMessage(json.dumps({"assistant": active}), tool_call_id=call_id, name=name))
             elif name in AGENTS[agent]["agent_tools"]:  # agent_as_tool: this agent keeps control
+                task = agent_task(name, args)
+                if isinstance(task, dict):  # bad arguments: answered, the sub-agent is not run on no task
+                    out.append(ToolMessage(json.dumps(task, sort_keys=True), tool_call_id=call_id, name=name,
+                                           status="error"))
+                    continue
                 self.run.handoff(agent, name, "agent_as_tool")
-                task = args.get("input") if isinstance(args, dict) else None
-                final = await self.run_agent(name, [HumanMessage(str(task or ""))])
+                final = await self.run_agent(name, [HumanMessage(task)])
                 text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)
                 out.append(ToolMessage(text, tool_call_id=call_id, name=name))
             else:
                 # validate → preconditions → budget → policy → approval → idempotency → handler → output checks
-                result = await self.run.call_tool(agent, name, args, vendor_call_id=call_id)
+                # an invalid call's arguments are the text sent: the gateway answers it with validation_error
+                result = await self.run.call_tool(agent, name, args if args is not None else "",
+                                                  vendor_call_id=call_id)
                 out.append(ToolMessage(json.dumps(result, ensure_ascii=False, sort_keys=True), tool_call_id=call_id,
                                        name=name, status="success" if result.get("ok") else "error"))
         return {"messages": out, "agent": active}

@@ -1,0 +1,258 @@
+"""``portagent export --to langgraph``: the exported program on replies that are not plain answers, and on the
+calls they hold — the cases the langgraph adapter's own tests cover (tests/adapters/langgraph/
+test_replies_and_calls.py, whose emulator script is reused here).
+
+Real LangGraph, real LangChain integrations and vendor SDKs, real gateway, against the emulator; the program
+is written by the CLI from the shop's desk (tests/adapters/adk/data) with its chat model on each vendor, and
+its ``main()`` is run in-process; what each vendor was sent is read from the emulator's request log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shutil
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'portagent[langgraph]')")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
+from _migration_helpers import DUMMY_KEYS, load_module, of
+from _support import portagent_home, run_cli
+from runtime_testkit import (
+    DATA,
+    fresh_handlers_fixture,  # noqa: F401  (autouse)
+    handlers,
+    parse_request,
+    result_value,
+)
+
+from portagent.emulator import RunningEmulator, load_script, serve
+from portagent.emulator.engine import Engine
+from portagent.emulator.plan import Plan
+from portagent.tracing.recorder import read_trace
+
+ADAPTER_TESTS = Path(__file__).resolve().parents[1] / "adapters"
+SCRIPT = ADAPTER_TESTS / "langgraph" / "data" / "replies.yaml"
+MODELS = {
+    "openai": "openai:gpt-4.1-mini",  # the Responses API
+    "openai_chat": "openai:gpt-4.1-mini",  # models.openai_api: chat_completions
+    "anthropic": "anthropic:claude-sonnet-4-6",
+    "google_genai": "google_genai:gemini-2.5-flash",
+}
+
+
+@pytest.fixture(name="emu", scope="module")
+def replies_fixture() -> Iterator[RunningEmulator]:
+    with serve(load_script(SCRIPT)) as running:
+        yield running
+
+
+class FirstCallCut(Engine):
+    """The emulator, with its malformed_arguments fault on a turn's first call only (the script's fault
+    cuts every call of the turn)."""
+
+    def respond(self, view: Any, headers: Any) -> Any:
+        plan = super().respond(view, headers)
+        if not isinstance(plan, Plan) or not any(c.malformed for c in plan.calls):
+            return plan
+        whole = [
+            dataclasses.replace(c, malformed=False, arguments_json=json.dumps(c.arguments))
+            for c in plan.calls
+        ]
+        return dataclasses.replace(plan, calls=(plan.calls[0], *whole[1:]))
+
+
+@pytest.fixture(name="first_cut", scope="module")
+def first_cut_fixture() -> Iterator[RunningEmulator]:
+    from portagent.emulator.api import _as_script, _stop
+    from portagent.emulator.requestlog import RequestLog
+    from portagent.emulator.server import EmulatorHTTPServer
+
+    log = RequestLog(None)
+    httpd = EmulatorHTTPServer(("127.0.0.1", 0), FirstCallCut(_as_script(SCRIPT)), log)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield RunningEmulator("127.0.0.1", httpd.server_address[1], log.entries, httpd.engine.reset, None)
+    finally:
+        _stop(httpd, thread)
+        log.close()
+
+
+@pytest.fixture(name="program", scope="module")
+def program_fixture(tmp_path_factory) -> Any:
+    """``program(vendor)``: the shop desk exported to langgraph with its chat model on ``vendor``, loaded."""
+    root = tmp_path_factory.mktemp("export-langgraph-replies")
+    data = root / "data"
+    shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
+    cache: dict[str, Any] = {}
+
+    def program(vendor: str, target: str = "langgraph") -> Any:
+        if (vendor, target) not in cache:
+            spec = yaml.safe_load((data / "desk.yaml").read_text(encoding="utf-8"))
+            spec["models"]["langgraph"] = MODELS[vendor]
+            if vendor == "openai_chat":
+                spec["models"]["openai_api"] = "chat_completions"
+            if target == "anthropic":  # no handoffs there: the desk keeps its agent tool
+                spec["delegation"] = [e for e in spec["delegation"] if e["kind"] == "agent_as_tool"]
+            path = data / f"desk_{vendor}_{target}.yaml"
+            path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+            module = root / f"desk_{vendor}_{target}.py"
+            code, _, err = run_cli("export", str(path), "--to", target, "--out", str(module))
+            assert code == 0, err
+            cache[vendor, target] = load_module(module)
+        return cache[vendor, target]
+
+    return program
+
+
+@dataclasses.dataclass
+class Ran:
+    done: dict[str, Any]
+    events: list[Any]
+    requests: list[dict[str, Any]]
+
+    def of(self, kind: str) -> list[Any]:
+        return of(self.events, kind)
+
+    def results_sent(self) -> list[tuple[str | None, Any]]:
+        """Tool results in the last request: what the model was finally shown (name, parsed value)."""
+        last = parse_request(self.requests[-1])
+        names = {i.call_id: i.name for i in last.items if i.kind == "tool_call"}
+        return [(i.name or names.get(i.call_id), result_value(i)) for i in last.tool_results()]
+
+
+def run(module: Any, emu: RunningEmulator, messages: list[str], tmp: Path, target: str = "langgraph") -> Ran:
+    """The exported program's ``main()`` on ``messages`` (auto-approve: nothing is refused by the policy)."""
+    before = len(emu.requests())
+    trace = tmp / "exported.jsonl"
+    with portagent_home(tmp / "home"):
+        done = asyncio.run(
+            asyncio.wait_for(
+                module.main(messages, base_url=emu.base_url, api_key=DUMMY_KEYS[target],
+                            approver="auto-approve", trace=trace, source="emulator"),
+                120,
+            )
+        )  # fmt: skip
+    return Ran(done, read_trace(trace), emu.requests()[before:])
+
+
+# --- a reply cut by the token limit, or stopped by the content filter --------------------------------
+
+# (first message, the stopped reply's text, the answer to "Are you there?" (None: not asked), finish reason)
+STOPPED = {
+    "refund": ("Refund ORD-7, but run out of tokens.", "Refunding ORD-7 now.", "Nothing was refunded.", "length"),
+    "no_text": ("Look up ORD-7 without a word, and run out of tokens.", "", None, "length"),
+    "handoff": ("Hand me over, but run out of tokens.", "Passing you on.", "The desk is still here.", "length"),
+    "agent_tool": ("Ask the expert, but run out of tokens.", "Asking the expert.", "The expert was not asked.",
+                   "length"),
+    "filtered": ("Refund ORD-7, but get filtered.", "Refunding ORD-7 now.", "Nothing was refunded.",
+                 "content_filter"),
+}  # fmt: skip
+
+
+@pytest.fixture(name="cut", scope="module")
+def cut_replies_fixture() -> Iterator[RunningEmulator]:
+    with serve(load_script(ADAPTER_TESTS / "data" / "cut_replies.yaml")) as running:
+        yield running
+
+
+@pytest.mark.parametrize("case", list(STOPPED))
+@pytest.mark.parametrize("vendor", list(MODELS))
+def test_a_reply_stopped_before_its_end_runs_none_of_its_calls(cut, program, tmp_path, vendor, case):
+    """The reply stops at max tokens (or at the content filter) while it calls a tool, hands off or asks an
+    agent tool: the turn ends with its text so far, and nothing it began is run — the refund, the lookup,
+    the handoff, the sub-agent (the call's arguments may be cut too). The next user message continues the
+    conversation without a call left unanswered."""
+    first, text, answer, finish = STOPPED[case]
+    r = run(program(vendor), cut, [first] if answer is None else [first, "Are you there?"], tmp_path)
+    assert (r.done["status"], r.done["stop_reason"]) == ("completed", "final_output")
+    assert handlers.REFUNDS == [] and handlers.CALLS == {}
+    assert not r.of("tool.call") and not r.of("handoff")
+    assert [c.finish_reason for c in r.of("model.call")] == [finish, "stop"][: len(r.requests)]
+    assert [c.agent for c in r.of("model.call")] == ["shop_desk"] * len(r.requests)
+    if answer is None:  # nothing but a call before the limit: the answer so far is empty
+        assert (r.done["final_output"], len(r.requests)) == ("", 1)
+        return
+    assert r.done["final_output"] == answer and len(r.requests) == 2
+    replayed = parse_request(r.requests[1])
+    assert not [i for i in replayed.items if i.kind in ("tool_call", "tool_result")], replayed.items
+    assert text in json.dumps(r.requests[1]["body"])  # the stopped answer's text is kept
+
+
+@pytest.mark.parametrize("case", ["refund", "agent_tool", "filtered"])
+def test_the_exported_anthropic_program_runs_none_of_a_stopped_replys_calls(cut, program, tmp_path, case):
+    """``--to anthropic``: tools run on stop_reason tool_use only, and a refusal is traced content_filter, as
+    portagent's own runs trace it on every provider (the program said other)."""
+    first, text, answer, finish = STOPPED[case]
+    r = run(program("anthropic", "anthropic"), cut, [first, "Are you there?"], tmp_path, "anthropic")
+    assert (r.done["status"], r.done["final_output"], len(r.requests)) == ("completed", answer, 2)
+    assert handlers.REFUNDS == [] and handlers.CALLS == {} and not r.of("tool.call") and not r.of("handoff")
+    assert [c.finish_reason for c in r.of("model.call")] == [finish, "stop"]
+    assert text in json.dumps(r.requests[1]["body"]) and "tool_use" not in json.dumps(r.requests[1]["body"])
+
+
+# --- an agent-as-tool call's arguments --------------------------------------------------------------
+
+BAD_AGENT_TOOL_CALLS = [
+    (vendor, question)
+    for vendor in ("openai", "openai_chat", "anthropic", "google_genai")
+    for question in (
+        "Ask the expert without a question.",
+        "Ask the expert a number.",
+        # a Gemini call's arguments are an object: "not JSON" cannot reach the agent tool there
+        *(() if vendor == "google_genai" else ("Ask the expert with broken arguments.",)),
+    )
+]
+
+
+@pytest.mark.parametrize(("vendor", "question"), BAD_AGENT_TOOL_CALLS)
+def test_an_agent_tool_call_with_bad_arguments_is_answered_not_run(emu, program, tmp_path, vendor, question):
+    """The faq_expert sub-agent takes ``{"input": string}``. Called without it, with a number or with text
+    that is not JSON, it is not run on an empty task: the model gets validation_error (naming the field),
+    as the gateway answers a tool's bad arguments, and the run goes on."""
+    r = run(program(vendor), emu, [question], tmp_path)
+    assert r.done["status"] == "completed"
+    broken = "broken" in question
+    assert r.done["final_output"] == (
+        "Expert: validation_error" if broken else "Expert: validation_error at input"
+    )
+    assert not r.of("handoff") and len(r.requests) == 2  # the sub-agent never ran
+    ((name, sent),) = r.results_sent()
+    assert name == "faq_expert" and sent["ok"] is False and sent["error"] == "validation_error"
+
+
+# --- calls whose arguments are not JSON -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat", "anthropic"])
+def test_a_call_whose_arguments_are_not_json_is_answered(emu, program, tmp_path, vendor):
+    """``{"query":"shi`` is neither run nor dropped: it is an invalid call, answered with validation_error
+    by the gateway, and the model goes on."""
+    r = run(program(vendor), emu, ["Search with broken arguments."], tmp_path)
+    assert r.done["status"] == "completed"
+    assert r.done["final_output"] == "After the broken search: validation_error"
+    assert handlers.CALLS == {}
+    (result,) = r.of("tool.result")
+    assert (result.tool, result.error) == ("search_faq", "validation_error")
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat", "anthropic"])
+def test_a_broken_call_and_a_good_one_are_answered_in_the_models_order(first_cut, program, tmp_path, vendor):
+    """One reply, two calls: the first's arguments are cut, the second's are whole. LangChain keeps the
+    broken one apart (``invalid_tool_calls``); both are answered, in the model's order — in the trace and
+    in what the vendor is sent back."""
+    r = run(program(vendor), first_cut, ["Send one broken call, then a good one."], tmp_path)
+    assert r.done["status"] == "completed"
+    assert r.done["final_output"] == "Answers: validation_error, then Orders ship within 2 working days."
+    assert [c.tool for c in r.of("tool.call")] == ["get_order", "search_faq"]
+    assert [name for name, _ in r.results_sent()] == ["get_order", "search_faq"]
+    assert handlers.CALLS == {"search_faq": 1}
