@@ -119,6 +119,23 @@ def test_an_agent_with_an_output_schema_is_not_asked_again(emu, provider, stream
 
 
 @STREAMING
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_agent_tool_with_an_output_schema_is_not_asked_again(emu, provider, streaming):
+    """The same for an agent run as a tool: its cut reply holding only a call ends its run with ``""``
+    (one model call of its own), and the desk goes on. openai-agents' ``Agent.as_tool`` takes no error
+    handlers, so the openai provider asked the expert again until the run's turn limit."""
+    b = with_spec(bundle(), "faq_expert", output_schema=OUTPUT_SCHEMA)
+    r = run(emu, provider, "Ask the expert, who runs out of tokens.", b, streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", "The expert answered."), r.result
+    expert = [c for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert [c.finish_reason for c in expert] == ["length"], [
+        (c.agent, c.finish_reason) for c in r.of("model.call")
+    ]
+    assert expert[0].provider_details.get("calls_not_run") == ["search_faq"]
+    assert not r.of("tool.call") and handlers.CALLS == {}
+
+
+@STREAMING
 @pytest.mark.parametrize("provider", HANDING_OFF)
 def test_a_handoff_cut_by_the_token_limit_is_not_made(emu, provider, streaming):
     """A transfer call is a call like any other (openai-agents ``transfer_to_<agent>``, ADK

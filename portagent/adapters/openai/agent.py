@@ -132,6 +132,10 @@ class _CutAnswers:
         self.bare: set[tuple[str | None, str | None]] = set()
         """Cut answers left with no message once their calls were taken out, by the same key, until
         ``ended_bare`` ends one."""
+        self.bare_structured: dict[str, tuple[str | None, str | None]] = {}
+        """Such an answer of an agent with an output schema, by agent, until its next model call: an agent
+        run as a tool has no ``ended_bare`` (``Agent.as_tool`` takes no error handlers), and the SDK asks
+        its model again — ``_Hooks.on_llm_start`` ends that run instead (``_EndedBare``)."""
 
     def keep(self, response: Any) -> bool:
         """Pass an incomplete Responses answer on as completed when the token limit or the content filter
@@ -322,6 +326,15 @@ class _ChatModel(OpenAIChatCompletionsModel):
 _FINISH = {"function_call": "tool_calls", "message": "stop"}
 
 
+class _EndedBare(Exception):
+    """An agent run as a tool, with an output schema, whose cut answer held nothing but calls: its run ends
+    there with ``""`` (the answer so far), as on every provider, instead of asking its model again."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(agent)
+        self.agent = agent
+
+
 class _Hooks(RunHooks[Any]):
     """Model calls and handoffs → session events; budgets are checked before each model call."""
 
@@ -331,6 +344,10 @@ class _Hooks(RunHooks[Any]):
         self.cut = cut
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        bare = self.cut.bare_structured.pop(agent.name, None)
+        if bare is not None and bare in self.cut.bare:  # not ended by the root run's ``ended_bare``
+            self.cut.bare.discard(bare)
+            raise _EndedBare(agent.name)
         self.session.before_model_call(agent.name)
         self.latency.start(agent.name)
 
@@ -345,7 +362,10 @@ class _Hooks(RunHooks[Any]):
         elif chat_finish is not None and chat_finish in STOPPED_EARLY.values():
             finish = chat_finish  # Chat Completions: the SDK's response has the text, not why it ended
         details: dict[str, Any] = {"response_id": response.response_id}
-        not_run = self.cut.calls_not_run(response.response_id, getattr(response, "request_id", None))
+        key = (response.response_id, getattr(response, "request_id", None))
+        if key in self.cut.bare and getattr(agent, "output_type", None) is not None:
+            self.cut.bare_structured[agent.name] = key
+        not_run = self.cut.calls_not_run(*key)
         if not_run:  # cut by the token limit: the calls the answer began, not run
             details["calls_not_run"] = not_run
         cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
@@ -471,7 +491,12 @@ class _Builder:
                 "agent_as_tool",
                 details={"vendor_call_id": getattr(ctx, "tool_call_id", None)},
             )
-            output = await inner(ctx, _with_context(session, parent, target.name, raw_args))
+            try:
+                output = await inner(ctx, _with_context(session, parent, target.name, raw_args))
+            except _EndedBare as ended:
+                if ended.agent != target.name:
+                    raise
+                return ""
             # structured output goes back as JSON, as every other provider sends it (openai-agents would
             # send ``str(final_output)``: a Python repr); text and the SDK's own fallbacks pass unchanged
             if output is None or isinstance(output, str):
