@@ -507,12 +507,14 @@ def test_a_langgraph_journal_forwards_to_its_chat_model_vendor(monkeypatch: pyte
             update={"models": node.spec.models.model_copy(update={"langgraph": value})}
         )
 
-    on(bundle.root, "google_genai:gemini-2.5-flash")  # the sub-agent inherits the root's chat model
+    sub = next(name for name in bundle.agents if name != bundle.root)
+    on(bundle.root, "google_genai:gemini-2.5-flash")  # the sub-agent keeps its own (OpenAI) model
+    assert default_upstream("langgraph", bundle) is None
+    on(sub, "google_genai:gemini-2.5-flash")
     assert default_upstream("langgraph", bundle) == DEFAULT_UPSTREAMS["adk"]
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")  # Vertex AI picks a regional host itself
     assert default_upstream("langgraph", bundle) is None and default_upstream("adk", None) is None
     monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI")
-    sub = next(name for name in bundle.agents if name != bundle.root)
     on(sub, "anthropic:claude-sonnet-4-6")
     assert default_upstream("langgraph", bundle) is None
     assert default_upstream("anthropic", None) == DEFAULT_UPSTREAMS["anthropic"]
