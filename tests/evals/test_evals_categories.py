@@ -155,4 +155,6 @@ def test_a_latency_rise_measured_on_cold_starts_only_does_not_block() -> None:
     for b, c in ((cold(base), cold(slow)), (base, cold(slow)), (cold(base), slow)):
         result = compare(b, c)
         assert result.passed, result.reasons
-        assert any("latency_p95_ms" in w and "cold starts only" in w for w in result.warnings), result.warnings
+        assert any("latency_p95_ms" in w and "cold starts only" in w for w in result.warnings), (
+            result.warnings
+        )
