@@ -7,6 +7,7 @@ import contextlib
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,22 @@ def portagent_home(path: Path):
 # The ini of a pytester project: no cache folder, and not langsmith's pytest plugin (installed with the
 # langgraph extra, it imports langsmith's client — about a second — in every pytest process).
 PYTESTER_INI = "[pytest]\naddopts = -p no:cacheprovider -p no:langsmith_plugin\n"
+
+
+def parse_request(entry: dict[str, Any]) -> Any:
+    """One entry of the emulator's request log as the neutral ``RequestView`` the emulator itself reads:
+    what an SDK actually sent, whichever wire API it spoke."""
+    from portagent.wire import anthropic as wire_anthropic
+    from portagent.wire import gemini as wire_gemini
+    from portagent.wire import openai as wire_openai
+
+    api, body = entry["api"], entry["body"]
+    if api == "openai.responses":
+        return wire_openai.parse_responses_request(body)
+    if api == "openai.chat":
+        return wire_openai.parse_chat_request(body)
+    if api == "anthropic.messages":
+        return wire_anthropic.parse_messages_request(body)
+    if api == "gemini.generate_content":
+        return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
+    raise AssertionError(f"unexpected API in the request log: {api}")

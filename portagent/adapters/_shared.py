@@ -46,6 +46,18 @@ def observation_object(obs: Observation) -> dict[str, Any]:
 # --- model-call latency -----------------------------------------------------------------------------
 
 
+def exception_chain(e: BaseException) -> list[BaseException]:
+    """``e`` and what it was raised from or while handling (``__cause__``, else ``__context__``), outermost
+    first: where an adapter looks for the vendor error an SDK wrapped (a dropped connection, a response
+    that did not parse)."""
+    out: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
 def elapsed_ms(clock: Clock, started: float) -> float:
     """Milliseconds since ``started`` (a ``clock.monotonic()`` reading), to the microsecond."""
     return round((clock.monotonic() - started) * 1000, 3)

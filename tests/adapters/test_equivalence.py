@@ -52,6 +52,8 @@ import pytest
 DATA = Path(__file__).resolve().parent / "adk" / "data"  # the shared scenario agents and script
 sys.path.insert(0, str(DATA))
 
+from _support import parse_request  # noqa: E402
+
 from portagent.adapters.port import Endpoint, RunOptions  # noqa: E402
 from portagent.contracts.bundle import AgentBundle, load_agent  # noqa: E402
 from portagent.contracts.capabilities import PROFILES  # noqa: E402
@@ -60,9 +62,6 @@ from portagent.contracts.run import RunRequest  # noqa: E402
 from portagent.core.clock import FixedClock, IdFactory  # noqa: E402
 from portagent.runtime.runner import RunConfig, arun_full  # noqa: E402
 from portagent.tracing.compare import equivalent  # noqa: E402
-from portagent.wire import anthropic as wire_anthropic  # noqa: E402
-from portagent.wire import gemini as wire_gemini  # noqa: E402
-from portagent.wire import openai as wire_openai  # noqa: E402
 
 PROVIDERS: list[str] = ["openai", "adk", "claude", "anthropic", "langgraph"]
 """Providers compared; the first is the reference."""
@@ -246,19 +245,6 @@ def comparable(provider: str, events: list[Any]) -> list[Any]:
 
 
 # --- reading the wire ---------------------------------------------------------------------------------
-
-
-def parse_request(entry: dict[str, Any]) -> Any:
-    api, body = entry["api"], entry["body"]
-    if api == "openai.responses":
-        return wire_openai.parse_responses_request(body)
-    if api == "openai.chat":
-        return wire_openai.parse_chat_request(body)
-    if api == "anthropic.messages":
-        return wire_anthropic.parse_messages_request(body)
-    if api == "gemini.generate_content":
-        return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
-    raise AssertionError(f"unexpected API {api}")
 
 
 CLAUDE_TOOL_PREFIX = "mcp__portagent__"

@@ -343,12 +343,12 @@ def desk(tmp_path):
 
 @pytest.mark.parametrize("name", ["agent.yaml", "tools.yaml", "policy.yaml"])
 def test_export_never_replaces_a_file_of_the_agent(desk, name):
-    before = {p.name: p.read_bytes() for p in desk.iterdir()}
+    before = {p.name: p.read_bytes() for p in desk.iterdir() if p.is_file()}
     code, _, stderr = run_cli(
         "export", str(desk / "agent.yaml"), "--to", "openai", "--out", str(desk / name), "--overwrite"
     )
     clean_refusal(code, stderr, "is a file of the agent being exported", "choose another --out")
-    assert {p.name: p.read_bytes() for p in desk.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in desk.iterdir() if p.is_file()} == before
 
 
 def test_export_to_a_folder_says_to_name_a_file_with_or_without_overwrite(desk, tmp_path):

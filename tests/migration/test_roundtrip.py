@@ -152,7 +152,8 @@ def test_openai_import_as_agent_tool_with_output_type_on_claude(emu, openai_desk
     spec = tmp_path / "spec"
     spec.mkdir()
     for f in openai_desk.parent.iterdir():
-        (spec / f.name).write_bytes(f.read_bytes())
+        if f.is_file():  # not the __pycache__ importing the program may have left
+            (spec / f.name).write_bytes(f.read_bytes())
     edit_yaml(spec / "agent.yaml", delegation=[{"agent": "refunds_specialist.yaml", "kind": "agent_as_tool"}])
     before = len(emu.requests())
     runs = {

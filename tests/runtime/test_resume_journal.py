@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _support import portagent_home, run_cli
+from _support import parse_request, portagent_home, run_cli
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint
@@ -35,9 +35,6 @@ from portagent.contracts.bundle import load_agent
 from portagent.contracts.run import RunRequest
 from portagent.emulator import load_script, serve
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.wire import anthropic as wire_anthropic
-from portagent.wire import gemini as wire_gemini
-from portagent.wire import openai as wire_openai
 
 INPUT = "Email the owner of case C-7."
 PROVIDERS = [pytest.param(p, marks=pytest.mark.slow) if p == "claude" else p for p in REGISTRY]
@@ -193,21 +190,10 @@ def _start(agent: Path, provider: str, base_url: str, out: Path, *extra: str) ->
     return run_id, approval_id
 
 
-def _view(entry: dict[str, Any]) -> Any:
-    api, body = entry["api"], entry["body"]
-    if api == "openai.responses":
-        return wire_openai.parse_responses_request(body)
-    if api == "openai.chat":
-        return wire_openai.parse_chat_request(body)
-    if api == "anthropic.messages":
-        return wire_anthropic.parse_messages_request(body)
-    return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
-
-
 def _emails_asked(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The send_email calls the model made, as the SDK sent them back in this request's history."""
     out = []
-    for item in _view(entry).items:
+    for item in parse_request(entry).items:
         if item.kind == "tool_call" and (item.name or "").endswith("send_email"):
             args = item.arguments
             out.append(json.loads(args) if isinstance(args, str) else dict(args or {}))
@@ -217,7 +203,7 @@ def _emails_asked(entry: dict[str, Any]) -> list[dict[str, Any]]:
 def _results(entry: dict[str, Any]) -> list[str]:
     return [
         json.dumps(i.output) if not isinstance(i.output, str) else i.output
-        for i in _view(entry).tool_results()
+        for i in parse_request(entry).tool_results()
     ]
 
 
@@ -261,8 +247,8 @@ def test_approved_call_runs_once_though_the_model_rewords_it(
         # next request carries the approved call, word for word, and its result
         after = _chat(emu.requests()[before:])
         assert after, "the resumed run never reached the endpoint"
-        assert all(_view(e).assistant_turns() >= 2 for e in after), [
-            _view(e).assistant_turns() for e in after
+        assert all(parse_request(e).assistant_turns() >= 2 for e in after), [
+            parse_request(e).assistant_turns() for e in after
         ]
         assert _emails_asked(after[0]) == [
             {"to": "ana@example.com", "body": "Draft 1: case C-7 waits for your DNI."}
@@ -407,7 +393,7 @@ def test_kill_9_while_paused_then_resume_from_a_new_process(
         assert runs.returncode == 0, runs.stdout + runs.stderr
         assert "completed" in runs.stdout and "attempt 2" in runs.stdout, runs.stdout
         assert _sent(agent) == [{"body": "Draft 1: case C-7 waits for your DNI.", "to": "ana@example.com"}]
-        assert all(_view(e).assistant_turns() >= 2 for e in emu.requests()[before:])
+        assert all(parse_request(e).assistant_turns() >= 2 for e in emu.requests()[before:])
         record = json.loads((out / "run.json").read_text())
         assert record["attempts"][0]["attempt"] == 2  # attempt 1 never wrote run.json
         assert "interrupted" in record["attempts"][0]["resumed"]

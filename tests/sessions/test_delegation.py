@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import parse_request
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint, RunOptions
@@ -27,9 +28,6 @@ from portagent.contracts.run import RunRequest
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, arun_full
 from portagent.tracing.handoff import validate, verify
-from portagent.wire import anthropic as wire_anthropic
-from portagent.wire import gemini as wire_gemini
-from portagent.wire import openai as wire_openai
 
 DATA = Path(__file__).resolve().parent / "data" / "delegation"
 PROVIDERS = ["openai", "adk", "claude", "anthropic", "langgraph"]
@@ -49,16 +47,8 @@ class Request:
     """One logged request: its parsed view (system, first user text) and its raw body."""
 
     def __init__(self, entry: dict[str, Any]) -> None:
-        api, body = entry["api"], entry["body"]
-        if api == "openai.responses":
-            parsed = wire_openai.parse_responses_request(body)
-        elif api == "openai.chat":
-            parsed = wire_openai.parse_chat_request(body)
-        elif api == "anthropic.messages":
-            parsed = wire_anthropic.parse_messages_request(body)
-        else:
-            assert api == "gemini.generate_content", api
-            parsed = wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
+        parsed = parse_request(entry)
+        body = entry["body"]
         self.system = parsed.system
         self.first_user_text = parsed.first_user_text
         self.raw = body

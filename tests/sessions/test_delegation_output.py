@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import parse_request
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.run import RunRequest
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.wire import anthropic as wire_anthropic
-from portagent.wire import gemini as wire_gemini
-from portagent.wire import openai as wire_openai
 
 DATA = Path(__file__).resolve().parent / "data" / "delegation_output"
 ANSWER = {"next_step": "reship the parcel", "refund": False, "notes": None}
@@ -36,17 +34,6 @@ def emu():
 
     with serve(load_script(DATA / "script.yaml")) as running:
         yield running
-
-
-def _parse(entry: dict[str, Any]) -> Any:
-    api, body = entry["api"], entry["body"]
-    if api == "openai.responses":
-        return wire_openai.parse_responses_request(body)
-    if api == "openai.chat":
-        return wire_openai.parse_chat_request(body)
-    if api == "anthropic.messages":
-        return wire_anthropic.parse_messages_request(body)
-    return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
 
 
 def _as_json(output: Any) -> Any:
@@ -73,7 +60,7 @@ def test_structured_sub_agent_output_reaches_the_caller_as_json(emu, tmp_path, p
     request = RunRequest(input="Parcel C-7 never arrived. What now?", provider=provider)
     out = asyncio.run(asyncio.wait_for(arun_full(DATA / "coordinator.yaml", request, config), 120))
     assert out.result.status == "completed", out.result
-    views = [_parse(e) for e in emu.requests()[before:]]
+    views = [parse_request(e) for e in emu.requests()[before:]]
     coordinator = [v for v in views if "You run the parcel desk" in v.system]
     assert len(coordinator) == 2, [v.system for v in views]
     [result] = [i for i in coordinator[1].items if i.kind == "tool_result"]
@@ -97,5 +84,5 @@ def test_a_sub_agents_own_budget_is_not_a_second_tighter_limit(emu, tmp_path, pr
     out = asyncio.run(asyncio.wait_for(arun_full(DATA / "coordinator_busy.yaml", request, config), 120))
     assert out.result.status == "completed", out.result
     assert not [e for e in out.events if e.type == "budget.exceeded"]
-    specialist = [v for v in map(_parse, emu.requests()[before:]) if "parcel specialist" in v.system]
+    specialist = [v for v in map(parse_request, emu.requests()[before:]) if "parcel specialist" in v.system]
     assert len(specialist) == 3

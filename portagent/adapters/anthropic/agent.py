@@ -50,7 +50,7 @@ import anthropic
 import httpx2
 from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 
-from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
+from portagent.adapters._shared import Stopwatch, exception_chain, http_hooks, observation_json, tls_context
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
@@ -430,7 +430,7 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             body=cause.response.text,
             retryable=REGISTRY["anthropic"].retryable(cause.status_code),
         ) from e
-    broken = next((c for c in _chain(e) if isinstance(c, _CONNECTION_ERRORS)), None)
+    broken = next((c for c in exception_chain(e) if isinstance(c, _CONNECTION_ERRORS)), None)
     if broken is not None:
         detail = (
             broken.__cause__
@@ -453,15 +453,6 @@ _CONNECTION_ERRORS = (anthropic.APIConnectionError, httpx2.TransportError, _Stre
 """A connection that failed, timed out or broke mid-reply: the SDK's own error (it wraps what happens while
 it sends a request and reads an unstreamed body), httpx2's transport errors (a stream's body read by the
 SDK's iterator escapes unwrapped: ``RemoteProtocolError``, ``ReadError``…), a stream without its end."""
-
-
-def _chain(e: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = e
-    while cur is not None and cur not in out:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
 
 
 ADAPTER = AnthropicAdapter()

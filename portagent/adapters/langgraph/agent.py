@@ -50,6 +50,7 @@ from langgraph.types import interrupt
 
 from portagent.adapters._shared import (
     Stopwatch,
+    exception_chain,
     observation_json,
 )
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
@@ -446,7 +447,7 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             body=body if isinstance(body, str) else None,
             retryable=REGISTRY["langgraph"].retryable(status),
         ) from e
-    unreadable = next((c for c in _chain(e) if isinstance(c, pydantic.ValidationError)), None)
+    unreadable = next((c for c in exception_chain(e) if isinstance(c, pydantic.ValidationError)), None)
     if unreadable is not None and unreadable.title in _GENAI_RESPONSES:
         # google-genai validates what Gemini sent (functionCall.args that is not an object, as the
         # emulator's malformed_arguments fault sends it): a provider error as on adk, said plainly
@@ -456,7 +457,7 @@ def _raise_mapped(e: Exception, session: RunSession) -> None:
             f"the Gemini answer could not be read: {where}: {first['msg']} "
             f"(got {_short(first.get('input'))}); google-genai refused the response"
         ) from e
-    broken = next((c for c in _chain(e) if _connection_error(c)), None)
+    broken = next((c for c in exception_chain(e) if _connection_error(c)), None)
     if broken is not None:
         raise ProviderError(
             f"cannot reach the chat model endpoint {session.endpoint.base_url or '(vendor default)'}, or it "
@@ -486,15 +487,6 @@ def _connection_error(exc: BaseException) -> bool:
     return any(c.__name__ in _CONNECTION_ERRORS for c in type(exc).__mro__) or type(exc).__name__.endswith(
         "ConnectionError"
     )
-
-
-def _chain(e: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = e
-    while cur is not None and cur not in out:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
 
 
 ADAPTER = LangGraphAdapter()

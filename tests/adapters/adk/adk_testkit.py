@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import parse_request
 
 from portagent.adapters.port import Endpoint, RunOptions
 from portagent.contracts.bundle import AgentBundle, load_agent
@@ -17,9 +18,6 @@ from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.run import RunRequest
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, RunOutput, arun_full
-from portagent.wire import anthropic as wire_anthropic
-from portagent.wire import gemini as wire_gemini
-from portagent.wire import openai as wire_openai
 from portagent.wire.items import RequestView
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -140,20 +138,6 @@ async def run(
     )
     out = await arun_full(target, request, config)
     return Run(out, emu.requests()[before:])
-
-
-def parse_request(entry: dict[str, Any]) -> RequestView:
-    """A logged request as the neutral view the emulator itself uses."""
-    api, body = entry["api"], entry["body"]
-    if api == "openai.responses":
-        return wire_openai.parse_responses_request(body)
-    if api == "openai.chat":
-        return wire_openai.parse_chat_request(body)
-    if api == "anthropic.messages":
-        return wire_anthropic.parse_messages_request(body)
-    if api == "gemini.generate_content":
-        return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
-    raise AssertionError(f"unexpected API in the request log: {api}")
 
 
 def result_value(item: Any) -> Any:
