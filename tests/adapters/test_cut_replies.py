@@ -106,11 +106,11 @@ def test_the_answer_so_far_of_a_reply_cut_before_any_text(emu, provider, streami
 
 
 @STREAMING
-@pytest.mark.parametrize("provider", ["openai", "openai_chat", "adk", "anthropic"])
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_agent_with_an_output_schema_is_not_asked_again(emu, provider, streaming):
     """With an output schema, openai-agents asks the model again when a reply holds no final output: a cut
     reply without text would be asked for again and again until the turn limit. It ends the run like any
-    cut reply, its answer empty (not valid output). (langgraph ends it with no output at all.)"""
+    cut reply, its answer empty (not valid output), on every provider."""
     b = with_spec(bundle(), output_schema=OUTPUT_SCHEMA)
     r = run(emu, provider, "Look up ORD-7 without a word, and run out of tokens.", b, streaming)
     assert (r.result.status, r.result.final_output) == ("completed", ""), r.result.error
