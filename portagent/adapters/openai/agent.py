@@ -10,10 +10,10 @@ Translation only:
 - events → ``RunHooks`` (model calls with usage, handoffs) feeding the session;
 - a Responses answer cut by ``max_output_tokens`` (status ``incomplete``) is passed on as the answer it is,
   with ``finish_reason: length``, as every other provider does: openai-agents would raise
-  ``ModelBehaviorError`` and lose the text and its usage (``_CutAnswers``). On Chat Completions the SDK
-  keeps the text but not the vendor's finish reason: ``_CutAnswers`` notes it per request id. The
+  ``ModelBehaviorError`` and lose the text and its usage (``CutAnswers``). On Chat Completions the SDK
+  keeps the text but not the vendor's finish reason: ``CutAnswers`` notes it per request id. The
   function calls of a cut answer (the last one's arguments likely cut) are taken out of it before
-  openai-agents sees them (``_ResponsesModel``, ``_ChatModel``): none runs, the run ends with the text so
+  openai-agents sees them (``cut_answers``): none runs, the run ends with the text so
   far, the model call names them (``calls_not_run``), and the history keeps no call left unanswered.
 
 Tracing: openai-agents uploads traces to api.openai.com by default. On import this module replaces
@@ -24,7 +24,6 @@ uploaded — and vcrpy never sees the exporter's background HTTP.
 from __future__ import annotations
 
 import json
-from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
@@ -36,11 +35,7 @@ from agents import (
     Handoff,
     MaxTurnsExceeded,
     ModelBehaviorError,
-    OpenAIChatCompletionsModel,
-    OpenAIResponsesModel,
     RunConfig,
-    RunErrorHandlerInput,
-    RunErrorHandlerResult,
     RunErrorHandlers,
     RunHooks,
     Runner,
@@ -49,11 +44,17 @@ from agents import (
     set_trace_processors,
 )
 from agents.exceptions import AgentsException
-from openai.types.responses import ResponseCompletedEvent
 
 from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
+from portagent.adapters.openai.cut_answers import (
+    STOPPED_EARLY,
+    ChatModel,
+    CutAnswers,
+    EndedBare,
+    ResponsesModel,
+)
 from portagent.adapters.openai.schema import strict_compatible
 from portagent.adapters.port import RunSession, endpoint_root
 from portagent.contracts.capabilities import PROFILES
@@ -101,244 +102,15 @@ class _SpecOutput(AgentOutputSchemaBase):
             return json_str  # output_valid: false is decided by the runner, not a crash here
 
 
-# --- answers cut short ------------------------------------------------------------------------------
-
-
-STOPPED_EARLY = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early; Chat Completions
-uses the values themselves as its ``finish_reason``."""
-
-
-class _CutAnswers:
-    """Answers cut by the token limit: Responses the API ended early because they reached
-    ``max_output_tokens``, completions whose ``finish_reason`` is ``length``. An answer the content filter
-    ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``.
-
-    openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
-    the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
-    on marked completed, its id remembered so the model call is traced with ``finish_reason: length``.
-    Its function calls are not run (``without_calls``): the last one's arguments may be cut mid-JSON, as on
-    the anthropic and langgraph providers."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, str] = {}
-        """Responses kept although incomplete: their finish reason (``length``, ``content_filter``) by id."""
-        self.chat: dict[str | None, str] = {}
-        """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
-        SDK's ``ModelResponse`` keeps that id, not the reason)."""
-        self.not_run: dict[tuple[str | None, str | None], list[str]] = {}
-        """The names of the calls taken out of a cut answer, by (response id, request id) as the SDK's
-        ``ModelResponse`` carries them, until its model call is traced."""
-        self.bare: set[tuple[str | None, str | None]] = set()
-        """Cut answers left with no message once their calls were taken out, by the same key, until
-        ``ended_bare`` ends one."""
-        self.bare_structured: dict[str, tuple[str | None, str | None]] = {}
-        """Such an answer of an agent with an output schema, by agent, until its next model call: an agent
-        run as a tool has no ``ended_bare`` (``Agent.as_tool`` takes no error handlers), and the SDK asks
-        its model again — ``_Hooks.on_llm_start`` ends that run instead (``_EndedBare``)."""
-
-    def keep(self, response: Any) -> bool:
-        """Pass an incomplete Responses answer on as completed when the token limit or the content filter
-        ended it (the text so far is the answer, as on every other provider); any other reason stays a
-        failure."""
-        details = getattr(response, "incomplete_details", None)
-        finish = STOPPED_EARLY.get(str(getattr(details, "reason", None)))
-        if getattr(response, "status", None) != "incomplete" or finish is None:
-            return False
-        self.ids[response.id] = finish
-        response.status = "completed"
-        return True
-
-    def wrap(self, client: openai.AsyncOpenAI) -> None:
-        """The non-streaming path: the SDK checks the status right after ``responses.create``."""
-        create = client.responses.create
-
-        async def create_keeping_cut_answers(*args: Any, **kwargs: Any) -> Any:
-            response = await create(*args, **kwargs)
-            if not kwargs.get("stream"):
-                self.keep(response)
-            return response
-
-        client.responses.create = create_keeping_cut_answers  # type: ignore[method-assign]
-        chat_create = client.chat.completions.create
-
-        async def create_noting_finish(*args: Any, **kwargs: Any) -> Any:
-            response = await chat_create(*args, **kwargs)
-            if kwargs.get("stream"):
-                self._watch(response)
-            else:
-                choices = getattr(response, "choices", None) or []
-                self._note(
-                    getattr(response, "_request_id", None), choices[0].finish_reason if choices else None
-                )
-            return response
-
-        client.chat.completions.create = create_noting_finish  # type: ignore[method-assign]
-
-    def _note(self, request_id: str | None, reason: str | None) -> None:
-        if reason:
-            self.chat[request_id] = reason
-
-    def _watch(self, stream: Any) -> None:
-        """A streamed completion's finish reason arrives in its last chunks: noted as they pass."""
-        chunks = getattr(stream, "_iterator", None)
-        response = getattr(stream, "response", None)
-        if chunks is None or response is None:  # another openai version's stream: the reason stays unknown
-            return
-        request_id = response.headers.get("x-request-id")
-
-        async def noting() -> Any:
-            async for chunk in chunks:
-                for choice in getattr(chunk, "choices", None) or []:
-                    self._note(request_id, choice.finish_reason)
-                yield chunk
-
-        stream._iterator = noting()
-
-    def chat_finish(self, request_id: str | None) -> str | None:
-        """The finish reason of the Chat Completions call with this request id (once), or None."""
-        return self.chat.pop(request_id, None)
-
-    def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
-        return response_id in self.ids or self.chat.get(request_id) in STOPPED_EARLY.values()
-
-    def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
-        """``output`` (a response's items, as openai-agents reads them) without its function calls when the
-        answer was cut, their names kept for the model call (``calls_not_run``); else ``output`` itself.
-        Every tool portagent declares is a function (ToolSpecs, agents as tools, handoffs): no other item
-        type is one the SDK would run here."""
-        if not self.is_cut(response_id, request_id):
-            return output
-        calls = [item for item in output if getattr(item, "type", None) == "function_call"]
-        if not calls:
-            return output
-        self.not_run[(response_id, request_id)] = [str(getattr(c, "name", "")) for c in calls]
-        kept = [item for item in output if getattr(item, "type", None) != "function_call"]
-        if not any(getattr(item, "type", None) == "message" for item in kept):
-            self.bare.add((response_id, request_id))
-        return kept
-
-    def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
-        """openai-agents' ``invalid_final_output`` handler. An agent with an output schema whose cut answer
-        held nothing but calls has no final output once they are taken out, and the SDK would ask the model
-        again (and again, up to the turn limit): that answer ends the run with its text so far, ``""``, as on
-        every provider. Any other answer without a final output is left to the SDK (None)."""
-        responses = data.run_data.raw_responses
-        key = (responses[-1].response_id, responses[-1].request_id) if responses else None
-        if key in self.bare:
-            self.bare.discard(key)
-            return RunErrorHandlerResult(final_output="", include_in_history=False)
-        return None
-
-    def calls_not_run(self, response_id: str | None, request_id: str | None) -> list[str]:
-        """The calls taken out of this answer (once), or none."""
-        return self.not_run.pop((response_id, request_id), [])
-
-    def response_without_calls(self, response: Any) -> Any:
-        """A ``ModelResponse`` (unstreamed) without the calls of a cut answer."""
-        response.output = self.without_calls(response.output, response.response_id, response.request_id)
-        return response
-
-    async def stream_without_calls(self, events: Any) -> Any:
-        """A model's stream events, the calls of a cut answer taken out of its ``response.completed``. Each
-        call's ``response.output_item.done`` is held back until then (and dropped with it): openai-agents
-        falls back to those items when the final response holds no output, which would bring them back."""
-        held: list[Any] = []
-        async with aclosing(events) as stream:
-            async for event in stream:
-                kind = getattr(event, "type", None)
-                if (
-                    kind == "response.output_item.done"
-                    and getattr(event.item, "type", None) == "function_call"
-                ):
-                    held.append(event)
-                    continue
-                if isinstance(event, ResponseCompletedEvent):
-                    response = event.response
-                    kept = self.without_calls(
-                        response.output, response.id, getattr(response, "_request_id", None)
-                    )
-                    if kept is not response.output:
-                        response.output, held = kept, []
-                if kind in _TERMINAL:  # the calls of an answer not cut go on, just before its end
-                    for waiting in held:
-                        yield waiting
-                    held = []
-                yield event
-        for waiting in held:  # a stream without its terminal event: the SDK fails it, as before
-            yield waiting
-
-
-_TERMINAL = frozenset(
-    {"response.completed", "response.failed", "response.incomplete", "error", "response.error"}
-)
-
-
-class _ResponsesModel(OpenAIResponsesModel):
-    """A cut answer as a completed one without its calls: unstreamed, ``_CutAnswers.wrap`` marked it
-    completed; streamed, its ``response.incomplete`` event becomes ``response.completed`` here."""
-
-    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: _CutAnswers) -> None:
-        super().__init__(model=model, openai_client=openai_client)
-        self._cut = cut
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))
-
-    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        async with aclosing(self._cut.stream_without_calls(self._completing(*args, **kwargs))) as events:
-            async for event in events:
-                yield event
-
-    async def _completing(self, *args: Any, **kwargs: Any) -> Any:
-        stream: Any = super().stream_response(*args, **kwargs)  # an async generator (it has aclose)
-        async with aclosing(stream) as events:
-            async for event in events:
-                response = getattr(event, "response", None)
-                if getattr(event, "type", None) == "response.incomplete" and self._cut.keep(response):
-                    yield ResponseCompletedEvent(
-                        type="response.completed", response=response, sequence_number=event.sequence_number
-                    )
-                    return  # the terminal event: the SDK's stream would raise if asked for more
-                yield event
-
-
-class _ChatModel(OpenAIChatCompletionsModel):
-    """Chat Completions: a completion cut by ``length`` keeps its text (the SDK's own behaviour) but not its
-    tool calls."""
-
-    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: _CutAnswers) -> None:
-        super().__init__(model=model, openai_client=openai_client)
-        self._cut = cut
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))
-
-    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        stream: Any = super().stream_response(*args, **kwargs)
-        async with aclosing(self._cut.stream_without_calls(stream)) as events:
-            async for event in events:
-                yield event
-
-
 # --- hooks -----------------------------------------------------------------------------------------
 
 _FINISH = {"function_call": "tool_calls", "message": "stop"}
 
 
-class _EndedBare(Exception):
-    """An agent run as a tool, with an output schema, whose cut answer held nothing but calls: its run ends
-    there with ``""`` (the answer so far), as on every provider, instead of asking its model again."""
-
-    def __init__(self, agent: str) -> None:
-        super().__init__(agent)
-        self.agent = agent
-
-
 class _Hooks(RunHooks[Any]):
     """Model calls and handoffs → session events; budgets are checked before each model call."""
 
-    def __init__(self, session: RunSession, cut: _CutAnswers) -> None:
+    def __init__(self, session: RunSession, cut: CutAnswers) -> None:
         self.session = session
         self.latency = Stopwatch(session.clock)
         self.cut = cut
@@ -347,7 +119,7 @@ class _Hooks(RunHooks[Any]):
         bare = self.cut.bare_structured.pop(agent.name, None)
         if bare is not None and bare in self.cut.bare:  # not ended by the root run's ``ended_bare``
             self.cut.bare.discard(bare)
-            raise _EndedBare(agent.name)
+            raise EndedBare(agent.name)
         self.session.before_model_call(agent.name)
         self.latency.start(agent.name)
 
@@ -394,7 +166,7 @@ class _Builder:
     def __init__(self, session: RunSession) -> None:
         self.session = session
         self.agents: dict[str, Agent[Any]] = {}
-        self.cut = _CutAnswers()
+        self.cut = CutAnswers()
         self.hooks = _Hooks(session, self.cut)
         endpoint = session.endpoint
         # The endpoint is a server root (``…/v1`` given by the user is taken as its root); the OpenAI
@@ -422,8 +194,8 @@ class _Builder:
     def model(self, name: str) -> Any:
         model_id = self.session.model_for(name)
         if self.api == "chat_completions":
-            return _ChatModel(model_id, self.client, self.cut)
-        return _ResponsesModel(model_id, self.client, self.cut)
+            return ChatModel(model_id, self.client, self.cut)
+        return ResponsesModel(model_id, self.client, self.cut)
 
     def tool(self, agent_name: str, spec: ToolSpec) -> FunctionTool:
         session = self.session
@@ -493,7 +265,7 @@ class _Builder:
             )
             try:
                 output = await inner(ctx, _with_context(session, parent, target.name, raw_args))
-            except _EndedBare as ended:
+            except EndedBare as ended:
                 if ended.agent != target.name:
                     raise
                 return ""

@@ -1,0 +1,245 @@
+"""Answers the API ended early — cut by the token limit or stopped by the content filter — on the
+openai provider: passed on as the answers they are (openai-agents would raise on an ``incomplete``
+Responses answer), traced with their finish reason, their function calls taken out before openai-agents
+sees them (none runs: the last one's arguments may be cut mid-JSON), as on every provider
+(docs/adapters/writing-an-adapter.md, "Replies the model did not finish")."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Any
+
+import openai
+from agents import (
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
+)
+from openai.types.responses import ResponseCompletedEvent
+
+STOPPED_EARLY = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early; Chat Completions
+uses the values themselves as its ``finish_reason``."""
+
+
+class CutAnswers:
+    """Answers cut by the token limit: Responses the API ended early because they reached
+    ``max_output_tokens``, completions whose ``finish_reason`` is ``length``. An answer the content filter
+    ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``.
+
+    openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
+    the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
+    on marked completed, its id remembered so the model call is traced with ``finish_reason: length``.
+    Its function calls are not run (``without_calls``): the last one's arguments may be cut mid-JSON, as on
+    the anthropic and langgraph providers."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+        """Responses kept although incomplete: their finish reason (``length``, ``content_filter``) by id."""
+        self.chat: dict[str | None, str] = {}
+        """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
+        SDK's ``ModelResponse`` keeps that id, not the reason)."""
+        self.not_run: dict[tuple[str | None, str | None], list[str]] = {}
+        """The names of the calls taken out of a cut answer, by (response id, request id) as the SDK's
+        ``ModelResponse`` carries them, until its model call is traced."""
+        self.bare: set[tuple[str | None, str | None]] = set()
+        """Cut answers left with no message once their calls were taken out, by the same key, until
+        ``ended_bare`` ends one."""
+        self.bare_structured: dict[str, tuple[str | None, str | None]] = {}
+        """Such an answer of an agent with an output schema, by agent, until its next model call: an agent
+        run as a tool has no ``ended_bare`` (``Agent.as_tool`` takes no error handlers), and the SDK asks
+        its model again — the adapter's ``on_llm_start`` hook ends that run instead (``EndedBare``)."""
+
+    def keep(self, response: Any) -> bool:
+        """Pass an incomplete Responses answer on as completed when the token limit or the content filter
+        ended it (the text so far is the answer, as on every other provider); any other reason stays a
+        failure."""
+        details = getattr(response, "incomplete_details", None)
+        finish = STOPPED_EARLY.get(str(getattr(details, "reason", None)))
+        if getattr(response, "status", None) != "incomplete" or finish is None:
+            return False
+        self.ids[response.id] = finish
+        response.status = "completed"
+        return True
+
+    def wrap(self, client: openai.AsyncOpenAI) -> None:
+        """The non-streaming path: the SDK checks the status right after ``responses.create``."""
+        create = client.responses.create
+
+        async def create_keeping_cut_answers(*args: Any, **kwargs: Any) -> Any:
+            response = await create(*args, **kwargs)
+            if not kwargs.get("stream"):
+                self.keep(response)
+            return response
+
+        client.responses.create = create_keeping_cut_answers  # type: ignore[method-assign]
+        chat_create = client.chat.completions.create
+
+        async def create_noting_finish(*args: Any, **kwargs: Any) -> Any:
+            response = await chat_create(*args, **kwargs)
+            if kwargs.get("stream"):
+                self._watch(response)
+            else:
+                choices = getattr(response, "choices", None) or []
+                self._note(
+                    getattr(response, "_request_id", None), choices[0].finish_reason if choices else None
+                )
+            return response
+
+        client.chat.completions.create = create_noting_finish  # type: ignore[method-assign]
+
+    def _note(self, request_id: str | None, reason: str | None) -> None:
+        if reason:
+            self.chat[request_id] = reason
+
+    def _watch(self, stream: Any) -> None:
+        """A streamed completion's finish reason arrives in its last chunks: noted as they pass."""
+        chunks = getattr(stream, "_iterator", None)
+        response = getattr(stream, "response", None)
+        if chunks is None or response is None:  # another openai version's stream: the reason stays unknown
+            return
+        request_id = response.headers.get("x-request-id")
+
+        async def noting() -> Any:
+            async for chunk in chunks:
+                for choice in getattr(chunk, "choices", None) or []:
+                    self._note(request_id, choice.finish_reason)
+                yield chunk
+
+        stream._iterator = noting()
+
+    def chat_finish(self, request_id: str | None) -> str | None:
+        """The finish reason of the Chat Completions call with this request id (once), or None."""
+        return self.chat.pop(request_id, None)
+
+    def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
+        return response_id in self.ids or self.chat.get(request_id) in STOPPED_EARLY.values()
+
+    def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
+        """``output`` (a response's items, as openai-agents reads them) without its function calls when the
+        answer was cut, their names kept for the model call (``calls_not_run``); else ``output`` itself.
+        Every tool portagent declares is a function (ToolSpecs, agents as tools, handoffs): no other item
+        type is one the SDK would run here."""
+        if not self.is_cut(response_id, request_id):
+            return output
+        calls = [item for item in output if getattr(item, "type", None) == "function_call"]
+        if not calls:
+            return output
+        self.not_run[(response_id, request_id)] = [str(getattr(c, "name", "")) for c in calls]
+        kept = [item for item in output if getattr(item, "type", None) != "function_call"]
+        if not any(getattr(item, "type", None) == "message" for item in kept):
+            self.bare.add((response_id, request_id))
+        return kept
+
+    def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
+        """openai-agents' ``invalid_final_output`` handler. An agent with an output schema whose cut answer
+        held nothing but calls has no final output once they are taken out, and the SDK would ask the model
+        again (and again, up to the turn limit): that answer ends the run with its text so far, ``""``, as on
+        every provider. Any other answer without a final output is left to the SDK (None)."""
+        responses = data.run_data.raw_responses
+        key = (responses[-1].response_id, responses[-1].request_id) if responses else None
+        if key in self.bare:
+            self.bare.discard(key)
+            return RunErrorHandlerResult(final_output="", include_in_history=False)
+        return None
+
+    def calls_not_run(self, response_id: str | None, request_id: str | None) -> list[str]:
+        """The calls taken out of this answer (once), or none."""
+        return self.not_run.pop((response_id, request_id), [])
+
+    def response_without_calls(self, response: Any) -> Any:
+        """A ``ModelResponse`` (unstreamed) without the calls of a cut answer."""
+        response.output = self.without_calls(response.output, response.response_id, response.request_id)
+        return response
+
+    async def stream_without_calls(self, events: Any) -> Any:
+        """A model's stream events, the calls of a cut answer taken out of its ``response.completed``. Each
+        call's ``response.output_item.done`` is held back until then (and dropped with it): openai-agents
+        falls back to those items when the final response holds no output, which would bring them back."""
+        held: list[Any] = []
+        async with aclosing(events) as stream:
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if (
+                    kind == "response.output_item.done"
+                    and getattr(event.item, "type", None) == "function_call"
+                ):
+                    held.append(event)
+                    continue
+                if isinstance(event, ResponseCompletedEvent):
+                    response = event.response
+                    kept = self.without_calls(
+                        response.output, response.id, getattr(response, "_request_id", None)
+                    )
+                    if kept is not response.output:
+                        response.output, held = kept, []
+                if kind in _TERMINAL:  # the calls of an answer not cut go on, just before its end
+                    for waiting in held:
+                        yield waiting
+                    held = []
+                yield event
+        for waiting in held:  # a stream without its terminal event: the SDK fails it, as before
+            yield waiting
+
+
+_TERMINAL = frozenset(
+    {"response.completed", "response.failed", "response.incomplete", "error", "response.error"}
+)
+
+
+class _WithoutCutCalls:
+    """What both model classes add: a cut answer reaches openai-agents without its calls, unstreamed and
+    streamed (``_events`` is the model's own event stream)."""
+
+    _cut: CutAnswers
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))  # type: ignore[misc]
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        async with aclosing(self._cut.stream_without_calls(self._events(*args, **kwargs))) as events:
+            async for event in events:
+                yield event
+
+    def _events(self, *args: Any, **kwargs: Any) -> Any:
+        return super().stream_response(*args, **kwargs)  # type: ignore[misc]
+
+
+class ResponsesModel(_WithoutCutCalls, OpenAIResponsesModel):
+    """A cut answer as a completed one without its calls: unstreamed, ``CutAnswers.wrap`` marked it
+    completed; streamed, its ``response.incomplete`` event becomes ``response.completed`` here."""
+
+    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: CutAnswers) -> None:
+        super().__init__(model=model, openai_client=openai_client)
+        self._cut = cut
+
+    async def _events(self, *args: Any, **kwargs: Any) -> Any:
+        stream: Any = super()._events(*args, **kwargs)  # an async generator (it has aclose)
+        async with aclosing(stream) as events:
+            async for event in events:
+                response = getattr(event, "response", None)
+                if getattr(event, "type", None) == "response.incomplete" and self._cut.keep(response):
+                    yield ResponseCompletedEvent(
+                        type="response.completed", response=response, sequence_number=event.sequence_number
+                    )
+                    return  # the terminal event: the SDK's stream would raise if asked for more
+                yield event
+
+
+class ChatModel(_WithoutCutCalls, OpenAIChatCompletionsModel):
+    """Chat Completions: a completion cut by ``length`` keeps its text (the SDK's own behaviour) but not its
+    tool calls."""
+
+    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: CutAnswers) -> None:
+        super().__init__(model=model, openai_client=openai_client)
+        self._cut = cut
+
+
+class EndedBare(Exception):
+    """An agent run as a tool, with an output schema, whose cut answer held nothing but calls: its run ends
+    there with ``""`` (the answer so far), as on every provider, instead of asking its model again."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(agent)
+        self.agent = agent
