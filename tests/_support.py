@@ -76,3 +76,26 @@ def parse_request(entry: dict[str, Any]) -> Any:
     if api == "gemini.generate_content":
         return wire_gemini.parse_generate_content_request(body, stream=bool(entry.get("stream")))
     raise AssertionError(f"unexpected API in the request log: {api}")
+
+
+def first_call_cut() -> type:
+    """An emulator ``Engine`` whose ``malformed_arguments`` fault cuts only a turn's first call (the script's
+    fault cuts every call of the turn): ``serve(script, engine=first_call_cut())``."""
+    import dataclasses
+    import json
+
+    from portagent.emulator.engine import Engine
+    from portagent.emulator.plan import Plan
+
+    class FirstCallCut(Engine):
+        def respond(self, view: Any, headers: Any) -> Any:
+            plan = super().respond(view, headers)
+            if not isinstance(plan, Plan) or not any(c.malformed for c in plan.calls):
+                return plan
+            whole = [
+                dataclasses.replace(c, malformed=False, arguments_json=json.dumps(c.arguments))
+                for c in plan.calls
+            ]
+            return dataclasses.replace(plan, calls=(plan.calls[0], *whole[1:]))
+
+    return FirstCallCut

@@ -97,11 +97,16 @@ def _as_script(script: ScriptSource) -> EmulatorScript:
 
 
 def bind(
-    script: EmulatorScript, host: str, port: int, log: RequestLog, verbose: bool = False
+    script: EmulatorScript,
+    host: str,
+    port: int,
+    log: RequestLog,
+    verbose: bool = False,
+    engine: type[Engine] = Engine,
 ) -> EmulatorHTTPServer:
     """Create the server socket, turning bind failures into :class:`EmulatorError`."""
     try:
-        return EmulatorHTTPServer((host, port), Engine(script), log, verbose=verbose)
+        return EmulatorHTTPServer((host, port), engine(script), log, verbose=verbose)
     except OSError as e:
         log.close()
         if e.errno == errno.EADDRINUSE:
@@ -121,14 +126,18 @@ def serve(
     mode: Literal["thread", "subprocess"] = "thread",
     log_path: str | os.PathLike[str] | None = None,
     verbose: bool = False,
+    engine: type[Engine] = Engine,
 ) -> Iterator[RunningEmulator]:
-    """Run the emulator for the duration of a ``with`` block (``port=0``: a free port)."""
+    """Run the emulator for the duration of a ``with`` block (``port=0``: a free port). ``engine``: an
+    ``Engine`` subclass that shapes answers the script cannot (tests inject faults with one; thread mode)."""
     if mode == "subprocess":
+        if engine is not Engine:
+            raise ValueError("a custom engine runs in thread mode only")
         with _serve_subprocess(script, host, port, log_path) as handle:
             yield handle
         return
     log = RequestLog(log_path)
-    httpd = bind(_as_script(script), host, port, log, verbose)
+    httpd = bind(_as_script(script), host, port, log, verbose, engine)
     thread = threading.Thread(
         target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="portagent-emulator", daemon=True
     )

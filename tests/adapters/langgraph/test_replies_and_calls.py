@@ -7,21 +7,18 @@ emulator's request log. One test drives the CLI in a subprocess, where an integr
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'portagent[langgraph]')")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "anthropic"))
-from _support import REPO, portagent_home, run_cli
+from _support import REPO, first_call_cut, portagent_home, run_cli
 from runtime_testkit import (
     DATA,
     bundle,
@@ -34,8 +31,6 @@ from runtime_testkit import (
 
 from portagent.contracts.bundle import AgentBundle
 from portagent.emulator import RunningEmulator, load_script, serve
-from portagent.emulator.engine import Engine
-from portagent.emulator.plan import Plan
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "data" / "replies.yaml"
@@ -169,36 +164,10 @@ def test_cut_arguments_are_never_run_as_what_was_left(emu, vendor, streaming):
     assert (result.tool, result.error) == ("search_faq", "validation_error")
 
 
-class FirstCallCut(Engine):
-    """The emulator, with its malformed_arguments fault on a turn's first call only (the script's fault
-    cuts every call of the turn)."""
-
-    def respond(self, view: Any, headers: Any) -> Any:
-        plan = super().respond(view, headers)
-        if not isinstance(plan, Plan) or not any(c.malformed for c in plan.calls):
-            return plan
-        whole = [
-            dataclasses.replace(c, malformed=False, arguments_json=json.dumps(c.arguments))
-            for c in plan.calls
-        ]
-        return dataclasses.replace(plan, calls=(plan.calls[0], *whole[1:]))
-
-
 @pytest.fixture(name="first_cut", scope="module")
 def first_cut_fixture() -> Iterator[RunningEmulator]:
-    from portagent.emulator.api import _as_script, _stop
-    from portagent.emulator.requestlog import RequestLog
-    from portagent.emulator.server import EmulatorHTTPServer
-
-    log = RequestLog(None)
-    httpd = EmulatorHTTPServer(("127.0.0.1", 0), FirstCallCut(_as_script(SCRIPT)), log)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield RunningEmulator("127.0.0.1", httpd.server_address[1], log.entries, httpd.engine.reset, None)
-    finally:
-        _stop(httpd, thread)
-        log.close()
+    with serve(load_script(SCRIPT), engine=first_call_cut()) as running:
+        yield running
 
 
 @STREAMING
