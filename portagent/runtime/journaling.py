@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from portagent.adapters.port import Endpoint, endpoint_root
+from portagent.adapters.port import Endpoint
 from portagent.contracts.run import RunResult
 from portagent.contracts.trace import parse_event
 
@@ -79,7 +79,7 @@ def open_journal(
     if not config.journal or out_dir is None or endpoint.mode != "direct":
         return None
     # The proxy forwards the SDK's own paths (``/v1/responses`` …): the upstream is a server root.
-    upstream = endpoint_root(endpoint.base_url) or default_upstream(provider, bundle)
+    upstream = endpoint.base_url or default_upstream(provider, bundle)
     if upstream is None:
         return None
     from portagent.recording.http_proxy import HttpProxy

@@ -54,7 +54,7 @@ from portagent.adapters._shared import Stopwatch, exception_chain, http_hooks, o
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
-from portagent.adapters.port import RunSession, RunSignal, endpoint_root
+from portagent.adapters.port import RunSession, RunSignal
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
@@ -387,8 +387,8 @@ class AnthropicAdapter:
         client = anthropic.AsyncAnthropic(
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
             # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
-            # the server's root: the SDK adds /v1/messages itself (a ``…/v1`` URL would become /v1/v1/messages)
-            base_url=endpoint_root(endpoint.client_url),
+            # a server root (``Endpoint`` keeps one): the SDK adds /v1/messages itself
+            base_url=endpoint.client_url,
             http_client=http,
             max_retries=int(retries) if retries is not None else anthropic.DEFAULT_MAX_RETRIES,
             # anthropic 2.14 makes OTel spans and propagates trace context by default: portagent writes its

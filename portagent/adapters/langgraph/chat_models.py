@@ -18,7 +18,7 @@ from typing import Any
 
 from portagent.adapters._shared import http_hooks, tls_context
 from portagent.adapters.base import REGISTRY
-from portagent.adapters.port import RunSession, endpoint_root
+from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
 from portagent.contracts.errors import MissingExtraError, UsageError
 
@@ -57,10 +57,10 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
     temperature = shared.temperature if shared.force_shared_settings else None
     max_tokens = shared.max_tokens if shared.force_shared_settings else None
     streaming = session.options.streaming
-    # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself; a URL
-    # given as ``…/v1`` (what ``portagent emulate`` prints) is its server root, as on every provider: each
-    # client adds its API version (ChatOpenAI's base URL takes it here), never ``/v1/v1/…``
-    url = endpoint_root(endpoint.client_url)
+    # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself: a server
+    # root (``Endpoint`` keeps a ``…/v1`` given by the user as its root); each client adds its API version
+    # (ChatOpenAI's base URL takes it here), never ``/v1/v1/…``
+    url = endpoint.client_url
     if vendor == "openai":
         import openai
 

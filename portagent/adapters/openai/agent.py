@@ -56,7 +56,7 @@ from portagent.adapters.openai.cut_answers import (
     ResponsesModel,
 )
 from portagent.adapters.openai.schema import strict_compatible
-from portagent.adapters.port import RunSession, endpoint_root
+from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.tool import ToolSpec
@@ -169,9 +169,9 @@ class _Builder:
         self.cut = CutAnswers()
         self.hooks = _Hooks(session, self.cut)
         endpoint = session.endpoint
-        # The endpoint is a server root (``…/v1`` given by the user is taken as its root); the OpenAI
-        # client wants the ``/v1`` in its base URL (``AsyncOpenAI(base_url=…/v1)``).
-        root = endpoint_root(endpoint.client_url)
+        # The endpoint is a server root (``Endpoint`` keeps a ``…/v1`` given by the user as its root); the
+        # OpenAI client wants the ``/v1`` in its base URL (``AsyncOpenAI(base_url=…/v1)``).
+        root = endpoint.client_url
         base_url = root + "/v1" if root else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
