@@ -47,14 +47,18 @@ def observation_object(obs: Observation) -> dict[str, Any]:
 
 
 def exception_chain(e: BaseException) -> list[BaseException]:
-    """``e`` and what it was raised from or while handling (``__cause__``, else ``__context__``), outermost
-    first: where an adapter looks for the vendor error an SDK wrapped (a dropped connection, a response
-    that did not parse)."""
+    """``e`` and what it was raised from (``__cause__``), outermost first: where an adapter looks for the
+    vendor error an SDK wrapped (a dropped connection, a response that did not parse). The SDKs wrap with an
+    explicit ``raise … from`` (anthropic's and openai's clients ``raise APIConnectionError(…) from err``,
+    langchain-google-genai ``raise ChatGoogleGenerativeAIError(…) from e``). The implicit ``__context__`` —
+    what was being handled when ``e`` was raised — is not followed: an error raised while handling a
+    dropped connection (a bug in a ``finally``, a close that failed) is that error, not the connection's,
+    and must not read as "the endpoint dropped the connection, retry"."""
     out: list[BaseException] = []
     cur: BaseException | None = e
     while cur is not None and cur not in out:
         out.append(cur)
-        cur = cur.__cause__ or cur.__context__
+        cur = cur.__cause__
     return out
 
 

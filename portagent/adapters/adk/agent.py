@@ -444,7 +444,9 @@ def _retry_note(session: RunSession) -> str:
 
 def _vendor_cause(e: BaseException) -> BaseException:
     """The innermost meaningful exception: ADK 2.x wraps node failures in ``DynamicNodeFailError``
-    (``.error``), and SDKs chain with ``__cause__``/``__context__``."""
+    (``.error``), and SDKs chain with ``raise … from`` (``__cause__``). What was being handled when an error
+    was raised (``__context__``) is not followed: that error is a new failure, not the vendor's
+    (``_shared.exception_chain``)."""
     seen: set[int] = set()
     cur: BaseException = e
     while id(cur) not in seen:
@@ -453,7 +455,7 @@ def _vendor_cause(e: BaseException) -> BaseException:
             return cur
         nxt = getattr(cur, "error", None)
         if not isinstance(nxt, BaseException):
-            nxt = cur.__cause__ or cur.__context__
+            nxt = cur.__cause__
         if isinstance(cur, BaseExceptionGroup) and cur.exceptions:
             nxt = cur.exceptions[0]
         if nxt is None:

@@ -420,9 +420,8 @@ class AnthropicAdapter:
 def _raise_mapped(e: Exception, session: RunSession) -> None:
     """The one place SDK and vendor errors become portagent errors."""
     session.reraise_signal(e)
-    cause: BaseException | None = e
-    while cause is not None and not isinstance(cause, anthropic.AnthropicError):
-        cause = cause.__cause__ or cause.__context__
+    # the SDK's error, as it wraps what it met: ``raise APIConnectionError(…) from err`` (exception_chain)
+    cause = next((c for c in exception_chain(e) if isinstance(c, anthropic.AnthropicError)), None)
     if isinstance(cause, anthropic.APIStatusError):
         raise ProviderError(
             f"Anthropic API error {cause.status_code}: {cause.message}",
