@@ -4,7 +4,9 @@ The generated module mirrors what ``portagent.adapters.adk.agent`` builds — on
 function per agent returning a fresh ``LlmAgent`` (ADK agents have one parent, so an agent used as a
 tool is built again as the root of its own tree), a ``BaseTool`` per ToolSpec declaring its JSON Schema,
 ``sub_agents`` for handoffs, an ``AgentTool`` for agents as tools, callbacks for model calls and
-transfers, ``Runner`` + ``InMemorySessionService`` — written out as plain code.
+transfers, ``Runner`` + ``InMemorySessionService`` — written out as plain code. A response the API stopped
+before its end (cut by the token limit, stopped by the content filter) runs none of its calls, as in the adk
+adapter (``Callbacks.after_model``: tests/migration/test_export_openai_adk_replies.py).
 """
 
 from __future__ import annotations
@@ -117,26 +119,44 @@ class Callbacks:
         self.started: dict[str, float] = {{}}
         self.declared: dict[str, set[str]] = {{}}
         self.output_schemas: dict[str, dict[str, Any]] = {{}}
+        self.ended_bare: str | None = None
+        """The agent whose last response, stopped early, held nothing but the calls taken out of it: ADK then
+        ends the turn without an event, and the answer is its text so far, ""."""
 
     def before_model(self, callback_context: Any, llm_request: Any) -> None:
         name = callback_context.agent_name
+        self.ended_bare = None
         self.run.before_model_call(name)
         if name in self.output_schemas:
             declare_output_schema(llm_request, self.output_schemas[name])
         self.started[name] = time.perf_counter()
 
-    def after_model(self, callback_context: Any, llm_response: Any) -> None:
+    def after_model(self, callback_context: Any, llm_response: Any) -> Any:
+        """Traces the model call. A response cut by the token limit (MAX_TOKENS) or stopped by the content
+        filter (SAFETY, RECITATION, …) is handed back without its function calls — ADK runs every call of a
+        response, whatever its finish reason, and the last one's arguments may be cut — so the turn ends with
+        its text so far and the session keeps no call left unanswered. Else None: ADK keeps its own."""
         if llm_response.partial:
             return None  # streamed chunks: the aggregated response carries the call's usage
         name = callback_context.agent_name
         t0 = self.started.pop(name, None)
         parts = llm_response.content.parts if llm_response.content and llm_response.content.parts else []
         vendor = llm_response.finish_reason.name if llm_response.finish_reason else None
+        calls = [str(p.function_call.name or "") for p in parts if p.function_call]
+        finish = finish_reason(vendor, has_calls=bool(calls), error_code=llm_response.error_code)
+        not_run = calls if finish != "tool_calls" else []  # stopped early (length, content_filter…): none runs
         self.run.model_call(name, MODELS[name], **usage_fields(llm_response.usage_metadata),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 else None,
-                            finish_reason=finish_reason(vendor, has_calls=any(p.function_call for p in parts),
-                                                        error_code=llm_response.error_code))
-        return None
+                            finish_reason=finish, details={{"calls_not_run": not_run}} if not_run else None)
+        if not not_run:
+            return None
+        kept = [p for p in parts if not p.function_call]
+        if kept:
+            content = types.Content(role=llm_response.content.role, parts=kept)
+            return llm_response.model_copy(update={{"content": content}})
+        # nothing left: no content, and no error either (streamed, ADK marks a cut response MAX_TOKENS)
+        self.ended_bare = name
+        return llm_response.model_copy(update={{"content": None, "error_code": None, "error_message": None}})
 
     async def before_tool(self, tool: Any, args: dict[str, Any], tool_context: Any) -> Any:
         name = tool_context.agent_name
@@ -201,6 +221,8 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
                     text = final_text(event.content.parts)
                     if text is not None:
                         final, final_agent = text, event.author
+            if final is None and cb.ended_bare is not None:  # stopped before any text: the text so far
+                final, final_agent = "", cb.ended_bare
         if run.stop is not None:
             raise run.stop
     except Exception as e:

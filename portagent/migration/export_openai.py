@@ -3,7 +3,9 @@
 The generated module mirrors what ``portagent.adapters.openai.agent`` builds — ``Agent`` objects with
 ``OpenAIResponsesModel`` (or ``OpenAIChatCompletionsModel``) on an ``AsyncOpenAI`` client, ``FunctionTool``
 per ToolSpec, ``handoff()`` / ``as_tool()`` for delegation, an ``AgentOutputSchemaBase`` for the output
-schema, ``RunHooks`` for model calls and handoffs — written out as plain code.
+schema, ``RunHooks`` for model calls and handoffs — written out as plain code. A reply the API stopped
+before its end (cut by the token limit, stopped by the content filter) runs none of its calls, as in the
+openai adapter (``StoppedReplies``: tests/migration/test_export_openai_adk_replies.py).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from agents import (
     ModelSettings,
     {model_class},
     RunConfig,
+    RunErrorHandlerInput,
+    RunErrorHandlerResult,
     RunHooks,
     Runner,
     TracingProcessor,
@@ -108,14 +112,108 @@ class SpecOutput(AgentOutputSchemaBase):
             return json_str
 
 
+STOPPED_EARLY = {{"max_output_tokens": "length", "length": "length", "content_filter": "content_filter"}}
+"""Why the API stopped a reply before its end (a Responses answer's incomplete_details.reason, a Chat
+Completions finish_reason) → the trace's finish reason: the token limit or the content filter."""
+
+
+class StoppedReplies:
+    """Replies the API stopped before their end — cut by the token limit, stopped by the content filter — kept
+    as the answers they are, as portagent's runs keep them on every provider: the turn ends with the text so
+    far and NONE of the reply's calls runs (tools, handoffs, agents as tools: the last call's arguments may be
+    cut mid-JSON), and the history keeps no call left unanswered. openai-agents would fail an ``incomplete``
+    Responses answer and run the calls of a Chat Completions ``length`` one.
+
+    Replies are known by their Responses id, or the x-request-id of a Chat Completions call (the SDK's
+    ModelResponse keeps that id, not the finish reason)."""
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        self.finish: dict[str | None, str] = {{}}
+        """The finish reason (length, content_filter) of each reply the API stopped early, by its key."""
+        self.not_run: dict[str | None, list[str]] = {{}}
+        """The names of the calls taken out of such a reply, until its model call is traced."""
+        self.bare: set[str | None] = set()
+        """Such replies left without a message once their calls were taken out: an agent with an output schema
+        has no final output then, and the SDK would ask its model again up to the turn limit."""
+        self.ending: dict[str, str | None] = {{}}
+        """An agent whose bare reply no error handler ended (an agent run as a tool: as_tool takes none), until
+        its next model call, which ends its run instead (``EndedBare``)."""
+        responses_create, chat_create = client.responses.create, client.chat.completions.create
+
+        async def create_response(*args: Any, **kwargs: Any) -> Any:
+            response = await responses_create(*args, **kwargs)
+            reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+            if response.status == "incomplete" and reason in STOPPED_EARLY:
+                self.finish[response.id] = STOPPED_EARLY[reason]
+                response.status = "completed"  # the SDK raises on incomplete: the text so far is the answer
+            return response
+
+        async def create_completion(*args: Any, **kwargs: Any) -> Any:
+            completion = await chat_create(*args, **kwargs)
+            reason = completion.choices[0].finish_reason if completion.choices else None
+            if reason in STOPPED_EARLY:
+                self.finish[getattr(completion, "_request_id", None)] = STOPPED_EARLY[reason]
+            return completion
+
+        client.responses.create = create_response  # type: ignore[method-assign]
+        client.chat.completions.create = create_completion  # type: ignore[method-assign]
+
+    def without_calls(self, response: Any) -> Any:
+        """The SDK's ModelResponse, without its function calls when the API stopped the reply early (every
+        tool of this program is a function: ToolSpecs, handoffs, agents as tools)."""
+        key = response.response_id or response.request_id
+        calls = [item for item in response.output if getattr(item, "type", None) == "function_call"]
+        if key not in self.finish or not calls:
+            return response
+        self.not_run[key] = [str(call.name) for call in calls]
+        response.output = [item for item in response.output if getattr(item, "type", None) != "function_call"]
+        if not any(getattr(item, "type", None) == "message" for item in response.output):
+            self.bare.add(key)
+        return response
+
+    def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
+        """The run's ``invalid_final_output`` handler: an agent with an output schema whose stopped reply held
+        nothing but calls ends the run with its text so far, "" (any other missing output: the SDK's way)."""
+        responses = data.run_data.raw_responses
+        key = (responses[-1].response_id or responses[-1].request_id) if responses else None
+        if responses and key in self.bare:
+            self.bare.discard(key)
+            return RunErrorHandlerResult(final_output="", include_in_history=False)
+        return None
+
+
+class EndedBare(Exception):
+    """An agent run as a tool ends here with "" (its stopped reply held only calls; see StoppedReplies)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(agent)
+        self.agent = agent
+
+
+class RunModel({model_class}):
+    """The SDK's model; a reply the API stopped early reaches the SDK without its calls (StoppedReplies)."""
+
+    def __init__(self, model: str, openai_client: openai.AsyncOpenAI, stopped: StoppedReplies) -> None:
+        super().__init__(model=model, openai_client=openai_client)
+        self.stopped = stopped
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self.stopped.without_calls(await super().get_response(*args, **kwargs))
+
+
 class Hooks(RunHooks[Any]):
     """Model calls and handoffs go to the trace; portagent's max_turns is checked before each call."""
 
-    def __init__(self, run: ExportedRun) -> None:
-        self.run = run
+    def __init__(self, run: ExportedRun, stopped: StoppedReplies) -> None:
+        self.run, self.stopped = run, stopped
         self.started: dict[str, float] = {{}}
 
     async def on_llm_start(self, context: Any, agent: Any, system_prompt: Any, input_items: Any) -> None:
+        if agent.name in self.stopped.ending:  # its last reply was bare: ended, unless the run's handler did
+            key = self.stopped.ending.pop(agent.name)
+            if key in self.stopped.bare:
+                self.stopped.bare.discard(key)
+                raise EndedBare(agent.name)
         self.run.before_model_call(agent.name)
         self.started[agent.name] = time.perf_counter()
 
@@ -123,12 +221,17 @@ class Hooks(RunHooks[Any]):
         t0 = self.started.pop(agent.name, None)
         usage = response.usage
         kinds = [getattr(item, "type", None) for item in response.output]
+        key = response.response_id or response.request_id
+        not_run = self.stopped.not_run.pop(key, [])
+        if key in self.stopped.bare and agent.output_type is not None:
+            self.stopped.ending[agent.name] = key
         self.run.model_call(
             agent.name, MODELS[agent.name], input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
             cache_read_tokens=getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0,
             reasoning_tokens=getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0) or 0,
             latency_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 else None,
-            finish_reason="tool_calls" if "function_call" in kinds else "stop", response_id=response.response_id)
+            finish_reason=self.stopped.finish.pop(key, None) or ("tool_calls" if "function_call" in kinds else "stop"),
+            response_id=response.response_id, details={{"calls_not_run": not_run}} if not_run else None)
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
         self.run.handoff(from_agent.name, to_agent.name, "handoff")
@@ -156,7 +259,12 @@ def agent_tool(run: ExportedRun, hooks: Hooks, parent: Agent[Any], target: Agent
 
     async def invoke(ctx: Any, raw_args: str) -> Any:
         run.handoff(parent.name, target.name, "agent_as_tool")
-        return await inner(ctx, raw_args)
+        try:
+            return await inner(ctx, raw_args)
+        except EndedBare as ended:  # its stopped reply held only calls: its answer so far
+            if ended.agent != target.name:
+                raise
+            return ""
 
     return replace(tool, on_invoke_tool=invoke)
 '''
@@ -177,7 +285,7 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
                       messages=messages, approver=approver, trace_path=trace, source=source, clock=clock, ids=ids)
     client = openai.AsyncOpenAI(api_key=api_key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",
                                 base_url=endpoint_root(base_url) + "/v1" if base_url else None)
-    hooks = Hooks(run)
+    hooks = Hooks(run, StoppedReplies(client))
     current = build(run, client, hooks)
     history: list[Any] = []
     result: Any = None
@@ -185,7 +293,8 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
         for message in messages:
             run_input: Any = [*history, {"role": "user", "content": message}] if history else message
             result = await Runner.run(current, run_input, max_turns=MAX_TURNS + 1, hooks=hooks,
-                                      run_config=RunConfig(workflow_name=f"exported:{ROOT}"))
+                                      run_config=RunConfig(workflow_name=f"exported:{ROOT}"),
+                                      error_handlers={"invalid_final_output": hooks.stopped.ended_bare})
             history, current = result.to_input_list(), result.last_agent
         if run.stop is not None:
             raise run.stop
@@ -241,7 +350,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         lines.append(f"    {var(name)} = Agent(")
         lines.append(f"        name={name!r},")
         lines.append(f"        instructions={string_literal(node.spec.instructions, 8)},")
-        lines.append(f"        model={model_class}(model=MODELS[{name!r}], openai_client=client),")
+        lines.append(f"        model=RunModel(MODELS[{name!r}], client, hooks.stopped),")
         if tools:
             lines.append("        tools=[")
             lines += [f"            {t}," for t in tools]

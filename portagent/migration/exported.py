@@ -252,8 +252,12 @@ class ExportedRun:
         latency_ms: float | None = None,
         finish_reason: str | None = None,
         response_id: str | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
+        """One model call in the trace; ``details`` (its ``provider_details``) names, for a reply cut by the
+        token limit or stopped by the content filter, the calls not run (``calls_not_run``)."""
         self.model_calls += 1
+        extra: dict[str, Any] = {"provider_details": details} if details else {}
         self.recorder.emit(
             "model.call",
             agent=agent,
@@ -266,6 +270,7 @@ class ExportedRun:
             latency_ms=latency_ms,
             finish_reason=finish_reason,
             response_id=response_id,
+            **extra,
         )
         cost = model_cost(
             self.provider,

@@ -1,0 +1,216 @@
+"""``portagent export --to openai`` and ``--to adk``: the exported program on a reply the vendor stopped before
+its end — cut by the token limit or stopped by the content filter — as the openai and adk adapters treat it
+(tests/adapters/test_cut_replies.py, whose emulator script is reused here): none of its calls runs (a tool, a
+handoff, an agent tool; the last call's arguments may be cut mid-JSON), the turn ends ``completed`` with the
+text so far (``""`` if none), the model call is traced ``length`` / ``content_filter`` naming the calls in
+``provider_details.calls_not_run``, and a next user message carries no call left unanswered.
+
+Real openai-agents / google-adk, real gateway, against the emulator; the program is written by the CLI from
+the shop's desk (tests/adapters/adk/data) and its ``main()`` run in-process; what the vendor was sent is read
+from the emulator's request log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
+from _migration_helpers import DUMMY_KEYS, load_module, of
+from _support import parse_request, portagent_home, run_cli
+from runtime_testkit import (
+    DATA,
+    fresh_handlers_fixture,  # noqa: F401  (autouse)
+    handlers,
+)
+
+from portagent.emulator import RunningEmulator, load_script, serve
+from portagent.tracing.recorder import read_trace
+
+SCRIPT = Path(__file__).resolve().parents[1] / "adapters" / "data" / "cut_replies.yaml"
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+PROGRAMS = ["openai", "openai_chat", "adk", "adk_stream"]
+"""The exported program: openai-agents on the Responses API, on Chat Completions (``models.openai_api``),
+google-adk unary and streamed (``main(streaming=True)``; the exported openai program does not stream)."""
+
+
+@pytest.fixture(name="emu", scope="module")
+def cut_replies_fixture() -> Iterator[RunningEmulator]:
+    with serve(load_script(SCRIPT)) as running:
+        yield running
+
+
+@pytest.fixture(name="program", scope="module")
+def program_fixture(tmp_path_factory) -> Any:
+    """``program(kind, structured)``: the shop desk exported for ``kind`` (an item of PROGRAMS), loaded;
+    ``structured``: "desk" or "faq_expert" gets the output schema."""
+    root = tmp_path_factory.mktemp("export-openai-adk-replies")
+    data = root / "data"
+    shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
+    cache: dict[tuple[str, str | None], Any] = {}
+
+    def program(kind: str, structured: str | None = None) -> Any:
+        target = "adk" if kind.startswith("adk") else "openai"
+        if (target, kind == "openai_chat", structured) not in cache:
+            spec = yaml.safe_load((data / "desk.yaml").read_text(encoding="utf-8"))
+            if kind == "openai_chat":
+                spec["models"]["openai_api"] = "chat_completions"
+            if structured == "desk":
+                spec["output_schema"] = OUTPUT_SCHEMA
+            if structured == "faq_expert":
+                expert = yaml.safe_load((data / "faq_expert.yaml").read_text(encoding="utf-8"))
+                (data / "faq_expert_structured.yaml").write_text(
+                    yaml.safe_dump({**expert, "output_schema": OUTPUT_SCHEMA}, sort_keys=False),
+                    encoding="utf-8",
+                )
+                for edge in spec["delegation"]:
+                    if edge["agent"] == "faq_expert.yaml":
+                        edge["agent"] = "faq_expert_structured.yaml"
+            stem = f"desk_{kind}_{structured or 'text'}"
+            path = data / f"{stem}.yaml"
+            path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+            module = root / f"{stem}.py"
+            code, _, err = run_cli("export", str(path), "--to", target, "--out", str(module))
+            assert code == 0, err
+            cache[target, kind == "openai_chat", structured] = load_module(module)
+        return cache[target, kind == "openai_chat", structured]
+
+    return program
+
+
+@dataclasses.dataclass
+class Ran:
+    done: dict[str, Any]
+    events: list[Any]
+    requests: list[dict[str, Any]]
+
+    def of(self, kind: str) -> list[Any]:
+        return of(self.events, kind)
+
+
+def run(program: Any, kind: str, emu: RunningEmulator, messages: list[str], tmp: Path) -> Ran:
+    """The exported program's ``main()`` on ``messages`` (auto-approve: nothing is refused by the policy)."""
+    before = len(emu.requests())
+    trace = tmp / "exported.jsonl"
+    target = "adk" if kind.startswith("adk") else "openai"
+    extra = {"streaming": True} if kind == "adk_stream" else {}
+    with portagent_home(tmp / "home"):
+        done = asyncio.run(
+            asyncio.wait_for(
+                program.main(messages, base_url=emu.base_url, api_key=DUMMY_KEYS[target], approver="auto-approve",
+                             trace=trace, source="emulator", **extra),
+                120,
+            )
+        )  # fmt: skip
+    return Ran(done, read_trace(trace), emu.requests()[before:])
+
+
+def assert_nothing_ran(r: Ran) -> None:
+    """The gateway ran no tool and no agent was delegated to: no tool event, no handoff, no handler call."""
+    assert not r.of("tool.call") and not r.of("tool.result") and not r.of("handoff"), [
+        e.type for e in r.events
+    ]
+    assert handlers.CALLS == {} and handlers.REFUNDS == []
+
+
+def assert_no_call_sent_back(r: Ran) -> None:
+    """No request after the first carries a tool call or a tool result: the stopped call was neither answered
+    nor left dangling in the history."""
+    for entry in r.requests[1:]:
+        view = parse_request(entry)
+        assert not [i for i in view.items if i.kind in ("tool_call", "tool_result")], view.items
+
+
+# (first message, the stopped reply's text, the answer to "Are you there?" (None: not asked), finish reason,
+#  the calls not run: None when the name is the SDK's own (a transfer tool))
+STOPPED = {
+    "refund": ("Refund ORD-7, but run out of tokens.", "Refunding ORD-7 now.", "Nothing was refunded.", "length",
+               ["issue_refund"]),
+    "no_text": ("Look up ORD-7 without a word, and run out of tokens.", "", None, "length", ["get_order"]),
+    "handoff": ("Hand me over, but run out of tokens.", "Passing you on.", "The desk is still here.", "length",
+                None),
+    "agent_tool": ("Ask the expert, but run out of tokens.", "Asking the expert.", "The expert was not asked.",
+                   "length", ["faq_expert"]),
+    "filtered": ("Refund ORD-7, but get filtered.", "Refunding ORD-7 now.", "Nothing was refunded.",
+                 "content_filter", ["issue_refund"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(STOPPED))
+@pytest.mark.parametrize("kind", PROGRAMS)
+def test_a_reply_stopped_before_its_end_runs_none_of_its_calls(emu, program, tmp_path, kind, case):
+    """The reply stops at max tokens (or at the content filter) while it calls a tool, hands off or asks an
+    agent tool: nothing it began is run — the refund, the lookup, the handoff, the sub-agent — the turn ends
+    with its text so far, and the next user message continues the conversation without a call left
+    unanswered. The exported programs ran the calls (and ADK's traced ``length`` while it did)."""
+    first, text, answer, finish, not_run = STOPPED[case]
+    messages = [first] if answer is None else [first, "Are you there?"]
+    r = run(program(kind), kind, emu, messages, tmp_path)
+    assert (r.done["status"], r.done["stop_reason"]) == ("completed", "final_output"), r.done
+    assert_nothing_ran(r)
+    calls = r.of("model.call")
+    assert [c.finish_reason for c in calls] == [finish, "stop"][: len(messages)]
+    assert {c.agent for c in calls} == {"shop_desk"}
+    stopped = calls[0].provider_details.get("calls_not_run")
+    assert stopped == not_run if not_run is not None else len(stopped) == 1
+    assert len(r.requests) == len(messages)  # one per user message: the stopped reply ended its turn
+    if answer is None:  # nothing but a call before the limit: the answer so far is empty
+        assert r.done["final_output"] == ""
+        return
+    assert r.done["final_output"] == answer
+    assert "calls_not_run" not in calls[1].provider_details
+    assert_no_call_sent_back(r)
+    assert text in json.dumps(r.requests[1]["body"])  # the stopped answer's text is kept
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai_chat"])  # the exported adk program already did
+def test_a_reply_the_content_filter_stopped_ends_with_its_text(emu, program, tmp_path, kind):
+    """A filtered reply without calls: traced ``content_filter`` (Chat Completions said ``stop``; openai-agents
+    fails a Responses answer left ``incomplete``), the turn ends with the text so far."""
+    r = run(program(kind), kind, emu, ["Say something the filter stops."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "I can't continue with"), r.done
+    assert [c.finish_reason for c in r.of("model.call")] == ["content_filter"]
+    assert_nothing_ran(r)
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+def test_an_agent_with_an_output_schema_ends_a_cut_reply_without_text(emu, program, tmp_path, kind):
+    """With an output schema, openai-agents asks the model again when a reply holds no final output: a cut
+    reply holding only a call would be asked for again until the turn limit. It ends the run like any cut
+    reply, its answer empty (not valid output)."""
+    r = run(
+        program(kind, "desk"), kind, emu, ["Look up ORD-7 without a word, and run out of tokens."], tmp_path
+    )
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert_nothing_ran(r)
+    (call,) = r.of("model.call")
+    assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("length", ["get_order"])
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+def test_an_agent_tool_with_an_output_schema_is_not_asked_again(emu, program, tmp_path, kind):
+    """The same for an agent run as a tool: its cut reply holding only a call ends its run with ``""`` (one
+    model call of its own, its search not run), and the desk goes on (``Agent.as_tool`` takes no error
+    handlers: the expert would be asked again until the run's turn limit)."""
+    r = run(program(kind, "faq_expert"), kind, emu, ["Ask the expert, who runs out of tokens."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "The expert answered."), r.done
+    expert = [c for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert [(c.finish_reason, c.provider_details.get("calls_not_run")) for c in expert] == [
+        ("length", ["search_faq"])
+    ], [(c.agent, c.finish_reason) for c in r.of("model.call")]
+    assert not r.of("tool.call") and handlers.CALLS == {}
