@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
     from portagent.contracts.errors import UsageError
     from portagent.migration.importing import import_native
-    from portagent.migration.writer import output_problem, write_import
+    from portagent.migration.output_target import output_problem
+    from portagent.migration.writer import write_import
 
     models = _models(args.model)
     _check_target(args.target)

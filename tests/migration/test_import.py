@@ -305,7 +305,7 @@ def test_a_failed_import_writes_nothing(tmp_path, monkeypatch):
     def broken(*_args, **_kw):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writer, "_swap", broken)
+    monkeypatch.setattr(writer, "swap_into_place", broken)
     with pytest.raises(RuntimeError):
         from portagent.migration.importing import import_native
 

@@ -302,7 +302,7 @@ def test_a_failed_import_leaves_no_parent_folder_behind(tmp_path, monkeypatch):
     def broken(*_args, **_kw):
         raise OSError("disk full")
 
-    monkeypatch.setattr(writer, "_swap", broken)
+    monkeypatch.setattr(writer, "swap_into_place", broken)
     from portagent.migration.importing import import_native
 
     with pytest.raises(OSError, match="disk full"):
