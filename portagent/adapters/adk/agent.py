@@ -15,10 +15,13 @@ Translation only:
   (``record_model_call``, non-partial responses only): both fire once per model request, for
   sub-agents and agents run as tools too, *before* ADK's event queue, so the trace keeps call order
   (ADK's event stream lags behind the callbacks; it is used only for the final text);
-- a response cut by the token limit (``MAX_TOKENS``) runs none of its function calls (ADK would run
-  them, the last one's arguments likely cut): ``after_model_callback`` hands ADK the response without
-  them, so the turn ends with its text so far, the model call (``finish_reason: length``) names them in
-  ``calls_not_run``, and the session keeps no call left unanswered;
+- a response runs its function calls only when Gemini ended it ``STOP`` (ADK runs them whatever the finish
+  reason; ``_shared.reply_finish``). Cut by the token limit (``MAX_TOKENS``, the last call's arguments likely
+  cut), filtered, ``OTHER`` or any other reason: ``after_model_callback`` hands ADK the response without
+  them, so the turn ends with its text so far, the model call (``length`` / ``content_filter`` / ``other``)
+  names them in ``calls_not_run``, and the session keeps no call left unanswered. Gemini's own error about
+  the reply (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``: ``error``) runs
+  none either and fails the run as a provider error;
 - ``before_tool_callback`` only answers calls to names no tool declares (ADK hands it a placeholder
   tool): the gateway answers them with an ``unknown_tool`` observation (traced and counted) instead of
   ADK's free-text error;
@@ -164,6 +167,9 @@ class _Callbacks:
         self.known: dict[str, set[str]] = {}
         self.output_schemas: dict[str, dict[str, Any]] = {}
         self.latency = Stopwatch(session.clock)
+        self.broken: tuple[str, str] | None = None
+        """Gemini's finish reason and message of a reply it said was broken (``error``: its calls malformed,
+        not allowed, too many): the run fails with it as a provider error."""
         self.cut_bare: str | None = None
         """The agent whose last model response, cut by the token limit, held nothing but the calls taken
         out of it: ADK then has no event to end the turn with, and the answer is its text so far, ``""``."""
@@ -192,8 +198,11 @@ class _Callbacks:
         }
         if llm_response.error_code:
             details["error_code"] = llm_response.error_code
-        not_run = calls_not_run(vendor_finish, [p.function_call.name for p in parts if p.function_call])
-        if not_run:  # cut by the token limit: the calls the answer began, not run
+        finish = finish_reason(
+            vendor_finish, has_calls=any(p.function_call for p in parts), error_code=llm_response.error_code
+        )
+        not_run = calls_not_run(finish, [p.function_call.name for p in parts if p.function_call])
+        if not_run:  # not ended normally (STOP): the calls the answer began, not run
             details["calls_not_run"] = not_run
         self.session.record_model_call(
             agent=name,
@@ -202,12 +211,12 @@ class _Callbacks:
             latency_ms=latency,
             response_id=None,
             details=details,
-            finish_reason=finish_reason(
-                vendor_finish,
-                has_calls=any(p.function_call for p in parts),
-                error_code=llm_response.error_code,
-            ),
+            finish_reason=finish,
         )
+        if finish == "error" and vendor_finish not in (None, "STOP"):
+            # Gemini says the reply itself is broken (MALFORMED_FUNCTION_CALL…): the run fails once ADK ends
+            # the turn, whatever text came with it (ADK failed only a reply without any)
+            self.broken = self.broken or (vendor_finish, llm_response.error_message or "")
         if not not_run:
             return None
         kept = _without_calls(llm_response)
@@ -239,8 +248,8 @@ class _Callbacks:
 
 
 def _without_calls(llm_response: Any) -> Any:
-    """A response cut by the token limit without its function calls: ADK runs every call of a response it
-    is given, whatever its finish reason. Its text (and thoughts) stay: the turn ends with them, and the
+    """A response that did not end normally (cut by the token limit, filtered, ``OTHER``…) without its
+    function calls: ADK runs every call of a response it is given, whatever its finish reason. Its text (and thoughts) stay: the turn ends with them, and the
     session's history holds no call without its response (Gemini refuses a function call that no function
     response follows). With nothing left there is no content, and no error either (streamed, ADK marks a
     cut answer ``error_code: MAX_TOKENS``): ADK then ends the turn without an event (``_Callbacks.cut_bare``)."""
@@ -416,11 +425,19 @@ class GoogleAdkAdapter:
                 cut = builder.callbacks.cut_bare
                 if final is None and error is None and cut is not None:
                     final, final_agent = "", cut  # cut before any text: the text so far, as on every provider
+                if builder.callbacks.broken is not None:
+                    break  # no next user message: the run fails (below)
             session.check_stopped()
         except Exception as e:
             _raise_mapped(e, session)
         finally:
             await runner.close()
+        broken = builder.callbacks.broken
+        if broken is not None:
+            raise ProviderError(
+                f"Gemini ended its reply with {broken[0]}, an error about the reply itself "
+                f"(its function calls were not run){': ' + broken[1] if broken[1] else ''}"
+            )
         if final is None and error is not None:
             raise ProviderError(f"Gemini returned no answer: {error[0]}: {error[1]}")
         return AdapterOutcome(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from portagent.adapters._shared import reply_finish
 from portagent.wire.gemini_schema import GEMINI_OPENAPI_SCHEMA_FIELDS, walk_schema
 
 # --- usage and finish reasons ---------------------------------------------------------------------
@@ -44,52 +45,24 @@ def usage_fields(usage: Any) -> dict[str, int]:
     }
 
 
-_LENGTH = {"MAX_TOKENS"}
-_FILTERED = {
-    "SAFETY",
-    "RECITATION",
-    "BLOCKLIST",
-    "PROHIBITED_CONTENT",
-    "SPII",
-    "IMAGE_SAFETY",
-    "LANGUAGE",
-}
-"""Gemini stopped the answer itself (``content_filter``, as the wire tables and every provider say)."""
-_ERROR = {
-    "MALFORMED_FUNCTION_CALL",
-    "UNEXPECTED_TOOL_CALL",
-    "TOO_MANY_TOOL_CALLS",
-    "MISSING_THOUGHT_SIGNATURE",
-    "MALFORMED_RESPONSE",
-}
-
-
 def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None = None) -> str:
-    """Gemini's ``finishReason`` normalized to stop / tool_calls / length / content_filter / error / other.
+    """Gemini's ``finishReason`` normalized to stop / tool_calls / length / content_filter / error / other
+    (``_shared.reply_finish``, the langgraph provider's Gemini chat model reads it the same way).
 
-    A function-call turn ends with ``STOP`` on Gemini (there is no separate tool-use reason), so the
-    presence of function calls decides ``tool_calls`` — unless the token limit cut the turn (``length``:
-    its calls may be cut too, and are not run, ``calls_not_run``) or the content filter stopped it."""
+    A function-call turn ends with ``STOP`` on Gemini (there is no separate tool-use reason), so function
+    calls make it ``tool_calls``: the one finish whose calls run. Any other reason with calls — the token
+    limit, the content filter, Gemini's own ``MALFORMED_FUNCTION_CALL`` (``error``), ``OTHER``, a reason newer
+    than this table — runs none of them (``calls_not_run``). An error code ADK sets on a ``STOP`` answer
+    (``error_code``: no content) is ``error``."""
     if error_code and vendor in (None, "STOP"):
         return "error"
-    if vendor in _LENGTH:
-        return "length"
-    if vendor in _FILTERED:
-        return "content_filter"
-    if has_calls:
-        return "tool_calls"
-    if vendor in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
-        return "stop"
-    if vendor in _ERROR:
-        return "error"
-    return "other"  # OTHER, IMAGE_* besides IMAGE_SAFETY, and values newer than this table
+    return reply_finish("gemini", vendor, has_calls=has_calls)
 
 
-def calls_not_run(vendor: str | None, calls: list[str | None]) -> list[str]:
-    """The names of a response's function calls that are not run: all of them when the token limit cut it
-    (``MAX_TOKENS``; the last one's arguments may be cut mid-object) or the content filter stopped it, as
-    on every provider; else none."""
-    return [str(name or "") for name in calls] if vendor in _LENGTH | _FILTERED else []
+def calls_not_run(finish: str, calls: list[str | None]) -> list[str]:
+    """The names of a response's function calls that are not run: all of them unless its finish reason is
+    ``tool_calls`` (Gemini said ``STOP``), as on every provider; else none."""
+    return [str(name or "") for name in calls] if finish != "tool_calls" else []
 
 
 def final_text(parts: list[Any] | None) -> str | None:

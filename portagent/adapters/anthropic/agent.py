@@ -50,7 +50,14 @@ import anthropic
 import httpx2
 from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 
-from portagent.adapters._shared import Stopwatch, exception_chain, http_hooks, observation_json, tls_context
+from portagent.adapters._shared import (
+    Stopwatch,
+    exception_chain,
+    http_hooks,
+    observation_json,
+    reply_finish,
+    tls_context,
+)
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
@@ -64,17 +71,6 @@ from portagent.wire.anthropic_response import anthropic_usage
 _NOT_FOUND = r"Tool '.*' not found in tool runner"
 """The runner answers an undeclared tool name itself and warns about it; the answer is pinned in the tests,
 the warning would only reach a CLI user's terminal."""
-
-FINISH = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-    "pause_turn": "other",
-}
-"""Anthropic ``stop_reason`` → portagent ``finish_reason`` (the same mapping as Claude Code's)."""
 
 RESUMED = frozenset({"pause_turn", "compaction"})
 """Stop reasons on which the runner sends the unfinished turn back as it is (another request, no tool run)."""
@@ -290,9 +286,9 @@ class _Loop:
     def _record(self, agent: str, message: Any, latency: float | None) -> None:
         usage = anthropic_usage(message.usage.model_dump(mode="json", exclude_none=True))
         details: dict[str, Any] = {"message_id": message.id, "stop_reason": message.stop_reason}
-        not_run = [b.name for b in message.content if b.type == "tool_use"]
-        if not_run and message.stop_reason != "tool_use":  # tools run only on tool_use (max_tokens: cut)
-            details["calls_not_run"] = not_run  # named as on every provider
+        calls = [b.name for b in message.content if b.type == "tool_use"]
+        if calls and message.stop_reason != "tool_use":  # tools run only on tool_use (max_tokens: cut)
+            details["calls_not_run"] = calls  # named as on every provider
         self.session.record_model_call(
             agent=agent,
             model=self.session.model_for(agent),
@@ -302,7 +298,10 @@ class _Loop:
             cache_write_tokens=usage.cache_write_tokens if usage else 0,
             reasoning_tokens=usage.reasoning_tokens if usage else 0,
             latency_ms=latency,
-            finish_reason=FINISH.get(message.stop_reason or "", "other" if message.stop_reason else None),
+            # tool_calls only on tool_use; the same words as every provider (and Claude Code's trace)
+            finish_reason=reply_finish("anthropic", message.stop_reason, has_calls=bool(calls))
+            if message.stop_reason
+            else None,
             response_id=message.id,
             details=details,
         )

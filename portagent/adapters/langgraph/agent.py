@@ -13,9 +13,12 @@ The graph (built once per run, shared by every agent of the spec):
   runs the same graph for the sub-agent on a thread of its own, once its arguments match
   ``AGENT_TOOL_SCHEMA``; a ``transfer_to_<agent>`` call is a handoff: ``agent`` changes and the specialist
   continues the conversation (any delegation graph, cycles too);
-- a reply cut by the token limit (finish ``length``) ends the run with its text, as on the other
-  providers; its tool calls, possibly cut too, are not run (``model.call`` names them). A streamed reply
-  that never reached its vendor's last event is a retryable provider error, not an answer.
+- a reply's tool calls run only when its vendor says it ended normally (finish ``tool_calls``:
+  ``chat_models.finish_reason``). One cut by the token limit (``length``), filtered (``content_filter``) or
+  ended for any other reason (``other``) ends the run with its text, as on the other providers; its tool
+  calls, possibly cut too, are not run (``model.call`` names them). One Gemini says is broken
+  (``MALFORMED_FUNCTION_CALL``…: ``error``) is a provider error. A streamed reply that never reached its
+  vendor's last event is a retryable provider error, not an answer.
 
 Why an explicit graph and not ``create_react_agent`` / ``create_agent``: the prebuilt ``ToolNode`` runs a
 reply's calls concurrently and answers errors itself, where a portagent trace needs one order and every
@@ -57,7 +60,6 @@ from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
-    CALLS_NOT_RUN,
     ORDER_KEY,
     PLAYED_WIRES,
     build_chat_model,
@@ -218,13 +220,21 @@ class _Graph:
         latency = self.stopwatch.stop(agent)
         calls = read_calls(reply, vendor, f"call_{self.model_calls}")
         finish = finish_reason(vendor, reply, bool(calls))
-        # Cut by the token limit or stopped by the content filter: the answer is its text, as on the other
-        # providers, and its tool calls (the last of them likely cut mid-arguments) are not run; the message
-        # keeps none, so a next user message does not follow calls left unanswered.
-        dropped = calls if finish in CALLS_NOT_RUN else []
+        # Not ended normally (cut by the token limit, filtered, any other reason): the answer is its text, as
+        # on the other providers, and its tool calls (the last of them possibly cut mid-arguments) are not
+        # run; the message keeps none, so a next user message does not follow calls left unanswered.
+        dropped = calls if finish != "tool_calls" else []
         if dropped:
             calls = []
         self._record(agent, reply, latency, finish, dropped)
+        if finish == "error":  # the vendor says the reply itself is broken (Gemini MALFORMED_FUNCTION_CALL…)
+            meta = reply.response_metadata or {}
+            raw = meta.get("finish_reason")
+            note = meta.get("finish_message")
+            raise ProviderError(
+                f"the {vendor} chat model ended its reply with {getattr(raw, 'name', raw)}, an error about the "
+                f"reply itself (its tool calls were not run){': ' + str(note) if note else ''}"
+            )
         message = AIMessage(
             content=without_calls(reply.content) if dropped else reply.content,
             tool_calls=[c for c in calls if c.get("type") != "invalid_tool_call"],

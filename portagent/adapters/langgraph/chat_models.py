@@ -16,7 +16,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from portagent.adapters._shared import http_hooks, tls_context
+from portagent.adapters._shared import http_hooks, reply_finish, tls_context
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
@@ -370,38 +370,36 @@ def without_calls(content: Any) -> Any:
     return [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
 
 
-CALLS_NOT_RUN = frozenset({"length", "content_filter"})
-"""Finish reasons of a reply whose tool calls are not run: the token limit may have cut their arguments, and
-a filtered reply's calls are not the model's whole answer (the anthropic, adk and openai adapters alike)."""
-
-
 def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
-    ``response_metadata``), in the trace's vocabulary by the wire module's table for that vendor. A reply
-    with tool calls (``calls``) stopped for them, unless the token limit cut it (``length``: its calls may
-    be cut too) or the content filter stopped it (``content_filter``): such calls are not run
-    (``CALLS_NOT_RUN``), as on every provider."""
-    from portagent.wire.anthropic_response import STOP_REASONS
-    from portagent.wire.gemini_response import FINISH_REASONS_GEMINI
-    from portagent.wire.openai_response import CHAT_FINISH, INCOMPLETE
-
+    ``response_metadata``), in the trace's vocabulary. ``tool_calls`` — the reply's calls run — only when the
+    vendor says the reply ended normally with calls (Anthropic ``tool_use``, Gemini ``STOP``, Chat Completions
+    ``tool_calls`` / ``stop``, the Responses API ``completed``; ``_shared.reply_finish``): a reply holding calls
+    that the token limit cut (``length``), the content filter stopped (``content_filter``), that ended for
+    any other reason (``other``, its text the turn's answer) or that Gemini says is broken (``error``, a
+    provider error) runs none of them, as on every provider. LangChain runs the calls of any reply."""
     meta = reply.response_metadata or {}
-    mapped: str | None = None
     if vendor == "anthropic":
-        mapped = STOP_REASONS.get(str(meta.get("stop_reason")))
-    elif vendor == "google_genai":
+        raw = meta.get("stop_reason")
+        return reply_finish("anthropic", str(raw) if raw else None, has_calls=calls)
+    if vendor == "google_genai":
         raw = meta.get("finish_reason")
-        mapped = FINISH_REASONS_GEMINI.get(str(getattr(raw, "name", raw)))
-    else:
-        mapped = CHAT_FINISH.get(str(meta.get("finish_reason")))
-        if mapped is None and meta.get("status") == "incomplete":  # the Responses API
-            reason = (meta.get("incomplete_details") or {}).get("reason")
-            mapped = INCOMPLETE.get(str(reason), "length")
-    if mapped in CALLS_NOT_RUN:
-        return mapped
-    if calls:
-        return "tool_calls"
-    return mapped or "stop"
+        raw = getattr(raw, "name", raw)  # a FinishReason, or its name
+        return reply_finish("gemini", str(raw) if raw else None, has_calls=calls)
+    raw = meta.get("finish_reason")
+    if raw:  # Chat Completions
+        return reply_finish("chat", str(raw), has_calls=calls)
+    status = meta.get("status")
+    if status == "incomplete":  # the Responses API ended the answer early
+        reason = (meta.get("incomplete_details") or {}).get("reason")
+        return INCOMPLETE.get(str(reason), "other")
+    if status is not None and status != "completed":
+        return "other"
+    return "tool_calls" if calls else "stop"
+
+
+INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""The Responses API's ``incomplete_details.reason`` of an answer it ended early; another reason is ``other``."""
 
 
 def stream_finished(vendor: str, reply: Any) -> bool:

@@ -49,7 +49,6 @@ from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, 
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.openai.cut_answers import (
-    STOPPED_EARLY,
     ChatModel,
     CutAnswers,
     EndedBare,
@@ -131,7 +130,7 @@ class _Hooks(RunHooks[Any]):
         chat_finish = self.cut.chat_finish(getattr(response, "request_id", None))
         if response.response_id in self.cut.ids:
             finish = self.cut.ids[response.response_id]
-        elif chat_finish is not None and chat_finish in STOPPED_EARLY.values():
+        elif chat_finish is not None:  # not ended normally: length, content_filter, other
             finish = chat_finish  # Chat Completions: the SDK's response has the text, not why it ended
         details: dict[str, Any] = {"response_id": response.response_id}
         key = (response.response_id, getattr(response, "request_id", None))

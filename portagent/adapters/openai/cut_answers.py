@@ -18,15 +18,29 @@ from agents import (
 )
 from openai.types.responses import ResponseCompletedEvent
 
+from portagent.adapters._shared import reply_finish
+
 STOPPED_EARLY = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early; Chat Completions
-uses the values themselves as its ``finish_reason``."""
+"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early."""
+
+
+def chat_ended_early(reason: str | None) -> str | None:
+    """The finish reason of a completion that did not end normally — ``length``, ``content_filter``, or
+    ``other`` for a value the API does not document (DeepSeek's ``insufficient_system_resource``, a gateway's
+    ``error``) — else None: ``stop`` and ``tool_calls`` end a reply normally, calls and all
+    (``_shared.reply_finish``), and a completion whose reason was not read is left to the SDK."""
+    if reason is None:
+        return None
+    finish = reply_finish("chat", reason, has_calls=True)
+    return None if finish == "tool_calls" else finish
 
 
 class CutAnswers:
     """Answers cut by the token limit: Responses the API ended early because they reached
     ``max_output_tokens``, completions whose ``finish_reason`` is ``length``. An answer the content filter
-    ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``.
+    ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``, and so is a
+    completion whose finish reason is neither ``stop`` nor ``tool_calls`` (``other``: openai-agents runs the
+    calls of any completion).
 
     openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
     the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
@@ -110,11 +124,12 @@ class CutAnswers:
         stream._iterator = noting()
 
     def chat_finish(self, request_id: str | None) -> str | None:
-        """The finish reason of the Chat Completions call with this request id (once), or None."""
-        return self.chat.pop(request_id, None)
+        """The finish reason of the Chat Completions call with this request id (once) when it did not end
+        normally (``chat_ended_early``), else None."""
+        return chat_ended_early(self.chat.pop(request_id, None))
 
     def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
-        return response_id in self.ids or self.chat.get(request_id) in STOPPED_EARLY.values()
+        return response_id in self.ids or chat_ended_early(self.chat.get(request_id)) is not None
 
     def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
         """``output`` (a response's items, as openai-agents reads them) without its function calls when the

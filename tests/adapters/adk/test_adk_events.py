@@ -46,6 +46,16 @@ def test_usage_fields_follow_otel_semantics():
         ("SAFETY", True, None, "content_filter"),
         ("OTHER", False, None, "other"),
         ("STOP", False, "MODEL_RETURNED_NO_CONTENT", "error"),
+        # calls run only on STOP: any other reason with calls is not tool_calls (tests/adapters/test_reply_endings.py)
+        ("OTHER", True, None, "other"),
+        ("FINISH_REASON_UNSPECIFIED", True, None, "other"),
+        ("A_REASON_NEWER_THAN_THIS_TABLE", True, None, "other"),
+        (None, True, None, "other"),
+        ("CONTINUATION", True, None, "length"),
+        ("LANGUAGE", True, None, "content_filter"),
+        ("MALFORMED_FUNCTION_CALL", True, None, "error"),
+        ("UNEXPECTED_TOOL_CALL", True, "UNEXPECTED_TOOL_CALL", "error"),
+        ("TOO_MANY_TOOL_CALLS", True, None, "error"),
     ],
 )
 def test_finish_reasons(vendor, calls, error, expected):

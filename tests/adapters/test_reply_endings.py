@@ -1,0 +1,176 @@
+"""One rule for a reply's tool calls, on every provider: they run only when the vendor says the reply
+ended normally — Gemini ``STOP``, Chat Completions ``tool_calls`` / ``stop`` (some servers say ``stop``
+with calls), Anthropic ``tool_use`` (the Responses API fails any status but ``completed``).
+
+A reply that ended for any other reason runs none of them. A reason that is the vendor's error about the
+reply itself (Gemini ``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``) is
+traced ``finish_reason: error`` and fails the run as a provider error. Any other one (Gemini ``OTHER``,
+``FINISH_REASON_UNSPECIFIED``, a value newer than the SDK; a Chat Completions finish reason the API does
+not document; an Anthropic stop reason newer than the SDK) is traced ``other`` and ends the turn with the
+text so far, as an answer cut by the token limit does (tests/adapters/test_cut_replies.py). google-adk
+and the langgraph provider ran the calls of a Gemini reply ending ``OTHER`` / ``MALFORMED_FUNCTION_CALL``…,
+openai-agents and the langgraph provider those of a completion with an unknown finish reason, the langgraph
+provider those of an Anthropic reply with an unknown stop reason.
+
+Real SDKs and the real gateway against the emulator (``data/reply_endings.yaml``). The script's stop
+reasons are the portable ones; the vendor's raw value, which they cannot name, is sent by an engine of
+this test's (``emulator.serve(engine=…)``) and written as it is by the emulator's renderers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
+from runtime_testkit import (
+    bundle,
+    fresh_handlers_fixture,  # noqa: F401  (autouse)
+    go,
+    handlers,
+    with_spec,
+)
+
+from portagent.contracts.bundle import AgentBundle
+from portagent.emulator import (
+    RunningEmulator,
+    load_script,
+    render_anthropic,
+    render_gemini,
+    render_openai,
+    serve,
+)
+from portagent.emulator.engine import Engine
+from portagent.emulator.plan import Plan
+
+SCRIPT = Path(__file__).resolve().parent / "data" / "reply_endings.yaml"
+STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["unary", "stream"])
+
+TARGETS: dict[str, tuple[str, str | None, str]] = {
+    "adk": ("adk", None, "gemini"),
+    "langgraph-gemini": ("langgraph", "google_genai:gemini-2.5-flash", "gemini"),
+    "openai_chat": ("openai", None, "chat"),
+    "langgraph-chat": ("langgraph", "openai:gpt-4.1-mini", "chat"),
+    "anthropic": ("anthropic", None, "anthropic"),
+    "langgraph-anthropic": ("langgraph", "anthropic:claude-sonnet-4-6", "anthropic"),
+}
+"""A provider (and the langgraph chat model) per wire: (provider, models.langgraph, wire)."""
+TABLES = {"gemini": render_gemini._FINISH, "chat": render_openai._FINISH, "anthropic": render_anthropic._STOP}
+"""The emulator renderer's table of each wire: portable stop reason → the vendor's value."""
+OTHER = {
+    "gemini": ["OTHER", "FINISH_REASON_UNSPECIFIED", "IMAGE_OTHER", "A_REASON_NEWER_THAN_THE_SDK"],
+    "chat": ["insufficient_system_resource", "error"],  # DeepSeek's; some gateways' own
+    "anthropic": ["a_reason_newer_than_the_sdk"],
+}
+"""Raw reasons that are neither normal nor the token limit nor the content filter: ``other``."""
+ERRORS = ["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"]
+"""Gemini's own error about a reply's calls: ``error``, a provider error."""
+NORMAL = {"gemini": "STOP", "chat": "stop", "anthropic": "tool_use"}
+
+
+class RawEnding(Engine):
+    """Sends ``RAW`` as the vendor's finish reason of each first reply (``raw:<value>``, a key the test adds
+    to the renderer's table)."""
+
+    RAW: str | None = None
+
+    def respond(self, view: Any, headers: Any) -> Any:
+        plan = super().respond(view, headers)
+        if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
+            return dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
+        return plan
+
+
+@pytest.fixture(name="emu", scope="module")
+def reply_endings_fixture() -> Iterator[RunningEmulator]:
+    with serve(load_script(SCRIPT), engine=RawEnding) as running:
+        yield running
+
+
+def run(
+    emu: RunningEmulator,
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+    raw: str,
+    text: str | list[str],
+    streaming: bool,
+) -> Any:
+    provider, model, wire = TARGETS[target]
+    monkeypatch.setitem(TABLES[wire], f"raw:{raw}", raw)
+    monkeypatch.setattr(RawEnding, "RAW", raw)
+    b: AgentBundle = bundle()
+    models = b.agents[b.root].spec.models
+    if model is not None:
+        models = models.model_copy(update={"langgraph": model})
+    if wire == "chat":
+        models = models.model_copy(update={"openai_api": "chat_completions"})
+    return go(emu, with_spec(b, models=models), text, provider, streaming=streaming)
+
+
+def assert_nothing_ran(r: Any) -> None:
+    assert not r.of("tool.call") and not r.of("tool.result") and not r.of("handoff"), r.types()
+    assert handlers.CALLS == {} and handlers.REFUNDS == []
+
+
+def _cases(kinds: dict[str, list[str]]) -> list[Any]:
+    return [
+        pytest.param(target, raw, id=f"{target}-{raw}")
+        for target, (_, _, wire) in TARGETS.items()
+        for raw in kinds[wire]
+    ]
+
+
+@STREAMING
+@pytest.mark.parametrize("target, raw", _cases(OTHER))
+def test_a_reply_that_ended_for_another_reason_runs_none_of_its_calls(
+    emu, monkeypatch, target, raw, streaming
+):
+    """The reply says a few words and calls for a refund, then ends for a reason that is not the normal
+    one. The refund is not run; the first message ends with the text so far, traced ``other`` with the
+    call named; the next user message carries that text and no call left unanswered."""
+    text = ["Refund ORD-7, but end for another reason.", "Are you there?"]
+    r = run(emu, monkeypatch, target, raw, text, streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", "Nothing was refunded."), r.result
+    assert_nothing_ran(r)
+    first, second = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == ("other", ["issue_refund"])
+    assert second.finish_reason == "stop"
+    assert len(r.requests) == 2  # one per user message: the reply ended its turn
+    for view in r.views()[1:]:
+        assert not [i for i in view.items if i.kind in ("tool_call", "tool_result")], view.items
+    assert "Refunding ORD-7 now." in json.dumps(r.requests[1]["body"])  # the answer so far is kept
+
+
+@STREAMING
+@pytest.mark.parametrize("target", [t for t, (_, _, wire) in TARGETS.items() if wire == "gemini"])
+@pytest.mark.parametrize("raw", ERRORS)
+def test_a_reply_gemini_calls_malformed_is_a_provider_error(emu, monkeypatch, target, raw, streaming):
+    """Gemini says its own reply's calls are broken: none runs (google-adk and langchain ran them when the
+    reply held any), the model call is traced ``error`` naming them, and the run fails as a provider error
+    that names the reason (adk failed only when the reply held no text; langgraph ended with ``""``)."""
+    r = run(emu, monkeypatch, target, raw, "Refund ORD-7, but end for another reason.", streaming)
+    assert (r.result.status, r.result.stop_reason) == ("failed", "provider_error"), r.result
+    assert raw in (r.result.error or ""), r.result.error
+    assert_nothing_ran(r)
+    (call,) = r.of("model.call")
+    assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("error", ["issue_refund"])
+    assert len(r.requests) == 1
+
+
+@STREAMING
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_a_reply_that_ended_normally_runs_its_calls(emu, monkeypatch, target, streaming):
+    """The control: Gemini ``STOP``, Chat Completions ``stop`` (not ``tool_calls``: vLLM and Ollama say
+    ``stop`` with calls), Anthropic ``tool_use`` — the call runs and the model is asked again."""
+    raw = NORMAL[TARGETS[target][2]]
+    r = run(emu, monkeypatch, target, raw, "Refund ORD-7, and end normally.", streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", "ORD-7 is on its way."), r.result
+    assert handlers.CALLS == {"get_order": 1}
+    first, _ = r.of("model.call")
+    assert first.finish_reason == "tool_calls" and "calls_not_run" not in first.provider_details
