@@ -11,7 +11,7 @@ Translation only:
 - a Responses answer cut by ``max_output_tokens`` (status ``incomplete``) is passed on as the answer it is,
   with ``finish_reason: length``, as every other provider does: openai-agents would raise
   ``ModelBehaviorError`` and lose the text and its usage (``CutAnswers``). On Chat Completions the SDK
-  keeps the text but not the vendor's finish reason: ``CutAnswers`` notes it per request id. The
+  keeps the text but not the vendor's finish reason: ``CutAnswers`` notes it per model call. The
   function calls of a cut answer (the last one's arguments likely cut) are taken out of it before
   openai-agents sees them (``cut_answers``): none runs, the run ends with the text so
   far, the model call names them (``calls_not_run``), and the history keeps no call left unanswered.

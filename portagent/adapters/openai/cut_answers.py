@@ -6,7 +6,10 @@ sees them (none runs: the last one's arguments may be cut mid-JSON), as on every
 
 from __future__ import annotations
 
+import itertools
 from contextlib import aclosing
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -52,8 +55,9 @@ class CutAnswers:
         self.ids: dict[str, str] = {}
         """Responses kept although incomplete: their finish reason (``length``, ``content_filter``) by id."""
         self.chat: dict[str | None, str] = {}
-        """Chat Completions: the vendor's finish reason of each completion, by its ``x-request-id`` (the
-        SDK's ``ModelResponse`` keeps that id, not the reason)."""
+        """Chat Completions: the vendor's finish reason of each completion, by the key ``ChatModel`` gives
+        its ``ModelResponse`` (``request_id``, ``chat_key``; the SDK's ``ModelResponse`` keeps no reason)."""
+        self._calls = itertools.count(1)
         self.not_run: dict[tuple[str | None, str | None], list[str]] = {}
         """The names of the calls taken out of a cut answer, by (response id, request id) as the SDK's
         ``ModelResponse`` carries them, until its model call is traced."""
@@ -92,36 +96,29 @@ class CutAnswers:
 
         async def create_noting_finish(*args: Any, **kwargs: Any) -> Any:
             response = await chat_create(*args, **kwargs)
+            call = _CALL.get()  # the model call this completion answers (``ChatModel``)
+            if call is None:
+                return response
             if kwargs.get("stream"):
-                self._watch(response)
+                _watch(response, call)
             else:
                 choices = getattr(response, "choices", None) or []
-                self._note(
-                    getattr(response, "_request_id", None), choices[0].finish_reason if choices else None
-                )
+                call.finish = choices[0].finish_reason if choices else None
             return response
 
         client.chat.completions.create = create_noting_finish  # type: ignore[method-assign]
 
-    def _note(self, request_id: str | None, reason: str | None) -> None:
-        if reason:
-            self.chat[request_id] = reason
-
-    def _watch(self, stream: Any) -> None:
-        """A streamed completion's finish reason arrives in its last chunks: noted as they pass."""
-        chunks = getattr(stream, "_iterator", None)
-        response = getattr(stream, "response", None)
-        if chunks is None or response is None:  # another openai version's stream: the reason stays unknown
-            return
-        request_id = response.headers.get("x-request-id")
-
-        async def noting() -> Any:
-            async for chunk in chunks:
-                for choice in getattr(chunk, "choices", None) or []:
-                    self._note(request_id, choice.finish_reason)
-                yield chunk
-
-        stream._iterator = noting()
+    def chat_key(self, call: _ChatCall) -> str:
+        """A key of this run's own for one model call's completion, given to its ``ModelResponse`` as
+        ``request_id``, under which its finish reason, its calls not run and its being cut bare are noted.
+        Not the ``x-request-id`` the SDK puts there: a server that sends none (or always the same one) made
+        every completion share one key, and what one said was read as another's (an expert's answer cut
+        before any text made the desk's next reply with calls end its run; agents run as tools at once could
+        swap finish reasons). The header is kept in front of the key, for reading."""
+        key = f"{call.request_id or 'no-request-id'}#portagent-{next(self._calls)}"
+        if call.finish:
+            self.chat[key] = call.finish
+        return key
 
     def chat_finish(self, request_id: str | None) -> str | None:
         """The finish reason of the Chat Completions call with this request id (once) when it did not end
@@ -210,7 +207,10 @@ class _WithoutCutCalls:
     _cut: CutAnswers
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self._cut.response_without_calls(await super().get_response(*args, **kwargs))  # type: ignore[misc]
+        return self._cut.response_without_calls(await self._response(*args, **kwargs))
+
+    async def _response(self, *args: Any, **kwargs: Any) -> Any:
+        return await super().get_response(*args, **kwargs)  # type: ignore[misc]
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
         async with aclosing(self._cut.stream_without_calls(self._events(*args, **kwargs))) as events:
@@ -244,11 +244,65 @@ class ResponsesModel(_WithoutCutCalls, OpenAIResponsesModel):
 
 class ChatModel(_WithoutCutCalls, OpenAIChatCompletionsModel):
     """Chat Completions: a completion cut by ``length`` keeps its text (the SDK's own behaviour) but not its
-    tool calls."""
+    tool calls. Each model call notes what its completion said (``_CALL``, read by ``CutAnswers.wrap``'s
+    client) and marks its ``ModelResponse`` with a key of its own (``CutAnswers.chat_key``)."""
 
     def __init__(self, model: str, openai_client: openai.AsyncOpenAI, cut: CutAnswers) -> None:
         super().__init__(model=model, openai_client=openai_client)
         self._cut = cut
+
+    async def _response(self, *args: Any, **kwargs: Any) -> Any:
+        call = _ChatCall()
+        token = _CALL.set(call)
+        try:
+            response = await super()._response(*args, **kwargs)
+        finally:
+            _CALL.reset(token)
+        call.request_id = response.request_id
+        response.request_id = self._cut.chat_key(call)
+        return response
+
+    async def _events(self, *args: Any, **kwargs: Any) -> Any:
+        call = _ChatCall()
+        _CALL.set(call)  # this task's next completion is this call's (an async generator cannot reset it)
+        async with aclosing(super()._events(*args, **kwargs)) as events:
+            async for event in events:
+                if isinstance(event, ResponseCompletedEvent):  # its _request_id reaches the ModelResponse
+                    call.request_id = getattr(event.response, "_request_id", None)
+                    event.response._request_id = self._cut.chat_key(call)
+                yield event
+
+
+@dataclass
+class _ChatCall:
+    """What one model call's Chat Completions answer said, as the client saw it."""
+
+    finish: str | None = None
+    """Its ``finish_reason`` (the unary body's, or the streamed chunks' as they passed)."""
+    request_id: str | None = None
+    """Its ``x-request-id``, when the server sent one."""
+
+
+_CALL: ContextVar[_ChatCall | None] = ContextVar("portagent_chat_call", default=None)
+"""The model call of this task that the next completion answers: ``ChatModel`` sets it, the client's
+``create`` (``CutAnswers.wrap``) notes into it. Concurrent model calls (agents run as tools) are other tasks,
+each with its own."""
+
+
+def _watch(stream: Any, call: _ChatCall) -> None:
+    """A streamed completion's finish reason arrives in its last chunks: noted as they pass."""
+    chunks = getattr(stream, "_iterator", None)
+    if chunks is None:  # another openai version's stream: the reason stays unknown
+        return
+
+    async def noting() -> Any:
+        async for chunk in chunks:
+            for choice in getattr(chunk, "choices", None) or []:
+                if choice.finish_reason:
+                    call.finish = choice.finish_reason
+            yield chunk
+
+    stream._iterator = noting()
 
 
 class EndedBare(Exception):
