@@ -210,7 +210,8 @@ class ModelCall(_Event):
     finish_reason: str | None = None
     """Normalized finish reason: stop / tool_calls / length / content_filter / error / other — the same
     words on every provider (``length``: the token limit; ``content_filter``: the vendor's filter or a
-    refusal; ``error``: the vendor says the reply itself is broken, e.g. Gemini ``MALFORMED_FUNCTION_CALL``,
+    refusal — Anthropic ``stop_reason: refusal``, an OpenAI reply whose content is a ``refusal``, the run's
+    answer then being the refusal's text; ``error``: the vendor says the reply itself is broken, e.g. Gemini ``MALFORMED_FUNCTION_CALL``,
     and the run fails ``provider_error``; ``other``: any other reason than the normal one). A reply's tool
     calls run only when it is ``tool_calls`` (the vendor said the reply ended normally with calls); a reply
     holding calls that ended otherwise names them in ``provider_details.calls_not_run``."""

@@ -4,8 +4,8 @@ The generated module mirrors what ``portagent.adapters.openai.agent`` builds —
 ``OpenAIResponsesModel`` (or ``OpenAIChatCompletionsModel``) on an ``AsyncOpenAI`` client, ``FunctionTool``
 per ToolSpec, ``handoff()`` / ``as_tool()`` for delegation, an ``AgentOutputSchemaBase`` for the output
 schema, ``RunHooks`` for model calls and handoffs — written out as plain code. A reply the API stopped
-before its end (cut by the token limit, stopped by the content filter) runs none of its calls, as in the
-openai adapter (``StoppedReplies``: tests/migration/test_export_openai_adk_replies.py).
+before its end (cut by the token limit, stopped by the content filter, a refusal) runs none of its calls, as
+in the openai adapter (``StoppedReplies``: tests/migration/test_export_openai_adk_replies.py).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from agents import (
     set_trace_processors,
 )
 from agents import __version__ as AGENTS_VERSION
+from openai.types.responses import ResponseOutputText
 
 from portagent.migration.exported import ExportedRun, endpoint_root
 
@@ -160,8 +161,20 @@ class StoppedReplies:
 
     def without_calls(self, response: Any) -> Any:
         """The SDK's ModelResponse, without its function calls when the API stopped the reply early (every
-        tool of this program is a function: ToolSpecs, handoffs, agents as tools)."""
+        tool of this program is a function: ToolSpecs, handoffs, agents as tools).
+
+        A refusal is such a reply: OpenAI says it in the content (a Responses ``refusal`` part; the SDK turns a
+        Chat Completions ``message.refusal`` into one), and openai-agents would raise ModelRefusalError (and run
+        its calls, if it held any). It is traced content_filter, as an Anthropic refusal, and its refusal
+        becomes the reply's text: what the model said is the answer of the turn."""
         key = response.response_id or response.request_id
+        if any(refusals(item) for item in response.output):
+            self.finish[key] = "content_filter"
+            response.output = [
+                item.model_copy(update={{"content": [as_text(part) for part in item.content]}})
+                if refusals(item) else item
+                for item in response.output
+            ]
         calls = [item for item in response.output if getattr(item, "type", None) == "function_call"]
         if key not in self.finish or not calls:
             return response
@@ -180,6 +193,20 @@ class StoppedReplies:
             self.bare.discard(key)
             return RunErrorHandlerResult(final_output="", include_in_history=False)
         return None
+
+
+def refusals(item: Any) -> bool:
+    """Whether an output item is a message in which the model refused."""
+    if getattr(item, "type", None) != "message":
+        return False
+    return any(getattr(part, "type", None) == "refusal" for part in item.content or [])
+
+
+def as_text(part: Any) -> Any:
+    """A refusal content part as the text it says; any other part as it is."""
+    if getattr(part, "type", None) != "refusal":
+        return part
+    return ResponseOutputText(type="output_text", text=part.refusal or "", annotations=[], logprobs=[])
 
 
 class EndedBare(Exception):

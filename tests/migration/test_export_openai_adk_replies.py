@@ -25,8 +25,10 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import parse_request, portagent_home, run_cli
+from openai_refusals import REFUSAL, refusing_openai
 from runtime_testkit import (
     DATA,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -37,6 +39,7 @@ from portagent.emulator import RunningEmulator, load_script, serve
 from portagent.tracing.recorder import read_trace
 
 SCRIPT = Path(__file__).resolve().parents[1] / "adapters" / "data" / "cut_replies.yaml"
+REFUSALS = Path(__file__).resolve().parents[1] / "adapters" / "data" / "refusals.yaml"
 OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -51,6 +54,13 @@ google-adk unary and streamed (``main(streaming=True)``; the exported openai pro
 @pytest.fixture(name="emu", scope="module")
 def cut_replies_fixture() -> Iterator[RunningEmulator]:
     with serve(load_script(SCRIPT)) as running:
+        yield running
+
+
+@pytest.fixture(name="refusing", scope="module")
+def refusals_fixture() -> Iterator[RunningEmulator]:
+    """The emulator playing tests/adapters/data/refusals.yaml, its OpenAI replies refusals there."""
+    with refusing_openai(), serve(load_script(REFUSALS)) as running:
         yield running
 
 
@@ -214,3 +224,32 @@ def test_an_agent_tool_with_an_output_schema_is_not_asked_again(emu, program, tm
         ("length", ["search_faq"])
     ], [(c.agent, c.finish_reason) for c in r.of("model.call")]
     assert not r.of("tool.call") and handlers.CALLS == {}
+
+
+@pytest.mark.parametrize("case", ["text", "schema", "calls"])
+@pytest.mark.parametrize("kind", ["openai", "openai_chat"])
+def test_a_refusal_ends_the_turn_with_its_text(refusing, program, tmp_path, kind, case):
+    """The model refuses (a Responses ``refusal`` part, Chat Completions' ``message.refusal``): openai-agents
+    raised ``ModelRefusalError`` (the exported program failed, with an output schema or not) and ran the calls
+    of a refusal holding one. As in the openai adapter (tests/adapters/test_refusals.py), the turn ends with
+    the refusal, traced ``content_filter``, no call run."""
+    first = "Refund ORD-7, but refuse." if case == "calls" else "Refuse to answer."
+    r = run(program(kind, "desk" if case == "schema" else None), kind, refusing, [first], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", REFUSAL), r.done
+    assert_nothing_ran(r)
+    (call,) = r.of("model.call")
+    not_run = ["issue_refund"] if case == "calls" else None
+    assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("content_filter", not_run)
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai_chat"])
+def test_an_agent_tool_that_refuses_answers_with_its_refusal(refusing, program, tmp_path, kind):
+    """An agent run as a tool refuses: its answer is the refusal and the desk goes on (the refusal error of
+    the expert's run failed the whole program)."""
+    r = run(program(kind), kind, refusing, ["Ask the expert, who refuses."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "The expert declined."), r.done
+    expert = [c.finish_reason for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert expert == ["content_filter"]
+    last = parse_request(r.requests[-1])
+    assert REFUSAL in json.dumps([i.output for i in last.tool_results()]), last.items

@@ -67,6 +67,7 @@ from portagent.adapters.langgraph.chat_models import (
     finish_reason,
     output_kwargs,
     read_calls,
+    refusal_as_text,
     require_integration,
     stream_finished,
     with_tools,
@@ -235,8 +236,12 @@ class _Graph:
                 f"the {vendor} chat model ended its reply with {getattr(raw, 'name', raw)}, an error about the "
                 f"reply itself (its tool calls were not run){': ' + str(note) if note else ''}"
             )
+        content = reply.content
+        if vendor == "openai":
+            refused = refusal_as_text(reply)
+            content = content if refused is None else refused
         message = AIMessage(
-            content=without_calls(reply.content) if dropped else reply.content,
+            content=without_calls(content) if dropped else content,
             tool_calls=[c for c in calls if c.get("type") != "invalid_tool_call"],
             invalid_tool_calls=[c for c in calls if c.get("type") == "invalid_tool_call"],
             id=reply.id,

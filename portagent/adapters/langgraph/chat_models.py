@@ -235,6 +235,21 @@ def _chat_openai() -> Any:
                 generation.message.response_metadata[ORDER_KEY] = [c.get("id") for c in calls]
             return result
 
+        def _convert_chunk_to_generation_chunk(
+            self, chunk: Any, default_chunk_class: Any, base_generation_info: Any
+        ) -> Any:
+            # A streamed completion's refusal (``delta.refusal``) is dropped by langchain-openai 1.8, which
+            # keeps that of a whole one (``additional_kwargs["refusal"]``): kept the same way here, the
+            # chunks' pieces joined as LangChain adds chunks (``refusal_as_text`` reads it).
+            generation = super()._convert_chunk_to_generation_chunk(
+                chunk, default_chunk_class, base_generation_info
+            )
+            choices = chunk.get("choices") or chunk.get("chunk", {}).get("choices") or []
+            piece = (choices[0].get("delta") or {}).get("refusal") if choices else None
+            if generation is not None and isinstance(piece, str) and piece:
+                generation.message.additional_kwargs["refusal"] = piece
+            return generation
+
     return _RunChatOpenAI
 
 
@@ -370,6 +385,28 @@ def without_calls(content: Any) -> Any:
     return [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
 
 
+def refusal_as_text(reply: Any) -> Any | None:
+    """The content of an OpenAI reply in which the model refused, its refusal as text — what the model said,
+    the answer of the turn, as an Anthropic refusal's text is — or None when it did not refuse. OpenAI says a
+    refusal in the content, not in a finish reason: a Responses ``refusal`` content block, Chat Completions'
+    ``message.refusal`` (``additional_kwargs["refusal"]``; the content is then empty). LangChain hands such a
+    reply on as an answer without text, and runs its calls."""
+    refusal = (reply.additional_kwargs or {}).get("refusal")
+    content = reply.content
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "refusal" for b in content):
+        return [
+            {"type": "text", "text": str(b.get("refusal") or "")}
+            if isinstance(b, dict) and b.get("type") == "refusal"
+            else b
+            for b in content
+        ]
+    if not isinstance(refusal, str) or not refusal:
+        return None
+    if isinstance(content, list):
+        return [*content, {"type": "text", "text": refusal}]
+    return (content or "") + refusal
+
+
 def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     """Why the model stopped, from what the chat model kept of the vendor's answer (its own stop value in
     ``response_metadata``), in the trace's vocabulary. ``tool_calls`` — the reply's calls run — only when the
@@ -386,6 +423,8 @@ def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
         raw = meta.get("finish_reason")
         raw = getattr(raw, "name", raw)  # a FinishReason, or its name
         return reply_finish("gemini", str(raw) if raw else None, has_calls=calls)
+    if refusal_as_text(reply) is not None:  # the model refused: the content filter's stop, as Anthropic's
+        return "content_filter"
     raw = meta.get("finish_reason")
     if raw:  # Chat Completions
         return reply_finish("chat", str(raw), has_calls=calls)

@@ -127,11 +127,9 @@ class _Hooks(RunHooks[Any]):
         usage = response.usage
         kinds = [getattr(item, "type", None) for item in response.output]
         finish = "tool_calls" if "function_call" in kinds else "stop"
-        chat_finish = self.cut.chat_finish(getattr(response, "request_id", None))
-        if response.response_id in self.cut.ids:
-            finish = self.cut.ids[response.response_id]
-        elif chat_finish is not None:  # not ended normally: length, content_filter, other
-            finish = chat_finish  # Chat Completions: the SDK's response has the text, not why it ended
+        # not ended normally (length, content_filter, other; a refusal): Chat Completions' ModelResponse has
+        # the text, not why it ended; a refusal says it in its content, which the SDK sees as text now
+        finish = self.cut.finish(response.response_id, getattr(response, "request_id", None)) or finish
         details: dict[str, Any] = {"response_id": response.response_id}
         key = (response.response_id, getattr(response, "request_id", None))
         if key in self.cut.bare and getattr(agent, "output_type", None) is not None:

@@ -2,7 +2,14 @@
 openai provider: passed on as the answers they are (openai-agents would raise on an ``incomplete``
 Responses answer), traced with their finish reason, their function calls taken out before openai-agents
 sees them (none runs: the last one's arguments may be cut mid-JSON), as on every provider
-(docs/adapters/writing-an-adapter.md, "Replies the model did not finish")."""
+(docs/adapters/writing-an-adapter.md, "Replies the model did not finish").
+
+A refusal is one of them: OpenAI says it in the reply's content (a Responses ``refusal`` content part, Chat
+Completions' ``message.refusal``, which openai-agents turns into the same part), not in its finish reason.
+openai-agents raises ``ModelRefusalError`` on such a reply (it failed the run, and an agent run as a tool
+failed its parent's) and runs its calls if it holds any. Here it is the content filter's stop, as an
+Anthropic ``stop_reason: refusal``: traced ``content_filter``, its calls not run, the refusal text passed
+on as the reply's text — the answer of the turn, as an Anthropic refusal's text is."""
 
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from agents import (
     RunErrorHandlerInput,
     RunErrorHandlerResult,
 )
-from openai.types.responses import ResponseCompletedEvent
+from openai.types.responses import ResponseCompletedEvent, ResponseOutputText
 
 from portagent.adapters._shared import reply_finish
 
@@ -64,6 +71,9 @@ class CutAnswers:
         self.bare: set[tuple[str | None, str | None]] = set()
         """Cut answers left with no message once their calls were taken out, by the same key, until
         ``ended_bare`` ends one."""
+        self.refused: set[tuple[str | None, str | None]] = set()
+        """Answers in which the model refused (``refusal_as_text``), by the same key, until their model call
+        is traced: ``content_filter``."""
         self.bare_structured: dict[str, tuple[str | None, str | None]] = {}
         """Such an answer of an agent with an output schema, by agent, until its next model call: an agent
         run as a tool has no ``ended_bare`` (``Agent.as_tool`` takes no error handlers), and the SDK asks
@@ -126,13 +136,33 @@ class CutAnswers:
         return chat_ended_early(self.chat.pop(request_id, None))
 
     def is_cut(self, response_id: str | None, request_id: str | None) -> bool:
-        return response_id in self.ids or chat_ended_early(self.chat.get(request_id)) is not None
+        return (
+            response_id in self.ids
+            or (response_id, request_id) in self.refused
+            or chat_ended_early(self.chat.get(request_id)) is not None
+        )
+
+    def finish(self, response_id: str | None, request_id: str | None) -> str | None:
+        """The finish reason of an answer that did not end normally (once), else None: a refusal
+        (``content_filter``), a Responses answer kept although incomplete, a completion's own reason."""
+        chat = self.chat_finish(request_id)
+        if (response_id, request_id) in self.refused:
+            self.refused.discard((response_id, request_id))
+            return "content_filter"
+        if response_id in self.ids:
+            return self.ids[response_id]
+        return chat
 
     def without_calls(self, output: list[Any], response_id: str | None, request_id: str | None) -> list[Any]:
         """``output`` (a response's items, as openai-agents reads them) without its function calls when the
-        answer was cut, their names kept for the model call (``calls_not_run``); else ``output`` itself.
-        Every tool portagent declares is a function (ToolSpecs, agents as tools, handoffs): no other item
-        type is one the SDK would run here."""
+        answer was cut or refused (a refusal's text becomes the reply's text: ``refusal_as_text``), their
+        names kept for the model call (``calls_not_run``); else ``output`` itself. Every tool portagent
+        declares is a function (ToolSpecs, agents as tools, handoffs): no other item type is one the SDK
+        would run here."""
+        answered = refusal_as_text(output)
+        if answered is not output:
+            self.refused.add((response_id, request_id))
+            output = answered
         if not self.is_cut(response_id, request_id):
             return output
         calls = [item for item in output if getattr(item, "type", None) == "function_call"]
@@ -184,7 +214,7 @@ class CutAnswers:
                     kept = self.without_calls(
                         response.output, response.id, getattr(response, "_request_id", None)
                     )
-                    if kept is not response.output:
+                    if kept is not response.output:  # cut or refused: its calls go with it
                         response.output, held = kept, []
                 if kind in _TERMINAL:  # the calls of an answer not cut go on, just before its end
                     for waiting in held:
@@ -193,6 +223,32 @@ class CutAnswers:
                 yield event
         for waiting in held:  # a stream without its terminal event: the SDK fails it, as before
             yield waiting
+
+
+def refusal_as_text(output: list[Any]) -> list[Any]:
+    """``output`` with each message's refusal parts as text (``output``, the same list, when it holds none):
+    what the model said is the reply's text, so the SDK ends the turn with it instead of raising
+    ``ModelRefusalError``, and the conversation goes on with it."""
+    if not any(_refusals(item) for item in output):
+        return output
+    return [
+        item.model_copy(update={"content": [_as_text(part) for part in item.content]})
+        if _refusals(item)
+        else item
+        for item in output
+    ]
+
+
+def _refusals(item: Any) -> bool:
+    return getattr(item, "type", None) == "message" and any(
+        getattr(part, "type", None) == "refusal" for part in getattr(item, "content", None) or []
+    )
+
+
+def _as_text(part: Any) -> Any:
+    if getattr(part, "type", None) != "refusal":
+        return part
+    return ResponseOutputText(type="output_text", text=part.refusal or "", annotations=[], logprobs=[])
 
 
 _TERMINAL = frozenset(

@@ -1,0 +1,127 @@
+"""OpenAI refusals on the emulator's wire, for the refusal tests (tests/adapters/test_refusals.py,
+tests/migration/test_export_openai_adk_replies.py).
+
+OpenAI says a refusal in the reply's content, not in its finish reason, which the emulator's script cannot
+say: ``refusing_openai()`` swaps the emulator's OpenAI renderers (``render_openai``, looked up by the server
+per request) for ones that send the first reply of each ``refuse*`` conversation as a refusal — a Responses
+message whose content part is ``{"type": "refusal", "refusal": …}`` (``response.refusal.delta`` / ``.done``
+streamed), a Chat Completions message with ``refusal`` set and ``content: null`` (``delta.refusal``
+streamed) — ended normally (``completed``, ``stop``), as OpenAI ends one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from portagent.emulator import render_openai
+from portagent.emulator.plan import Plan
+from portagent.wire.items import RequestView
+from portagent.wire.sse import encode_event, parse_sse
+
+REFUSAL = "I can't help with that."
+"""The refusal text of data/refusals.yaml."""
+
+
+def refuses(plan: Plan) -> bool:
+    """The first reply of a ``refuse*`` conversation is a refusal."""
+    return plan.conversation.startswith("refuse") and plan.cursor == 0 and bool(plan.text)
+
+
+def refused_part(part: dict[str, Any]) -> dict[str, Any]:
+    if part.get("type") != "output_text":
+        return part
+    return {"type": "refusal", "refusal": part["text"]}
+
+
+def refused_item(item: dict[str, Any]) -> dict[str, Any]:
+    if item.get("type") != "message":
+        return item
+    return {**item, "content": [refused_part(p) for p in item["content"]]}
+
+
+def refused_response(response: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "output": [refused_item(i) for i in response.get("output") or []]}
+
+
+def responses_json(plan: Plan, view: RequestView) -> dict[str, Any]:
+    body = ORIGINAL["responses_json"](plan, view)
+    return refused_response(body) if refuses(plan) else body
+
+
+def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
+    """The Responses stream of a refusal (OpenAI "Streaming events": ``response.refusal.delta`` /
+    ``.done``, the content part a ``refusal``)."""
+    frames = ORIGINAL["responses_events"](plan, view)
+    if not refuses(plan):
+        return frames
+    out: list[bytes] = []
+    for frame in frames:
+        (sse,) = parse_sse(frame.decode())
+        event = sse.json()
+        kind = event["type"]
+        if kind == "response.output_text.delta":
+            event = {k: v for k, v in event.items() if k != "logprobs"}
+            event["type"] = "response.refusal.delta"
+        elif kind == "response.output_text.done":
+            event = {k: v for k, v in event.items() if k not in ("logprobs", "text")}
+            event.update(type="response.refusal.done", refusal=plan.text)
+        elif kind in ("response.content_part.added", "response.content_part.done"):
+            event["part"] = refused_part(event["part"])
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            event["item"] = refused_item(event["item"])
+        elif kind in ("response.completed", "response.incomplete"):
+            event["response"] = refused_response(event["response"])
+        out.append(encode_event(event, event["type"]))
+    return out
+
+
+def chat_json(plan: Plan, view: RequestView) -> dict[str, Any]:
+    body = ORIGINAL["chat_json"](plan, view)
+    if refuses(plan):
+        message = body["choices"][0]["message"]
+        message.update(content=None, refusal=plan.text)
+    return body
+
+
+def chat_events(plan: Plan, view: RequestView) -> list[bytes]:
+    frames = ORIGINAL["chat_events"](plan, view)
+    if not refuses(plan):
+        return frames
+    out: list[bytes] = []
+    for frame in frames:
+        (sse,) = parse_sse(frame.decode())
+        if sse.data != "[DONE]":
+            chunk = sse.json()
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                if delta.get("content"):
+                    choice["delta"] = {"refusal": delta["content"]}
+            frame = encode_event(chunk)
+        out.append(frame)
+    return out
+
+
+ORIGINAL = {
+    "responses_json": render_openai.responses_json,
+    "responses_events": render_openai.responses_events,
+    "chat_json": render_openai.chat_json,
+    "chat_events": render_openai.chat_events,
+}
+
+
+@contextmanager
+def refusing_openai() -> Iterator[None]:
+    """The emulator's OpenAI renderers send the first reply of a ``refuse*`` conversation as a refusal."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, renderer in [
+            ("responses_json", responses_json),
+            ("responses_events", responses_events),
+            ("chat_json", chat_json),
+            ("chat_events", chat_events),
+        ]:
+            patch.setattr(render_openai, name, renderer)
+        yield
