@@ -148,7 +148,9 @@ class Callbacks:
         self.run.model_call(name, MODELS[name], **usage_fields(llm_response.usage_metadata),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3) if t0 else None,
                             finish_reason=finish, details={{"calls_not_run": not_run}} if not_run else None)
-        if not not_run:
+        # nothing at all in a reply Gemini ended otherwise than STOP (its filter, the token limit, OTHER…): ADK
+        # makes it an error event, without an answer; it ends the turn with its text so far, "", as well
+        if not not_run and not (finish in ("length", "content_filter", "other") and not parts):
             return None
         kept = [p for p in parts if not p.function_call]
         if kept:

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
+from gemini_wire import without_content
 from runtime_testkit import (
     bundle,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -76,14 +77,17 @@ NORMAL = {"gemini": "STOP", "chat": "stop", "anthropic": "tool_use"}
 
 class RawEnding(Engine):
     """Sends ``RAW`` as the vendor's finish reason of each first reply (``raw:<value>``, a key the test adds
-    to the renderer's table)."""
+    to the renderer's table); with ``EMPTY``, that reply holds nothing (no text, no call)."""
 
     RAW: str | None = None
+    EMPTY = False
 
     def respond(self, view: Any, headers: Any) -> Any:
         plan = super().respond(view, headers)
         if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
-            return dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
+            plan = dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
+            if self.EMPTY:
+                plan = dataclasses.replace(plan, text=None, calls=())
         return plan
 
 
@@ -174,3 +178,33 @@ def test_a_reply_that_ended_normally_runs_its_calls(emu, monkeypatch, target, st
     assert handlers.CALLS == {"get_order": 1}
     first, _ = r.of("model.call")
     assert first.finish_reason == "tool_calls" and "calls_not_run" not in first.provider_details
+
+
+@STREAMING
+@pytest.mark.parametrize("target", [t for t, (_, _, wire) in TARGETS.items() if wire == "gemini"])
+@pytest.mark.parametrize(
+    "raw, finish",
+    [
+        ("SAFETY", "content_filter"),
+        ("RECITATION", "content_filter"),
+        ("MAX_TOKENS", "length"),
+        ("OTHER", "other"),
+        ("FINISH_REASON_UNSPECIFIED", "other"),
+    ],
+)
+def test_a_reply_with_nothing_in_it_ends_the_turn_with_no_text(
+    emu, monkeypatch, target, raw, finish, streaming
+):
+    """Gemini stops a reply before any part — no text, no call — for a reason that is not ``STOP`` (its filter,
+    the token limit, ``OTHER``). The turn ends ``completed`` with the text so far, ``""``, as every reply that
+    did not end normally (``content_filter`` / ``length`` / ``other``), in one model call. google-adk makes such
+    a response an error (``error_code``: the reason), and the adk provider failed the run ("Gemini returned no
+    answer"); the langgraph provider ended it with ``""``."""
+    monkeypatch.setattr(RawEnding, "EMPTY", True)
+    monkeypatch.setattr(render_gemini, "generate_json", without_content(render_gemini.generate_json))
+    monkeypatch.setattr(render_gemini, "stream_elements", without_content(render_gemini.stream_elements))
+    r = run(emu, monkeypatch, target, raw, "Say nothing, and end for another reason.", streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", ""), r.result
+    (call,) = r.of("model.call")
+    assert call.finish_reason == finish and "calls_not_run" not in call.provider_details
+    assert len(r.requests) == 1

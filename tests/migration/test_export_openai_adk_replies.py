@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import parse_request, portagent_home, run_cli
+from gemini_wire import without_content
 from openai_refusals import REFUSAL, refusing_openai
 from runtime_testkit import (
     DATA,
@@ -35,11 +36,14 @@ from runtime_testkit import (
     handlers,
 )
 
-from portagent.emulator import RunningEmulator, load_script, serve
+from portagent.emulator import RunningEmulator, load_script, render_gemini, serve
+from portagent.emulator.engine import Engine
+from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
 
 SCRIPT = Path(__file__).resolve().parents[1] / "adapters" / "data" / "cut_replies.yaml"
 REFUSALS = Path(__file__).resolve().parents[1] / "adapters" / "data" / "refusals.yaml"
+ENDINGS = Path(__file__).resolve().parents[1] / "adapters" / "data" / "reply_endings.yaml"
 OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -61,6 +65,26 @@ def cut_replies_fixture() -> Iterator[RunningEmulator]:
 def refusals_fixture() -> Iterator[RunningEmulator]:
     """The emulator playing tests/adapters/data/refusals.yaml, its OpenAI replies refusals there."""
     with refusing_openai(), serve(load_script(REFUSALS)) as running:
+        yield running
+
+
+class EmptyEnding(Engine):
+    """The first reply of ``ended_with_nothing`` holds nothing (no text, no call) and ends with ``RAW``
+    (``raw:<value>``, a key the test adds to the Gemini renderer's table)."""
+
+    RAW = "OTHER"
+
+    def respond(self, view: Any, headers: Any) -> Any:
+        plan = super().respond(view, headers)
+        if isinstance(plan, Plan) and plan.conversation == "ended_with_nothing" and plan.cursor == 0:
+            return dataclasses.replace(plan, text=None, calls=(), stop_reason=f"raw:{self.RAW}")
+        return plan
+
+
+@pytest.fixture(name="ending", scope="module")
+def reply_endings_fixture() -> Iterator[RunningEmulator]:
+    """The emulator playing tests/adapters/data/reply_endings.yaml (``EmptyEnding``)."""
+    with serve(load_script(ENDINGS), engine=EmptyEnding) as running:
         yield running
 
 
@@ -253,3 +277,20 @@ def test_an_agent_tool_that_refuses_answers_with_its_refusal(refusing, program, 
     assert expert == ["content_filter"]
     last = parse_request(r.requests[-1])
     assert REFUSAL in json.dumps([i.output for i in last.tool_results()]), last.items
+
+
+@pytest.mark.parametrize("raw", ["SAFETY", "MAX_TOKENS", "OTHER"])
+@pytest.mark.parametrize("kind", ["adk", "adk_stream"])
+def test_a_gemini_reply_with_nothing_in_it_ends_with_no_text(
+    ending, monkeypatch, program, tmp_path, kind, raw
+):
+    """Gemini stops a reply before any part for a reason that is not STOP: the turn ends with its text so far,
+    ``""``, as in the adk adapter (tests/adapters/test_reply_endings.py). google-adk makes such a response an
+    error event, and the exported program ended with no answer at all (``final_output: None``)."""
+    monkeypatch.setitem(render_gemini._FINISH, f"raw:{raw}", raw)
+    monkeypatch.setattr(EmptyEnding, "RAW", raw)
+    monkeypatch.setattr(render_gemini, "generate_json", without_content(render_gemini.generate_json))
+    monkeypatch.setattr(render_gemini, "stream_elements", without_content(render_gemini.stream_elements))
+    r = run(program(kind), kind, ending, ["Say nothing, and end for another reason."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert len(r.requests) == 1

@@ -60,7 +60,13 @@ from google.adk.tools.base_tool import BaseTool
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from portagent.adapters._shared import Stopwatch, http_hooks, observation_object, tls_context
+from portagent.adapters._shared import (
+    ENDED_EARLY,
+    Stopwatch,
+    http_hooks,
+    observation_object,
+    tls_context,
+)
 from portagent.adapters.adk import rules
 from portagent.adapters.adk.events import (
     calls_not_run,
@@ -171,8 +177,9 @@ class _Callbacks:
         """Gemini's finish reason and message of a reply it said was broken (``error``: its calls malformed,
         not allowed, too many): the run fails with it as a provider error."""
         self.cut_bare: str | None = None
-        """The agent whose last model response, cut by the token limit, held nothing but the calls taken
-        out of it: ADK then has no event to end the turn with, and the answer is its text so far, ``""``."""
+        """The agent whose last model response, not ended normally (cut by the token limit, filtered,
+        ``OTHER``…), held nothing once its calls were taken out — or nothing at all: ADK then has no event to
+        end the turn with, and the answer is its text so far, ``""``."""
 
     def before_model(self, callback_context: Any, llm_request: Any) -> None:
         name = callback_context.agent_name
@@ -217,7 +224,12 @@ class _Callbacks:
             # Gemini says the reply itself is broken (MALFORMED_FUNCTION_CALL…): the run fails once ADK ends
             # the turn, whatever text came with it (ADK failed only a reply without any)
             self.broken = self.broken or (vendor_finish, llm_response.error_message or "")
-        if not not_run:
+        # A response holding nothing (no text, no call) that Gemini ended for another reason than STOP (its
+        # filter, the token limit, OTHER…): ADK makes it an error (``error_code``: the reason) and the run
+        # failed "no answer"; it ends the turn with the text so far, "", as every reply that did not end
+        # normally (the langgraph provider's Gemini chat model did already).
+        bare = finish in ENDED_EARLY and not parts
+        if not not_run and not bare:
             return None
         kept = _without_calls(llm_response)
         if kept.content is None:
@@ -253,7 +265,9 @@ def _without_calls(llm_response: Any) -> Any:
     session's history holds no call without its response (Gemini refuses a function call that no function
     response follows). With nothing left there is no content, and no error either (streamed, ADK marks a
     cut answer ``error_code: MAX_TOKENS``): ADK then ends the turn without an event (``_Callbacks.cut_bare``)."""
-    parts = [p for p in llm_response.content.parts if not p.function_call]
+    parts = [
+        p for p in (llm_response.content.parts if llm_response.content else None) or [] if not p.function_call
+    ]
     if parts:
         return llm_response.model_copy(
             update={"content": types.Content(role=llm_response.content.role, parts=parts)}
