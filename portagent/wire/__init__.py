@@ -11,6 +11,8 @@ Nothing here imports a vendor SDK: these modules read and write the raw HTTP bod
 - ``gemini``    — parse Gemini ``generateContent`` request bodies (understands ADK's relayed
   "For context:" turns).
 - ``sse``       — Server-Sent Events and Gemini JSON-array stream framing, both ways.
+- ``finish``    — how a reply ended, from each wire's own value, in the trace's words (the adapters decide
+  with it whether a reply's calls run; the importer reads recorded replies with it).
 """
 
 from __future__ import annotations

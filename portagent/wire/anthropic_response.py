@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from portagent.wire.finish import reply_finish
 from portagent.wire.items import Item, WireFormatError, require_mapping
 from portagent.wire.response import (
     ResponseView,
@@ -49,15 +50,8 @@ _EVENTS = frozenset(
         "error",
     }
 )
-STOP_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
+# Anthropic's stop_reason in the trace's words: ``wire.finish`` (the adapters' table: tool_use with calls →
+# tool_calls, max_tokens → length, refusal → content_filter, pause_turn and newer values → other).
 
 
 def anthropic_usage(usage: Any) -> UsageView | None:
@@ -141,10 +135,10 @@ def _view(
     items = _blocks_to_items(blocks)
     raw = message.get("stop_reason")
     raw_str = str(raw) if raw is not None else None
-    normalized = STOP_REASONS.get(raw_str, raw_str) if raw_str is not None else None
+    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
+    normalized = reply_finish("anthropic", raw_str, has_calls=has_calls) if raw_str is not None else None
     if not complete or error is not None:
         normalized = "error"
-    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
     return ResponseView(
         "anthropic.messages",
         message.get("id"),

@@ -25,6 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from portagent.wire.finish import reply_finish
 from portagent.wire.items import Item, WireFormatError
 from portagent.wire.response import (
     ResponseView,
@@ -38,20 +39,8 @@ from portagent.wire.response import (
 )
 from portagent.wire.sse import parse_sse
 
-FINISH_REASONS_GEMINI = {
-    "STOP": "stop",
-    "MAX_TOKENS": "length",
-    "SAFETY": "content_filter",
-    "RECITATION": "content_filter",
-    "BLOCKLIST": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter",
-    "SPII": "content_filter",
-    "IMAGE_SAFETY": "content_filter",
-    "LANGUAGE": "content_filter",
-    "MALFORMED_FUNCTION_CALL": "error",
-    "UNEXPECTED_TOOL_CALL": "error",
-    "OTHER": "error",
-}
+# Gemini's finishReason in the trace's words: ``wire.finish`` (the adapters' table: STOP, MAX_TOKENS →
+# length, SAFETY … → content_filter, MALFORMED_FUNCTION_CALL … → error, OTHER and newer values → other).
 
 
 _PIECE_KEYS = {"candidates", "usageMetadata", "usage_metadata", "promptFeedback", "prompt_feedback", "error"}
@@ -199,12 +188,12 @@ def parse_generate_content_response(body: Any) -> ResponseView:
                 )
     if raw_finish is None and error is None and streamed:
         complete = False  # a stream always ends with a finishReason
-    normalized = FINISH_REASONS_GEMINI.get(raw_finish, raw_finish.lower()) if raw_finish else None
+    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
+    normalized = reply_finish("gemini", raw_finish, has_calls=has_calls) if raw_finish else None
     if details.get("prompt_blocked"):
         normalized = "content_filter"
     if not complete or error is not None:
         normalized = "error"
-    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
     return ResponseView(
         "gemini.generate_content",
         response_id,

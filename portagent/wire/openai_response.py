@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from portagent.wire.finish import reply_finish, responses_finish
 from portagent.wire.items import Item, WireFormatError, require_mapping, text_of
 from portagent.wire.openai import parse_arguments
 from portagent.wire.response import (
@@ -39,14 +40,9 @@ from portagent.wire.response import (
 )
 from portagent.wire.sse import parse_sse
 
-INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-CHAT_FINISH = {
-    "stop": "stop",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "length": "length",
-    "content_filter": "content_filter",
-}
+# A reply's end in the trace's words: ``wire.finish`` (the adapters' tables: a Responses status, a Chat
+# Completions finish_reason; an undocumented value is ``other``). A refusal — a Responses ``refusal`` content
+# part, Chat Completions' ``message.refusal`` — is ``content_filter``, as the adapters trace it.
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
@@ -117,9 +113,10 @@ def responses_from_object(
     items, details = _output_items(body.get("output"))
     status = body.get("status")
     error = body.get("error") if isinstance(body.get("error"), Mapping) else None
+    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
     if status == "incomplete":
         reason = sub(body, "incomplete_details", "reason")
-        normalized: str | None = INCOMPLETE.get(str(reason), "length")
+        normalized: str | None = responses_finish("incomplete", str(reason), has_calls=has_calls)
         raw: str | None = f"incomplete:{reason}"
     elif status == "failed" or error is not None:
         normalized, raw = "error", str(status)
@@ -127,7 +124,8 @@ def responses_from_object(
         normalized, raw = "error", str(status) if status else None
     else:
         normalized, raw = "stop", str(status) if status else None
-    has_calls = any(i.kind == "tool_call" and not i.details.get("builtin") for i in items)
+    if "refusal" in details and normalized == "stop":  # the model refused: its calls, if any, are not run
+        normalized = "content_filter"
     return ResponseView(
         "openai.responses",
         body.get("id"),
@@ -288,10 +286,12 @@ def _chat_view(
             )
         )
     raw = str(raw_finish) if raw_finish is not None else None
-    normalized = CHAT_FINISH.get(raw, raw) if raw is not None else None
+    has_calls = any(i.kind == "tool_call" for i in items)
+    normalized = reply_finish("chat", raw, has_calls=has_calls) if raw is not None else None
+    if "refusal" in details and normalized in (None, "stop", "tool_calls"):  # the model refused
+        normalized = "content_filter"
     if not complete:
         normalized = "error"
-    has_calls = any(i.kind == "tool_call" for i in items)
     return ResponseView(
         "openai.chat",
         body.get("id"),

@@ -28,9 +28,11 @@ from typing import Any
 
 from portagent.wire.items import Api, Item, WireFormatError
 
-FINISH_REASONS: tuple[str, ...] = ("stop", "tool_calls", "length", "content_filter", "error")
-"""Normalized finish reasons. ``tool_calls`` whenever the answer asks for tools (some vendors say
-"stop" then); ``error`` for a failed or cut-off response."""
+FINISH_REASONS: tuple[str, ...] = ("stop", "tool_calls", "length", "content_filter", "error", "other")
+"""Normalized finish reasons, the adapters' words (``wire.finish``). ``tool_calls`` when the answer asks for
+tools and ended normally (some vendors say "stop" then); ``error`` for a failed or cut-off response, or one
+the vendor says is broken; ``other`` for any other end than the normal one (Gemini ``OTHER``, a value the
+API does not document)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
 from portagent.contracts.errors import MissingExtraError, UsageError
+from portagent.wire.finish import RESPONSES_INCOMPLETE
 
 INTEGRATIONS: dict[str, tuple[str, str]] = {
     "openai": ("langchain_openai", "langchain-openai"),
@@ -431,14 +432,10 @@ def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     status = meta.get("status")
     if status == "incomplete":  # the Responses API ended the answer early
         reason = (meta.get("incomplete_details") or {}).get("reason")
-        return INCOMPLETE.get(str(reason), "other")
+        return RESPONSES_INCOMPLETE.get(str(reason), "other")
     if status is not None and status != "completed":
         return "other"
     return "tool_calls" if calls else "stop"
-
-
-INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""The Responses API's ``incomplete_details.reason`` of an answer it ended early; another reason is ``other``."""
 
 
 def stream_finished(vendor: str, reply: Any) -> bool:
