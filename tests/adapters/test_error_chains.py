@@ -1,7 +1,7 @@
 """Which error of a chain each adapter's error mapping reads: the vendor error an SDK wrapped with
 ``raise … from`` (``__cause__``), never what was being handled when another error was raised
 (``__context__``). An error raised while handling a dropped connection read as "the endpoint dropped the
-connection" (a retryable provider error) on the anthropic, langgraph and adk adapters.
+connection" (a retryable provider error) on the anthropic, langgraph, adk and openai adapters.
 
 Unit tests on the mapping functions, with the SDKs' own exception classes built as the SDKs raise them: no
 run through a real SDK raises a second error while handling a dropped connection on demand (the emulator's
@@ -136,3 +136,28 @@ def test_adk_an_error_raised_while_handling_a_dropped_connection_is_that_error()
     wrapped = _wrapped(RuntimeError("ADK's error"), dropped)
     mapped = _mapped(_raise_mapped, wrapped, "adk")
     assert isinstance(mapped, ProviderError) and mapped.retryable, mapped
+
+
+def test_openai_an_error_raised_while_handling_a_dropped_connection_is_that_error() -> None:
+    openai = pytest.importorskip("openai")
+    httpx2 = pytest.importorskip("httpx2")
+    from portagent.adapters.openai.agent import _raise_mapped
+
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/responses")
+    dropped = openai.APIConnectionError(request=request)
+    late = _while_handling(dropped, KeyError("a bug in a clean-up"))
+    assert (
+        _mapped(_raise_mapped, late, "openai") is late
+    )  # was: "cannot reach the OpenAI endpoint", retryable
+
+    status = openai.InternalServerError(
+        "overloaded", response=httpx2.Response(500, request=request), body=None
+    )
+    late = _while_handling(status, ValueError("raised while handling a 500"))
+    assert _mapped(_raise_mapped, late, "openai") is late  # was: "OpenAI API error 500"
+
+    # what the SDKs wrap themselves, with ``from``, is still read
+    refused = _wrapped(openai.APIConnectionError(request=request), httpx2.ConnectError("refused"))
+    mapped = _mapped(_raise_mapped, _wrapped(RuntimeError("the agents SDK's error"), refused), "openai")
+    assert isinstance(mapped, ProviderError) and mapped.retryable, mapped
+    assert "cannot reach the OpenAI endpoint" in str(mapped)

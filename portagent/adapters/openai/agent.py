@@ -45,7 +45,13 @@ from agents import (
 )
 from agents.exceptions import AgentsException
 
-from portagent.adapters._shared import Stopwatch, http_hooks, observation_json, tls_context
+from portagent.adapters._shared import (
+    Stopwatch,
+    exception_chain,
+    http_hooks,
+    observation_json,
+    tls_context,
+)
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.openai.cut_answers import (
@@ -373,9 +379,9 @@ class OpenAIAgentsAdapter:
 def _raise_mapped(e: Exception, session: RunSession) -> None:
     """The one place SDK and vendor errors become portagent errors."""
     session.reraise_signal(e)
-    cause: BaseException | None = e
-    while cause is not None and not isinstance(cause, openai.OpenAIError):
-        cause = cause.__cause__ or cause.__context__
+    # the vendor error the SDK wrapped with ``raise … from``, never what was being handled when ``e`` was
+    # raised (an error in a clean-up after a dropped connection is that error, not "cannot reach", retryable)
+    cause = next((c for c in exception_chain(e) if isinstance(c, openai.OpenAIError)), None)
     if isinstance(cause, openai.APIStatusError):
         body = cause.response.text
         raise ProviderError(
