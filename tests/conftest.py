@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import slow_tests
 from _support import EXAMPLES, IN_CI, REPO, SAMPLES, require_path, run_cli  # noqa: F401
 
 # Property tests check what holds, never how fast: on a loaded 2-core CI machine a worker's first draws
@@ -35,3 +36,9 @@ def _isolated_home(tmp_path, monkeypatch):
     """Every test gets its own PORTAGENT_HOME so state never leaks between tests."""
     monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / ".portagent"))
     yield
+
+
+# `pytest -m "not slow"` is the fast loop: the tests and shared fixtures a full run measured as slow are
+# listed in slow_tests.txt and marked by slow_tests.Marks (tests/slow_tests.py says how it is measured).
+def pytest_configure(config):
+    config.pluginmanager.register(slow_tests.Marks(), "portagent-slow-tests")

@@ -195,5 +195,6 @@ def test_native_tracing_and_resume():
     assert_profile("approvals_resume", {"anthropic": bool(runner_api), "langgraph": asyncio.run(go())})
 
 
+@pytest.mark.slow  # reads DRIVEN, which the other tests of this module fill: it needs all of them, slow ones too
 def test_every_flag_was_driven():
     assert set(CAPABILITY_FLAGS) == DRIVEN, set(CAPABILITY_FLAGS) - DRIVEN

@@ -1,0 +1,62 @@
+"""The fast loop's list (tests/slow_tests.py): junit names become node ids, the list reads back what was
+written, and conftest marks both a listed test and every user of a listed shared fixture."""
+
+import textwrap
+
+import pytest
+import slow_tests
+from _support import PYTESTER_INI
+
+pytest_plugins = ["pytester"]
+
+
+def test_junit_names_become_node_ids():
+    assert (
+        slow_tests.node_id("tests.test_slow_tests", "test_x[a.b-c]")
+        == "tests/test_slow_tests.py::test_x[a.b-c]"
+    )
+    assert (
+        slow_tests.node_id("tests.adapters.claude.test_claude_adapter.TestThing", "test_y")
+        == "tests/adapters/claude/test_claude_adapter.py::TestThing::test_y"
+    )
+    with pytest.raises(ValueError, match="no test module"):
+        slow_tests.node_id("tests.no_such_module", "test_z")
+
+
+def test_the_list_reads_back_what_was_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(slow_tests, "LIST", tmp_path / "slow_tests.txt")
+    counts = slow_tests.write(
+        {"tests/a.py::test_slow": 0.5, "tests/a.py::test_fast": 0.49},
+        {"tests/a.py::shared": 3.0, "tests::cheap": 0.1},
+    )
+    assert counts == (1, 1)
+    assert slow_tests.listed() == ({"tests/a.py::test_slow"}, {"tests/a.py::shared"})
+
+
+def test_conftest_marks_listed_tests_and_the_users_of_a_listed_fixture(pytester, monkeypatch):
+    pytester.makefile(".ini", pytest=PYTESTER_INI + "markers =\n  slow: slow\n")
+    pytester.makepyfile(
+        test_mod=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.fixture(scope="module")
+            def shared():
+                return 1
+
+            def test_listed(): pass
+            def test_uses_shared(shared): pass
+            def test_plain(): pass
+            """
+        )
+    )
+    pytester.makeconftest(
+        "import slow_tests\n\ndef pytest_configure(config):\n"
+        "    config.pluginmanager.register(slow_tests.Marks(), 'slow-tests')\n"
+    )
+    listing = pytester.path / "slow_tests.txt"
+    listing.write_text("0.90\ttest\ttest_mod.py::test_listed\n3.00\tfixture\ttest_mod.py::shared\n")
+    monkeypatch.setattr(slow_tests, "LIST", listing)
+    result = pytester.inline_run("--collect-only", "-m", "not slow")
+    kept = [item.nodeid for item in result.getcalls("pytest_collection_finish")[0].session.items]
+    assert kept == ["test_mod.py::test_plain"]
