@@ -113,13 +113,19 @@ class SpecOutput(AgentOutputSchemaBase):
             return json_str
 
 
-STOPPED_EARLY = {{"max_output_tokens": "length", "length": "length", "content_filter": "content_filter"}}
-"""Why the API stopped a reply before its end (a Responses answer's incomplete_details.reason, a Chat
-Completions finish_reason) → the trace's finish reason: the token limit or the content filter."""
+INCOMPLETE = {{"max_output_tokens": "length", "content_filter": "content_filter"}}
+"""Why the Responses API left an answer incomplete → the trace's finish reason: the token limit, the content
+filter; a reason the API added later is "other" (the answer so far is kept all the same)."""
+CHAT_ENDS = {{"stop": None, "tool_calls": None, "function_call": None, "length": "length",
+             "content_filter": "content_filter"}}
+"""A Chat Completions finish_reason → the trace's finish reason of a reply stopped before its end (None: it
+ended normally, its calls run — some servers say stop with calls); a value the API does not document
+(DeepSeek's insufficient_system_resource, a gateway's error) is "other"."""
 
 
 class StoppedReplies:
-    """Replies the API stopped before their end — cut by the token limit, stopped by the content filter — kept
+    """Replies the API stopped before their end — cut by the token limit, stopped by the content filter, or for
+    another reason than the normal one — kept
     as the answers they are, as portagent's runs keep them on every provider: the turn ends with the text so
     far and NONE of the reply's calls runs (tools, handoffs, agents as tools: the last call's arguments may be
     cut mid-JSON), and the history keeps no call left unanswered. openai-agents would fail an ``incomplete``
@@ -144,16 +150,17 @@ class StoppedReplies:
         async def create_response(*args: Any, **kwargs: Any) -> Any:
             response = await responses_create(*args, **kwargs)
             reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
-            if response.status == "incomplete" and reason in STOPPED_EARLY:
-                self.finish[response.id] = STOPPED_EARLY[reason]
+            if response.status == "incomplete":
+                self.finish[response.id] = INCOMPLETE.get(str(reason), "other")
                 response.status = "completed"  # the SDK raises on incomplete: the text so far is the answer
             return response
 
         async def create_completion(*args: Any, **kwargs: Any) -> Any:
             completion = await chat_create(*args, **kwargs)
             reason = completion.choices[0].finish_reason if completion.choices else None
-            if reason in STOPPED_EARLY:
-                self.finish[getattr(completion, "_request_id", None)] = STOPPED_EARLY[reason]
+            finish = CHAT_ENDS.get(str(reason), "other") if reason is not None else None
+            if finish is not None:
+                self.finish[getattr(completion, "_request_id", None)] = finish
             return completion
 
         client.responses.create = create_response  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ ends ``completed`` with what the model said, the refusal text — as an Anthropi
 answer. An output schema changes nothing (the text is not valid output: ``output_valid`` false).
 
 Real SDKs and the real gateway against the emulator (``data/refusals.yaml``). The emulator's script cannot
-say "refuse" on the OpenAI wires: ``openai_refusals.refusing_openai`` swaps in renderers that send the first
+say "refuse" on the OpenAI wires: ``openai_wire.refusing_openai`` swaps in renderers that send the first
 reply of each ``refuse*`` conversation as a refusal.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
-from openai_refusals import REFUSAL, refusing_openai
+from openai_wire import REFUSAL, refusing_openai
 from runtime_testkit import (
     bundle,
     fresh_handlers_fixture,  # noqa: F401  (autouse)

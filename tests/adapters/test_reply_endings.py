@@ -1,16 +1,18 @@
 """One rule for a reply's tool calls, on every provider: they run only when the vendor says the reply
 ended normally — Gemini ``STOP``, Chat Completions ``tool_calls`` / ``stop`` (some servers say ``stop``
-with calls), Anthropic ``tool_use`` (the Responses API fails any status but ``completed``).
+with calls), Anthropic ``tool_use``, the Responses API ``completed``.
 
 A reply that ended for any other reason runs none of them. A reason that is the vendor's error about the
 reply itself (Gemini ``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``) is
 traced ``finish_reason: error`` and fails the run as a provider error. Any other one (Gemini ``OTHER``,
 ``FINISH_REASON_UNSPECIFIED``, a value newer than the SDK; a Chat Completions finish reason the API does
-not document; an Anthropic stop reason newer than the SDK) is traced ``other`` and ends the turn with the
-text so far, as an answer cut by the token limit does (tests/adapters/test_cut_replies.py). google-adk
+not document; an Anthropic stop reason newer than the SDK; a Responses answer ``incomplete`` for a reason
+the API added later) is traced ``other`` and ends the turn with the text so far, as an answer cut by the
+token limit does (tests/adapters/test_cut_replies.py) — ``""`` when the reply held nothing at all. google-adk
 and the langgraph provider ran the calls of a Gemini reply ending ``OTHER`` / ``MALFORMED_FUNCTION_CALL``…,
 openai-agents and the langgraph provider those of a completion with an unknown finish reason, the langgraph
-provider those of an Anthropic reply with an unknown stop reason.
+provider those of an Anthropic reply with an unknown stop reason; the openai provider failed an answer
+incomplete for an unknown reason, the adk provider a Gemini reply that held nothing.
 
 Real SDKs and the real gateway against the emulator (``data/reply_endings.yaml``). The script's stop
 reasons are the portable ones; the vendor's raw value, which they cannot name, is sent by an engine of
@@ -30,6 +32,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
 from gemini_wire import without_content
+from openai_wire import incomplete_as_raw
 from runtime_testkit import (
     bundle,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -60,6 +63,8 @@ TARGETS: dict[str, tuple[str, str | None, str]] = {
     "langgraph-chat": ("langgraph", "openai:gpt-4.1-mini", "chat"),
     "anthropic": ("anthropic", None, "anthropic"),
     "langgraph-anthropic": ("langgraph", "anthropic:claude-sonnet-4-6", "anthropic"),
+    "openai": ("openai", None, "responses"),
+    "langgraph-responses": ("langgraph", "openai:gpt-4.1-mini", "responses"),
 }
 """A provider (and the langgraph chat model) per wire: (provider, models.langgraph, wire)."""
 TABLES = {"gemini": render_gemini._FINISH, "chat": render_openai._FINISH, "anthropic": render_anthropic._STOP}
@@ -68,11 +73,13 @@ OTHER = {
     "gemini": ["OTHER", "FINISH_REASON_UNSPECIFIED", "IMAGE_OTHER", "A_REASON_NEWER_THAN_THE_SDK"],
     "chat": ["insufficient_system_resource", "error"],  # DeepSeek's; some gateways' own
     "anthropic": ["a_reason_newer_than_the_sdk"],
+    "responses": ["a_reason_newer_than_the_api"],  # incomplete_details.reason of an incomplete answer
 }
 """Raw reasons that are neither normal nor the token limit nor the content filter: ``other``."""
 ERRORS = ["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"]
 """Gemini's own error about a reply's calls: ``error``, a provider error."""
-NORMAL = {"gemini": "STOP", "chat": "stop", "anthropic": "tool_use"}
+NORMAL = {"gemini": "STOP", "chat": "stop", "anthropic": "tool_use", "responses": None}
+"""The vendor's normal end of a reply holding calls (Responses: ``completed``, the script's own)."""
 
 
 class RawEnding(Engine):
@@ -101,12 +108,15 @@ def run(
     emu: RunningEmulator,
     monkeypatch: pytest.MonkeyPatch,
     target: str,
-    raw: str,
+    raw: str | None,
     text: str | list[str],
     streaming: bool,
 ) -> Any:
     provider, model, wire = TARGETS[target]
-    monkeypatch.setitem(TABLES[wire], f"raw:{raw}", raw)
+    if wire == "responses":  # no table: an incomplete answer's reason (openai_wire.incomplete_as_raw)
+        incomplete_as_raw(monkeypatch)
+    else:
+        monkeypatch.setitem(TABLES[wire], f"raw:{raw}", raw)
     monkeypatch.setattr(RawEnding, "RAW", raw)
     b: AgentBundle = bundle()
     models = b.agents[b.root].spec.models

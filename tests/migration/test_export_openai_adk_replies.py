@@ -29,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import parse_request, portagent_home, run_cli
 from gemini_wire import without_content
-from openai_refusals import REFUSAL, refusing_openai
+from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
 from runtime_testkit import (
     DATA,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
     handlers,
 )
 
-from portagent.emulator import RunningEmulator, load_script, render_gemini, serve
+from portagent.emulator import RunningEmulator, load_script, render_gemini, render_openai, serve
 from portagent.emulator.engine import Engine
 from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
@@ -68,23 +68,28 @@ def refusals_fixture() -> Iterator[RunningEmulator]:
         yield running
 
 
-class EmptyEnding(Engine):
-    """The first reply of ``ended_with_nothing`` holds nothing (no text, no call) and ends with ``RAW``
-    (``raw:<value>``, a key the test adds to the Gemini renderer's table)."""
+class RawEnding(Engine):
+    """The first reply of ``ended_while_calling`` and ``ended_with_nothing`` ends with ``RAW`` (``raw:<value>``,
+    a key the test gives the renderer: its table's, or ``openai_wire.incomplete_as_raw``); that of
+    ``ended_with_nothing`` holds nothing (no text, no call)."""
 
     RAW = "OTHER"
 
     def respond(self, view: Any, headers: Any) -> Any:
         plan = super().respond(view, headers)
-        if isinstance(plan, Plan) and plan.conversation == "ended_with_nothing" and plan.cursor == 0:
+        if not isinstance(plan, Plan) or plan.cursor != 0:
+            return plan
+        if plan.conversation == "ended_while_calling":
+            return dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")
+        if plan.conversation == "ended_with_nothing":
             return dataclasses.replace(plan, text=None, calls=(), stop_reason=f"raw:{self.RAW}")
         return plan
 
 
 @pytest.fixture(name="ending", scope="module")
 def reply_endings_fixture() -> Iterator[RunningEmulator]:
-    """The emulator playing tests/adapters/data/reply_endings.yaml (``EmptyEnding``)."""
-    with serve(load_script(ENDINGS), engine=EmptyEnding) as running:
+    """The emulator playing tests/adapters/data/reply_endings.yaml (``RawEnding``)."""
+    with serve(load_script(ENDINGS), engine=RawEnding) as running:
         yield running
 
 
@@ -288,9 +293,36 @@ def test_a_gemini_reply_with_nothing_in_it_ends_with_no_text(
     ``""``, as in the adk adapter (tests/adapters/test_reply_endings.py). google-adk makes such a response an
     error event, and the exported program ended with no answer at all (``final_output: None``)."""
     monkeypatch.setitem(render_gemini._FINISH, f"raw:{raw}", raw)
-    monkeypatch.setattr(EmptyEnding, "RAW", raw)
+    monkeypatch.setattr(RawEnding, "RAW", raw)
     monkeypatch.setattr(render_gemini, "generate_json", without_content(render_gemini.generate_json))
     monkeypatch.setattr(render_gemini, "stream_elements", without_content(render_gemini.stream_elements))
     r = run(program(kind), kind, ending, ["Say nothing, and end for another reason."], tmp_path)
     assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
     assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "kind, raw", [("openai", "a_reason_newer_than_the_api"), ("openai_chat", "insufficient_system_resource")]
+)
+def test_a_reply_that_ended_for_another_reason_runs_none_of_its_calls(
+    ending, monkeypatch, program, tmp_path, kind, raw
+):
+    """A Responses answer ``incomplete`` for a reason the API added later (the program failed: openai-agents
+    raises on it), a completion whose ``finish_reason`` the API does not document (DeepSeek's; the program ran
+    its refund): as the openai adapter (tests/adapters/test_reply_endings.py), traced ``other``, no call run,
+    the turn ends with the text so far."""
+    if kind == "openai":
+        incomplete_as_raw(monkeypatch)
+    else:
+        monkeypatch.setitem(render_openai._FINISH, f"raw:{raw}", raw)
+    monkeypatch.setattr(RawEnding, "RAW", raw)
+    messages = ["Refund ORD-7, but end for another reason.", "Are you there?"]
+    r = run(program(kind), kind, ending, messages, tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "Nothing was refunded."), r.done
+    assert_nothing_ran(r)
+    first, second = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == ("other", ["issue_refund"])
+    assert second.finish_reason == "stop"
+    assert len(r.requests) == 2
+    assert_no_call_sent_back(r)
+    assert "Refunding ORD-7 now." in json.dumps(r.requests[1]["body"])

@@ -29,9 +29,7 @@ from agents import (
 from openai.types.responses import ResponseCompletedEvent, ResponseOutputText
 
 from portagent.adapters._shared import reply_finish
-
-STOPPED_EARLY = {"max_output_tokens": "length", "content_filter": "content_filter"}
-"""Responses ``incomplete_details.reason`` → finish reason of an answer the API ended early."""
+from portagent.wire.finish import responses_finish
 
 
 def chat_ended_early(reason: str | None) -> str | None:
@@ -49,8 +47,9 @@ class CutAnswers:
     """Answers cut by the token limit: Responses the API ended early because they reached
     ``max_output_tokens``, completions whose ``finish_reason`` is ``length``. An answer the content filter
     ended (``content_filter``) is treated alike, traced ``finish_reason: content_filter``, and so is a
-    completion whose finish reason is neither ``stop`` nor ``tool_calls`` (``other``: openai-agents runs the
-    calls of any completion).
+    completion whose finish reason is neither ``stop`` nor ``tool_calls``, or a Responses answer incomplete
+    for another reason (``other``: openai-agents runs the calls of any completion and fails an incomplete
+    answer).
 
     openai-agents treats such a response as a failure; the Messages API, Gemini and Chat Completions return
     the text so far with a ``length`` reason, and so does portagent on every provider: the response goes
@@ -80,14 +79,14 @@ class CutAnswers:
         its model again — the adapter's ``on_llm_start`` hook ends that run instead (``EndedBare``)."""
 
     def keep(self, response: Any) -> bool:
-        """Pass an incomplete Responses answer on as completed when the token limit or the content filter
-        ended it (the text so far is the answer, as on every other provider); any other reason stays a
-        failure."""
-        details = getattr(response, "incomplete_details", None)
-        finish = STOPPED_EARLY.get(str(getattr(details, "reason", None)))
-        if getattr(response, "status", None) != "incomplete" or finish is None:
+        """Pass an incomplete Responses answer on as completed (the text so far is the answer, as on every
+        other provider): cut by the token limit (``length``), stopped by the content filter
+        (``content_filter``), or for a reason the API added later (``other``, as any reply that did not end
+        normally; it failed the run)."""
+        if getattr(response, "status", None) != "incomplete":
             return False
-        self.ids[response.id] = finish
+        reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+        self.ids[response.id] = responses_finish("incomplete", reason, has_calls=False)
         response.status = "completed"
         return True
 

@@ -1,18 +1,20 @@
-"""OpenAI refusals on the emulator's wire, for the refusal tests (tests/adapters/test_refusals.py,
-tests/migration/test_export_openai_adk_replies.py).
+"""OpenAI replies the emulator's script cannot say, for the reply tests (tests/adapters/test_refusals.py,
+tests/adapters/test_reply_endings.py, tests/migration/test_export_openai_adk_replies.py).
 
-OpenAI says a refusal in the reply's content, not in its finish reason, which the emulator's script cannot
-say: ``refusing_openai()`` swaps the emulator's OpenAI renderers (``render_openai``, looked up by the server
-per request) for ones that send the first reply of each ``refuse*`` conversation as a refusal — a Responses
-message whose content part is ``{"type": "refusal", "refusal": …}`` (``response.refusal.delta`` / ``.done``
-streamed), a Chat Completions message with ``refusal`` set and ``content: null`` (``delta.refusal``
-streamed) — ended normally (``completed``, ``stop``), as OpenAI ends one.
+- ``refusing_openai()``: the emulator's OpenAI renderers (``render_openai``, looked up by the server per
+  request) send the first reply of each ``refuse*`` conversation as a refusal — a Responses message whose
+  content part is ``{"type": "refusal", "refusal": …}`` (``response.refusal.delta`` / ``.done`` streamed), a
+  Chat Completions message with ``refusal`` set and ``content: null`` (``delta.refusal`` streamed) — ended
+  normally (``completed``, ``stop``), as OpenAI ends one.
+- ``incomplete_as_raw(monkeypatch)``: a plan whose stop reason is ``raw:<reason>`` is a Responses answer
+  ``incomplete`` for that reason (one the API may add later), streamed ``response.incomplete``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -125,3 +127,33 @@ def refusing_openai() -> Iterator[None]:
         ]:
             patch.setattr(render_openai, name, renderer)
         yield
+
+
+def _raw_reason(plan: Plan) -> str | None:
+    reason = str(plan.stop_reason)
+    return reason.removeprefix("raw:") if reason.startswith("raw:") else None
+
+
+def incomplete_as_raw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Responses renderers for which a ``raw:<reason>`` plan is an answer ``incomplete`` for that reason."""
+    render_json, render_events = render_openai.responses_json, render_openai.responses_events
+
+    def responses_json(plan: Plan, view: RequestView) -> dict[str, Any]:
+        reason = _raw_reason(plan)
+        body = render_json(plan if reason is None else replace(plan, stop_reason="max_tokens"), view)
+        if reason is not None:
+            body["incomplete_details"] = {"reason": reason}
+        return body
+
+    def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
+        reason = _raw_reason(plan)
+        frames = render_events(plan if reason is None else replace(plan, stop_reason="max_tokens"), view)
+        if reason is None:
+            return frames
+        (sse,) = parse_sse(frames[-1].decode())
+        event = sse.json()
+        event["response"]["incomplete_details"] = {"reason": reason}
+        return [*frames[:-1], encode_event(event, event["type"])]
+
+    monkeypatch.setattr(render_openai, "responses_json", responses_json)
+    monkeypatch.setattr(render_openai, "responses_events", responses_events)
