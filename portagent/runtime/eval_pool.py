@@ -323,6 +323,10 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
 
     if not tasks:
         return
+    # A fork server that is not running yet starts warm, whoever asks first (a record's verification,
+    # judges' calibration): started by the first worker it preloaded nothing, and in a process that runs
+    # several evals (tests, a notebook) every later worker imported the run path again.
+    warm_workers([t.provider for t in tasks])
     ctx = mp.get_context("forkserver")
     results = ctx.Queue()
     queues: dict[str, Any] = {}

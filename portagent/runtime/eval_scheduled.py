@@ -99,11 +99,12 @@ def run_pooled(
     import queue as queue_mod
 
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_pool import _worker_main
+    from portagent.runtime.eval_pool import _worker_main, warm_workers
     from portagent.tools.ledger import start_identity
 
     if not tasks:
         return
+    warm_workers([t.provider for t in tasks])  # a fork server not running yet starts warm (eval_pool._pool)
     sched.attempts.clear()  # task indexes are per call (the judges' start at 0 again)
     ctx = mp.get_context("forkserver")
     results = ctx.Queue()

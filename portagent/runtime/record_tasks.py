@@ -21,7 +21,7 @@ from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.runtime.eval_execute import _bundle, _emulator, clear_run_state, close_emulators
 from portagent.runtime.eval_plan import RunOutcome, RunTask, approver_for, request_for, script_hash
-from portagent.runtime.eval_pool import run_tasks
+from portagent.runtime.eval_pool import run_tasks, warm_workers
 from portagent.runtime.keys import live_key
 
 if TYPE_CHECKING:
@@ -159,6 +159,12 @@ def _record_tasks(
             outcomes[task.index] = RecordOutcome(task, "skipped", "not recorded (use --missing)")
         else:
             todo.append(task)
+    if executor == "local" and todo and (verify or only == "drifted"):
+        # The replays (drift checks, verification) run in the eval pool's workers: its fork server imports
+        # the run path (and a lone provider's SDK) now, while this process records, as `eval` warms it
+        # while it plans. Started later by the pool itself it preloaded nothing: each worker imported it
+        # all, and so did every later eval's workers in a process that records then evals (a notebook).
+        warm_workers([t.provider for t in todo])
     if only == "drifted" and todo:
         checks = run_tasks(
             [replace(t, mode="replay", out_dir=None) for t in todo],

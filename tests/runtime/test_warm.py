@@ -3,8 +3,13 @@ first run would otherwise do itself."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+from _support import REPO, require_path
 
 PROBE = """
 import sys
@@ -26,3 +31,37 @@ print("ok")
 def test_the_preload_does_the_shared_first_use_work_and_imports_no_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+POOL_FIRST = """
+import multiprocessing.forkserver as fs
+import sys
+from pathlib import Path
+
+from portagent.evals import load_suite
+from portagent.runtime.eval_run import plan_runs, run_tasks
+
+repo = Path(sys.argv[1])
+loaded = load_suite(repo / "examples" / "support_desk" / "suite.yaml")
+tasks = plan_runs(loaded, mode="replay", providers=["openai"], cassettes=repo / "cassettes",
+                  case_ids=["refund-rule"], repeats=1)
+report = run_tasks(tasks, workers=1)  # the first pool of this process: no eval warmed the fork server
+assert report.outcomes and all(o.error is None for o in report.outcomes)
+maps = Path(f"/proc/{fs._forkserver._forkserver_pid}/maps").read_text()
+print("warm" if "pydantic_core" in maps else "cold")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the fork server's /proc maps")
+def test_a_pool_that_starts_the_fork_server_starts_it_warm(tmp_path: Path) -> None:
+    """Whoever starts the workers' fork server first — a record's verification, the judges' calibration, a
+    program calling run_tasks — it preloads the run path (runtime.warm: pydantic's compiled core among it),
+    as an eval does while it plans. Started cold by the first worker, it stayed cold for every later eval of
+    the process: each worker imported portagent's run path and the SDK again (seconds per worker)."""
+    require_path(REPO / "cassettes" / "support-desk", "the demo's committed cassettes")
+    env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", POOL_FIRST, str(REPO)], capture_output=True, text=True, timeout=240, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-1] == "warm", done.stdout
