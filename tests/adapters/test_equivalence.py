@@ -221,6 +221,23 @@ def execute(
     return ProviderRun(out.events, emu.requests()[before:], out.result)
 
 
+@pytest.fixture(scope="module")
+def plain(emu, tmp_path_factory):
+    """A scenario's run of its own spec on one provider, made once per module: the trace checks and the wire
+    checks read the same unary runs (and the controls their reference runs), which are deterministic (fixed
+    clock, seeded ids, a fresh state folder each); each is made on first use, in a folder of its own."""
+    made: dict[tuple[str, str, bool], ProviderRun] = {}
+
+    def run(provider: str, scenario: Scenario, *, streaming: bool = False) -> ProviderRun:
+        key = (provider, scenario.id, streaming)
+        if key not in made:
+            tmp = tmp_path_factory.mktemp(f"{scenario.id}-{provider}")
+            made[key] = execute(emu, tmp, provider, scenario, streaming=streaming)
+        return made[key]
+
+    return run
+
+
 def supported(provider: str, scenario: Scenario) -> bool:
     return all(getattr(PROFILES[provider], flag) for flag in scenario.needs)
 
@@ -433,15 +450,15 @@ def _ids(scenarios: list[Scenario]) -> list[str]:
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streamed"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=_ids(SCENARIOS))
-def test_traces_are_equivalent(emu, tmp_path, scenario, streaming):
+def test_traces_are_equivalent(plain, scenario, streaming):
     reference, *others = PROVIDERS
-    ref = execute(emu, tmp_path, reference, scenario, streaming=streaming)
+    ref = plain(reference, scenario, streaming=streaming)
     assert (ref.result.status, ref.result.stop_reason) == scenario.expect, ref.result.error
     compared = 0
     for provider in others:
         if not supported(provider, scenario):
             continue
-        other = execute(emu, tmp_path, provider, scenario, streaming=streaming)
+        other = plain(provider, scenario, streaming=streaming)
         assert (other.result.status, other.result.stop_reason) == scenario.expect, (
             provider,
             other.result.error,
@@ -454,10 +471,10 @@ def test_traces_are_equivalent(emu, tmp_path, scenario, streaming):
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=_ids(SCENARIOS))
-def test_request_logs_declare_and_return_the_same(emu, tmp_path, scenario):
+def test_request_logs_declare_and_return_the_same(plain, scenario):
     b = load(scenario)
     reference, *others = PROVIDERS
-    ref = wire_summary(b, execute(emu, tmp_path, reference, scenario).requests)
+    ref = wire_summary(b, plain(reference, scenario).requests)
     assert ref, "the reference provider sent nothing"
     for name, slot in ref.items():
         assert set(slot["declared"]) == set(b.agents[name].tools) | {
@@ -466,7 +483,7 @@ def test_request_logs_declare_and_return_the_same(emu, tmp_path, scenario):
     for provider in others:
         if not supported(provider, scenario):
             continue
-        other = wire_summary(b, execute(emu, tmp_path, provider, scenario).requests)
+        other = wire_summary(b, plain(provider, scenario).requests)
         assert other == ref, f"{reference} vs {provider} on the wire"
 
 
@@ -488,10 +505,10 @@ def _deny_search(b: AgentBundle) -> AgentBundle:
 
 
 @pytest.mark.parametrize("other", PROVIDERS[1:])
-def test_a_different_policy_makes_the_traces_differ(emu, tmp_path, other):
+def test_a_different_policy_makes_the_traces_differ(emu, plain, tmp_path, other):
     scenario = SCENARIOS[0]
     reference = PROVIDERS[0]
-    ref = execute(emu, tmp_path, reference, scenario)
+    ref = plain(reference, scenario)
     changed = execute(emu, tmp_path, other, scenario, agent=_deny_search(load(scenario)))
     eq = equivalent(ref.events, comparable(other, changed.events))
     assert not eq
@@ -503,16 +520,16 @@ def test_a_different_policy_makes_the_traces_differ(emu, tmp_path, other):
 
 
 @pytest.mark.parametrize("other", PROVIDERS[1:])
-def test_a_different_budget_makes_the_traces_differ(emu, tmp_path, other):
+def test_a_different_budget_makes_the_traces_differ(emu, plain, tmp_path, other):
     scenario = next(s for s in SCENARIOS if s.id == "budget_max_tool_calls")
-    ref = execute(emu, tmp_path, PROVIDERS[0], scenario)
+    ref = plain(PROVIDERS[0], scenario)
     looser = execute(emu, tmp_path, other, scenario, agent=with_budget(load(scenario), max_tool_calls=5))
     eq = equivalent(ref.events, comparable(other, looser.events))
     assert not eq and any("budget.exceeded" in d or "tool.call" in d for d in eq.differences), eq.report()
 
 
 @pytest.mark.parametrize("other", PROVIDERS[1:])
-def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path, other):
+def test_a_different_tool_description_shows_on_the_wire(emu, plain, tmp_path, other):
     scenario = SCENARIOS[0]
     b = load(scenario)
     node = b.agents[b.root]
@@ -520,14 +537,14 @@ def test_a_different_tool_description_shows_on_the_wire(emu, tmp_path, other):
     changed = AgentBundle(
         b.root, {**b.agents, b.root: replace(node, tools={**node.tools, "get_order": tool})}
     )
-    ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
+    ref = wire_summary(b, plain(PROVIDERS[0], scenario).requests)
     seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)
     assert ref["shop_desk"]["declared"]["get_order"] != seen["shop_desk"]["declared"]["get_order"]
     assert ref["shop_desk"]["results"] == seen["shop_desk"]["results"]  # only the declaration moved
 
 
 @pytest.mark.parametrize("other", PROVIDERS[1:])
-def test_a_different_agent_tool_description_shows_on_the_wire(emu, tmp_path, other):
+def test_a_different_agent_tool_description_shows_on_the_wire(emu, plain, tmp_path, other):
     """The agent tool's description travels differently per vendor (a tool declaration; Claude Code's
     agent list beside its Agent tool); a change on one side must still show."""
     scenario = next(s for s in SCENARIOS if s.id == "agent_as_tool")
@@ -538,7 +555,7 @@ def test_a_different_agent_tool_description_shows_on_the_wire(emu, tmp_path, oth
         for e in node.edges
     ]
     changed = AgentBundle(b.root, {**b.agents, b.root: replace(node, edges=edges)})
-    ref = wire_summary(b, execute(emu, tmp_path, PROVIDERS[0], scenario).requests)
+    ref = wire_summary(b, plain(PROVIDERS[0], scenario).requests)
     seen = wire_summary(b, execute(emu, tmp_path, other, scenario, agent=changed).requests)
     assert seen["shop_desk"]["declared"]["faq_expert"][0] == "Knows the FAQ, differently."
     assert ref["shop_desk"]["declared"]["faq_expert"] != seen["shop_desk"]["declared"]["faq_expert"]
@@ -552,7 +569,9 @@ CUT = Scenario("cut_short", "Write a long answer.", DONE)
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streamed"])
 @pytest.mark.parametrize("provider", [p for p in PROVIDERS if p != "claude"] + ["openai-chat"])
-def test_an_answer_cut_by_max_tokens_is_the_answer_with_a_length_reason(emu, tmp_path, provider, streaming):
+def test_an_answer_cut_by_max_tokens_is_the_answer_with_a_length_reason(
+    emu, plain, tmp_path, provider, streaming
+):
     """The vendor stopped the reply at its output-token limit: every provider's run completes with the text
     so far, its model call traced with ``finish_reason: length`` and its tokens counted, after exactly one
     request. (openai-agents raises on a Responses ``incomplete`` status; the adapter passes the answer on.)
@@ -567,6 +586,6 @@ def test_an_answer_cut_by_max_tokens_is_the_answer_with_a_length_reason(emu, tmp
     assert [c.finish_reason for c in calls] == ["length"]
     assert run.result.usage.output_tokens > 0 and run.result.usage.model_calls == 1
     assert len(run.requests) == 1
-    reference = execute(emu, tmp_path / "ref", "openai", CUT)
+    reference = plain("openai", CUT)
     eq = equivalent(reference.events, comparable(provider, run.events))
     assert eq, f"openai vs {provider}:\n{eq.report()}"
