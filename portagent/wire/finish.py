@@ -87,6 +87,13 @@ _CALLS_RUN_ON: dict[ReplyWire, frozenset[str]] = {
 """The vendor's values of a reply that ended normally with calls: the only ones whose calls run."""
 
 
+def vendor_finish(wire: ReplyWire, vendor: str) -> str:
+    """A vendor's finish value in the trace's vocabulary, as ``_FINISH`` says (``other`` when not listed), with
+    no say on the reply's calls: for a trace of calls that portagent does not decide whether to run (Claude
+    Code's, ``adapters/claude/trace.py``). Adapters that decide use ``reply_finish``."""
+    return _FINISH[wire].get(vendor, "other")
+
+
 def reply_finish(wire: ReplyWire, vendor: str | None, *, has_calls: bool) -> str:
     """A reply's finish reason in the trace's vocabulary, from its vendor's value; ``tool_calls`` (its calls
     run) only when the vendor says it ended normally with calls (``_CALLS_RUN_ON``). A reply holding calls
@@ -97,7 +104,7 @@ def reply_finish(wire: ReplyWire, vendor: str | None, *, has_calls: bool) -> str
         return "other" if has_calls else "stop"
     if has_calls and vendor in _CALLS_RUN_ON[wire]:
         return "tool_calls"
-    finish = _FINISH[wire].get(vendor, "other")
+    finish = vendor_finish(wire, vendor)
     if finish == "tool_calls":  # the vendor's "run the tools" without a call to run
         return "stop"
     if has_calls and finish == "stop":  # ended normally, but not for the calls it holds (end_turn)

@@ -287,7 +287,9 @@ class _Loop:
         usage = anthropic_usage(message.usage.model_dump(mode="json", exclude_none=True))
         details: dict[str, Any] = {"message_id": message.id, "stop_reason": message.stop_reason}
         calls = [b.name for b in message.content if b.type == "tool_use"]
-        if calls and message.stop_reason != "tool_use":  # tools run only on tool_use (max_tokens: cut)
+        # tool_calls only on tool_use; the same words as every provider (wire.finish's table)
+        finish = reply_finish("anthropic", message.stop_reason, has_calls=bool(calls))
+        if calls and finish != "tool_calls":  # tools run only on tool_use (max_tokens: cut)
             details["calls_not_run"] = calls  # named as on every provider
         self.session.record_model_call(
             agent=agent,
@@ -298,10 +300,7 @@ class _Loop:
             cache_write_tokens=usage.cache_write_tokens if usage else 0,
             reasoning_tokens=usage.reasoning_tokens if usage else 0,
             latency_ms=latency,
-            # tool_calls only on tool_use; the same words as every provider (and Claude Code's trace)
-            finish_reason=reply_finish("anthropic", message.stop_reason, has_calls=bool(calls))
-            if message.stop_reason
-            else None,
+            finish_reason=finish if message.stop_reason else None,
             response_id=message.id,
             details=details,
         )

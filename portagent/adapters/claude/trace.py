@@ -44,17 +44,7 @@ from claude_agent_sdk import (
 
 from portagent.adapters._shared import elapsed_ms
 from portagent.adapters.port import RunSession
-
-FINISH = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-    "pause_turn": "other",
-}
-"""Anthropic ``stop_reason`` → portagent ``finish_reason``."""
+from portagent.wire.finish import vendor_finish
 
 SYNTHETIC_MODEL = "<synthetic>"
 
@@ -263,7 +253,7 @@ class ClaudeTrace:
                 agent=call.agent,
                 model=model,
                 latency_ms=latency,
-                finish_reason=FINISH.get(call.stop_reason or "", "other" if call.stop_reason else None),
+                finish_reason=_finish(call.stop_reason),
                 response_id=call.message_id,
                 details=details,
                 **usage,
@@ -308,3 +298,13 @@ class ClaudeTrace:
         """Output tokens the CLI counted that no recorded model call carries (subagent placeholders)."""
         total = sum(int(u.get("outputTokens") or 0) for u in self.cli_usage().values() if isinstance(u, dict))
         return max(0, total - self.recorded_usage["output_tokens"])
+
+
+def _finish(stop_reason: str | None) -> str | None:
+    """A response's ``stop_reason`` in the trace's words: ``wire.finish``'s Anthropic table, the one the
+    anthropic adapter and the trace importer read (``pause_turn`` and values newer than it: ``other``). Not
+    ``reply_finish``'s rule on the reply's calls: Claude Code, not portagent, runs them, and a streamed
+    response is recorded at ``message_stop``, before the ``AssistantMessage``s holding its ``tool_use``
+    blocks may have arrived (``_on_assistant``), so whether it holds calls is not known yet. No stop reason
+    (none sent) is none."""
+    return vendor_finish("anthropic", stop_reason) if stop_reason else None
