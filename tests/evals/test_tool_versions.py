@@ -1,21 +1,20 @@
 """A tool changed without a version bump (issue 15, item 5) is flagged by ``record``, ``eval`` and ``gate``:
 a warning by default, an error with ``--strict``; a bumped tool is not flagged (a replay still drifts);
 a recording made before ``tool_versions`` is judged from its trace's ``tool.call`` events, and a tool it
-never called is said to be unjudgeable. Real ``portagent`` subprocesses on a copy of the demo, replaying
-committed cassettes (copied) or running against the emulator."""
+never called is said to be unjudgeable. ``portagent`` commands (in process, ``run_cli``) on a copy of the
+demo, replaying committed cassettes (copied) or running against the emulator."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import run_cli
 
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.run import RunRecord
@@ -77,16 +76,16 @@ def _old_cassettes(tmp: Path) -> Path:
 
 
 def _cli(tmp: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PORTAGENT_HOME=str(tmp / "home"), COLUMNS="200")
-    env.pop("GITHUB_ACTIONS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "portagent", *map(str, args)],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    """``portagent`` run from ``tmp`` with a state folder of its own, in this process (``run_cli``: the same
+    ``main`` a shell reaches; the eval workers are real processes either way, and forked warm from the fork
+    server kept across this module's evals rather than paying the SDK import in every new interpreter)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp)
+        mp.setenv("PORTAGENT_HOME", str(tmp / "home"))
+        mp.setenv("COLUMNS", "200")
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        code, out, err = run_cli(*map(str, args))
+    return subprocess.CompletedProcess(["portagent", *map(str, args)], code, out, err)
 
 
 def _one(*extra: str | Path) -> list[str | Path]:
