@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import time
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -131,8 +133,10 @@ class StoppedReplies:
     cut mid-JSON), and the history keeps no call left unanswered. openai-agents would fail an ``incomplete``
     Responses answer and run the calls of a Chat Completions ``length`` one.
 
-    Replies are known by their Responses id, or the x-request-id of a Chat Completions call (the SDK's
-    ModelResponse keeps that id, not the finish reason)."""
+    Replies are known by their Responses id, or for Chat Completions by a key of the model call's own that
+    RunModel gives the SDK's ModelResponse as its request_id (``chat_key``). Not the x-request-id header the
+    SDK puts there: a server that sends none (or always the same) made every completion share one key, and
+    what one said was read as another's."""
 
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self.finish: dict[str | None, str] = {{}}
@@ -145,6 +149,7 @@ class StoppedReplies:
         self.ending: dict[str, str | None] = {{}}
         """An agent whose bare reply no error handler ended (an agent run as a tool: as_tool takes none), until
         its next model call, which ends its run instead (``EndedBare``)."""
+        self.calls = itertools.count(1)
         responses_create, chat_create = client.responses.create, client.chat.completions.create
 
         async def create_response(*args: Any, **kwargs: Any) -> Any:
@@ -157,14 +162,22 @@ class StoppedReplies:
 
         async def create_completion(*args: Any, **kwargs: Any) -> Any:
             completion = await chat_create(*args, **kwargs)
-            reason = completion.choices[0].finish_reason if completion.choices else None
-            finish = CHAT_ENDS.get(str(reason), "other") if reason is not None else None
-            if finish is not None:
-                self.finish[getattr(completion, "_request_id", None)] = finish
+            call = CHAT_CALL.get()  # the model call this completion answers (RunModel)
+            if call is not None:
+                reason = completion.choices[0].finish_reason if completion.choices else None
+                call["finish"] = CHAT_ENDS.get(str(reason), "other") if reason is not None else None
             return completion
 
         client.responses.create = create_response  # type: ignore[method-assign]
         client.chat.completions.create = create_completion  # type: ignore[method-assign]
+
+    def chat_key(self, call: dict[str, Any], request_id: str | None) -> str:
+        """A key of this program's own for one Chat Completions model call, under which its finish reason (and
+        its calls not run, its being cut bare) is noted; the x-request-id, if any, is kept in front of it."""
+        key = f"{{request_id or 'no-request-id'}}#{{next(self.calls)}}"
+        if call.get("finish") is not None:
+            self.finish[key] = call["finish"]
+        return key
 
     def without_calls(self, response: Any) -> Any:
         """The SDK's ModelResponse, without its function calls when the API stopped the reply early (every
@@ -224,6 +237,11 @@ class EndedBare(Exception):
         self.agent = agent
 
 
+CHAT_CALL: ContextVar[dict[str, Any] | None] = ContextVar("chat_call", default=None)
+"""What the Chat Completions answer of this task's model call said (RunModel sets it, StoppedReplies' client
+notes into it); agents run as tools at once are other tasks, each with its own."""
+
+
 class RunModel({model_class}):
     """The SDK's model; a reply the API stopped early reaches the SDK without its calls (StoppedReplies)."""
 
@@ -232,7 +250,15 @@ class RunModel({model_class}):
         self.stopped = stopped
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        return self.stopped.without_calls(await super().get_response(*args, **kwargs))
+        call: dict[str, Any] = {{}}
+        token = CHAT_CALL.set(call)
+        try:
+            response = await super().get_response(*args, **kwargs)
+        finally:
+            CHAT_CALL.reset(token)
+        if response.response_id is None:  # Chat Completions: keyed by this call, not its x-request-id
+            response.request_id = self.stopped.chat_key(call, response.request_id)
+        return self.stopped.without_calls(response)
 
 
 class Hooks(RunHooks[Any]):

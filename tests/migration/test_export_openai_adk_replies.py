@@ -37,6 +37,7 @@ from runtime_testkit import (
 )
 
 from portagent.emulator import RunningEmulator, load_script, render_gemini, render_openai, serve
+from portagent.emulator import server as emulator_server
 from portagent.emulator.engine import Engine
 from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
@@ -44,6 +45,7 @@ from portagent.tracing.recorder import read_trace
 SCRIPT = Path(__file__).resolve().parents[1] / "adapters" / "data" / "cut_replies.yaml"
 REFUSALS = Path(__file__).resolve().parents[1] / "adapters" / "data" / "refusals.yaml"
 ENDINGS = Path(__file__).resolve().parents[1] / "adapters" / "data" / "reply_endings.yaml"
+NO_REQUEST_ID = Path(__file__).resolve().parents[1] / "adapters" / "data" / "no_request_id.yaml"
 OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -326,3 +328,38 @@ def test_a_reply_that_ended_for_another_reason_runs_none_of_its_calls(
     assert len(r.requests) == 2
     assert_no_call_sent_back(r)
     assert "Refunding ORD-7 now." in json.dumps(r.requests[1]["body"])
+
+
+@pytest.fixture(name="no_request_id", scope="module")
+def no_request_id_fixture() -> Iterator[RunningEmulator]:
+    """The emulator playing tests/adapters/data/no_request_id.yaml (the test takes its x-request-id out)."""
+    with serve(load_script(NO_REQUEST_ID)) as running:
+        yield running
+
+
+def test_one_completions_cut_is_not_read_as_another_s(no_request_id, monkeypatch, program, tmp_path):
+    """A server that sends no ``x-request-id``: the exported Chat Completions program noted each completion's
+    finish reason and its being cut bare under that header (None for all), so the expert's reply cut before
+    any text made the desk's next reply, with an output schema, end the run (``EndedBare``). Each model call
+    keys its completion itself now, as the openai adapter (tests/adapters/test_chat_finish_keys.py)."""
+    headers = emulator_server._Handler._headers
+
+    def without_request_id(self: Any, content_type: str) -> dict[str, str]:
+        out = headers(self, content_type)
+        out.pop("x-request-id", None)
+        return out
+
+    monkeypatch.setattr(emulator_server._Handler, "_headers", without_request_id)
+    kind = "openai_chat"
+    r = run(program(kind, "desk"), kind, no_request_id, ["Ask the expert, then answer in JSON."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", {"answer": "ORD-7 is on its way."}), (
+        r.done
+    )
+    calls = [(c.agent, c.finish_reason, c.provider_details.get("calls_not_run")) for c in r.of("model.call")]
+    assert calls == [
+        ("shop_desk", "tool_calls", None),
+        ("faq_expert", "length", ["search_faq"]),
+        ("shop_desk", "tool_calls", None),
+        ("shop_desk", "stop", None),
+    ], calls
+    assert handlers.CALLS == {"get_order": 1}  # the cut search_faq was not run
