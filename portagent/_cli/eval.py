@@ -271,10 +271,6 @@ def run_suite(
     from portagent.runtime.eval_run import plan_eval, run_eval
 
     started = datetime.now(UTC)
-    if executor == "local" and reuse is None:  # the workers' fork server warms up while the eval plans
-        from portagent.runtime.eval_pool import warm_workers
-
-        warm_workers(providers or [])
     loaded = load_suite(suite)
     if baseline is not None and (baseline.result.suite_id, baseline.result.dataset_version) != (
         loaded.suite.suite_id,
@@ -303,6 +299,13 @@ def run_suite(
         case_ids=case_ids,
         emulator_script=emulator_script,
     )
+    if executor == "local" and reuse is None:
+        # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
+        # gets ready; only once the suite and the plan are known good: started before, a refused eval
+        # imported the SDK for nothing, and whoever read its output waited for that (the server holds it)
+        from portagent.runtime.eval_pool import warm_workers
+
+        warm_workers([t.provider for t in plan.tasks])
     from portagent.runtime.limits import Scheduler, merged_limits
 
     scheduler = Scheduler(
@@ -328,7 +331,7 @@ def run_suite(
         if executor == "local" and len(carried) < len(plan.tasks):
             from portagent.runtime.eval_pool import warm_workers
 
-            warm_workers(providers or [])
+            warm_workers([t.provider for t in plan.tasks if t.index not in carried])
     aside = None
     if resume:
         _check_resumable(out_dir)

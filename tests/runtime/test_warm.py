@@ -65,3 +65,35 @@ def test_a_pool_that_starts_the_fork_server_starts_it_warm(tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-1] == "warm", done.stdout
+
+
+REFUSED = """
+import multiprocessing.forkserver as fs
+import sys
+
+from portagent.cli import main
+
+code = main(["eval", sys.argv[1], "--replay", "--providers", "openai", "--cassettes", sys.argv[2]])
+print(code, fs._forkserver._forkserver_pid)
+"""
+
+
+def test_an_eval_refused_before_it_runs_starts_no_workers(tmp_path: Path) -> None:
+    """The fork server (and its SDK import, seconds) starts once the suite and the plan are good: an eval
+    refused for a missing cassette started it first, imported openai-agents for nothing, and a caller reading
+    its output (CI, ``| tee``) waited for that, as the server holds the output pipes."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            REFUSED,
+            str(REPO / "examples" / "support_desk" / "suite.yaml"),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
+    )
+    assert "cassettes missing for --replay" in done.stderr, done.stderr[-3000:]
+    assert done.stdout.split() == ["1", "None"], done.stdout
