@@ -23,3 +23,27 @@ def without_content(render: Any) -> Any:
         return out
 
     return rendered
+
+
+def prompt_blocked(render: Any) -> Any:
+    """A Gemini renderer whose reply holding nothing is a blocked prompt: no candidate at all, only
+    ``promptFeedback.blockReason`` — the plan's raw finish (``raw:<value>``, its value) — and the usage, as
+    Gemini answers a prompt it refuses to look at (streamed: one such chunk)."""
+
+    def rendered(plan: Plan, view: Any) -> Any:
+        out = render(plan, view)
+        if plan.text or plan.calls:
+            return out
+        reason = str(plan.stop_reason).removeprefix("raw:")
+        pieces = out if isinstance(out, list) else [out]
+        blocked = {
+            "promptFeedback": {
+                "blockReason": reason,
+                "blockReasonMessage": f"The prompt was blocked: {reason}.",
+            },
+            "usageMetadata": pieces[-1].get("usageMetadata") or {},
+            "modelVersion": pieces[-1].get("modelVersion"),
+        }
+        return [blocked] if isinstance(out, list) else blocked
+
+    return rendered

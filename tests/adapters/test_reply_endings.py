@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
-from gemini_wire import without_content
+from gemini_wire import prompt_blocked, without_content
 from openai_wire import incomplete_as_raw
 from runtime_testkit import (
     bundle,
@@ -217,4 +217,27 @@ def test_a_reply_with_nothing_in_it_ends_the_turn_with_no_text(
     assert (r.result.status, r.result.final_output) == ("completed", ""), r.result
     (call,) = r.of("model.call")
     assert call.finish_reason == finish and "calls_not_run" not in call.provider_details
+    assert len(r.requests) == 1
+
+
+@STREAMING
+@pytest.mark.parametrize("target", [t for t, (_, _, wire) in TARGETS.items() if wire == "gemini"])
+@pytest.mark.parametrize(
+    "raw",
+    ["SAFETY", "PROHIBITED_CONTENT", "OTHER", "BLOCKED_REASON_UNSPECIFIED", "A_BLOCK_NEWER_THAN_THE_SDK"],
+)
+def test_a_prompt_gemini_blocked_ends_the_turn_with_no_text(emu, monkeypatch, target, raw, streaming):
+    """Gemini refuses the prompt itself: no candidate, only ``promptFeedback.blockReason``. The turn ends
+    ``completed`` with ``""``, traced ``content_filter`` (a filtered reply holding nothing, as the trace
+    importer reads such an answer), the block reason kept. google-adk makes it an error (``error_code``: the
+    block reason), and the adk provider failed the run ("Gemini returned no answer")."""
+    monkeypatch.setattr(RawEnding, "EMPTY", True)
+    monkeypatch.setattr(render_gemini, "generate_json", prompt_blocked(render_gemini.generate_json))
+    monkeypatch.setattr(render_gemini, "stream_elements", prompt_blocked(render_gemini.stream_elements))
+    r = run(emu, monkeypatch, target, raw, "Say nothing, and end for another reason.", streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", ""), r.result
+    (call,) = r.of("model.call")
+    assert call.finish_reason == "content_filter", call
+    assert call.provider_details.get("prompt_blocked") == raw, call.provider_details
+    assert "calls_not_run" not in call.provider_details
     assert len(r.requests) == 1

@@ -205,6 +205,10 @@ class _Callbacks:
         }
         if llm_response.error_code:
             details["error_code"] = llm_response.error_code
+            if vendor_finish is None:  # no candidate: Gemini refused the prompt (promptFeedback.blockReason)
+                details["prompt_blocked"] = str(
+                    getattr(llm_response.error_code, "name", llm_response.error_code)
+                )
         finish = finish_reason(
             vendor_finish, has_calls=any(p.function_call for p in parts), error_code=llm_response.error_code
         )
@@ -227,7 +231,8 @@ class _Callbacks:
         # A response holding nothing (no text, no call) that Gemini ended for another reason than STOP (its
         # filter, the token limit, OTHER…): ADK makes it an error (``error_code``: the reason) and the run
         # failed "no answer"; it ends the turn with the text so far, "", as every reply that did not end
-        # normally (the langgraph provider's Gemini chat model did already).
+        # normally (the langgraph provider's Gemini chat model did already). A prompt Gemini blocked (no
+        # candidate, only promptFeedback.blockReason: ADK's error code, no finish reason) is one: content_filter.
         bare = finish in ENDED_EARLY and not parts
         if not not_run and not bare:
             return None

@@ -53,8 +53,14 @@ def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None
     calls make it ``tool_calls``: the one finish whose calls run. Any other reason with calls — the token
     limit, the content filter, Gemini's own ``MALFORMED_FUNCTION_CALL`` (``error``), ``OTHER``, a reason newer
     than this table — runs none of them (``calls_not_run``). An error code ADK sets on a ``STOP`` answer
-    (``error_code``: no content) is ``error``."""
-    if error_code and vendor in (None, "STOP"):
+    (``error_code``: no content) is ``error``; one without a finish reason, the block reason of a prompt
+    Gemini refused (no candidate), is ``content_filter``."""
+    if error_code and vendor is None:
+        # no finish reason, an error code and (``after_model``) nothing in it: Gemini refused the prompt itself
+        # (only ``promptFeedback.blockReason``, which ADK makes the error code) — a filtered reply holding
+        # nothing, as the trace importer reads it
+        return "content_filter"
+    if error_code and vendor == "STOP":
         return "error"
     return reply_finish("gemini", vendor, has_calls=has_calls)
 

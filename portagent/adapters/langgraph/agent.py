@@ -66,6 +66,7 @@ from portagent.adapters.langgraph.chat_models import (
     cache_writes,
     finish_reason,
     output_kwargs,
+    prompt_blocked,
     read_calls,
     refusal_as_text,
     require_integration,
@@ -346,6 +347,9 @@ class _Graph:
         details: dict[str, Any] = {"vendor": vendor, "response_id": response_id}
         if dropped:  # cut by the token limit (or filtered): the calls the reply began, not run
             details["calls_not_run"] = [c.get("name") for c in dropped]
+        blocked = prompt_blocked(reply) if vendor == "google_genai" else None
+        if blocked is not None:  # Gemini refused the prompt itself: no candidate (content_filter)
+            details["prompt_blocked"] = blocked
         self.session.record_model_call(
             agent=agent,
             model=model_id,

@@ -423,6 +423,8 @@ def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     if vendor == "google_genai":
         raw = meta.get("finish_reason")
         raw = getattr(raw, "name", raw)  # a FinishReason, or its name
+        if not raw and prompt_blocked(reply) is not None:  # a filtered reply holding nothing
+            return "content_filter"
         return reply_finish("gemini", str(raw) if raw else None, has_calls=calls)
     if refusal_as_text(reply) is not None:  # the model refused: the content filter's stop, as Anthropic's
         return "content_filter"
@@ -438,6 +440,22 @@ def finish_reason(vendor: str, reply: Any, calls: bool) -> str:
     return "tool_calls" if calls else "stop"
 
 
+def prompt_blocked(reply: Any) -> str | None:
+    """The block reason of a Gemini answer without a candidate that refused the prompt itself (only
+    ``promptFeedback.blockReason``; langchain-google-genai hands it on as an empty message with its
+    ``prompt_feedback``), or None. Read as a filtered reply holding nothing (``content_filter``, the turn's
+    answer ``""``), as the adk provider and the trace importer read it; an answer that has a finish reason is
+    not one (its ``prompt_feedback`` says ``block_reason`` 0 / none)."""
+    meta = reply.response_metadata or {}
+    if meta.get("finish_reason"):
+        return None
+    feedback = meta.get("prompt_feedback")
+    reason = feedback.get("block_reason") if isinstance(feedback, dict) else None
+    if not reason:
+        return None
+    return str(getattr(reason, "name", reason))
+
+
 def stream_finished(vendor: str, reply: Any) -> bool:
     """Whether a streamed answer reached its vendor's end: the stop value that only the last events carry
     (Anthropic ``message_delta.stop_reason``, just before ``message_stop``; OpenAI Chat Completions'
@@ -450,6 +468,6 @@ def stream_finished(vendor: str, reply: Any) -> bool:
     meta = reply.response_metadata or {}
     if vendor == "anthropic":
         return bool(meta.get("stop_reason"))
-    if vendor == "google_genai":
-        return bool(meta.get("finish_reason"))
+    if vendor == "google_genai":  # a blocked prompt's one chunk carries no finishReason: it is whole
+        return bool(meta.get("finish_reason")) or prompt_blocked(reply) is not None
     return bool(meta.get("finish_reason")) or meta.get("status") not in (None, "queued", "in_progress")
