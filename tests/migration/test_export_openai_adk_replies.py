@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import parse_request, portagent_home, run_cli
-from gemini_wire import without_content
+from gemini_wire import prompt_blocked, without_content
 from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
 from runtime_testkit import (
     DATA,
@@ -300,6 +300,22 @@ def test_a_gemini_reply_with_nothing_in_it_ends_with_no_text(
     monkeypatch.setattr(render_gemini, "stream_elements", without_content(render_gemini.stream_elements))
     r = run(program(kind), kind, ending, ["Say nothing, and end for another reason."], tmp_path)
     assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("raw", ["SAFETY", "OTHER"])
+@pytest.mark.parametrize("kind", ["adk", "adk_stream"])
+def test_a_prompt_gemini_blocked_ends_with_no_text(ending, monkeypatch, program, tmp_path, kind, raw):
+    """Gemini refuses the prompt itself (no candidate, only ``promptFeedback.blockReason``): the turn ends with
+    ``""`` traced ``content_filter``, as in the adk adapter (tests/adapters/test_reply_endings.py). google-adk
+    makes the block reason an error code, and the exported program ended with no answer (``None``)."""
+    monkeypatch.setitem(render_gemini._FINISH, f"raw:{raw}", raw)
+    monkeypatch.setattr(RawEnding, "RAW", raw)
+    monkeypatch.setattr(render_gemini, "generate_json", prompt_blocked(render_gemini.generate_json))
+    monkeypatch.setattr(render_gemini, "stream_elements", prompt_blocked(render_gemini.stream_elements))
+    r = run(program(kind), kind, ending, ["Say nothing, and end for another reason."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert [c.finish_reason for c in r.of("model.call")] == ["content_filter"]
     assert len(r.requests) == 1
 
 
