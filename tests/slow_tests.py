@@ -60,7 +60,10 @@ def fixture_id(fixturedef: Any) -> str:
 
 def shared_fixtures(item: Any) -> Iterator[str]:
     """The ids of the shared (not function-scoped) fixtures a collected test uses."""
-    for defs in item._fixtureinfo.name2fixturedefs.values():
+    info = getattr(item, "_fixtureinfo", None)  # a plugin's own items (portagent's eval cases) have none
+    if info is None:
+        return
+    for defs in info.name2fixturedefs.values():
         if defs and defs[-1].scope != "function":
             yield fixture_id(defs[-1])
 

@@ -51,12 +51,32 @@ def test_conftest_marks_listed_tests_and_the_users_of_a_listed_fixture(pytester,
         )
     )
     pytester.makeconftest(
-        "import slow_tests\n\ndef pytest_configure(config):\n"
-        "    config.pluginmanager.register(slow_tests.Marks(), 'slow-tests')\n"
+        textwrap.dedent(
+            """
+            import pytest
+            import slow_tests
+
+            def pytest_configure(config):
+                config.pluginmanager.register(slow_tests.Marks(), "slow-tests")
+
+            class Case(pytest.Item):  # a plugin's own item, without fixtures (as portagent's eval cases)
+                def runtest(self):
+                    pass
+
+            class Cases(pytest.File):
+                def collect(self):
+                    yield Case.from_parent(self, name="case")
+
+            def pytest_collect_file(file_path, parent):
+                if file_path.suffix == ".cases":
+                    return Cases.from_parent(parent, path=file_path)
+            """
+        )
     )
+    pytester.makefile(".cases", suite="")
     listing = pytester.path / "slow_tests.txt"
     listing.write_text("0.90\ttest\ttest_mod.py::test_listed\n3.00\tfixture\ttest_mod.py::shared\n")
     monkeypatch.setattr(slow_tests, "LIST", listing)
     result = pytester.inline_run("--collect-only", "-m", "not slow")
     kept = [item.nodeid for item in result.getcalls("pytest_collection_finish")[0].session.items]
-    assert kept == ["test_mod.py::test_plain"]
+    assert kept == ["suite.cases::case", "test_mod.py::test_plain"]
