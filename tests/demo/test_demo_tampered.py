@@ -3,19 +3,17 @@ ways — agent-v2's policy fixed without re-recording, a cassette edited, a tool
 what differed (a recording drift, what changed, the exact re-record line) and exits 1; untouched, it
 exits 0 with "As expected" (tests/demo/test_demo.py).
 
-Each run replays a copy of the example and its cassettes on one provider (openai), offline.
+Each run replays a copy of the example and its cassettes on one provider (openai), offline (the command in
+this process, its replays in worker processes).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from _support import EXAMPLES, REPO, require_path
+from _support import EXAMPLES, REPO, require_path, run_cli
 
 CASSETTES = REPO / "cassettes"
 
@@ -29,19 +27,17 @@ def _copy(tmp: Path) -> Path:
 
 
 def _demo(work: Path) -> tuple[int, str]:
-    env = {**os.environ, "PORTAGENT_HOME": str(work / ".home")}
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
-        env.pop(key, None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "portagent", "demo", "--providers", "openai", "--out", str(work / "out")],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())  # unwrap rich's line breaks
+    """``portagent demo`` from the checkout, offline, in this process (``run_cli``: the same ``main`` a shell
+    reaches; its replays run in the eval's worker processes either way, forked warm from the fork server
+    this module's demos share instead of a new interpreter importing the SDK for each)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(work)
+        mp.setenv("PORTAGENT_HOME", str(work / ".home"))
+        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+            mp.delenv(key, raising=False)
+        code, out, err = run_cli("demo", "--providers", "openai", "--out", str(work / "out"))
+    assert "Traceback" not in err, err
+    return code, " ".join((out + err).split())  # unwrap rich's line breaks
 
 
 RERECORD = "portagent record examples/support_desk/suite.yaml --providers openai --emulator --drifted"
