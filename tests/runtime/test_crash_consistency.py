@@ -1,6 +1,7 @@
 """Crash consistency of ``portagent run --idempotency-key`` (issue 14, finding 1): a run killed with
-``kill -9`` in the middle of a write never wedges its key. Real CLI subprocesses, the real OpenAI Agents
-SDK against portagent's emulator, and SIGKILL; every wait is bounded."""
+``kill -9`` in the middle of a write never wedges its key. The killed run is a real CLI subprocess (the
+real OpenAI Agents SDK against portagent's emulator, SIGKILL); the requests after it run the same command in
+this process, another process than the killed one; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support import run_cli
 
 pytest.importorskip("agents")
 
@@ -51,9 +53,18 @@ def _argv(agent: str, key: str) -> list[str]:
 
 
 def _run(tmp_path: Path, agent: str, key: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _argv(agent, key), env=_env(tmp_path), capture_output=True, text=True, timeout=BOUND_S, cwd=tmp_path
-    )
+    """The same command again, after (or beside) the killed one: in this process (``run_cli``), a process
+    other than the one that holds or held the key, as a new shell's would be, without importing the SDK
+    again for each request."""
+    argv = _argv(agent, key)[3:]  # without ``python -m portagent``
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        for name, value in _env(tmp_path).items():
+            if os.environ.get(name) != value:
+                mp.setenv(name, value)
+        mp.delenv("CRASH_HANG", raising=False)
+        code, out, err = run_cli(*argv)
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def _killed_mid_write(tmp_path: Path, agent: str, key: str) -> None:
