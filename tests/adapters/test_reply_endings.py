@@ -241,3 +241,48 @@ def test_a_prompt_gemini_blocked_ends_the_turn_with_no_text(emu, monkeypatch, ta
     assert call.provider_details.get("prompt_blocked") == raw, call.provider_details
     assert "calls_not_run" not in call.provider_details
     assert len(r.requests) == 1
+
+
+def _stop_in_a_chunk_of_its_own(render: Any) -> Any:
+    """A Gemini stream whose function calls come in a chunk without ``finishReason`` and whose ``STOP``
+    follows in a last chunk of its own (an empty text), as Gemini may send a call turn."""
+
+    def rendered(plan: Any, view: Any) -> Any:
+        out = render(plan, view)
+        if not plan.calls:
+            return out
+        last = out[-1]
+        candidate = last["candidates"][0]
+        finish = candidate.pop("finishReason", None)
+        candidate.pop("finishMessage", None)
+        tail = {
+            "candidates": [
+                {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": finish, "index": 0}
+            ],
+            "usageMetadata": last.get("usageMetadata"),
+            "modelVersion": last.get("modelVersion"),
+        }
+        return [*out, tail]
+
+    return rendered
+
+
+@pytest.mark.parametrize("progressive", [True, False], ids=["progressive", "chunk-by-chunk"])
+@pytest.mark.parametrize("target", [t for t, (_, _, wire) in TARGETS.items() if wire == "gemini"])
+def test_calls_streamed_before_their_stop_run(emu, monkeypatch, target, progressive):
+    """A call chunk carries no finish reason; the ``STOP`` comes after it. With ADK's progressive SSE off
+    (``ADK_DISABLE_PROGRESSIVE_SSE_STREAMING``) ADK hands the adapter each chunk as a response, so the call
+    chunk has no finish reason to read: not saying why a reply ended is not saying it was cut, and its calls
+    run (they were dropped as ``other`` while ADK went on to the empty ``STOP`` chunk)."""
+    if not progressive:
+        monkeypatch.setenv("ADK_DISABLE_PROGRESSIVE_SSE_STREAMING", "1")
+    monkeypatch.setattr(
+        render_gemini, "stream_elements", _stop_in_a_chunk_of_its_own(render_gemini.stream_elements)
+    )
+    r = run(emu, monkeypatch, target, "STOP", "Refund ORD-7, and end normally.", True)
+    assert handlers.CALLS == {"get_order": 1}, r.types()
+    assert not any("calls_not_run" in c.provider_details for c in r.of("model.call"))
+    assert r.result.status == "completed"
+    if progressive:  # chunk by chunk, ADK's events give the adapter each chunk: which text ends the turn is
+        # not settled there (its trace holds a model.call per chunk too; docs/adapters/adk.md)
+        assert r.result.final_output == "ORD-7 is on its way.", r.result

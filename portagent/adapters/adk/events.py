@@ -62,6 +62,11 @@ def finish_reason(vendor: str | None, *, has_calls: bool, error_code: str | None
         return "content_filter"
     if error_code and vendor == "STOP":
         return "error"
+    if vendor is None and has_calls:
+        # a chunk, not a whole reply: with progressive SSE off (ADK_DISABLE_PROGRESSIVE_SSE_STREAMING) ADK hands
+        # on each chunk of a stream as a response, and a call's chunk may come before the one that says STOP.
+        # Nothing said the reply was cut; ADK runs each chunk's calls, as it did before this table existed.
+        return "tool_calls"
     return reply_finish("gemini", vendor, has_calls=has_calls)
 
 

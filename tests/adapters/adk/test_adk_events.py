@@ -50,7 +50,8 @@ def test_usage_fields_follow_otel_semantics():
         ("OTHER", True, None, "other"),
         ("FINISH_REASON_UNSPECIFIED", True, None, "other"),
         ("A_REASON_NEWER_THAN_THIS_TABLE", True, None, "other"),
-        (None, True, None, "other"),
+        # a chunk with calls and no reason yet (ADK with progressive SSE off hands on each chunk): they run
+        (None, True, None, "tool_calls"),
         ("CONTINUATION", True, None, "length"),
         ("LANGUAGE", True, None, "content_filter"),
         ("MALFORMED_FUNCTION_CALL", True, None, "error"),
