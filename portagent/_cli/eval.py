@@ -299,6 +299,10 @@ def run_suite(
         case_ids=case_ids,
         emulator_script=emulator_script,
     )
+    if not resume and reuse is None:  # a results folder that may not be replaced: refused before any warm-up
+        from portagent.evals.report import check_out_dir
+
+        check_out_dir(out_dir, overwrite=overwrite)
     if executor == "local" and reuse is None:
         # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
         # gets ready; only once the suite and the plan are known good: started before, a refused eval
