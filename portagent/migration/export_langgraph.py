@@ -4,9 +4,11 @@ The generated module is the graph ``portagent.adapters.langgraph`` runs, written
 ``StateGraph`` with two nodes (``model``: the agent in charge's LangChain chat model bound to its tools;
 ``tools``: the reply's tool calls one at a time, in the model's order) and the state ``{messages, agent,
 calls}``. Handoffs are ``transfer_to_<agent>`` tools that change ``agent``; an agent as a tool runs the
-same graph for the sub-agent. A reply cut by the token limit (or the content filter) runs none of its
-calls; a call whose arguments are not JSON, or an agent tool's without a string ``input``, is answered
-``validation_error`` (as the adapter does: tests/migration/test_export_langgraph_replies.py). The chat
+same graph for the sub-agent. A reply's calls run only when its vendor says it ended normally
+(``portagent.wire.finish``, the adapters' rule): one cut by the token limit, filtered, refused or ended for
+any other reason runs none of them and ends the turn with its text so far; a call whose arguments are not
+JSON, or an agent tool's without a string ``input``, is answered ``validation_error`` (as the adapter does:
+tests/migration/test_export_langgraph_replies.py). The chat
 model of each agent is the spec's ``models.langgraph`` (``openai:…``, ``anthropic:…``, ``google_genai:…``;
 unset: ``openai:`` + ``models.openai``), built with the maintained integration.
 Interrupts are not used: an exported module cannot wait for an approval (``ExportedRun`` refuses ``defer``).
@@ -55,6 +57,7 @@ from langgraph.graph.message import add_messages
 from langgraph.version import __version__ as LANGGRAPH_VERSION
 
 from portagent.migration.exported import ExportedRun, endpoint_root
+from portagent.wire.finish import reply_finish, responses_finish
 
 SPEC = {spec_expr}
 """The portable spec: the gateway loads its ToolSpecs and policy from here at run time."""
@@ -109,25 +112,56 @@ def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"response_mime_type": "application/json", "response_json_schema": schema}
 
 
-STOPPED_EARLY = {
-    "length": "length", "max_output_tokens": "length", "max_tokens": "length", "MAX_TOKENS": "length",
-    "model_context_window_exceeded": "length", "content_filter": "content_filter", "refusal": "content_filter",
-    **dict.fromkeys(("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
-                     "LANGUAGE"), "content_filter"),
-}
-"""A vendor's stop value for a reply stopped before its end (OpenAI, Anthropic, Gemini), in the trace's
-words: the token limit ("length") or the content filter. Such a reply's tool calls are not run."""
 TOOL_BLOCKS = {"tool_use": "id", "function_call": "call_id", "tool_call": "id"}
 """Content blocks that are tool calls (Anthropic, the Responses API, LangChain's own) and their id key."""
 
 
-def stopped_early(reply: AIMessage) -> str | None:
-    """Why the vendor stopped the reply before its end ("length", "content_filter"), or None."""
+def refusal_as_text(reply: AIMessage) -> Any:
+    """The content of an OpenAI reply in which the model refused, its refusal as text (the turn's answer, as
+    an Anthropic refusal's text is), or None when it did not refuse. OpenAI says a refusal in the content: a
+    Responses ``refusal`` content block, Chat Completions' ``message.refusal`` (``additional_kwargs``)."""
+    content = reply.content
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "refusal" for b in content):
+        return [{"type": "text", "text": str(b.get("refusal") or "")}
+                if isinstance(b, dict) and b.get("type") == "refusal" else b for b in content]
+    refusal = (reply.additional_kwargs or {}).get("refusal")
+    if not isinstance(refusal, str) or not refusal:
+        return None
+    return [*content, {"type": "text", "text": refusal}] if isinstance(content, list) else (content or "") + refusal
+
+
+def prompt_blocked(reply: AIMessage) -> str | None:
+    """The block reason of a Gemini answer without a candidate (only promptFeedback.blockReason), or None."""
     meta = reply.response_metadata or {}
-    reason = meta.get("finish_reason") or meta.get("stop_reason")  # OpenAI and Gemini / Anthropic
-    if meta.get("status") == "incomplete":  # the Responses API says why in incomplete_details
-        reason = (meta.get("incomplete_details") or {}).get("reason") or "max_output_tokens"
-    return STOPPED_EARLY.get(str(getattr(reason, "name", reason)))  # Gemini's may be an enum
+    feedback = meta.get("prompt_feedback")
+    reason = feedback.get("block_reason") if isinstance(feedback, dict) and not meta.get("finish_reason") else None
+    return str(getattr(reason, "name", reason)) if reason else None
+
+
+def finish_reason(vendor: str, reply: AIMessage, has_calls: bool) -> str:
+    """How the reply ended, in the trace's words, by portagent's one rule (portagent.wire.finish): its tool
+    calls run ("tool_calls") only when the vendor says it ended normally — Anthropic tool_use, Gemini STOP,
+    Chat Completions tool_calls / stop, the Responses API completed. Any other end (the token limit "length",
+    the content filter or an OpenAI refusal "content_filter", Gemini's "error" about its own reply, any other
+    reason "other") runs none of them. LangChain runs the calls of any reply."""
+    meta = reply.response_metadata or {}
+    if vendor == "anthropic":
+        raw = meta.get("stop_reason")
+        return reply_finish("anthropic", str(raw) if raw else None, has_calls=has_calls)
+    if vendor == "google_genai":
+        raw = meta.get("finish_reason")
+        raw = getattr(raw, "name", raw)  # Gemini's is an enum, or its name
+        if not raw and prompt_blocked(reply) is not None:  # Gemini refused the prompt itself
+            return "content_filter"
+        return reply_finish("gemini", str(raw) if raw else None, has_calls=has_calls)
+    if refusal_as_text(reply) is not None:  # the model refused: the content filter's stop, as Anthropic's
+        return "content_filter"
+    if meta.get("finish_reason"):  # Chat Completions
+        return reply_finish("chat", str(meta["finish_reason"]), has_calls=has_calls)
+    if meta.get("status") is None:  # the Responses API: an answer LangChain kept no status of ended normally
+        return "tool_calls" if has_calls else "stop"
+    reason = (meta.get("incomplete_details") or {}).get("reason")
+    return responses_finish(meta["status"], reason, has_calls=has_calls)
 
 
 def read_calls(reply: AIMessage) -> list[dict[str, Any]]:
@@ -273,15 +307,24 @@ class Graph:
         t0 = time.perf_counter()
         reply = await model.ainvoke(messages)
         calls = read_calls(reply)
-        # Cut by the token limit (or stopped by the content filter): the turn ends with the text so far, as on
-        # every portagent provider. Its tool calls are not run (the last one's arguments are likely cut), and
-        # the message keeps none, so a next user message does not follow calls left unanswered.
-        stopped = stopped_early(reply)
+        vendor = CHAT_MODELS[agent][0]
+        finish = finish_reason(vendor, reply, bool(calls))
+        # Not ended normally (cut by the token limit, filtered, refused, any other reason): the turn ends with
+        # the text so far, as on every portagent provider. Its tool calls are not run (the last one's arguments
+        # may be cut), and the message keeps none, so a next user message does not follow calls left unanswered.
         content = reply.content
-        if stopped:
+        refused = refusal_as_text(reply) if vendor == "openai" else None
+        if refused is not None:  # the refusal is the answer
+            content = refused
+        not_run = [c.get("name") for c in calls] if finish != "tool_calls" else []
+        if not_run:
             calls = []
             if isinstance(content, list):
                 content = [b for b in content if not (isinstance(b, dict) and b.get("type") in TOOL_BLOCKS)]
+        details: dict[str, Any] = {"calls_not_run": not_run} if not_run else {}
+        blocked = prompt_blocked(reply) if vendor == "google_genai" else None
+        if blocked is not None:
+            details["prompt_blocked"] = blocked
         usage = reply.usage_metadata or {}
         cached = usage.get("input_token_details") or {}
         meta = reply.response_metadata or {}
@@ -291,7 +334,7 @@ class Graph:
                             cache_write_tokens=sum(int(cached.get(k) or 0) for k in CACHE_WRITES),
                             reasoning_tokens=int((usage.get("output_token_details") or {}).get("reasoning") or 0),
                             latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                            finish_reason=stopped or ("tool_calls" if calls else "stop"),
+                            finish_reason=finish, details=details or None,
                             response_id=meta.get("id") or (reply.id if not str(reply.id).startswith("lc_run-") else None))
         invalid = [c for c in calls if c.get("type") == "invalid_tool_call"]  # kept: the vendor sees each answered
         message = AIMessage(content=content, tool_calls=[c for c in calls if c not in invalid],

@@ -23,8 +23,11 @@ import yaml
 
 pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'portagent[langgraph]')")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import first_call_cut, portagent_home, run_cli
+from gemini_wire import prompt_blocked
+from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
 from runtime_testkit import (
     DATA,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -33,7 +36,16 @@ from runtime_testkit import (
     result_value,
 )
 
-from portagent.emulator import RunningEmulator, load_script, serve
+from portagent.emulator import (
+    RunningEmulator,
+    load_script,
+    render_anthropic,
+    render_gemini,
+    render_openai,
+    serve,
+)
+from portagent.emulator.engine import Engine
+from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
 
 ADAPTER_TESTS = Path(__file__).resolve().parents[1] / "adapters"
@@ -169,6 +181,154 @@ def test_the_exported_anthropic_program_runs_none_of_a_stopped_replys_calls(cut,
     assert handlers.REFUNDS == [] and handlers.CALLS == {} and not r.of("tool.call") and not r.of("handoff")
     assert [c.finish_reason for c in r.of("model.call")] == [finish, "stop"]
     assert text in json.dumps(r.requests[1]["body"]) and "tool_use" not in json.dumps(r.requests[1]["body"])
+
+
+# --- a reply that ended for another reason, and an OpenAI refusal -------------------------------------
+
+WIRES = {"google_genai": "gemini", "openai_chat": "chat", "anthropic": "anthropic", "openai": "responses"}
+"""The wire each chat model's replies come on (``openai``: the Responses API)."""
+TABLES = {"gemini": render_gemini._FINISH, "chat": render_openai._FINISH, "anthropic": render_anthropic._STOP}
+"""The emulator renderer's table of each wire: portable stop reason → the vendor's value."""
+
+
+class RawEnding(Engine):
+    """Sends ``RAW`` as the vendor's finish reason of each first reply (``raw:<value>``, a key the test adds
+    to the renderer's table, or ``openai_wire.incomplete_as_raw``); with ``EMPTY``, that reply holds nothing
+    (tests/adapters/test_reply_endings.py's engine)."""
+
+    RAW: str | None = None
+    EMPTY = False
+
+    def respond(self, view: Any, headers: Any) -> Any:
+        plan = super().respond(view, headers)
+        if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
+            plan = dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
+            if self.EMPTY:
+                plan = dataclasses.replace(plan, text=None, calls=())
+        return plan
+
+
+@pytest.fixture(name="ending", scope="module")
+def reply_endings_fixture() -> Iterator[RunningEmulator]:
+    """The emulator playing tests/adapters/data/reply_endings.yaml (``RawEnding``)."""
+    with serve(load_script(ADAPTER_TESTS / "data" / "reply_endings.yaml"), engine=RawEnding) as running:
+        yield running
+
+
+def raw_ending(monkeypatch: pytest.MonkeyPatch, vendor: str, raw: str) -> None:
+    """The first reply of each conversation ends with the vendor's ``raw`` value."""
+    wire = WIRES[vendor]
+    if wire == "responses":  # an answer incomplete for that reason
+        incomplete_as_raw(monkeypatch)
+    else:
+        monkeypatch.setitem(TABLES[wire], f"raw:{raw}", raw)
+    monkeypatch.setattr(RawEnding, "RAW", raw)
+
+
+OTHER_ENDINGS = [
+    *[("google_genai", raw, "other") for raw in ("OTHER", "FINISH_REASON_UNSPECIFIED", "A_REASON_NEWER_THAN_THE_SDK")],
+    *[("google_genai", raw, "error") for raw in ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL")],
+    ("openai_chat", "insufficient_system_resource", "other"),  # DeepSeek's
+    ("openai_chat", "error", "other"),  # some gateways' own
+    ("anthropic", "a_reason_newer_than_the_sdk", "other"),
+    ("anthropic", "pause_turn", "other"),
+    ("openai", "a_reason_newer_than_the_api", "other"),  # incomplete_details.reason
+]  # fmt: skip
+"""(chat model, the vendor's raw end of a reply holding a call, its finish reason in the trace)."""
+
+
+@pytest.mark.parametrize(("vendor", "raw", "finish"), OTHER_ENDINGS)
+def test_a_reply_that_ended_for_another_reason_runs_none_of_its_calls(
+    ending, monkeypatch, program, tmp_path, vendor, raw, finish
+):
+    """The reply says a few words and calls for a refund, then ends for a reason that is not the normal one
+    (Gemini OTHER or its error about the reply's calls, an undocumented Chat finish_reason, a newer Anthropic
+    stop_reason, a Responses answer incomplete for a newer reason): the refund is not run, the model call
+    names it in ``calls_not_run``, and the turn ends with the text so far, as portagent.wire.finish says
+    for the adapters (tests/adapters/test_reply_endings.py). The program ran the refund (it stopped the calls
+    of length and content_filter only)."""
+    raw_ending(monkeypatch, vendor, raw)
+    r = run(
+        program(vendor), ending, ["Refund ORD-7, but end for another reason.", "Are you there?"], tmp_path
+    )
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "Nothing was refunded."), r.done
+    assert handlers.REFUNDS == [] and handlers.CALLS == {}
+    assert not r.of("tool.call") and not r.of("handoff")
+    first, second = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == (finish, ["issue_refund"])
+    assert second.finish_reason == "stop"
+    assert len(r.requests) == 2
+    replayed = parse_request(r.requests[1])
+    assert not [i for i in replayed.items if i.kind in ("tool_call", "tool_result")], replayed.items
+    assert "Refunding ORD-7 now." in json.dumps(r.requests[1]["body"])  # the answer so far is kept
+
+
+NORMAL = {"google_genai": "STOP", "openai_chat": "stop", "anthropic": "tool_use", "openai": None}
+"""The vendor's normal end of a reply holding calls (Chat ``stop``: vLLM, Ollama; Responses: ``completed``)."""
+
+
+@pytest.mark.parametrize("vendor", list(NORMAL))
+def test_a_reply_that_ended_normally_runs_its_calls(ending, monkeypatch, program, tmp_path, vendor):
+    """The control: the calls of a reply that ended normally run, and the model is asked again."""
+    if NORMAL[vendor] is not None:
+        raw_ending(monkeypatch, vendor, NORMAL[vendor])
+    r = run(program(vendor), ending, ["Refund ORD-7, and end normally."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "ORD-7 is on its way."), r.done
+    assert handlers.CALLS == {"get_order": 1}
+    first, _ = r.of("model.call")
+    assert first.finish_reason == "tool_calls" and "calls_not_run" not in first.provider_details
+
+
+@pytest.mark.parametrize("raw", ["SAFETY", "OTHER", "A_BLOCK_NEWER_THAN_THE_SDK"])
+def test_a_prompt_gemini_blocked_ends_with_no_text(ending, monkeypatch, program, tmp_path, raw):
+    """Gemini refuses the prompt itself (no candidate, only ``promptFeedback.blockReason``): the turn ends
+    with ``""`` traced ``content_filter``, the block reason kept, as the langgraph adapter traces it (the
+    program traced ``stop``)."""
+    monkeypatch.setattr(RawEnding, "EMPTY", True)
+    raw_ending(monkeypatch, "google_genai", raw)
+    monkeypatch.setattr(render_gemini, "generate_json", prompt_blocked(render_gemini.generate_json))
+    r = run(program("google_genai"), ending, ["Say nothing, and end for another reason."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    (call,) = r.of("model.call")
+    assert call.finish_reason == "content_filter" and call.provider_details.get("prompt_blocked") == raw
+    assert len(r.requests) == 1
+
+
+@pytest.fixture(name="refusing", scope="module")
+def refusals_fixture() -> Iterator[RunningEmulator]:
+    """The emulator playing tests/adapters/data/refusals.yaml, its OpenAI replies refusals there."""
+    with refusing_openai(), serve(load_script(ADAPTER_TESTS / "data" / "refusals.yaml")) as running:
+        yield running
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_a_refusal_ends_the_turn_with_its_text(refusing, program, tmp_path, vendor):
+    """An OpenAI model refuses (a Responses ``refusal`` part, Chat ``message.refusal``): the turn ends with
+    the refusal as its answer, traced ``content_filter``, as the adapters do (the program ended ``""`` traced
+    ``stop``)."""
+    r = run(program(vendor), refusing, ["Refuse to answer."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", REFUSAL), r.done
+    (call,) = r.of("model.call")
+    assert call.finish_reason == "content_filter" and "calls_not_run" not in call.provider_details
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_the_calls_of_a_refusal_are_not_run(refusing, program, tmp_path, vendor):
+    """A refusal that holds a call: the call is not run (the program ran it), the model call names it, the
+    turn ends with the refusal, and the next user message carries it and no call left unanswered."""
+    r = run(program(vendor), refusing, ["Refund ORD-7, but refuse.", "Are you there?"], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "Nothing was refunded."), r.done
+    assert handlers.REFUNDS == [] and handlers.CALLS == {} and not r.of("tool.call")
+    first, second = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == (
+        "content_filter",
+        ["issue_refund"],
+    )
+    assert second.finish_reason == "stop"
+    replayed = parse_request(r.requests[1])
+    assert not [i for i in replayed.items if i.kind in ("tool_call", "tool_result")], replayed.items
+    assert REFUSAL in json.dumps(r.requests[1]["body"])  # the refusal is kept in the conversation
 
 
 # --- an agent-as-tool call's arguments --------------------------------------------------------------
