@@ -229,13 +229,32 @@ def plain(emu, tmp_path_factory):
     made: dict[tuple[str, str, bool], ProviderRun] = {}
 
     def run(provider: str, scenario: Scenario, *, streaming: bool = False) -> ProviderRun:
-        key = (provider, scenario.id, streaming)
+        # Claude Code always streams: the claude adapter has no unary mode (``RunOptions.streaming`` is not
+        # read; test_claude_code_has_one_mode), so its one run per scenario is compared in both modes.
+        key = (provider, scenario.id, streaming and provider not in ONE_MODE)
         if key not in made:
             tmp = tmp_path_factory.mktemp(f"{scenario.id}-{provider}")
             made[key] = execute(emu, tmp, provider, scenario, streaming=streaming)
         return made[key]
 
     return run
+
+
+ONE_MODE = {"claude"}
+"""Providers whose adapter runs the same way whatever ``RunOptions.streaming`` says."""
+
+
+def test_claude_code_has_one_mode():
+    """The claude adapter never reads ``RunOptions.streaming`` (the CLI streams its replies): a unary and a
+    streamed claude run are one run, made once by ``plain``. When an adapter of ONE_MODE gains a mode, this
+    fails, and its streamed runs must be made again."""
+    import portagent.adapters.claude as claude_adapter
+
+    folder = Path(claude_adapter.__file__).parent
+    for provider in ONE_MODE:
+        assert provider == "claude", provider
+        readers = [p.name for p in folder.glob("*.py") if re.search(r"\.streaming\b", p.read_text())]
+        assert readers == [], readers
 
 
 def supported(provider: str, scenario: Scenario) -> bool:
