@@ -43,7 +43,7 @@ from portagent.runtime.eval_run import plan_runs, run_tasks
 
 repo = Path(sys.argv[1])
 loaded = load_suite(repo / "examples" / "support_desk" / "suite.yaml")
-tasks = plan_runs(loaded, mode="replay", providers=["openai"], cassettes=repo / "cassettes",
+tasks = plan_runs(loaded, mode="replay", providers=["anthropic"], cassettes=repo / "cassettes",
                   case_ids=["refund-rule"], repeats=1)
 report = run_tasks(tasks, workers=1)  # the first pool of this process: no eval warmed the fork server
 assert report.outcomes and all(o.error is None for o in report.outcomes)
@@ -52,6 +52,7 @@ print("warm" if "pydantic_core" in maps else "cold")
 """
 
 
+@pytest.mark.slow  # a fresh interpreter whose pool imports the anthropic SDK
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the fork server's /proc maps")
 def test_a_pool_that_starts_the_fork_server_starts_it_warm(tmp_path: Path) -> None:
     """Whoever starts the workers' fork server first — a record's verification, the judges' calibration, a
