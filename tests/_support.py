@@ -99,3 +99,28 @@ def first_call_cut() -> type:
             return dataclasses.replace(plan, calls=(plan.calls[0], *whole[1:]))
 
     return FirstCallCut
+
+
+def raw_ending() -> type:
+    """An emulator ``Engine`` that sends its class attribute ``RAW`` as the vendor's finish reason of each
+    first reply (``raw:<value>``, a key the test adds to the renderer's table, or
+    ``openai_wire.incomplete_as_raw``); with ``EMPTY``, that reply holds nothing (no text, no call). A module
+    takes its own class (``RawEnding = raw_ending()``) and sets both with ``monkeypatch.setattr``."""
+    import dataclasses
+
+    from portagent.emulator.engine import Engine
+    from portagent.emulator.plan import Plan
+
+    class RawEnding(Engine):
+        RAW: str | None = None
+        EMPTY = False
+
+        def respond(self, view: Any, headers: Any) -> Any:
+            plan = super().respond(view, headers)
+            if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
+                plan = dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
+                if self.EMPTY:
+                    plan = dataclasses.replace(plan, text=None, calls=())
+            return plan
+
+    return RawEnding

@@ -21,7 +21,6 @@ this test's (``emulator.serve(engine=…)``) and written as it is by the emulato
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
+from _support import raw_ending
 from gemini_wire import prompt_blocked, without_content
 from openai_wire import incomplete_as_raw
 from runtime_testkit import (
@@ -50,8 +50,6 @@ from portagent.emulator import (
     render_openai,
     serve,
 )
-from portagent.emulator.engine import Engine
-from portagent.emulator.plan import Plan
 
 SCRIPT = Path(__file__).resolve().parent / "data" / "reply_endings.yaml"
 STREAMING = pytest.mark.parametrize("streaming", [False, True], ids=["unary", "stream"])
@@ -82,20 +80,7 @@ NORMAL = {"gemini": "STOP", "chat": "stop", "anthropic": "tool_use", "responses"
 """The vendor's normal end of a reply holding calls (Responses: ``completed``, the script's own)."""
 
 
-class RawEnding(Engine):
-    """Sends ``RAW`` as the vendor's finish reason of each first reply (``raw:<value>``, a key the test adds
-    to the renderer's table); with ``EMPTY``, that reply holds nothing (no text, no call)."""
-
-    RAW: str | None = None
-    EMPTY = False
-
-    def respond(self, view: Any, headers: Any) -> Any:
-        plan = super().respond(view, headers)
-        if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
-            plan = dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
-            if self.EMPTY:
-                plan = dataclasses.replace(plan, text=None, calls=())
-        return plan
+RawEnding = raw_ending()
 
 
 @pytest.fixture(name="emu", scope="module")

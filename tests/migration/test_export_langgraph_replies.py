@@ -25,7 +25,7 @@ pytest.importorskip("langgraph", reason="langgraph is not installed (pip install
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
-from _support import first_call_cut, portagent_home, run_cli
+from _support import first_call_cut, portagent_home, raw_ending, run_cli
 from gemini_wire import prompt_blocked
 from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
 from runtime_testkit import (
@@ -44,8 +44,6 @@ from portagent.emulator import (
     render_openai,
     serve,
 )
-from portagent.emulator.engine import Engine
-from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
 
 ADAPTER_TESTS = Path(__file__).resolve().parents[1] / "adapters"
@@ -191,21 +189,7 @@ TABLES = {"gemini": render_gemini._FINISH, "chat": render_openai._FINISH, "anthr
 """The emulator renderer's table of each wire: portable stop reason → the vendor's value."""
 
 
-class RawEnding(Engine):
-    """Sends ``RAW`` as the vendor's finish reason of each first reply (``raw:<value>``, a key the test adds
-    to the renderer's table, or ``openai_wire.incomplete_as_raw``); with ``EMPTY``, that reply holds nothing
-    (tests/adapters/test_reply_endings.py's engine)."""
-
-    RAW: str | None = None
-    EMPTY = False
-
-    def respond(self, view: Any, headers: Any) -> Any:
-        plan = super().respond(view, headers)
-        if isinstance(plan, Plan) and plan.cursor == 0 and self.RAW is not None:
-            plan = dataclasses.replace(plan, stop_reason=f"raw:{self.RAW}")  # type: ignore[arg-type]
-            if self.EMPTY:
-                plan = dataclasses.replace(plan, text=None, calls=())
-        return plan
+RawEnding = raw_ending()
 
 
 @pytest.fixture(name="ending", scope="module")
