@@ -49,6 +49,7 @@ from agents import (
     Agent,
     AgentOutputSchemaBase,
     FunctionTool,
+    ItemHelpers,
     MaxTurnsExceeded,
     ModelSettings,
     {model_class},
@@ -166,6 +167,8 @@ class StoppedReplies:
             if call is not None:
                 reason = completion.choices[0].finish_reason if completion.choices else None
                 call["finish"] = CHAT_ENDS.get(str(reason), "other") if reason is not None else None
+                if completion.choices and completion.choices[0].message.refusal is not None:
+                    call["finish"] = "content_filter"  # a refusal, "" too (the SDK's converter drops that one)
             return completion
 
         client.responses.create = create_response  # type: ignore[method-assign]
@@ -186,7 +189,8 @@ class StoppedReplies:
         A refusal is such a reply: OpenAI says it in the content (a Responses ``refusal`` part; the SDK turns a
         Chat Completions ``message.refusal`` into one), and openai-agents would raise ModelRefusalError (and run
         its calls, if it held any). It is traced content_filter, as an Anthropic refusal, and its refusal
-        becomes the reply's text: what the model said is the answer of the turn."""
+        becomes the reply's text: what the model said is the answer of the turn. An empty refusal ("") is one
+        too. A stopped reply that says nothing (no text left in its last message) is bare: ``ended_bare``."""
         key = response.response_id or response.request_id
         if any(refusals(item) for item in response.output):
             self.finish[key] = "content_filter"
@@ -195,18 +199,21 @@ class StoppedReplies:
                 if refusals(item) else item
                 for item in response.output
             ]
-        calls = [item for item in response.output if getattr(item, "type", None) == "function_call"]
-        if key not in self.finish or not calls:
+        if key not in self.finish:
             return response
-        self.not_run[key] = [str(call.name) for call in calls]
-        response.output = [item for item in response.output if getattr(item, "type", None) != "function_call"]
-        if not any(getattr(item, "type", None) == "message" for item in response.output):
+        calls = [item for item in response.output if getattr(item, "type", None) == "function_call"]
+        if calls:
+            self.not_run[key] = [str(call.name) for call in calls]
+            response.output = [item for item in response.output if item not in calls]
+        messages = [item for item in response.output if getattr(item, "type", None) == "message"]
+        if not messages or not ItemHelpers.extract_text(messages[-1]):  # no final output: asked again
             self.bare.add(key)
         return response
 
     def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
-        """The run's ``invalid_final_output`` handler: an agent with an output schema whose stopped reply held
-        nothing but calls ends the run with its text so far, "" (any other missing output: the SDK's way)."""
+        """The run's ``invalid_final_output`` handler: an agent with an output schema whose stopped reply says
+        nothing (only calls; an empty refusal) ends the run with its text so far, "" (any other missing output:
+        the SDK's way)."""
         responses = data.run_data.raw_responses
         key = (responses[-1].response_id or responses[-1].request_id) if responses else None
         if responses and key in self.bare:
@@ -230,7 +237,7 @@ def as_text(part: Any) -> Any:
 
 
 class EndedBare(Exception):
-    """An agent run as a tool ends here with "" (its stopped reply held only calls; see StoppedReplies)."""
+    """An agent run as a tool ends here with "" (its stopped reply said nothing; see StoppedReplies)."""
 
     def __init__(self, agent: str) -> None:
         super().__init__(agent)

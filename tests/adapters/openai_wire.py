@@ -5,7 +5,8 @@ tests/adapters/test_reply_endings.py, tests/migration/test_export_openai_adk_rep
   request) send the first reply of each ``refuse*`` conversation as a refusal — a Responses message whose
   content part is ``{"type": "refusal", "refusal": …}`` (``response.refusal.delta`` / ``.done`` streamed), a
   Chat Completions message with ``refusal`` set and ``content: null`` (``delta.refusal`` streamed) — ended
-  normally (``completed``, ``stop``), as OpenAI ends one.
+  normally (``completed``, ``stop``), as OpenAI ends one. In a ``refuse_silently*`` conversation the refusal
+  says nothing (``"refusal": ""``), whatever the script's text.
 - ``incomplete_as_raw(monkeypatch)``: a plan whose stop reason is ``raw:<reason>`` is a Responses answer
   ``incomplete`` for that reason (one the API may add later), streamed ``response.incomplete``.
 """
@@ -33,25 +34,30 @@ def refuses(plan: Plan) -> bool:
     return plan.conversation.startswith("refuse") and plan.cursor == 0 and bool(plan.text)
 
 
-def refused_part(part: dict[str, Any]) -> dict[str, Any]:
+def silent(plan: Plan) -> bool:
+    """A ``refuse_silently*`` conversation's refusal is empty: ``"refusal": ""``."""
+    return plan.conversation.startswith("refuse_silently")
+
+
+def refused_part(part: dict[str, Any], silently: bool = False) -> dict[str, Any]:
     if part.get("type") != "output_text":
         return part
-    return {"type": "refusal", "refusal": part["text"]}
+    return {"type": "refusal", "refusal": "" if silently else part["text"]}
 
 
-def refused_item(item: dict[str, Any]) -> dict[str, Any]:
+def refused_item(item: dict[str, Any], silently: bool = False) -> dict[str, Any]:
     if item.get("type") != "message":
         return item
-    return {**item, "content": [refused_part(p) for p in item["content"]]}
+    return {**item, "content": [refused_part(p, silently) for p in item["content"]]}
 
 
-def refused_response(response: dict[str, Any]) -> dict[str, Any]:
-    return {**response, "output": [refused_item(i) for i in response.get("output") or []]}
+def refused_response(response: dict[str, Any], silently: bool = False) -> dict[str, Any]:
+    return {**response, "output": [refused_item(i, silently) for i in response.get("output") or []]}
 
 
 def responses_json(plan: Plan, view: RequestView) -> dict[str, Any]:
     body = ORIGINAL["responses_json"](plan, view)
-    return refused_response(body) if refuses(plan) else body
+    return refused_response(body, silent(plan)) if refuses(plan) else body
 
 
 def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
@@ -61,22 +67,25 @@ def responses_events(plan: Plan, view: RequestView) -> list[bytes]:
     if not refuses(plan):
         return frames
     out: list[bytes] = []
+    silently = silent(plan)
     for frame in frames:
         (sse,) = parse_sse(frame.decode())
         event = sse.json()
         kind = event["type"]
         if kind == "response.output_text.delta":
+            if silently:  # an empty refusal has no delta
+                continue
             event = {k: v for k, v in event.items() if k != "logprobs"}
             event["type"] = "response.refusal.delta"
         elif kind == "response.output_text.done":
             event = {k: v for k, v in event.items() if k not in ("logprobs", "text")}
-            event.update(type="response.refusal.done", refusal=plan.text)
+            event.update(type="response.refusal.done", refusal="" if silently else plan.text)
         elif kind in ("response.content_part.added", "response.content_part.done"):
-            event["part"] = refused_part(event["part"])
+            event["part"] = refused_part(event["part"], silently)
         elif kind in ("response.output_item.added", "response.output_item.done"):
-            event["item"] = refused_item(event["item"])
+            event["item"] = refused_item(event["item"], silently)
         elif kind in ("response.completed", "response.incomplete"):
-            event["response"] = refused_response(event["response"])
+            event["response"] = refused_response(event["response"], silently)
         out.append(encode_event(event, event["type"]))
     return out
 
@@ -85,7 +94,7 @@ def chat_json(plan: Plan, view: RequestView) -> dict[str, Any]:
     body = ORIGINAL["chat_json"](plan, view)
     if refuses(plan):
         message = body["choices"][0]["message"]
-        message.update(content=None, refusal=plan.text)
+        message.update(content=None, refusal="" if silent(plan) else plan.text)
     return body
 
 
@@ -101,7 +110,7 @@ def chat_events(plan: Plan, view: RequestView) -> list[bytes]:
             for choice in chunk["choices"]:
                 delta = choice["delta"]
                 if delta.get("content"):
-                    choice["delta"] = {"refusal": delta["content"]}
+                    choice["delta"] = {"refusal": "" if silent(plan) else delta["content"]}
             frame = encode_event(chunk)
         out.append(frame)
     return out

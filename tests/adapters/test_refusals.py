@@ -131,3 +131,37 @@ def test_an_agent_tool_that_refuses_answers_with_its_refusal(emu, target, struct
     ]
     last = r.views()[-1]
     assert REFUSAL in json.dumps([i.output for i in last.tool_results()]), last.items
+
+
+@STREAMING
+@pytest.mark.parametrize("structured", [False, True], ids=["text", "schema"])
+@pytest.mark.parametrize(
+    "prompt", ["Refuse to answer, silently.", "Refund ORD-7, but refuse silently."], ids=["bare", "calling"]
+)
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_an_empty_refusal_ends_the_turn_with_no_text(emu, target, prompt, structured, streaming):
+    """The model refuses and says nothing (``"refusal": ""``; Chat Completions' converter in openai-agents
+    drops it): still a refusal, traced ``content_filter``, its calls not run, and the turn ends with ``""``
+    in one model call. With an output schema openai-agents found no final output in ``""`` and asked the
+    model again (the run completed with the next answer, model calls content_filter, stop)."""
+    b = with_spec(bundle(), output_schema=OUTPUT_SCHEMA) if structured else bundle()
+    r = run(emu, target, prompt, b, streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", ""), r.result
+    assert [c.finish_reason for c in r.of("model.call")] == ["content_filter"]
+    assert_nothing_ran(r)
+    assert len(r.requests) == 1
+
+
+@STREAMING
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_an_agent_tool_with_a_schema_that_refuses_silently_answers_nothing(emu, target, streaming):
+    """An agent run as a tool, with an output schema, refuses with no text: its run ends with ``""`` (the
+    desk's tool result), its model not asked again (``Agent.as_tool`` takes no error handlers)."""
+    b = with_spec(bundle(), "faq_expert", output_schema=OUTPUT_SCHEMA)
+    r = run(emu, target, "Ask the expert, who refuses silently.", b, streaming)
+    assert (r.result.status, r.result.final_output) == ("completed", "The expert said nothing."), r.result
+    expert = [c for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert [c.finish_reason for c in expert] == ["content_filter"], [
+        (c.agent, c.finish_reason) for c in r.of("model.call")
+    ]
+    assert "asked again" not in json.dumps([v.items for v in r.views()], default=str)

@@ -286,6 +286,36 @@ def test_an_agent_tool_that_refuses_answers_with_its_refusal(refusing, program, 
     assert REFUSAL in json.dumps([i.output for i in last.tool_results()]), last.items
 
 
+@pytest.mark.parametrize("case", ["text", "schema", "calls", "calls_schema"])
+@pytest.mark.parametrize("kind", ["openai", "openai_chat"])
+def test_an_empty_refusal_ends_the_turn_with_no_text(refusing, program, tmp_path, kind, case):
+    """The model refuses and says nothing (``"refusal": ""``): a refusal all the same, traced
+    ``content_filter``, its calls not run, the turn ended with ``""``. With an output schema openai-agents
+    found no final output in ``""`` and asked the model again; on Chat Completions its converter drops an
+    empty refusal (traced ``stop``, and the calls of one holding some ran)."""
+    first = (
+        "Refund ORD-7, but refuse silently." if case.startswith("calls") else "Refuse to answer, silently."
+    )
+    r = run(program(kind, "desk" if case.endswith("schema") else None), kind, refusing, [first], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert_nothing_ran(r)
+    (call,) = r.of("model.call")
+    not_run = ["issue_refund"] if case.startswith("calls") else None
+    assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("content_filter", not_run)
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai_chat"])
+def test_an_agent_tool_with_a_schema_that_refuses_silently_answers_nothing(refusing, program, tmp_path, kind):
+    """An agent run as a tool, with an output schema, refuses with no text: its run ends with ``""`` and the
+    desk goes on (its model was asked again: ``Agent.as_tool`` takes no error handlers)."""
+    r = run(program(kind, "faq_expert"), kind, refusing, ["Ask the expert, who refuses silently."], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "The expert said nothing."), r.done
+    expert = [c.finish_reason for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert expert == ["content_filter"]
+    assert "asked again" not in json.dumps(r.requests)
+
+
 @pytest.mark.parametrize("raw", ["SAFETY", "MAX_TOKENS", "OTHER"])
 @pytest.mark.parametrize("kind", ["adk", "adk_stream"])
 def test_a_gemini_reply_with_nothing_in_it_ends_with_no_text(

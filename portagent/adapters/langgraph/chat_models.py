@@ -234,6 +234,9 @@ def _chat_openai() -> Any:
             for choice, generation in zip(raw.get("choices") or [], result.generations, strict=False):
                 calls = (choice.get("message") or {}).get("tool_calls") or []
                 generation.message.response_metadata[ORDER_KEY] = [c.get("id") for c in calls]
+                refusal = (choice.get("message") or {}).get("refusal")
+                if isinstance(refusal, str):  # langchain-openai drops an empty one: a refusal all the same
+                    generation.message.additional_kwargs["refusal"] = refusal
             return result
 
         def _convert_chunk_to_generation_chunk(
@@ -247,7 +250,7 @@ def _chat_openai() -> Any:
             )
             choices = chunk.get("choices") or chunk.get("chunk", {}).get("choices") or []
             piece = (choices[0].get("delta") or {}).get("refusal") if choices else None
-            if generation is not None and isinstance(piece, str) and piece:
+            if generation is not None and isinstance(piece, str):  # "" too: a refusal that says nothing
                 generation.message.additional_kwargs["refusal"] = piece
             return generation
 
@@ -401,7 +404,7 @@ def refusal_as_text(reply: Any) -> Any | None:
             else b
             for b in content
         ]
-    if not isinstance(refusal, str) or not refusal:
+    if not isinstance(refusal, str):  # an empty refusal ("") is one all the same
         return None
     if isinstance(content, list):
         return [*content, {"type": "text", "text": refusal}]

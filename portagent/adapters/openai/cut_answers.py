@@ -9,7 +9,9 @@ Completions' ``message.refusal``, which openai-agents turns into the same part),
 openai-agents raises ``ModelRefusalError`` on such a reply (it failed the run, and an agent run as a tool
 failed its parent's) and runs its calls if it holds any. Here it is the content filter's stop, as an
 Anthropic ``stop_reason: refusal``: traced ``content_filter``, its calls not run, the refusal text passed
-on as the reply's text — the answer of the turn, as an Anthropic refusal's text is."""
+on as the reply's text — the answer of the turn, as an Anthropic refusal's text is. A refusal is the part's
+presence, whatever it says: an empty one (``"refusal": ""``, which openai-agents' Chat Completions converter
+drops) is a refusal too, and ends the turn with ``""``."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any
 
 import openai
 from agents import (
+    ItemHelpers,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
     RunErrorHandlerInput,
@@ -68,13 +71,15 @@ class CutAnswers:
         """The names of the calls taken out of a cut answer, by (response id, request id) as the SDK's
         ``ModelResponse`` carries them, until its model call is traced."""
         self.bare: set[tuple[str | None, str | None]] = set()
-        """Cut answers left with no message once their calls were taken out, by the same key, until
-        ``ended_bare`` ends one."""
+        """Cut or refused answers that say nothing (their last message holds no text once their calls were
+        taken out, or there is none: a refusal ``""``, a cut before any text), by the same key, until
+        ``ended_bare`` ends one. An agent with an output schema would find no final output in them and ask
+        its model again."""
         self.refused: set[tuple[str | None, str | None]] = set()
         """Answers in which the model refused (``refusal_as_text``), by the same key, until their model call
         is traced: ``content_filter``."""
         self.bare_structured: dict[str, tuple[str | None, str | None]] = {}
-        """Such an answer of an agent with an output schema, by agent, until its next model call: an agent
+        """Such an answer (``bare``) of an agent with an output schema, by agent, until its next model call: an agent
         run as a tool has no ``ended_bare`` (``Agent.as_tool`` takes no error handlers), and the SDK asks
         its model again — the adapter's ``on_llm_start`` hook ends that run instead (``EndedBare``)."""
 
@@ -113,6 +118,7 @@ class CutAnswers:
             else:
                 choices = getattr(response, "choices", None) or []
                 call.finish = choices[0].finish_reason if choices else None
+                call.refused = bool(choices) and getattr(choices[0].message, "refusal", None) is not None
             return response
 
         client.chat.completions.create = create_noting_finish  # type: ignore[method-assign]
@@ -125,7 +131,9 @@ class CutAnswers:
         before any text made the desk's next reply with calls end its run; agents run as tools at once could
         swap finish reasons). The header is kept in front of the key, for reading."""
         key = f"{call.request_id or 'no-request-id'}#portagent-{next(self._calls)}"
-        if call.finish:
+        if call.refused:  # the model refused, whatever it said ("" too: the SDK's converter drops that one)
+            self.chat[key] = "content_filter"
+        elif call.finish:
             self.chat[key] = call.finish
         return key
 
@@ -157,27 +165,28 @@ class CutAnswers:
         answer was cut or refused (a refusal's text becomes the reply's text: ``refusal_as_text``), their
         names kept for the model call (``calls_not_run``); else ``output`` itself. Every tool portagent
         declares is a function (ToolSpecs, agents as tools, handoffs): no other item type is one the SDK
-        would run here."""
+        would run here. Such an answer that says nothing is noted ``bare`` (``ended_bare``)."""
+        key = (response_id, request_id)
         answered = refusal_as_text(output)
         if answered is not output:
-            self.refused.add((response_id, request_id))
+            self.refused.add(key)
             output = answered
         if not self.is_cut(response_id, request_id):
             return output
         calls = [item for item in output if getattr(item, "type", None) == "function_call"]
-        if not calls:
-            return output
-        self.not_run[(response_id, request_id)] = [str(getattr(c, "name", "")) for c in calls]
-        kept = [item for item in output if getattr(item, "type", None) != "function_call"]
-        if not any(getattr(item, "type", None) == "message" for item in kept):
-            self.bare.add((response_id, request_id))
-        return kept
+        if calls:
+            self.not_run[key] = [str(getattr(c, "name", "")) for c in calls]
+            output = [item for item in output if getattr(item, "type", None) != "function_call"]
+        if not _says_something(output):
+            self.bare.add(key)
+        return output
 
     def ended_bare(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult | None:
-        """openai-agents' ``invalid_final_output`` handler. An agent with an output schema whose cut answer
-        held nothing but calls has no final output once they are taken out, and the SDK would ask the model
-        again (and again, up to the turn limit): that answer ends the run with its text so far, ``""``, as on
-        every provider. Any other answer without a final output is left to the SDK (None)."""
+        """openai-agents' ``invalid_final_output`` handler. An agent with an output schema whose cut or refused
+        answer says nothing (``bare``: only calls, taken out; an empty refusal; a cut before any text) has no
+        final output, and the SDK would ask the model again (and again, up to the turn limit): that answer
+        ends the run with its text so far, ``""``, as on every provider. Any other answer without a final
+        output is left to the SDK (None)."""
         responses = data.run_data.raw_responses
         key = (responses[-1].response_id, responses[-1].request_id) if responses else None
         if key in self.bare:
@@ -236,6 +245,13 @@ def refusal_as_text(output: list[Any]) -> list[Any]:
         else item
         for item in output
     ]
+
+
+def _says_something(output: list[Any]) -> bool:
+    """Whether the last message of ``output`` holds text: what openai-agents takes as the final output of an
+    agent with an output schema (none, or ``""``, and it asks the model again)."""
+    messages = [item for item in output if getattr(item, "type", None) == "message"]
+    return bool(messages) and bool(ItemHelpers.extract_text(messages[-1]))
 
 
 def _refusals(item: Any) -> bool:
@@ -336,6 +352,8 @@ class _ChatCall:
     """Its ``finish_reason`` (the unary body's, or the streamed chunks' as they passed)."""
     request_id: str | None = None
     """Its ``x-request-id``, when the server sent one."""
+    refused: bool = False
+    """Whether its message held a ``refusal`` (not null), whatever its text."""
 
 
 _CALL: ContextVar[_ChatCall | None] = ContextVar("portagent_chat_call", default=None)
@@ -355,13 +373,15 @@ def _watch(stream: Any, call: _ChatCall) -> None:
             for choice in getattr(chunk, "choices", None) or []:
                 if choice.finish_reason:
                     call.finish = choice.finish_reason
+                if getattr(getattr(choice, "delta", None), "refusal", None) is not None:
+                    call.refused = True  # "" too: the SDK's stream handler drops an empty refusal
             yield chunk
 
     stream._iterator = noting()
 
 
 class EndedBare(Exception):
-    """An agent run as a tool, with an output schema, whose cut answer held nothing but calls: its run ends
+    """An agent run as a tool, with an output schema, whose cut or refused answer says nothing: its run ends
     there with ``""`` (the answer so far), as on every provider, instead of asking its model again."""
 
     def __init__(self, agent: str) -> None:
