@@ -7,6 +7,8 @@ tests/adapters/test_reply_endings.py, tests/migration/test_export_openai_adk_rep
   Chat Completions message with ``refusal`` set and ``content: null`` (``delta.refusal`` streamed) — ended
   normally (``completed``, ``stop``), as OpenAI ends one. In a ``refuse_silently*`` conversation the refusal
   says nothing (``"refusal": ""``), whatever the script's text.
+- ``without_request_ids(monkeypatch)``: the emulator's answers carry no ``x-request-id`` header (a server
+  that sends none), for the Chat Completions finish-key tests.
 - ``incomplete_as_raw(monkeypatch)``: a plan whose stop reason is ``raw:<reason>`` is a Responses answer
   ``incomplete`` for that reason (one the API may add later), streamed ``response.incomplete``.
 """
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from portagent.emulator import render_openai
+from portagent.emulator import server as emulator_server
 from portagent.emulator.plan import Plan
 from portagent.wire.items import RequestView
 from portagent.wire.sse import encode_event, parse_sse
@@ -166,3 +169,15 @@ def incomplete_as_raw(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(render_openai, "responses_json", responses_json)
     monkeypatch.setattr(render_openai, "responses_events", responses_events)
+
+
+def without_request_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulator's response headers without ``x-request-id`` for the rest of the test."""
+    headers = emulator_server._Handler._headers
+
+    def without_request_id(self: Any, content_type: str) -> dict[str, str]:
+        out = headers(self, content_type)
+        out.pop("x-request-id", None)
+        return out
+
+    monkeypatch.setattr(emulator_server._Handler, "_headers", without_request_id)

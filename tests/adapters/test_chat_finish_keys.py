@@ -14,11 +14,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "anthropic"))
+from openai_wire import without_request_ids
 from runtime_testkit import (
     bundle,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -29,7 +29,6 @@ from runtime_testkit import (
 
 from portagent.contracts.bundle import AgentBundle
 from portagent.emulator import RunningEmulator, load_script, serve
-from portagent.emulator import server as emulator_server
 
 SCRIPT = Path(__file__).resolve().parent / "data" / "no_request_id.yaml"
 OUTPUT_SCHEMA = {
@@ -49,14 +48,7 @@ def no_request_id_emulator_fixture() -> Iterator[RunningEmulator]:
 @pytest.fixture(autouse=True)
 def no_request_id_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that sends no ``x-request-id``: the emulator's response headers without it."""
-    headers = emulator_server._Handler._headers
-
-    def without_request_id(self: Any, content_type: str) -> dict[str, str]:
-        out = headers(self, content_type)
-        out.pop("x-request-id", None)
-        return out
-
-    monkeypatch.setattr(emulator_server._Handler, "_headers", without_request_id)
+    without_request_ids(monkeypatch)
 
 
 def on_chat_completions(b: AgentBundle) -> AgentBundle:

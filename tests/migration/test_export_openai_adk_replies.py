@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
 from _migration_helpers import DUMMY_KEYS, load_module, of
 from _support import parse_request, portagent_home, run_cli
 from gemini_wire import prompt_blocked, without_content
-from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
+from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai, without_request_ids
 from runtime_testkit import (
     DATA,
     fresh_handlers_fixture,  # noqa: F401  (autouse)
@@ -37,7 +37,6 @@ from runtime_testkit import (
 )
 
 from portagent.emulator import RunningEmulator, load_script, render_gemini, render_openai, serve
-from portagent.emulator import server as emulator_server
 from portagent.emulator.engine import Engine
 from portagent.emulator.plan import Plan
 from portagent.tracing.recorder import read_trace
@@ -388,14 +387,7 @@ def test_one_completions_cut_is_not_read_as_another_s(no_request_id, monkeypatch
     finish reason and its being cut bare under that header (None for all), so the expert's reply cut before
     any text made the desk's next reply, with an output schema, end the run (``EndedBare``). Each model call
     keys its completion itself now, as the openai adapter (tests/adapters/test_chat_finish_keys.py)."""
-    headers = emulator_server._Handler._headers
-
-    def without_request_id(self: Any, content_type: str) -> dict[str, str]:
-        out = headers(self, content_type)
-        out.pop("x-request-id", None)
-        return out
-
-    monkeypatch.setattr(emulator_server._Handler, "_headers", without_request_id)
+    without_request_ids(monkeypatch)
     kind = "openai_chat"
     r = run(program(kind, "desk"), kind, no_request_id, ["Ask the expert, then answer in JSON."], tmp_path)
     assert (r.done["status"], r.done["final_output"]) == ("completed", {"answer": "ORD-7 is on its way."}), (
