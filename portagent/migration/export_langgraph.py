@@ -104,9 +104,12 @@ def function(name: str, description: str, schema: dict[str, Any]) -> dict[str, A
 
 
 def output_kwargs(vendor: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema in the vendor's own request field. On Chat Completions a bound response_format makes
+    ChatOpenAI call the openai client's parse, which refuses any tool that is not strict ("Only strict
+    function tools can be auto-parsed"): the field goes in the request body (extra_body) instead."""
     if vendor == "openai":
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "final_output", "schema": schema, "strict": False}}}
+        fmt = {"type": "json_schema", "json_schema": {"name": "final_output", "schema": schema, "strict": False}}
+        return {"extra_body": {"response_format": fmt}} if OPENAI_API == "chat_completions" else {"response_format": fmt}
     if vendor == "anthropic":
         return {"output_config": {"format": {"type": "json_schema", "schema": schema}}}
     return {"response_mime_type": "application/json", "response_json_schema": schema}
@@ -125,7 +128,7 @@ def refusal_as_text(reply: AIMessage) -> Any:
         return [{"type": "text", "text": str(b.get("refusal") or "")}
                 if isinstance(b, dict) and b.get("type") == "refusal" else b for b in content]
     refusal = (reply.additional_kwargs or {}).get("refusal")
-    if not isinstance(refusal, str) or not refusal:
+    if not isinstance(refusal, str):  # an empty refusal ("") is one all the same
         return None
     return [*content, {"type": "text", "text": refusal}] if isinstance(content, list) else (content or "") + refusal
 
@@ -240,7 +243,8 @@ class Graph:
             class RunChatOpenAI(ChatOpenAI):
                 """Notes the order of a Chat Completions reply's tool calls, which langchain-openai splits into
                 tool_calls and invalid_tool_calls (arguments that are not JSON): read_calls answers them in
-                the model's order. _create_chat_result is its (private) step from the vendor's reply."""
+                the model's order. It keeps an empty message.refusal too ("", which langchain-openai drops):
+                a refusal all the same. _create_chat_result is its (private) step from the vendor's reply."""
 
                 def _create_chat_result(self, response: Any, generation_info: Any = None) -> Any:
                     result = super()._create_chat_result(response, generation_info)
@@ -249,6 +253,9 @@ class Graph:
                                                   strict=False):
                         calls = (choice.get("message") or {}).get("tool_calls") or []
                         generation.message.response_metadata["tool_call_ids"] = [c.get("id") for c in calls]
+                        refusal = (choice.get("message") or {}).get("refusal")
+                        if isinstance(refusal, str):
+                            generation.message.additional_kwargs["refusal"] = refusal
                     return result
 
             return RunChatOpenAI(model=model_id, api_key=key or os.environ.get("OPENAI_API_KEY") or "sk-dummy",

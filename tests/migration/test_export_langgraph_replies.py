@@ -54,6 +54,12 @@ MODELS = {
     "anthropic": "anthropic:claude-sonnet-4-6",
     "google_genai": "google_genai:gemini-2.5-flash",
 }
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(name="emu", scope="module")
@@ -70,27 +76,39 @@ def first_cut_fixture() -> Iterator[RunningEmulator]:
 
 @pytest.fixture(name="program", scope="module")
 def program_fixture(tmp_path_factory) -> Any:
-    """``program(vendor)``: the shop desk exported to langgraph with its chat model on ``vendor``, loaded."""
+    """``program(vendor, target, structured)``: the shop desk exported to ``target`` with its chat model on
+    ``vendor``, loaded; ``structured``: "desk" or "faq_expert" gets OUTPUT_SCHEMA."""
     root = tmp_path_factory.mktemp("export-langgraph-replies")
     data = root / "data"
     shutil.copytree(DATA, data, ignore=shutil.ignore_patterns("__pycache__"))
-    cache: dict[str, Any] = {}
+    expert = yaml.safe_load((data / "faq_expert.yaml").read_text(encoding="utf-8"))
+    (data / "faq_expert_structured.yaml").write_text(
+        yaml.safe_dump({**expert, "output_schema": OUTPUT_SCHEMA}, sort_keys=False), encoding="utf-8"
+    )
+    cache: dict[tuple[str, str, str | None], Any] = {}
 
-    def program(vendor: str, target: str = "langgraph") -> Any:
-        if (vendor, target) not in cache:
+    def program(vendor: str, target: str = "langgraph", structured: str | None = None) -> Any:
+        if (vendor, target, structured) not in cache:
             spec = yaml.safe_load((data / "desk.yaml").read_text(encoding="utf-8"))
             spec["models"]["langgraph"] = MODELS[vendor]
             if vendor == "openai_chat":
                 spec["models"]["openai_api"] = "chat_completions"
             if target == "anthropic":  # no handoffs there: the desk keeps its agent tool
                 spec["delegation"] = [e for e in spec["delegation"] if e["kind"] == "agent_as_tool"]
-            path = data / f"desk_{vendor}_{target}.yaml"
+            if structured == "desk":
+                spec["output_schema"] = OUTPUT_SCHEMA
+            if structured == "faq_expert":
+                for edge in spec["delegation"]:
+                    if edge["agent"] == "faq_expert.yaml":
+                        edge["agent"] = "faq_expert_structured.yaml"
+            stem = f"desk_{vendor}_{target}_{structured or 'text'}"
+            path = data / f"{stem}.yaml"
             path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-            module = root / f"desk_{vendor}_{target}.py"
+            module = root / f"{stem}.py"
             code, _, err = run_cli("export", str(path), "--to", target, "--out", str(module))
             assert code == 0, err
-            cache[vendor, target] = load_module(module)
-        return cache[vendor, target]
+            cache[vendor, target, structured] = load_module(module)
+        return cache[vendor, target, structured]
 
     return program
 
@@ -313,6 +331,69 @@ def test_the_calls_of_a_refusal_are_not_run(refusing, program, tmp_path, vendor)
     replayed = parse_request(r.requests[1])
     assert not [i for i in replayed.items if i.kind in ("tool_call", "tool_result")], replayed.items
     assert REFUSAL in json.dumps(r.requests[1]["body"])  # the refusal is kept in the conversation
+
+
+@pytest.mark.parametrize("case", ["text", "schema", "calls", "calls_schema"])
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_an_empty_refusal_ends_the_turn_with_no_text(refusing, program, tmp_path, vendor, case):
+    """The model refuses and says nothing (``"refusal": ""``): a refusal all the same, as on the langgraph
+    adapter — traced ``content_filter``, its calls not run, the turn ended with ``""`` (the program took an
+    empty Responses refusal for none, and langchain-openai drops an empty ``message.refusal``: traced
+    ``stop``, the calls of one holding some ran). With an output schema the model is not asked again."""
+    first = (
+        "Refund ORD-7, but refuse silently." if case.startswith("calls") else "Refuse to answer, silently."
+    )
+    structured = "desk" if case.endswith("schema") else None
+    r = run(program(vendor, structured=structured), refusing, [first], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
+    assert not r.of("tool.call") and handlers.CALLS == {} and handlers.REFUNDS == []
+    (call,) = r.of("model.call")
+    not_run = ["issue_refund"] if case.startswith("calls") else None
+    assert (call.finish_reason, call.provider_details.get("calls_not_run")) == ("content_filter", not_run)
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_an_empty_refusal_holding_a_call_leaves_none_unanswered(refusing, program, tmp_path, vendor):
+    """The next user message after an empty refusal that held a call carries no call left unanswered."""
+    r = run(program(vendor), refusing, ["Refund ORD-7, but refuse silently.", "Are you there?"], tmp_path)
+    assert (r.done["status"], r.done["final_output"]) == ("completed", '{"answer": "asked again"}'), r.done
+    assert not r.of("tool.call") and handlers.REFUNDS == []
+    assert [c.finish_reason for c in r.of("model.call")] == ["content_filter", "stop"]
+    replayed = parse_request(r.requests[1])
+    assert not [i for i in replayed.items if i.kind in ("tool_call", "tool_result")], replayed.items
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_an_agent_tool_with_a_schema_that_refuses_silently_answers_nothing(
+    refusing, program, tmp_path, vendor
+):
+    """An agent run as a tool, with an output schema, refuses with no text: it answers ``""`` (traced
+    ``content_filter``, not asked again) and the desk goes on."""
+    r = run(
+        program(vendor, structured="faq_expert"),
+        refusing,
+        ["Ask the expert, who refuses silently."],
+        tmp_path,
+    )
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "The expert said nothing."), r.done
+    expert = [c.finish_reason for c in r.of("model.call") if c.agent == "faq_expert"]
+    assert expert == ["content_filter"]
+    assert "asked again" not in json.dumps(r.requests)
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openai_chat"])
+def test_an_output_schema_is_sent_beside_the_tools(emu, program, tmp_path, vendor):
+    """An agent with tools and an output schema: the schema is sent in the vendor's field and the run goes on
+    (on Chat Completions a bound ``response_format`` made langchain-openai's client refuse the desk's tools,
+    not ``strict``, before anything was sent: the run failed)."""
+    r = run(program(vendor, structured="desk"), emu, ["Ask the expert a number."], tmp_path)
+    assert r.done["status"] == "completed", r.done
+    assert r.done["final_output"] == "Expert: validation_error at input", r.done
+    first = r.requests[0]["body"]
+    sent = first["response_format"] if vendor == "openai_chat" else first["text"]["format"]
+    assert json.dumps(OUTPUT_SCHEMA, sort_keys=True) in json.dumps(sent, sort_keys=True), sent
+    assert first["tools"], first
 
 
 # --- an agent-as-tool call's arguments --------------------------------------------------------------
