@@ -25,9 +25,10 @@ def test_junit_names_become_node_ids():
 
 def test_the_list_reads_back_what_was_written(tmp_path, monkeypatch):
     monkeypatch.setattr(slow_tests, "LIST", tmp_path / "slow_tests.txt")
+    at = slow_tests.THRESHOLD_S
     counts = slow_tests.write(
-        {"tests/a.py::test_slow": 0.5, "tests/a.py::test_fast": 0.49},
-        {"tests/a.py::shared": 3.0, "tests::cheap": 0.1},
+        {"tests/a.py::test_slow": at, "tests/a.py::test_fast": at - 0.01},
+        {"tests/a.py::shared": 3.0, "tests::cheap": at / 2},
     )
     assert counts == (1, 1)
     assert slow_tests.listed() == ({"tests/a.py::test_slow"}, {"tests/a.py::shared"})
