@@ -48,6 +48,7 @@ from typing import Any
 import anthropic
 
 from portagent.migration.exported import ExportedRun, endpoint_root
+from portagent.wire.finish import reply_finish
 
 SPEC = {spec_expr}
 """The portable spec: the gateway loads its ToolSpecs and policy from here at run time."""
@@ -65,9 +66,6 @@ TEMPERATURE = {temperature}
 AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "string"}}}}, "required": ["input"],
                      "additionalProperties": False}}
 """What an agent-as-tool takes (the same on every provider): the task as text."""
-FINISH = {{"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-          "model_context_window_exceeded": "length", "refusal": "content_filter", "pause_turn": "other"}}
-"""Anthropic stop_reason → the trace's finish_reason."""
 '''
 
 AGENTS_HEAD = """
@@ -148,17 +146,19 @@ async def run_agent(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: s
                                                system=AGENTS[agent]["instructions"], messages=history, **params)
         usage = message.usage
         read, write = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
+        calls = [b for b in message.content if b.type == "tool_use"]
+        # how the reply ended, as portagent's adapters read it: its calls run only on stop_reason tool_use
+        finish = reply_finish("anthropic", message.stop_reason, has_calls=bool(calls))
+        not_run = [c.name for c in calls] if calls and finish != "tool_calls" else []
         run.model_call(agent, MODELS[agent], input_tokens=usage.input_tokens + read + write,
                        output_tokens=usage.output_tokens, cache_read_tokens=read, cache_write_tokens=write,
-                       latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                       finish_reason=FINISH.get(message.stop_reason or "", "other" if message.stop_reason else None),
-                       response_id=message.id)
+                       latency_ms=round((time.perf_counter() - t0) * 1000, 3), finish_reason=finish,
+                       response_id=message.id, details={"calls_not_run": not_run} if not_run else None)
         reply = {"role": "assistant", "content": [block_param(b) for b in message.content]}
         if message.stop_reason == "pause_turn":
             history.append(reply)
             continue  # a long server-side turn: send the conversation back as it is
-        calls = [b for b in message.content if b.type == "tool_use"]
-        if message.stop_reason != "tool_use" or not calls:
+        if finish != "tool_calls":
             # tools run only on stop_reason tool_use: a max_tokens reply may end inside a tool_use block, a
             # refusal's calls are not run. Those blocks stay out of the conversation (the API refuses a
             # tool_use no tool_result follows, were another user message to continue it).

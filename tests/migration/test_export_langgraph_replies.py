@@ -217,7 +217,7 @@ def reply_endings_fixture() -> Iterator[RunningEmulator]:
         yield running
 
 
-def raw_ending(monkeypatch: pytest.MonkeyPatch, vendor: str, raw: str) -> None:
+def end_first_reply_with(monkeypatch: pytest.MonkeyPatch, vendor: str, raw: str) -> None:
     """The first reply of each conversation ends with the vendor's ``raw`` value."""
     wire = WIRES[vendor]
     if wire == "responses":  # an answer incomplete for that reason
@@ -249,7 +249,7 @@ def test_a_reply_that_ended_for_another_reason_runs_none_of_its_calls(
     names it in ``calls_not_run``, and the turn ends with the text so far, as portagent.wire.finish says
     for the adapters (tests/adapters/test_reply_endings.py). The program ran the refund (it stopped the calls
     of length and content_filter only)."""
-    raw_ending(monkeypatch, vendor, raw)
+    end_first_reply_with(monkeypatch, vendor, raw)
     r = run(
         program(vendor), ending, ["Refund ORD-7, but end for another reason.", "Are you there?"], tmp_path
     )
@@ -273,7 +273,7 @@ NORMAL = {"google_genai": "STOP", "openai_chat": "stop", "anthropic": "tool_use"
 def test_a_reply_that_ended_normally_runs_its_calls(ending, monkeypatch, program, tmp_path, vendor):
     """The control: the calls of a reply that ended normally run, and the model is asked again."""
     if NORMAL[vendor] is not None:
-        raw_ending(monkeypatch, vendor, NORMAL[vendor])
+        end_first_reply_with(monkeypatch, vendor, NORMAL[vendor])
     r = run(program(vendor), ending, ["Refund ORD-7, and end normally."], tmp_path)
     assert (r.done["status"], r.done["final_output"]) == ("completed", "ORD-7 is on its way."), r.done
     assert handlers.CALLS == {"get_order": 1}
@@ -287,7 +287,7 @@ def test_a_prompt_gemini_blocked_ends_with_no_text(ending, monkeypatch, program,
     with ``""`` traced ``content_filter``, the block reason kept, as the langgraph adapter traces it (the
     program traced ``stop``)."""
     monkeypatch.setattr(RawEnding, "EMPTY", True)
-    raw_ending(monkeypatch, "google_genai", raw)
+    end_first_reply_with(monkeypatch, "google_genai", raw)
     monkeypatch.setattr(render_gemini, "generate_json", prompt_blocked(render_gemini.generate_json))
     r = run(program("google_genai"), ending, ["Say nothing, and end for another reason."], tmp_path)
     assert (r.done["status"], r.done["final_output"]) == ("completed", ""), r.done
@@ -452,3 +452,25 @@ def test_a_broken_call_and_a_good_one_are_answered_in_the_models_order(first_cut
     assert [c.tool for c in r.of("tool.call")] == ["get_order", "search_faq"]
     assert [name for name, _ in r.results_sent()] == ["get_order", "search_faq"]
     assert handlers.CALLS == {"search_faq": 1}
+
+
+@pytest.mark.parametrize(("raw", "finish"), [("a_reason_newer_than_the_sdk", "other"), ("end_turn", "other")])
+def test_the_exported_anthropic_program_reads_a_replys_end_as_the_adapters(
+    ending, monkeypatch, program, tmp_path, raw, finish
+):
+    """``--to anthropic`` reads how a reply ended with portagent.wire.finish, as the adapters: a reply holding
+    a call that ended for a newer reason, or ``end_turn`` (ended, but not for its calls), runs none of them
+    and names them in ``calls_not_run``. The program's own table traced ``end_turn`` ``stop`` and named none."""
+    end_first_reply_with(monkeypatch, "anthropic", raw)
+    r = run(
+        program("anthropic", "anthropic"),
+        ending,
+        ["Refund ORD-7, but end for another reason.", "Are you there?"],
+        tmp_path,
+        "anthropic",
+    )
+    assert (r.done["status"], r.done["final_output"]) == ("completed", "Nothing was refunded."), r.done
+    assert handlers.REFUNDS == [] and handlers.CALLS == {} and not r.of("tool.call")
+    first, second = r.of("model.call")
+    assert (first.finish_reason, first.provider_details.get("calls_not_run")) == (finish, ["issue_refund"])
+    assert second.finish_reason == "stop"
