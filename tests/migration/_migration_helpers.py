@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +204,15 @@ def mcp_server(name: str = "weather") -> dict[str, Any]:
         "command": [sys.executable, str(MCP_SERVER)],
         "env": {"MCP_TEST_NAME": name, "MCP_TEST_TOOLS": "get_forecast"},
     }
+
+
+@dataclass
+class Ran:
+    """An exported program's run: what ``main`` returned, its trace events, the requests it sent."""
+
+    done: dict[str, Any]
+    events: list[Any]
+    requests: list[dict[str, Any]]
+
+    def of(self, kind: str) -> list[Any]:
+        return of(self.events, kind)

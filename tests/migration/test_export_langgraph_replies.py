@@ -10,7 +10,6 @@ its ``main()`` is run in-process; what each vendor was sent is read from the emu
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import shutil
 import sys
@@ -24,7 +23,8 @@ import yaml
 pytest.importorskip("langgraph", reason="langgraph is not installed (pip install 'portagent[langgraph]')")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
-from _migration_helpers import DUMMY_KEYS, load_module, of
+from _migration_helpers import DUMMY_KEYS, load_module
+from _migration_helpers import Ran as ExportedRan
 from _support import first_call_cut, portagent_home, raw_ending, run_cli
 from gemini_wire import prompt_blocked
 from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai
@@ -113,15 +113,7 @@ def program_fixture(tmp_path_factory) -> Any:
     return program
 
 
-@dataclasses.dataclass
-class Ran:
-    done: dict[str, Any]
-    events: list[Any]
-    requests: list[dict[str, Any]]
-
-    def of(self, kind: str) -> list[Any]:
-        return of(self.events, kind)
-
+class Ran(ExportedRan):
     def results_sent(self) -> list[tuple[str | None, Any]]:
         """Tool results in the last request: what the model was finally shown (name, parsed value)."""
         last = parse_request(self.requests[-1])

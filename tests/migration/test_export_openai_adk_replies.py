@@ -26,7 +26,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters" / "anthropic"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "adapters"))
-from _migration_helpers import DUMMY_KEYS, load_module, of
+from _migration_helpers import DUMMY_KEYS, Ran, load_module
 from _support import parse_request, portagent_home, run_cli
 from gemini_wire import prompt_blocked, without_content
 from openai_wire import REFUSAL, incomplete_as_raw, refusing_openai, without_request_ids
@@ -130,16 +130,6 @@ def program_fixture(tmp_path_factory) -> Any:
         return cache[target, kind == "openai_chat", structured]
 
     return program
-
-
-@dataclasses.dataclass
-class Ran:
-    done: dict[str, Any]
-    events: list[Any]
-    requests: list[dict[str, Any]]
-
-    def of(self, kind: str) -> list[Any]:
-        return of(self.events, kind)
 
 
 def run(program: Any, kind: str, emu: RunningEmulator, messages: list[str], tmp: Path) -> Ran:
