@@ -12,9 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import SpecProblem
@@ -26,6 +23,11 @@ def schema_problems(schema: dict[str, Any] | None, label: str, path: str) -> lis
     """A JSON Schema must itself be valid against the 2020-12 metaschema."""
     if schema is None:
         return []
+    # imported here: jsonschema (with attrs and referencing) takes ~50 ms to import; ``validate`` of files
+    # that hold no schema (policies, scripts, agents without tools) never pays it
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
@@ -41,6 +43,8 @@ def tool_problems(tool: ToolSpec, label: str, prefix: str = "") -> list[SpecProb
     out += schema_problems(tool.output_schema, label, f"{prefix}output_schema")
     if out:
         return out
+    from jsonschema import Draft202012Validator
+
     validator = Draft202012Validator(tool.input_schema)
     for i, ex in enumerate(tool.examples.valid):
         errs = list(validator.iter_errors(ex))

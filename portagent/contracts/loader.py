@@ -155,6 +155,10 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
     ``$PORTAGENT_MAX_SPEC_BYTES``, a duplicate key in any mapping (a later key would silently replace an
     earlier one), and YAML aliases that expand to more than ``$PORTAGENT_MAX_ALIAS_NODES`` extra nodes."""
     label = str(path)
+    parsed = _parsed.get()
+    key = _file_key(path) if parsed is not None and path.suffix != ".json" else None
+    if parsed is not None and key is not None and key in parsed:
+        return _construct(parsed[key]), parsed[key]
     raw = _read_spec_bytes(path, label)
     try:
         text = raw.decode("utf-8")
@@ -196,6 +200,8 @@ def read_document(path: Path) -> tuple[Any, yaml.Node | None]:
         if "integer string conversion" in text:  # Python's own wording names an interpreter setting
             text = "a number has more than 4300 digits; write it as a string or a smaller number"
         raise SpecError([SpecProblem(label, "", f"YAML error: {text}")]) from None
+    if parsed is not None and key is not None and node is not None:
+        parsed[key] = node
     return data, node
 
 
@@ -214,6 +220,16 @@ def _parse_yaml(text: str, label: str = "<string>") -> tuple[Any, yaml.Node | No
     finally:
         loader.dispose()
     return data, node
+
+
+def _construct(node: yaml.Node) -> Any:
+    """The data of a node tree ``_parse_yaml`` built and checked before: constructed anew, so no two
+    readers share (and could change) one document's dicts and lists."""
+    loader = _Loader("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -462,16 +478,36 @@ _loaded: contextvars.ContextVar[dict[tuple[Any, ...], BaseModel] | None] = conte
 )
 
 
+_parsed: contextvars.ContextVar[dict[tuple[Any, ...], yaml.Node] | None] = contextvars.ContextVar(
+    "portagent_parsed_yaml", default=None
+)
+
+
 @contextlib.contextmanager
 def loading_once() -> Iterator[None]:
     """Within this block a spec file that loaded cleanly is not read again while its path, inode, size
     and modification time stay the same (``validate`` meets a shared tools file once per agent that
-    names it). Contracts are frozen, so sharing one loaded model is safe; failures are never kept."""
+    names it). Contracts are frozen, so sharing one loaded model is safe; failures are never kept.
+
+    A YAML file is parsed and checked (duplicate keys, alias expansion) once too, whatever reads it
+    (``validate`` reads an agent as a file, as a bundle and again for its suite, under other labels and
+    contract classes): its checked node tree is kept and each reader gets data constructed from it."""
     token = _loaded.set({})
+    parsed = _parsed.set({})
     try:
         yield
     finally:
+        _parsed.reset(parsed)
         _loaded.reset(token)
+
+
+def _file_key(p: Path) -> tuple[Any, ...] | None:
+    """Which file, as it is now: resolved path, device, inode, size and modification time."""
+    try:
+        st = p.stat()
+        return (str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    except (OSError, RuntimeError):
+        return None  # read_document reports it
 
 
 def _memo_key(

@@ -1,8 +1,7 @@
-"""Google ADK / Gemini mapping helpers: usage, finish reasons, final text, the output-schema
-declaration, and what Gemini can declare.
+"""Google ADK / Gemini mapping helpers: usage, finish reasons, final text and the output-schema
+declaration (what ADK's output schema can express is a rule: ``rules.output_schema_problems``).
 
-Pure functions with no SDK import, so ``validate`` (or anyone) can check a spec for ADK without
-loading google-adk. ``portagent.adapters.adk.agent`` uses them.
+Pure functions with no SDK import. ``portagent.adapters.adk.agent`` uses them.
 
 Usage (google-genai ``GenerateContentResponseUsageMetadata``; Gemini API reference "UsageMetadata"):
 
@@ -23,7 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from portagent.adapters._shared import reply_finish
-from portagent.wire.gemini_schema import GEMINI_OPENAPI_SCHEMA_FIELDS, walk_schema
+
+# ADK's output-schema limits are a portability rule: they live in ``rules.py``, which ``validate`` imports
+# without this module's run-time machinery (``_shared``); named here too for the adapter and its tests.
+from portagent.adapters.adk.rules import output_schema_problems as output_schema_problems
 
 # --- usage and finish reasons ---------------------------------------------------------------------
 
@@ -99,32 +101,3 @@ def declare_output_schema(llm_request: Any, schema: dict[str, Any]) -> None:
                     "properties": {"response": schema},
                     "required": ["response"],
                 }
-
-
-# --- what a Gemini function declaration can express: ``wire/gemini_schema.py`` (langgraph's Gemini chat
-# model declares tools the same way); the output schema's limits are ADK's own, below.
-
-
-def output_schema_problems(schema: dict[str, Any], path: str = "output_schema") -> list[str]:
-    """Why an AgentSpec's ``output_schema`` cannot go through ADK's ``LlmAgent.output_schema``.
-
-    ADK 2.13 takes the raw dict but google-genai converts it to ``types.Schema`` (the OpenAPI subset):
-    any other key fails pydantic validation, ``enum`` must hold strings and ``type`` one string
-    (a list such as ``["string", "null"]`` crashes the converter; use ``nullable: true``)."""
-    problems: list[str] = []
-    for where, sub in walk_schema(schema, path):
-        for key in sub:
-            if key not in GEMINI_OPENAPI_SCHEMA_FIELDS:
-                problems.append(
-                    f"{where}.{key}: keyword {key!r} is not supported by ADK's output_schema "
-                    "(google-genai types.Schema)"
-                )
-        enum = sub.get("enum")
-        if isinstance(enum, list) and not all(isinstance(v, str) for v in enum):
-            problems.append(f"{where}.enum: ADK's output_schema supports string enum values only")
-        if "type" in sub and not isinstance(sub["type"], str):
-            problems.append(
-                f"{where}.type: ADK's output_schema needs one type name (use nullable: true "
-                "instead of a type list)"
-            )
-    return problems

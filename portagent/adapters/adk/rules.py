@@ -1,14 +1,17 @@
 """What ADK / Gemini cannot express although the profile has the capability (no SDK import).
 
 Used by the one portability verdict (``adapters/portability.py``) and by the adapter's own preflight.
+Imports nothing of the adapter's run-time machinery (``events``, ``_shared``, the port): ``validate``
+loads every vendor's rules.
 """
 
 from __future__ import annotations
 
-from portagent.adapters.adk.events import output_schema_problems
+from typing import Any
+
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.portability import Lack
-from portagent.wire.gemini_schema import tool_lacks
+from portagent.wire.gemini_schema import GEMINI_OPENAPI_SCHEMA_FIELDS, tool_lacks, walk_schema
 
 
 def _file(bundle: AgentBundle, node: AgentNode) -> str:
@@ -59,3 +62,30 @@ def lacks(bundle: AgentBundle) -> list[Lack]:
                 )
             parents.setdefault(edge.target, node.name)
     return out
+
+
+def output_schema_problems(schema: dict[str, Any], path: str = "output_schema") -> list[str]:
+    """Why an AgentSpec's ``output_schema`` cannot go through ADK's ``LlmAgent.output_schema``.
+
+    ADK 2.13 takes the raw dict but google-genai converts it to ``types.Schema`` (the OpenAPI subset):
+    any other key fails pydantic validation, ``enum`` must hold strings and ``type`` one string
+    (a list such as ``["string", "null"]`` crashes the converter; use ``nullable: true``). What a Gemini
+    function declaration can express is ``wire/gemini_schema.py`` (langgraph's Gemini chat model declares
+    tools the same way); these limits are ADK's own."""
+    problems: list[str] = []
+    for where, sub in walk_schema(schema, path):
+        for key in sub:
+            if key not in GEMINI_OPENAPI_SCHEMA_FIELDS:
+                problems.append(
+                    f"{where}.{key}: keyword {key!r} is not supported by ADK's output_schema "
+                    "(google-genai types.Schema)"
+                )
+        enum = sub.get("enum")
+        if isinstance(enum, list) and not all(isinstance(v, str) for v in enum):
+            problems.append(f"{where}.enum: ADK's output_schema supports string enum values only")
+        if "type" in sub and not isinstance(sub["type"], str):
+            problems.append(
+                f"{where}.type: ADK's output_schema needs one type name (use nullable: true "
+                "instead of a type list)"
+            )
+    return problems

@@ -1,0 +1,101 @@
+"""``portagent validate`` imports only what validates (issue #20: 0.8 s, most of it imports it never used).
+
+Structural, not timed: ``validate`` runs in a fresh interpreter and the test lists what it left in
+``sys.modules``. The portability verdict needs each vendor's SDK-free ``rules.py``, never an adapter's
+run-time machinery (``_shared``, the port, event mapping), the tool gateway, tracing, recording, evals,
+the emulator, asyncio or an SDK; jsonschema is imported only when a file holds a schema to check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from _support import EXAMPLES
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from portagent.cli import main
+
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as e:
+        code = e.code
+    print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+    """
+)
+
+NEVER = (
+    "portagent.adapters._shared",
+    "portagent.adapters.base",
+    "portagent.adapters.port",
+    "portagent.adapters.session_gateway",
+    "portagent.adapters.adk.events",
+    "portagent.tools",
+    "portagent.tracing",
+    "portagent.recording",
+    "portagent.evals",
+    "portagent.emulator",
+    "portagent.runtime.runner",
+    "portagent.core.secrets",
+    "asyncio",
+    "ssl",
+    "httpx",
+    "vcr",
+    "agents",
+    "claude_agent_sdk",
+    "google.adk",
+    "google.genai",
+    "openai",
+    "anthropic",
+    "langgraph",
+    "langchain_core",
+)
+"""Modules (and their submodules) ``validate`` has no use for."""
+
+
+def _validate(*argv: str) -> tuple[int, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "validate", "--quiet", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    found = json.loads(last)
+    return found["exit"], found["modules"]
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param([str(EXAMPLES / "support_desk")], id="folder-every-provider-verdict"),
+        pytest.param([str(EXAMPLES / "support_desk" / "agent.yaml"), "--provider", "adk"], id="agent-adk"),
+        pytest.param(
+            [str(EXAMPLES / "support_desk" / "agent.yaml"), "--provider", "langgraph"], id="agent-langgraph"
+        ),
+    ],
+)
+def test_validate_loads_no_run_machinery(argv: list[str]) -> None:
+    code, modules = _validate(*argv)
+    assert code == 0
+    assert "portagent.adapters.portability" in modules  # the verdict itself was checked
+    assert _loaded(modules, NEVER) == []
+
+
+def test_jsonschema_only_when_a_schema_is_checked() -> None:
+    code, modules = _validate(str(EXAMPLES / "support_desk" / "policy.yaml"))
+    assert code == 0
+    assert _loaded(modules, ("jsonschema", *NEVER)) == []
+    code, modules = _validate(str(EXAMPLES / "support_desk" / "tools.yaml"))  # tool schemas: checked
+    assert code == 0
+    assert "jsonschema" in modules
