@@ -100,6 +100,11 @@ class _Calls:
     def expect(self, message: Any) -> None:
         self._pending = deque(b for b in message.content if b.type == "tool_use")
 
+    @property
+    def undeclared(self) -> bool:
+        """Whether the reply calls a tool nobody declared (one the runner answers itself, with a warning)."""
+        return any(b.name not in self.runnable for b in self._pending)
+
     async def take(self, name: str) -> str | None:
         """The vendor id of the declared call ``name`` the runner is running now (undeclared ones before it
         are traced first)."""
@@ -267,8 +272,11 @@ class _Loop:
                 if message.stop_reason != "tool_use":
                     continue  # max_tokens, refusal, end_turn…: no tool runs, the runner ends the turn
                 calls.expect(message)
-                with warnings.catch_warnings():  # the runner warns when it answers an unknown tool itself
-                    warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
+                if calls.undeclared:  # the runner warns when it answers an unknown tool itself
+                    with warnings.catch_warnings():
+                        warnings.filterwarnings("ignore", message=_NOT_FOUND, category=UserWarning)
+                        response = await runner.generate_tool_call_response()
+                else:  # catch_warnings swaps the process's filters at every step: only when it has a use
                     response = await runner.generate_tool_call_response()
                 await calls.finish()  # undeclared calls after the reply's last declared one
                 session.check_stopped()  # a tool deferred an approval or exhausted a budget: no next request
