@@ -25,7 +25,10 @@ def add_parser(sub: Any) -> None:
         "and what to review). Exit 0 when written, 2 on usage errors.",
     )
     p.add_argument(
-        "target", metavar="MODULE:OBJECT", help="where the native object lives, e.g. shop_agents:desk"
+        "target",
+        metavar="MODULE:OBJECT",
+        help="where the native object lives, e.g. shop_agents:desk; or the program's file (prog.py, "
+        "prog.py:OBJECT), or a module without :OBJECT (anthropic, langgraph: the agent is looked for in it)",
     )
     p.add_argument(
         "--from",
@@ -63,38 +66,34 @@ def _models(values: list[str]) -> dict[str, str]:
 
 
 def _check_target(target: str) -> None:
-    """``prog.py:AGENT`` or ``./src/prog.py:AGENT`` (a file path where a module name goes): one message
-    naming the form that works."""
-    import re
-    from pathlib import PurePath
+    """``pkg/mod:AGENT`` (a package path written with slashes, not a ``.py`` file): one message naming the
+    form that works. A ``.py`` file is read as the program (``importing.file_module``)."""
+    from pathlib import Path, PurePath
 
     from portagent.contracts.errors import UsageError
 
-    module, sep, attr = target.partition(":")
-    if not sep or not (module.endswith(".py") or "/" in module or "\\" in module):
+    module, _, attr = target.partition(":")
+    if module.endswith(".py") or not ("/" in module or "\\" in module):
         return
     path = PurePath(module.replace("\\", "/"))
-    obj = attr or "OBJECT"
-    if path.suffix != ".py":  # a package path written with slashes
-        dotted = ".".join(path.parts)
-        raise UsageError(f"{target!r}: MODULE is a Python module name, not a path; use '{dotted}:{obj}'")
-    stem, folder = path.stem, str(path.parent)
-    if not re.fullmatch(r"[A-Za-z_]\w*", stem):
-        raise UsageError(
-            f"{target!r}: MODULE is a Python module name, and {path.name} cannot be imported as one; "
-            f"rename it (letters, digits and _) and use NAME:{obj}"
-        )
-    where = "the current folder" if folder == "." else f"{folder} (cd there first, or add it to PYTHONPATH)"
+    if path.suffix or Path(module).exists():
+        return  # a file (importing.file_module says what is wrong with it)
+    dotted = ".".join(path.parts)
     raise UsageError(
-        f"{target!r}: MODULE is a Python module name, not a file path; use '{stem}:{obj}' from {where}"
+        f"{target!r}: MODULE is a Python module name, not a path; use '{dotted}:{attr or 'OBJECT'}' "
+        "(or give the program's .py file)"
     )
 
 
 def _program_files(target: str) -> list[str]:
     """Where MODULE's top-level module or package is, found without running it (none when not found)."""
     import importlib.util
+    from pathlib import Path
 
-    top = target.partition(":")[0].split(".")[0]
+    module = target.partition(":")[0]
+    if module.endswith(".py"):
+        return [str(Path(module).resolve())]
+    top = module.split(".")[0]
     try:
         spec = importlib.util.find_spec(top) if top else None
     except (ImportError, ValueError):
@@ -119,7 +118,11 @@ def run(args: argparse.Namespace) -> int:
     _check_target(args.target)
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE is found from the current folder, as with `python -m`
-    out = Path(args.out) if args.out else Path(f"imported_{args.target.rpartition(':')[2].split('.')[-1]}")
+    module, _, obj = args.target.partition(":")
+    default = (
+        obj.split(".")[-1] if obj else Path(module).stem if module.endswith(".py") else module.split(".")[-1]
+    )
+    out = Path(args.out) if args.out else Path(f"imported_{default}")
     # before the (slow) import of the program
     problem = output_problem(out, overwrite=args.overwrite, sources=_program_files(args.target))
     if problem is not None:

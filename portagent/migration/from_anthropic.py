@@ -25,14 +25,21 @@ whose code lives in the program's own loop), ``thinking``, ``tool_choice``, ``be
 
 from __future__ import annotations
 
+import ast
+import inspect
+import sys
+import types
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from portagent.adapters.base import package_version
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
 from portagent.migration.importing import (
+    UNIMPORTABLE,
     ReaderState,
     a_type,
+    function_ref,
     other_sdk_hint,
     placeholder_instructions,
     refuse_schema_gap,
@@ -43,6 +50,7 @@ from portagent.migration.importing import (
     where,
 )
 from portagent.migration.report import ImportReport
+from portagent.migration.static_read import Reader, Unreadable, call_chain, enclosing, module_tree, qualnames
 
 EXPECTED = (
     "the keyword arguments of a tool runner: a dict with 'model' and 'tools' (functions decorated with "
@@ -57,10 +65,10 @@ is dropped silently: a seed conversation is listed as not imported, ``stream`` n
 
 
 def read_anthropic(ref: str, obj: Any) -> ImportDraft:
-    from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
-
     from portagent.contracts.errors import UsageError
 
+    if isinstance(obj, types.ModuleType) or (inspect.isfunction(obj) and _holds_a_call(obj)):
+        return _read_program(ref, obj)
     if not isinstance(obj, Mapping):
         raise UsageError(
             f"{ref} is {a_type(obj)}; --from anthropic reads {EXPECTED}{other_sdk_hint(obj, 'anthropic')}"
@@ -72,11 +80,30 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
             f"{ref} is a dict with {found}; --from anthropic reads {EXPECTED} "
             "('model' a string, 'tools' a list)"
         )
+    return _read_kwargs(ref, ref.rpartition(":")[2].split(".")[-1].lower(), obj, None)
+
+
+def _read_kwargs(ref: str, raw_name: str, obj: Mapping[str, Any], program: _Program | None) -> ImportDraft:
+    """The tool runner's (or ``messages.create``'s) keyword arguments → a draft. ``program``: read from
+    the program's calls (what could not be read there is reported, each with its ``file:line``)."""
+    from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
+
     report = ImportReport(sdk=f"anthropic {package_version('anthropic')}", source=ref)
     reader = ReaderState(report)
-    name = reader.agent_names.take(ref.rpartition(":")[2].split(".")[-1].lower())
+    name = reader.agent_names.take(raw_name)
     draft = DraftAgent(name=name, instructions="")
-    draft.instructions = _instructions(obj.get("system"), name, report)
+    if program is not None:
+        program.report_into(report, name)
+    if program is not None and "system" in program.unread:
+        draft.instructions = placeholder_instructions(
+            name, "the program's system prompt is computed at run time"
+        )
+    else:
+        draft.instructions = _instructions(obj.get("system"), name, report)
+    max_iterations = obj.get("max_iterations")
+    if isinstance(max_iterations, int) and not isinstance(max_iterations, bool) and max_iterations >= 1:
+        draft.budget["max_turns"] = max_iterations
+        report.add("changed", f"max_iterations={max_iterations}", "imported as budget.max_turns")
     draft.models["anthropic"] = obj["model"]
     for key in _SHARED:
         value = obj.get(key)
@@ -92,6 +119,10 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
     for t in obj["tools"]:
         if isinstance(t, BetaFunctionTool | BetaAsyncFunctionTool):
             tool = _tool(t, ref, reader)
+            if tool is not None:
+                draft.tools.append(tool)
+        elif isinstance(t, Mapping) and program is not None and (t.get("type") or "custom") == "custom":
+            tool = _dict_tool(t, program, reader)
             if tool is not None:
                 draft.tools.append(tool)
         elif isinstance(t, Mapping):
@@ -115,7 +146,16 @@ def read_anthropic(ref: str, obj: Any) -> ImportDraft:
     if obj.get("output_format") is not None:
         _output_format(obj["output_format"], draft, report)
     for key in sorted(map(str, obj)):
-        if key in ("model", "tools", "system", "output_config", "output_format", *_SHARED, *_IGNORED):
+        if key in (
+            "model",
+            "tools",
+            "system",
+            "output_config",
+            "output_format",
+            "max_iterations",
+            *_SHARED,
+            *_IGNORED,
+        ):
             continue
         report.add(
             "not_portable", f"{key}={obj[key]!r}"[:120], "not imported: an Anthropic-only request setting"
@@ -252,3 +292,295 @@ def _output(config: Any, draft: DraftAgent, report: ImportReport) -> None:
         rest = dict(config) if isinstance(config, Mapping) else {"output_config": config}
     for key, value in rest.items():
         report.add("not_portable", f"output_config.{key}={value!r}"[:120], "not imported: Anthropic-only")
+
+
+# --- a program: the arguments of its tool_runner / messages.create calls --------------------------------
+
+_CALL_NAMES = frozenset({"tool_runner", "create", "stream", "parse"})
+"""``client[.beta].messages.<this>(...)``: the calls whose keyword arguments are the agent."""
+
+
+def _is_agent_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    chain = call_chain(node)
+    return len(chain) >= 2 and chain[-1] in _CALL_NAMES and chain[-2] == "messages"
+
+
+def _holds_a_call(fn: Any) -> bool:
+    """Whether a function's own source holds a ``messages.create`` / ``tool_runner`` call."""
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (TypeError, OSError, SyntaxError):
+        return False
+    return any(_is_agent_call(n) for n in ast.walk(tree))
+
+
+@dataclass
+class _Program:
+    """Where the agent was read from in the program, and what could not be read there."""
+
+    module: types.ModuleType
+    reader: Reader
+    calls: list[ast.Call]
+    unread: dict[str, Unreadable] = field(default_factory=dict)
+    differs: list[str] = field(default_factory=list)
+
+    def report_into(self, report: ImportReport, name: str) -> None:
+        where = ", ".join(self.reader.at(c) for c in self.calls)
+        report.add("note", f"agent {name}", f"read from the keyword arguments of the call(s) at {where}")
+        for key, u in self.unread.items():
+            if key == "model":
+                continue
+            report.add(
+                "not_portable",
+                f"{key}={u.source} ({u.at})",
+                f"not read: {u.why}; "
+                + (
+                    "a placeholder was written for instructions"
+                    if key == "system"
+                    else "no tools were imported from it; write their ToolSpecs by hand"
+                    if key == "tools"
+                    else "set it by hand if the spec has a field for it"
+                ),
+            )
+        for env in self.reader.envs:
+            report.add(
+                "changed",
+                f"the environment variable {env.name} ({env.at})",
+                f"imported as {env.default!r} (its default, or the value it had while importing); the "
+                "program reads the variable each time it runs: check the spec's value",
+            )
+        for text in self.differs:
+            report.add("changed", text, "the first call's value was imported; check it")
+
+
+def _read_program(ref: str, obj: Any) -> ImportDraft:
+    """A module (the agent looked for in it) or a function holding the loop: read the keyword arguments
+    of its ``messages.tool_runner`` / ``messages.create`` / ``stream`` / ``parse`` calls."""
+    from portagent.contracts.errors import UsageError
+
+    module = obj if isinstance(obj, types.ModuleType) else sys.modules.get(obj.__module__)
+    parsed = module_tree(module) if module is not None else None
+    if module is None or parsed is None:
+        raise UsageError(f"{ref}: its source cannot be read, so no tool-runner call can be found in it")
+    tree, text, file = parsed
+    reader = Reader(module, text, file, tree)
+    owner = enclosing(tree)
+    names = qualnames(tree)
+    groups: dict[str, tuple[ast.AST | None, list[ast.Call]]] = {}
+    for node in ast.walk(tree):
+        if _is_agent_call(node):
+            fn = owner.get(node)
+            key = names.get(fn, "") if fn is not None else ""
+            groups.setdefault(key, (fn, []))[1].append(node)  # type: ignore[arg-type]
+    dicts = {}
+    if isinstance(obj, types.ModuleType):
+        dicts = {
+            k: v
+            for k, v in vars(module).items()
+            if isinstance(v, Mapping) and "model" in v and "tools" in v and not k.startswith("_")
+        }
+    else:
+        wanted = obj.__qualname__
+        groups = {k: v for k, v in groups.items() if k == wanted}
+    for _, calls in groups.values():  # a call spreading a module-level dict is that dict's agent
+        for call in calls:
+            for kw in call.keywords:
+                if kw.arg is None and isinstance(kw.value, ast.Name):
+                    dicts.pop(kw.value.id, None)
+    stem = module.__name__.rpartition(".")[2]
+    candidates = [
+        (k, f"{file}:{getattr(v, 'lineno', '?')}") for k, v in ((k, _line_of(tree, k)) for k in dicts)
+    ]
+    candidates += [(k or "<module>", reader.at(calls[0])) for k, (_, calls) in groups.items()]
+    if not candidates:
+        raise UsageError(
+            f"{ref}: no agent found in {file}: no client.messages.create(...) / "
+            "client.beta.messages.tool_runner(...) call and no dict of its arguments; --from anthropic "
+            f"reads {EXPECTED}"
+        )
+    if len(candidates) > 1:
+        listed = "; ".join(f"{module.__name__}:{k} ({at})" for k, at in candidates if k != "<module>")
+        top = [at for k, at in candidates if k == "<module>"]
+        raise UsageError(
+            f"{ref}: {len(candidates)} agents found in {file}; choose one: {listed}"
+            + (f" (the calls at the module's top level, {top[0]}, cannot be chosen by name)" if top else "")
+        )
+    chosen = candidates[0][0]
+    if chosen in dicts:
+        return read_anthropic(f"{module.__name__}:{chosen}", dicts[chosen])
+    fn_node, calls = groups["" if chosen == "<module>" else chosen]
+    program = _Program(module, reader, calls)
+    kwargs = _merge_calls(program, fn_node)
+    if "model" not in kwargs:
+        u = program.unread.get("model")
+        raise UsageError(
+            f"{ref}: the model of the call at {reader.at(calls[0])} cannot be read"
+            + (f": {u.source}, {u.why}" if u else " (no model= argument)")
+            + "; give it as a constant (MODEL = 'claude-...') or a dict of the runner's arguments"
+        )
+    if not isinstance(kwargs["model"], str) or not kwargs["model"]:
+        raise UsageError(
+            f"{ref}: the model of the call at {reader.at(calls[0])} is {kwargs['model']!r}, not a model id"
+        )
+    kwargs.setdefault("tools", [])  # none given (a plain chat), or not read (reported)
+    raw = stem if isinstance(obj, types.ModuleType) or chosen == "<module>" else chosen.rpartition(".")[2]
+    return _read_kwargs(f"{module.__name__}:{chosen}", raw.lower(), kwargs, program)
+
+
+def _line_of(tree: ast.Module, name: str) -> ast.AST | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return node
+    return None
+
+
+def _merge_calls(program: _Program, scope: ast.AST | None) -> dict[str, Any]:
+    """The calls' keyword arguments, the first call's value kept where two differ (a loop's follow-up
+    call often repeats the first one; one that leaves ``system`` out does not remove it)."""
+    out: dict[str, Any] = {}
+    first_at: dict[str, str] = {}
+    reader = program.reader
+    for call in program.calls:
+        found: dict[str, Any] = {}
+        for kw in call.keywords:
+            try:
+                if kw.arg is None:
+                    spread = reader.value(kw.value, scope)
+                    if not isinstance(spread, Mapping):
+                        raise reader.fail(kw.value, "not a dict")
+                    found.update(spread)
+                elif kw.arg not in _IGNORED:
+                    found[kw.arg] = reader.value(kw.value, scope)
+            except Unreadable as u:
+                key = kw.arg or f"**{reader.source(kw.value)}"
+                whole = reader.source(kw.value)
+                why = u.why if u.source == whole else f"{u.source}: {u.why}"
+                if key not in out:
+                    program.unread.setdefault(key, Unreadable(whole, reader.at(kw.value), why))
+        for key, value in found.items():
+            if key in _IGNORED:
+                continue
+            if key not in out:
+                out[key] = value
+                first_at[key] = reader.at(call)
+                program.unread.pop(key, None)
+            elif _differs(out[key], value):
+                program.differs.append(
+                    f"{key} differs between the calls at {first_at[key]} and {reader.at(call)}"
+                )
+    return out
+
+
+def _differs(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except Exception:
+        return True
+
+
+def _dict_tool(t: Mapping[str, Any], program: _Program, reader: ReaderState) -> DraftTool | None:
+    """A hand-written tool definition (``{"name", "description", "input_schema"}``) whose code is the
+    program's: the function of the same name, or the one a dispatch dict of the program maps its name to."""
+    raw = t.get("name")
+    subject = f"tool definition {raw!r}"
+    if not isinstance(raw, str) or not raw:
+        reader.report.add("not_portable", subject, "not imported: a tool definition without a name")
+        return None
+    schema = t.get("input_schema")
+    gap = schema_gap(schema)
+    if gap or not isinstance(schema, dict):
+        refuse_schema_gap(reader.report, subject, gap or "no input_schema")
+        return None
+    found = _dispatch_target(raw, program)
+    if found is None:
+        reader.report.add(
+            "not_portable",
+            f"{subject} ({program.reader.file})",
+            "not imported: no function of the program could be found for it (none has its name, and no "
+            "dict of the program maps its name to one); write a handler for it and add its ToolSpec",
+        )
+        return None
+    fn, how = found
+    handler = function_ref(fn)
+    if handler is None:
+        reader.report.add("not_portable", f"{subject} ({where(fn)})", UNIMPORTABLE)
+        return None
+    problem = _binds(fn, schema)
+    if problem:
+        reader.report.add(
+            "not_portable",
+            f"{subject} ({where(fn)})",
+            f"not imported: {fn.__qualname__} {problem}, so it cannot be called with the tool's arguments "
+            "as keywords (portagent calls handler(**arguments)); write a handler that takes them",
+        )
+        return None
+    name = reader.tool_names.take(raw)
+    if name != raw:
+        reader.report.add("changed", subject, f"renamed {name!r}")
+    for key, value in sorted(t.items()):
+        if key not in ("name", "description", "input_schema", "type"):
+            reader.report.add(
+                "not_portable",
+                f"{key}={value!r} on {subject}"[:160],
+                "not imported: an Anthropic-only tool option",
+            )
+    reader.report.add(
+        "review",
+        f"{subject} ({where(fn)})",
+        f"handler {handler}: {how}; portagent calls it with the arguments as keywords and sends back what "
+        "it returns — check that the program's loop did no more than that",
+    )
+    return DraftTool(
+        name=name,
+        description=str(t.get("description") or ""),
+        input_schema=dict(schema),
+        handler=handler,
+        origin=f"anthropic tool definition {raw} ({fn.__module__}.{fn.__qualname__})",
+    )
+
+
+def _dispatch_target(name: str, program: _Program) -> tuple[Any, str] | None:
+    module = program.module
+    for value in vars(module).values():  # a module-level dict mapping tool names to functions
+        if isinstance(value, Mapping) and callable(value.get(name)) and inspect.isfunction(value.get(name)):
+            return value[name], "the program's dispatch dict maps the tool's name to it"
+    for node in ast.walk(program.reader.tree):  # a dispatch dict written inside a function
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if isinstance(k, ast.Constant) and k.value == name and isinstance(v, ast.Name):
+                    fn = getattr(module, v.id, None)
+                    if inspect.isfunction(fn):
+                        return fn, f"the dict at {program.reader.at(node)} maps the tool's name to it"
+    fn = getattr(module, name, None)
+    if inspect.isfunction(fn):
+        return fn, "the program's function of the tool's name"
+    return None
+
+
+def _binds(fn: Any, schema: Mapping[str, Any]) -> str | None:
+    """Why ``fn(**arguments)`` would fail for arguments of ``schema`` (None when it takes them)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return "has no signature to check"
+    props = set(schema.get("properties") or {})
+    required = set(schema.get("required") or [])
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        names = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(props - names)
+        if unknown:
+            return f"takes no parameter {', '.join(unknown)} (its parameters: {', '.join(params) or 'none'})"
+    needs = sorted(
+        n
+        for n, p in params.items()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in required
+    )
+    if needs:
+        return f"requires {', '.join(needs)}, which the schema does not require"
+    return None

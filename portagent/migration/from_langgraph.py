@@ -62,32 +62,34 @@ _VENDORS = {
 
 
 def read_langgraph(ref: str, obj: Any) -> ImportDraft:
+    import types
+
+    from langgraph.graph import StateGraph
     from langgraph.graph.state import CompiledStateGraph
 
+    if isinstance(obj, types.ModuleType):
+        ref, obj = _find_graph(ref, obj)
+    elif isinstance(obj, StateGraph):
+        obj = _compile(ref, obj)
     if not isinstance(obj, CompiledStateGraph):
         raise UsageError(
             f"{ref} is {a_type(obj)}; --from langgraph reads {EXPECTED}{other_sdk_hint(obj, 'langgraph')}"
         )
     nodes = sorted(n for n in obj.nodes if n != "__start__")
-    if nodes not in (["agent"], ["agent", "tools"]):
-        extra = [n for n in nodes if n not in ("agent", "tools")]
-        why = (
-            "create_react_agent's own extra nodes (structured response, pre/post-model hooks) are not read "
-            "yet; write the output_schema or hook by hand after importing the agent without them"
-            if set(extra) <= _PREBUILT_EXTRA_NODES
-            else "other nodes are arbitrary code, which no spec can stand for"
-        )
+    prebuilt = "agent" in nodes and set(nodes) - {"agent", "tools"} <= {"generate_structured_response"}
+    ours = "agent" in nodes and _is_prebuilt_agent(obj.nodes["agent"].bound)
+    if ours and not prebuilt:
         raise UsageError(
-            f"{ref} is a compiled graph with nodes {', '.join(nodes) or '(none)'}; --from langgraph reads "
-            f"{EXPECTED}: {why}"
+            f"{ref} is a compiled graph with nodes {', '.join(nodes)}; --from langgraph reads {EXPECTED}: "
+            "create_react_agent's pre/post-model hook nodes are code of the program's, not read; write the "
+            "hook's effect by hand after importing the agent without them"
         )
+    if not ours:
+        return _read_built_graph(ref, obj, nodes)
     static_model, prompt = _agent_node(ref, obj.nodes["agent"].bound)
     report = ImportReport(sdk=f"langgraph {package_version('langgraph')}", source=ref)
     reader = ReaderState(report)
-    raw = obj.name if obj.name and obj.name != "LangGraph" else ref.rpartition(":")[2].split(".")[-1]
-    name = reader.agent_names.take(raw)
-    if name != raw:
-        report.add("changed", f"graph name {raw!r}", f"renamed {name!r} (an agent name is an identifier)")
+    name = _graph_name(ref, obj, reader)
     draft = DraftAgent(name=name, instructions=_instructions(prompt, name, report))
     _model(static_model, draft, report)
     node_tools = getattr(obj.nodes["tools"].bound, "tools_by_name", {}) if "tools" in obj.nodes else {}
@@ -96,8 +98,322 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
         if tool is not None:
             draft.tools.append(tool)
     _bound_options(static_model, set(node_tools), draft, report)
+    if "generate_structured_response" in obj.nodes:
+        _response_format(obj.nodes["generate_structured_response"].bound, draft, report)
     _graph_options(obj, draft, report)
     return reader.draft("langgraph", draft)
+
+
+def _graph_name(ref: str, obj: Any, reader: ReaderState) -> str:
+    raw = obj.name if obj.name and obj.name != "LangGraph" else ref.rpartition(":")[2].split(".")[-1]
+    name = reader.agent_names.take(raw)
+    if name != raw:
+        reader.report.add(
+            "changed", f"graph name {raw!r}", f"renamed {name!r} (an agent name is an identifier)"
+        )
+    return name
+
+
+def _is_prebuilt_agent(runnable: Any) -> bool:
+    """The ``agent`` node is the one ``create_react_agent`` writes (not a node of the program's own)."""
+    func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+    return getattr(func, "__module__", "") == _PROMPT_MODULE
+
+
+def _compile(ref: str, builder: Any) -> Any:
+    """An uncompiled ``StateGraph``: compiled here (building it runs nothing of the program's)."""
+    try:
+        return builder.compile()
+    except Exception as e:  # an incomplete graph (no entry point, a dangling edge)
+        raise UsageError(f"{ref}: its StateGraph does not compile ({type(e).__name__}: {e})") from None
+
+
+def _find_graph(ref: str, module: Any) -> tuple[str, Any]:
+    """The one agent graph a module defines at its top level: a compiled graph, or a ``StateGraph``
+    builder nothing compiled. A graph only other graphs' tools call (a sub-agent) is not a candidate."""
+    from langgraph.graph import StateGraph
+    from langgraph.graph.state import CompiledStateGraph
+
+    graphs: dict[int, tuple[str, Any]] = {}
+    builders: dict[int, tuple[str, Any]] = {}
+    for attr, value in vars(module).items():
+        if attr.startswith("_"):
+            continue
+        if isinstance(value, CompiledStateGraph):
+            graphs.setdefault(id(value), (attr, value))
+        elif isinstance(value, StateGraph):
+            builders.setdefault(id(value), (attr, value))
+    for _, g in graphs.values():  # a builder already compiled is its graph
+        builders.pop(id(getattr(g, "builder", None)), None)
+    subs = {id(sub) for _, g in graphs.values() for sub in _graphs_called_by_tools(g)}
+    found = [v for k, v in graphs.items() if k not in subs] + list(builders.values())
+    if not found and graphs:
+        found = list(graphs.values())
+    file = where(module) if hasattr(module, "__file__") else module.__name__
+    if not found:
+        raise UsageError(
+            f"{ref}: no agent found in {file.rpartition(':')[0] or file}: no compiled LangGraph graph "
+            "(or StateGraph) at the module's top level; build it there (e.g. `agent = "
+            "create_react_agent(...)`) and import it again, or name it (MODULE:OBJECT)"
+        )
+    if len(found) > 1:
+        raise UsageError(
+            f"{ref}: {len(found)} agent graphs found; choose one: "
+            + ", ".join(f"{module.__name__}:{attr}" for attr, _ in found)
+        )
+    attr, value = found[0]
+    new_ref = f"{module.__name__}:{attr}"
+    return new_ref, _compile(new_ref, value) if isinstance(value, StateGraph) else value
+
+
+def _graphs_called_by_tools(graph: Any) -> list[Any]:
+    """Graphs the tools of ``graph`` call (sub-agents wrapped as tools), read from the names their
+    functions use."""
+    out: list[Any] = []
+    for node in getattr(graph, "nodes", {}).values():
+        for t in getattr(node.bound, "tools_by_name", {}).values():
+            fn = getattr(t, "coroutine", None) or getattr(t, "func", None)
+            out.extend(g for _, g in _graphs_used(fn))
+    return out
+
+
+def _graphs_used(fn: Any) -> list[tuple[str, Any]]:
+    """(name, graph) for each LangGraph graph (a ``Pregel``) the function's code names."""
+    from langgraph.pregel import Pregel
+
+    code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
+    if code is None:
+        return []
+    scope = dict(getattr(inspect.unwrap(fn), "__globals__", {}))
+    with contextlib.suppress(TypeError, ValueError):
+        scope.update(inspect.getclosurevars(inspect.unwrap(fn)).nonlocals)
+    names = set(code.co_names) | set(code.co_freevars)
+    return [(n, scope[n]) for n in sorted(names) if isinstance(scope.get(n), Pregel)]
+
+
+def _read_built_graph(ref: str, graph: Any, nodes: list[str]) -> ImportDraft:
+    """A graph the program built itself (``StateGraph`` + ``ToolNode`` + ``tools_condition``): the
+    tools are the tool node's, the model is the chat model the node that routes to the tool node calls;
+    its prompt is read when that node puts a ``SystemMessage`` of a constant text in front of the
+    messages. Every other node is code, listed in the report with its ``file:line``."""
+    from langgraph.prebuilt import ToolNode
+
+    tool_nodes = [n for n in nodes if isinstance(graph.nodes[n].bound, ToolNode)]
+    listing = ", ".join(nodes) or "(none)"
+    if len(tool_nodes) != 1:
+        raise UsageError(
+            f"{ref} is a compiled graph with nodes {listing}; --from langgraph reads {EXPECTED}, or a "
+            "StateGraph whose one ToolNode a model node routes to (tools_condition): it has "
+            + ("no ToolNode" if not tool_nodes else f"{len(tool_nodes)} ToolNodes ({', '.join(tool_nodes)})")
+        )
+    tools_node = tool_nodes[0]
+    routes = _routes_to(graph, tools_node)
+    if len(routes) != 1:
+        raise UsageError(
+            f"{ref} is a compiled graph with nodes {listing}: "
+            + (
+                f"no node routes to its ToolNode {tools_node!r}"
+                if not routes
+                else f"{len(routes)} nodes ({', '.join(routes)}) route to its ToolNode {tools_node!r}"
+            )
+            + f"; --from langgraph reads {EXPECTED}, or a StateGraph with one model node and one ToolNode"
+        )
+    model_node = routes[0]
+    func = _node_function(graph.nodes[model_node].bound)
+    models = _chat_models_used(func)
+    if len(models) != 1:
+        at = where(func) if func is not None else f"node {model_node!r}"
+        raise UsageError(
+            f"{ref}: the model of node {model_node!r} ({at}) cannot be read: "
+            + (
+                "its function names no chat model (it is built or chosen at run time)"
+                if not models
+                else f"its function names {len(models)} chat models ({', '.join(n for n, _ in models)})"
+            )
+            + "; give the node a chat model made at the module's top level"
+        )
+    report = ImportReport(sdk=f"langgraph {package_version('langgraph')}", source=ref)
+    reader = ReaderState(report)
+    name = _graph_name(ref, graph, reader)
+    report.add(
+        "note",
+        f"agent {name}",
+        f"read from a graph the program built: model node {model_node!r} ({where(func)}), tool node "
+        f"{tools_node!r}",
+    )
+    draft = DraftAgent(name=name, instructions=_node_prompt(func, model_node, name, report))
+    static_model = models[0][1]
+    _model(static_model, draft, report)
+    node_tools = getattr(graph.nodes[tools_node].bound, "tools_by_name", {})
+    for t in node_tools.values():
+        tool = _tool(t, ref, reader)
+        if tool is not None:
+            draft.tools.append(tool)
+    _bound_options(static_model, set(node_tools), draft, report)
+    for other in nodes:
+        if other in (model_node, tools_node):
+            continue
+        f = _node_function(graph.nodes[other].bound)
+        report.add(
+            "not_portable",
+            f"node {other!r} of agent {name} ({where(f) if f is not None else type(graph.nodes[other].bound).__name__})",
+            "not imported: a node of the program's own code, which no spec can stand for; the agent was "
+            "imported without it",
+        )
+    _graph_options(graph, draft, report, tools_node=tools_node, model_node=model_node)
+    return reader.draft("langgraph", draft)
+
+
+def _routes_to(graph: Any, target: str) -> list[str]:
+    """The nodes with an edge or a conditional branch that can lead to ``target``."""
+    builder = getattr(graph, "builder", None)
+    found: set[str] = set()
+    for src, dst in getattr(builder, "edges", set()):
+        if dst == target and src != "__start__":
+            found.add(src)
+    for src, branches in getattr(builder, "branches", {}).items():
+        for spec in branches.values():
+            ends = getattr(spec, "ends", None) or {}
+            if target in ends.values() or (not ends and target in graph.nodes):
+                found.add(src)
+    return sorted(found - {target})
+
+
+def _node_function(runnable: Any) -> Any:
+    return getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+
+
+def _chat_models_used(func: Any) -> list[tuple[str, Any]]:
+    """(name, model) for each chat model (or chat model bound to tools) the node function names, one
+    per distinct chat model."""
+    from langchain_core.language_models import BaseChatModel
+
+    if func is None:
+        return []
+    target = inspect.unwrap(func)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return []
+    scope = dict(getattr(target, "__globals__", {}))
+    with contextlib.suppress(TypeError, ValueError):
+        scope.update(inspect.getclosurevars(target).nonlocals)
+    names: set[str] = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        names |= set(c.co_names) | set(c.co_freevars)
+        codes += [k for k in c.co_consts if hasattr(k, "co_names")]
+    found: dict[int, tuple[str, Any]] = {}
+    bound_first = sorted(names, key=lambda n: not hasattr(scope.get(n), "bound"))
+    for n in bound_first:
+        value = scope.get(n)
+        chat = getattr(value, "bound", value)
+        if isinstance(chat, BaseChatModel) and id(chat) not in found:
+            found[id(chat)] = (n, value)
+    return list(found.values())
+
+
+def _node_prompt(func: Any, node: str, name: str, report: ImportReport) -> str:
+    """The system prompt a model node puts in front of the messages: ``SystemMessage(TEXT)`` /
+    ``SystemMessage(content=TEXT)`` / ``{"role": "system", "content": TEXT}`` / ``("system", TEXT)`` with
+    TEXT a constant or a module-level string; else a placeholder, reported with the node's ``file:line``."""
+    import ast
+    import sys
+    import textwrap
+
+    from portagent.migration.static_read import Reader, Unreadable
+
+    module = sys.modules.get(getattr(func, "__module__", "") or "")
+    texts: list[str] = []
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+        tree = ast.parse(source)
+    except (TypeError, OSError, SyntaxError):
+        tree = None
+    if tree is not None and module is not None:
+        reader = Reader(module, source, where(func).rpartition(":")[0], ast.parse(""))
+        for n in ast.walk(tree):
+            expr: ast.AST | None = None
+            if (
+                isinstance(n, ast.Call)
+                and getattr(n.func, "id", getattr(n.func, "attr", "")) == "SystemMessage"
+            ):
+                expr = (
+                    n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "content"), None)
+                )
+            elif isinstance(n, ast.Tuple) and len(n.elts) == 2 and isinstance(n.elts[0], ast.Constant):
+                expr = n.elts[1] if n.elts[0].value == "system" else None
+            elif isinstance(n, ast.Dict):
+                pairs = {
+                    k.value: v for k, v in zip(n.keys, n.values, strict=True) if isinstance(k, ast.Constant)
+                }
+                role = pairs.get("role")
+                if isinstance(role, ast.Constant) and role.value == "system":
+                    expr = pairs.get("content")
+            if expr is None:
+                continue
+            try:
+                value = reader.value(expr, None)
+            except Unreadable:
+                value = None
+            texts.append(value if isinstance(value, str) else "")
+    if len(texts) == 1 and texts[0].strip():
+        report.add(
+            "changed",
+            f"system prompt of agent {name}",
+            f"read from the system message node {node!r} puts in front of the messages ({where(func)})",
+        )
+        return texts[0]
+    report.add(
+        "not_portable",
+        f"prompt of agent {name} (node {node!r}, {where(func)})",
+        "not read: "
+        + (
+            "the node builds no system message the import can read (a constant text)"
+            if not texts
+            else "the node builds its system message at run time, or more than one"
+        )
+        + "; a placeholder was written for instructions",
+    )
+    return placeholder_instructions(name, "the LangGraph node's prompt could not be read")
+
+
+def _response_format(runnable: Any, draft: DraftAgent, report: ImportReport) -> None:
+    """``create_react_agent(..., response_format=Schema)``: the schema (a pydantic model, a JSON schema
+    dict, or a ``(prompt, schema)`` pair) → ``output_schema``."""
+    func = _node_function(runnable)
+    try:
+        found = inspect.getclosurevars(func).nonlocals if func is not None else {}
+    except TypeError:
+        found = {}
+    fmt = found.get("response_format")
+    subject = f"response_format of agent {draft.name}"
+    if isinstance(fmt, tuple) and len(fmt) == 2:
+        report.add(
+            "not_portable",
+            f"{subject}: its prompt {str(fmt[0])[:60]!r}",
+            "not imported: the structured answer is the agent's own final answer in portagent",
+        )
+        fmt = fmt[1]
+    schema: Any = None
+    try:
+        if isinstance(fmt, dict):
+            schema = fmt.get("schema", fmt) if "json_schema" not in fmt else fmt["json_schema"].get("schema")
+        elif isinstance(fmt, type) and hasattr(fmt, "model_json_schema"):
+            schema = fmt.model_json_schema()
+    except Exception:
+        schema = None
+    gap = schema_gap(schema) if isinstance(schema, dict) else "it is not a pydantic model or a JSON schema"
+    if gap:
+        report.add("not_portable", subject, f"not imported: {gap}; write output_schema by hand")
+        return
+    draft.output_schema = dict(schema)
+    report.add(
+        "changed",
+        f"{subject} ({getattr(fmt, '__qualname__', 'a JSON schema')})",
+        "imported as output_schema: the agent's final answer is checked against it (LangGraph asked the "
+        "model for it in a separate call after the loop; portagent asks for it as the answer itself)",
+    )
 
 
 def _agent_node(ref: str, runnable: Any) -> tuple[Any, Any]:
@@ -309,6 +625,17 @@ def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
     handler = tool_object_ref(reader.report, subject, t, fn, ref)
     if handler is None:
         return None
+    subs = _graphs_used(fn)
+    if subs:
+        reader.report.add(
+            "review",
+            f"{subject} ({where(fn)})",
+            f"it runs the LangGraph graph(s) {', '.join(n for n, _ in subs)} (a sub-agent wrapped as a tool): "
+            "imported as a tool whose handler still runs that native graph and its model, outside "
+            f"portagent; to port the sub-agent, import it too ({fn.__module__}:{subs[0][0]})"
+            " and make it a "
+            "sub-agent of this one (agent_as_tool)",
+        )
     name = reader.tool_names.take(t.name)
     if name != t.name:
         reader.report.add("changed", subject, f"renamed {name!r}")
@@ -513,26 +840,34 @@ def _bound_options(model: Any, imported: set[str], draft: DraftAgent, report: Im
         )
 
 
-def _graph_options(graph: Any, draft: DraftAgent, report: ImportReport) -> None:
+def _graph_options(
+    graph: Any,
+    draft: DraftAgent,
+    report: ImportReport,
+    *,
+    tools_node: str = "tools",
+    model_node: str = "agent",
+) -> None:
     """What the compiled graph was given beside its nodes: a pause before the tool node is LangGraph's
     approval point (every imported tool then needs approval); a checkpointer or store keeps threads and
     memory, which portagent keeps itself."""
     raw_before: Any = getattr(graph, "interrupt_before_nodes", None) or []
     raw_after: Any = getattr(graph, "interrupt_after_nodes", None) or []
-    before = ["agent", "tools"] if raw_before == "*" else list(raw_before)
-    after = ["agent", "tools"] if raw_after == "*" else list(raw_after)
-    if "tools" in before:
+    every = [n for n in graph.nodes if n != "__start__"]
+    before = every if raw_before == "*" else list(raw_before)
+    after = every if raw_after == "*" else list(raw_after)
+    if tools_node in before:
         for tool in draft.tools:
             tool.needs_approval = True
-            tool.approval_reason = "the graph paused before its tool node: interrupt_before=['tools']"
+            tool.approval_reason = f"the graph paused before its tool node: interrupt_before=[{tools_node!r}]"
         report.add(
             "changed",
-            f"interrupt_before=['tools'] of agent {draft.name}",
+            f"interrupt_before=[{tools_node!r}] of agent {draft.name}",
             "imported as requires_approval: true on every tool (the graph paused before running any tool "
             "call); narrow it in policy.yaml",
         )
     for kind, nodes in (
-        ("interrupt_before", [n for n in before if n != "tools"]),
+        ("interrupt_before", [n for n in before if n != tools_node]),
         ("interrupt_after", after),
     ):
         if nodes:

@@ -51,13 +51,89 @@ _TYPE_HINTS = {
 }
 
 
+def is_file_target(ref: str) -> bool:
+    """``prog.py``, ``src/prog.py:AGENT``: a program file where a module name usually goes."""
+    module = ref.partition(":")[0]
+    return module.endswith(".py") or "/" in module or "\\" in module
+
+
+def file_module(ref: str) -> str:
+    """``path/prog.py[:OBJECT]`` → ``prog[:OBJECT]``, its folder first on ``sys.path`` (as ``python
+    path/prog.py`` runs it). Refused, with one message: no such file, a folder, not a ``.py`` file, a
+    name no module can have."""
+    from pathlib import Path
+
+    given, sep, attr = ref.partition(":")
+    path = Path(given)
+    if not path.exists():
+        raise UsageError(f"{given}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{given}: is a folder; give the program's .py file (or MODULE:OBJECT)")
+    if path.suffix != ".py":
+        raise UsageError(f"{given}: not a Python file (.py); give the program's .py file (or MODULE:OBJECT)")
+    if not re.fullmatch(r"[A-Za-z_]\w*", path.stem) or keyword.iskeyword(path.stem):
+        raise UsageError(
+            f"{given}: MODULE is a Python module name, and {path.name} cannot be imported as one; "
+            f"rename it (letters, digits and _) and import it again"
+        )
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.find_spec(path.stem)
+    except (ImportError, ValueError):
+        spec = None
+    found = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    if found != path.resolve():
+        raise UsageError(
+            f"{given}: its module name {path.stem!r} is also {found or 'another module'}'s, which Python "
+            "would import instead (and the written handlers too); rename the file"
+        )
+    return path.stem + sep + attr
+
+
+_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+"""Keys SDK clients and chat models require when built (``ChatOpenAI()`` raises without one): a program
+that builds them at its top level is imported with a placeholder for each key not set — no request is
+made while importing, and the key is not read into the spec."""
+
+
+def load_target(ref: str) -> tuple[str, Any]:
+    """``MODULE:OBJECT``, ``MODULE`` or ``path/prog.py[:OBJECT]`` → (``module[:OBJECT]``, the object);
+    without ``:OBJECT`` the object is the module, in which the reader looks for the agent."""
+    if is_file_target(ref):
+        ref = file_module(ref)
+    if ":" not in ref:
+        if not ref or not all(p.isidentifier() for p in ref.split(".")):
+            raise UsageError(
+                f"{ref!r}: expected MODULE:OBJECT, a module or a .py file, e.g. shop_agents:desk"
+            )
+        return ref, _import_module(ref)
+    return ref, load_object(ref)
+
+
 def load_object(ref: str) -> Any:
     """``MODULE:OBJECT`` (``OBJECT`` may be dotted) → the object. Every failure is a ``UsageError``."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"{ref!r}: expected MODULE:OBJECT, e.g. shop_agents:desk")
+    obj: Any = _import_module(module_name)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _import_module(module_name: str) -> Any:
+    import os
+
+    placeholders = [k for k in _KEY_VARIABLES if not os.environ.get(k)]
+    for k in placeholders:
+        os.environ[k] = "portagent-import-placeholder"
     try:
-        obj: Any = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         raise UsageError(
             f"cannot import module {module_name!r}: {e} (run from the folder that holds it, or "
@@ -70,12 +146,9 @@ def load_object(ref: str) -> Any:
             f"importing module {module_name!r} called sys.exit({e.code!r}): its top level runs a program; "
             'guard it with `if __name__ == "__main__":` so the agent can be imported'
         ) from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
-    return obj
+    finally:
+        for k in placeholders:
+            os.environ.pop(k, None)
 
 
 def other_sdk_hint(obj: Any, sdk: str) -> str:
@@ -133,7 +206,12 @@ def import_native(
     if sdk not in SDKS:
         raise UsageError(f"unknown SDK {sdk!r}; expected one of: {', '.join(SDKS)}")
     require_sdk(sdk)
-    obj = load_object(ref)
+    ref, obj = load_target(ref)
+    if ":" not in ref and sdk not in ("anthropic", "langgraph"):
+        raise UsageError(
+            f"{ref!r}: expected MODULE:OBJECT, e.g. shop_agents:desk (--from {sdk} reads the object you "
+            "name; only --from anthropic and --from langgraph look for the agent in a module or file)"
+        )
     if sdk == "openai":
         from portagent.migration.from_openai import read_openai
 

@@ -1,0 +1,172 @@
+"""``portagent import --from anthropic prog.py``: programs in the shapes people write on the anthropic SDK
+(tests/migration/data/third_party/anth_*.py) — a tool runner built inside ``main()``, a hand-written
+``messages.create`` loop with dict tools dispatched by name, an async runner with helper-built tools —
+give a spec ``validate`` accepts and a report naming, with ``file:line``, what could not be read; bad
+input gets one message and exit 2."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from _support import run_cli
+
+DATA = Path(__file__).parent / "data" / "third_party"
+
+
+def imported(tmp_path: Path, target: str, *extra: str) -> Path:
+    out = tmp_path / "out"
+    code, _, stderr = run_cli("import", str(DATA / target), "--from", "anthropic", "--out", str(out), *extra)
+    assert code == 0 and "Traceback" not in stderr, stderr
+    vcode, vout, verr = run_cli("validate", str(out / "agent.yaml"))
+    assert vcode == 0, vout + verr
+    return out
+
+
+def spec(out: Path) -> dict:
+    return yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
+
+
+def tools(out: Path) -> dict[str, dict]:
+    docs = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
+    return {t["name"]: t for t in docs["tools"]}
+
+
+def report(out: Path) -> str:
+    return (out / "import-report.md").read_text(encoding="utf-8")
+
+
+def refused(tmp_path: Path, target: str, *expected: str) -> None:
+    out = tmp_path / "out"
+    code, _, stderr = run_cli("import", target, "--from", "anthropic", "--out", str(out))
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    for text in expected:
+        assert text in stderr, stderr
+    assert not out.exists()
+
+
+def test_a_tool_runner_built_inside_main_is_read_from_its_call(tmp_path):
+    out = imported(tmp_path, "anth_runner_script.py")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-sonnet-4-5" and s["models"]["max_tokens"] == 1024
+    assert (
+        s["instructions"] == "You are a concise weather assistant.\n\nAlways give temperatures in both units."
+    )
+    t = tools(out)
+    assert set(t) == {"get_weather", "get_time"}
+    weather = t["get_weather"]["input_schema"]
+    assert weather["required"] == ["location"] and weather["properties"]["unit"]["default"] == "fahrenheit"
+    assert weather["properties"]["location"]["description"].startswith("The city and state")
+    assert t["get_weather"]["description"] == "Get the current weather in a given location."
+    text = report(out)
+    assert (
+        "ANTHROPIC_MODEL (" in text and "anth_runner_script.py:11)" in text
+    )  # the model came from the environment
+    assert "anth_runner_script.py:38" in text  # where the agent was read
+
+
+def test_a_messages_create_loop_with_dict_tools_dispatched_by_name(tmp_path):
+    out = imported(tmp_path, "anth_create_loop.py")
+    s = spec(out)
+    # the follow-up call inside the loop leaves system out: the first call's prompt is the agent's
+    assert s["instructions"].startswith("You are a customer support agent for Acme.")
+    assert s["models"]["anthropic"] == "claude-3-5-sonnet-20241022"
+    t = tools(out)
+    assert set(t) == {"get_customer_info", "get_order_details", "cancel_order"}
+    assert "handler anth_create_loop:lookup_order: the program's dispatch dict" in report(
+        out
+    )  # TOOL_FUNCTIONS
+    assert t["cancel_order"]["input_schema"]["required"] == ["order_id"]
+    assert t["get_customer_info"]["description"].startswith("Retrieves customer information")
+    text = report(out)
+    assert "'web_search' (type web_search_20250305" in text
+    shim_module, _, shim = t["get_order_details"]["handler"].partition(":")
+    sys.path.insert(0, str(out))
+    try:
+        called = getattr(importlib.import_module(shim_module), shim)(order_id="O1")
+    finally:
+        sys.path.remove(str(out))
+    assert called == {"id": "O1", "status": "Shipped"}
+
+
+def test_an_async_runner_with_helper_built_tools_and_spread_settings(tmp_path):
+    out = imported(tmp_path, "anth_async_helpers.py")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-haiku-4-5"
+    assert s["models"]["max_tokens"] == 2048 and s["models"]["temperature"] == 0.2
+    assert set(tools(out)) == {"search_docs", "open_ticket"}  # returned by build_tools()
+    assert tools(out)["open_ticket"]["input_schema"]["required"] == ["title", "priority"]
+    assert s["instructions"].startswith("[instructions to write]")
+    assert 'system=f"You are {persona}." (' in report(out) and "anth_async_helpers.py:43)" in report(out)
+
+
+def test_what_a_class_based_loop_computes_at_run_time_is_named_with_its_line(tmp_path):
+    out = imported(tmp_path, "anth_class_based.py")
+    s = spec(out)
+    assert s["budget"]["max_turns"] == 8  # max_iterations
+    text = report(out)
+    assert 'tools=[t for t in ALL if t.name != "x"] (' in text and "anth_class_based.py:31)" in text
+    assert "system=self.system_prompt() (" in text and "anth_class_based.py:30)" in text
+    assert s["instructions"].startswith("[instructions to write]")
+
+
+def test_two_agents_in_one_file_are_refused_until_one_is_chosen(tmp_path):
+    refused(
+        tmp_path,
+        str(DATA / "anth_two_agents.py"),
+        "2 agents found",
+        "anth_two_agents:triage (",
+        "anth_two_agents.py:31); anth_two_agents:billing (",
+        "anth_two_agents.py:41)",
+    )
+    out = imported(tmp_path, "anth_two_agents.py:billing")
+    assert spec(out)["models"]["anthropic"] == "claude-sonnet-4-5"
+    assert set(tools(out)) == {"refund"} and spec(out)["instructions"] == "Handle refunds."
+
+
+def test_the_function_holding_the_loop_can_be_named_as_a_module_object(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(DATA))
+    out = tmp_path / "out"
+    code, _, stderr = run_cli(
+        "import", "anth_create_loop:chatbot_interaction", "--from", "anthropic", "--out", str(out)
+    )
+    assert code == 0, stderr
+    assert set(tools(out)) == {"get_customer_info", "get_order_details", "cancel_order"}
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            "anth_unreadable_model.py",
+            ("anth_unreadable_model.py:10 cannot be read", "MODELS[tier], tier: a parameter"),
+        ),
+        ("no_agent.py", ("no agent found in", "messages.create")),
+    ],
+)
+def test_no_agent_or_an_unreadable_model_is_one_clear_refusal(tmp_path, target, expected):
+    refused(tmp_path, str(DATA / target), *expected)
+
+
+def test_bad_files_are_one_clear_refusal(tmp_path):
+    bad = tmp_path / "broken_prog.py"
+    bad.write_text("this is not python\n  {{\n", encoding="utf-8")
+    refused(tmp_path, str(bad), "importing module 'broken_prog' failed", "Error")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# notes\n", encoding="utf-8")
+    refused(tmp_path, str(notes), "not a Python file")
+    refused(tmp_path, str(tmp_path / "missing.py"), "missing.py: no such file")
+    folder = tmp_path / "pkg.py"
+    folder.mkdir()
+    refused(tmp_path, str(folder), "is a folder")
+    dashed = tmp_path / "my-prog.py"
+    dashed.write_text("x = 1\n", encoding="utf-8")
+    refused(tmp_path, str(dashed), "my-prog.py cannot be imported as one")
+    shadow = tmp_path / "shadow" / "json.py"
+    shadow.parent.mkdir()
+    shadow.write_text("x = 1\n", encoding="utf-8")
+    refused(tmp_path, str(shadow), "module name 'json' is also", "rename the file")

@@ -1,0 +1,127 @@
+"""``portagent import --from langgraph prog.py``: programs in the shapes people write on LangGraph
+(tests/migration/data/third_party/lg_*.py) — ``create_react_agent`` with ``Annotated`` / ``args_schema`` /
+``StructuredTool`` tools and an approval pause, a hand-built ``StateGraph`` with a ``ToolNode``, a
+supervisor whose sub-agents are tools, a ``response_format`` — give a spec ``validate`` accepts and a
+report naming, with ``file:line``, what could not be read; bad input gets one message and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from _support import run_cli
+
+DATA = Path(__file__).parent / "data" / "third_party"
+
+
+def imported(tmp_path: Path, target: str) -> Path:
+    out = tmp_path / "out"
+    code, _, stderr = run_cli("import", str(DATA / target), "--from", "langgraph", "--out", str(out))
+    assert code == 0 and "Traceback" not in stderr, stderr
+    vcode, vout, verr = run_cli("validate", str(out / "agent.yaml"))
+    assert vcode == 0, vout + verr
+    return out
+
+
+def spec(out: Path) -> dict:
+    return yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
+
+
+def tools(out: Path) -> dict[str, dict]:
+    return {t["name"]: t for t in yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))["tools"]}
+
+
+def report(out: Path) -> str:
+    return (out / "import-report.md").read_text(encoding="utf-8")
+
+
+def refused(tmp_path: Path, target: str, *expected: str) -> None:
+    out = tmp_path / "out"
+    code, _, stderr = run_cli("import", target, "--from", "langgraph", "--out", str(out))
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    for text in expected:
+        assert text in stderr, stderr
+    assert not out.exists()
+
+
+def test_a_react_agent_file_is_found_and_read_without_an_api_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # ChatOpenAI() at the top level needs one
+    out = imported(tmp_path, "lg_react_tools.py")
+    s = spec(out)
+    assert s["name"] == "travel_agent" and s["instructions"].startswith("You are a travel assistant.")
+    assert s["models"]["langgraph"] == "openai:gpt-4o-mini" and s["models"]["temperature"] == 0
+    t = tools(out)
+    assert set(t) == {"search_flights", "book_flight", "convert_currency"}
+    flights = t["search_flights"]["input_schema"]
+    assert flights["required"] == ["origin", "destination"]
+    assert flights["properties"]["origin"]["description"] == "IATA code of the departure airport"
+    booking = t["book_flight"]["input_schema"]  # the args_schema model, not the function's signature
+    assert booking["properties"]["seat_class"]["enum"] == ["economy", "business"]
+    assert booking["properties"]["passengers"]["maximum"] == 9 and booking["required"] == [
+        "flight_id",
+        "passengers",
+    ]
+    assert all(x.get("requires_approval") for x in t.values())  # interrupt_before=["tools"]
+    assert "openai_api_base" in report(out) and "checkpointer InMemorySaver" in report(out)
+
+
+def test_a_hand_built_state_graph_with_a_tool_node_is_read(tmp_path):
+    out = imported(tmp_path, "lg_stategraph.py")
+    s = spec(out)
+    assert s["instructions"] == "You are a math tutor. Use the calculator for any arithmetic."
+    assert s["models"]["langgraph"] == "anthropic:claude-sonnet-4-5" and s["models"]["max_tokens"] == 2048
+    t = tools(out)
+    assert set(t) == {"multiply", "add"} and all(x.get("requires_approval") for x in t.values())
+    # @tool without parse_docstring: the model is sent the whole docstring, and untitled arguments
+    assert t["multiply"]["description"].startswith("Multiply two numbers.")
+    assert t["multiply"]["input_schema"]["required"] == ["a", "b"]
+    text = report(out)
+    assert "node 'log' of agent graph (" in text and "lg_stategraph.py:39)" in text
+
+
+def test_the_same_graph_named_as_module_object(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(DATA))
+    out = tmp_path / "out"
+    code, _, stderr = run_cli("import", "lg_stategraph:graph", "--from", "langgraph", "--out", str(out))
+    assert code == 0, stderr
+    assert set(tools(out)) == {"multiply", "add"}
+
+
+def test_a_supervisor_is_chosen_over_its_sub_agents_and_their_tools_are_flagged(tmp_path):
+    out = imported(tmp_path, "lg_supervisor.py")
+    assert spec(out)["name"] == "supervisor"
+    assert set(tools(out)) == {"ask_researcher", "ask_mathematician"}  # send_report calls interrupt()
+    text = report(out)
+    assert "runs the LangGraph graph(s) research_agent (a sub-agent wrapped as a tool)" in text
+    assert "lg_supervisor:research_agent" in text
+    assert "tool 'send_report' (" in text and "interrupt()" in text
+
+
+def test_response_format_becomes_the_output_schema(tmp_path):
+    out = imported(tmp_path, "lg_response_format.py")
+    s = spec(out)
+    assert s["models"]["langgraph"] == "google_genai:gemini-2.5-flash"
+    assert set(s["output_schema"]["properties"]) == {"city", "temperature_c", "conditions"}
+    assert s["output_schema"]["required"] == ["city", "temperature_c", "conditions"]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (
+            "lg_two_graphs.py",
+            ("2 agent graphs found", "lg_two_graphs:echo_agent", "lg_two_graphs:shout_agent"),
+        ),
+        ("lg_factory.py", ("no agent found in", "at the module's top level")),
+        ("no_agent.py", ("no agent found in",)),
+    ],
+)
+def test_no_graph_or_two_without_a_choice_is_one_clear_refusal(tmp_path, target, expected):
+    refused(tmp_path, str(DATA / target), *expected)
+
+
+def test_a_chosen_graph_of_two_is_read(tmp_path):
+    out = imported(tmp_path, "lg_two_graphs.py:shout_agent")
+    assert spec(out)["instructions"] == "Shout."
