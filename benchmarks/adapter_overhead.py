@@ -234,7 +234,13 @@ async def bare_anthropic(base_url: str) -> str:
             return json.dumps(self._fn(**input))  # type: ignore[arg-type]
 
     client = anthropic.AsyncAnthropic(
-        base_url=base_url, api_key="sk-ant-bench", http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS)
+        base_url=base_url,
+        api_key="sk-ant-bench",
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS),
+        # the SDK's own OTel spans off, as on the portagent side (which writes its own trace) and as bare_openai
+        # sets no trace processors: on, they cost this side ~5% of its run (counted in instructions), work
+        # the portagent side never does, which the ratio would have hidden
+        open_telemetry=False,
     )
     runner = client.beta.messages.tool_runner(
         model="claude-sonnet-4-6",
