@@ -65,6 +65,21 @@ is dropped silently: a seed conversation is listed as not imported, ``stream`` n
 
 
 def read_anthropic(ref: str, obj: Any) -> ImportDraft:
+    """Read ``obj`` (found at ``ref``); what the program holds that the reader did not expect is one
+    message naming it, never a traceback."""
+    from portagent.contracts.errors import PortagentError, UsageError
+
+    try:
+        return _read_anthropic(ref, obj)
+    except PortagentError:
+        raise
+    except Exception as e:  # a shape of program no reader here foresaw
+        raise UsageError(
+            f"{ref}: the import could not read it ({type(e).__name__}: {e}); nothing was written"[:600]
+        ) from None
+
+
+def _read_anthropic(ref: str, obj: Any) -> ImportDraft:
     from portagent.contracts.errors import UsageError
 
     if isinstance(obj, types.ModuleType) or (inspect.isfunction(obj) and _holds_a_call(obj)):
@@ -326,6 +341,8 @@ class _Program:
     reader: Reader
     calls: list[ast.Call]
     unread: dict[str, Unreadable] = field(default_factory=dict)
+    unread_tools: list[Unreadable] = field(default_factory=list)
+    """Elements of the tools list that could not be read (the others were)."""
     differs: list[str] = field(default_factory=list)
 
     def report_into(self, report: ImportReport, name: str) -> None:
@@ -345,6 +362,12 @@ class _Program:
                     if key == "tools"
                     else "set it by hand if the spec has a field for it"
                 ),
+            )
+        for u in self.unread_tools:
+            report.add(
+                "not_portable",
+                f"tool {u.source} ({u.at})",
+                f"not read: {u.why}; write its ToolSpec by hand (the list's other tools were imported)",
             )
         for env in self.reader.envs:
             report.add(
@@ -458,6 +481,11 @@ def _merge_calls(program: _Program, scope: ast.AST | None) -> dict[str, Any]:
                 elif kw.arg not in _IGNORED:
                     found[kw.arg] = reader.value(kw.value, scope)
             except Unreadable as u:
+                partial = reader.items(kw.value, scope) if kw.arg == "tools" else None
+                if partial is not None and "tools" not in out:  # the elements that can be read
+                    found["tools"], failed = partial
+                    program.unread_tools.extend(failed)
+                    continue
                 key = kw.arg or f"**{reader.source(kw.value)}"
                 whole = reader.source(kw.value)
                 why = u.why if u.source == whole else f"{u.source}: {u.why}"

@@ -62,6 +62,21 @@ _VENDORS = {
 
 
 def read_langgraph(ref: str, obj: Any) -> ImportDraft:
+    """Read ``obj`` (found at ``ref``); what the program holds that the reader did not expect is one
+    message naming it, never a traceback."""
+    from portagent.contracts.errors import PortagentError, UsageError
+
+    try:
+        return _read_langgraph(ref, obj)
+    except PortagentError:
+        raise
+    except Exception as e:  # a shape of program no reader here foresaw
+        raise UsageError(
+            f"{ref}: the import could not read it ({type(e).__name__}: {e}); nothing was written"[:600]
+        ) from None
+
+
+def _read_langgraph(ref: str, obj: Any) -> ImportDraft:
     import types
 
     from langgraph.graph import StateGraph
@@ -260,6 +275,15 @@ def _read_built_graph(ref: str, graph: Any, nodes: list[str]) -> ImportDraft:
             "not imported: a node of the program's own code, which no spec can stand for; the agent was "
             "imported without it",
         )
+    for spec in getattr(getattr(graph, "builder", None), "branches", {}).get(model_node, {}).values():
+        route = getattr(getattr(spec, "path", None), "func", None)
+        if route is not None and getattr(route, "__name__", "") != "tools_condition":
+            report.add(
+                "review",
+                f"routing from node {model_node!r} ({getattr(route, '__qualname__', '?')}, {where(route)})",
+                "read as tools_condition: run the tools when the model asks for them, else answer; any "
+                "other rule of the program's (a limit, a check) is not in the spec",
+            )
     _graph_options(graph, draft, report, tools_node=tools_node, model_node=model_node)
     return reader.draft("langgraph", draft)
 
@@ -304,13 +328,58 @@ def _chat_models_used(func: Any) -> list[tuple[str, Any]]:
         names |= set(c.co_names) | set(c.co_freevars)
         codes += [k for k in c.co_consts if hasattr(k, "co_names")]
     found: dict[int, tuple[str, Any]] = {}
-    bound_first = sorted(names, key=lambda n: not hasattr(scope.get(n), "bound"))
-    for n in bound_first:
-        value = scope.get(n)
+    candidates = [(n, v) for n in names for v in _steps(scope.get(n))]
+    for n, value in sorted(candidates, key=lambda c: not hasattr(c[1], "bound")):  # bound models first
         chat = getattr(value, "bound", value)
         if isinstance(chat, BaseChatModel) and id(chat) not in found:
             found[id(chat)] = (n, value)
     return list(found.values())
+
+
+def _steps(value: Any) -> list[Any]:
+    """A runnable the node names, and, for a chain (``prompt | model``), each of its steps."""
+    from langchain_core.runnables import RunnableSequence
+
+    if isinstance(value, RunnableSequence):
+        return [value, *value.steps]
+    return [value]
+
+
+def _chain_prompts(func: Any) -> list[Any]:
+    """The ``ChatPromptTemplate`` steps of the chains (``prompt | model``) a node function names."""
+    from langchain_core.prompts import ChatPromptTemplate
+
+    target = inspect.unwrap(func)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return []
+    scope = dict(getattr(target, "__globals__", {}))
+    with contextlib.suppress(TypeError, ValueError):
+        scope.update(inspect.getclosurevars(target).nonlocals)
+    out: list[Any] = []
+    for n in sorted(set(code.co_names) | set(code.co_freevars)):
+        steps = _steps(scope.get(n))
+        if len(steps) > 1:
+            out.extend(s for s in steps if isinstance(s, ChatPromptTemplate))
+    return out
+
+
+def _template_system_text(template: Any) -> str | None:
+    """The system text of a ``ChatPromptTemplate`` when it is a fixed text (no variables), else None."""
+    from langchain_core.messages import SystemMessage
+    from langchain_core.prompts import SystemMessagePromptTemplate
+
+    texts: list[str] = []
+    for m in getattr(template, "messages", []):
+        if isinstance(m, SystemMessage) and isinstance(m.content, str):
+            texts.append(m.content)
+        elif isinstance(m, SystemMessagePromptTemplate):
+            inner = getattr(m, "prompt", None)
+            text = getattr(inner, "template", None)
+            if getattr(inner, "input_variables", None) or not isinstance(text, str):
+                return None
+            texts.append(text)
+    return "\n\n".join(texts) if len(texts) == 1 else None
 
 
 def _node_prompt(func: Any, node: str, name: str, report: ImportReport) -> str:
@@ -364,6 +433,18 @@ def _node_prompt(func: Any, node: str, name: str, report: ImportReport) -> str:
             f"read from the system message node {node!r} puts in front of the messages ({where(func)})",
         )
         return texts[0]
+    templates = _chain_prompts(func) if not texts else []
+    if len(templates) == 1:
+        text = _template_system_text(templates[0])
+        if text and text.strip():
+            report.add(
+                "changed",
+                f"system prompt of agent {name}",
+                f"read from the ChatPromptTemplate node {node!r} runs before its model ({where(func)}); the "
+                "template's other messages (the conversation placeholder) are the run's own",
+            )
+            return text
+        texts = [""]  # a template with variables: computed at run time
     report.add(
         "not_portable",
         f"prompt of agent {name} (node {node!r}, {where(func)})",

@@ -104,6 +104,14 @@ class Reader:
 
     def value(self, node: ast.AST, scope: ast.AST | None, depth: int = 0) -> Any:
         """What ``node`` evaluates to in ``scope`` (a function node, or None for the module), or ``Unreadable``."""
+        try:
+            return self._value(node, scope, depth)
+        except Unreadable:
+            raise
+        except Exception as e:  # an object of the program's that fails when looked at: not readable
+            raise self.fail(node, f"reading it failed ({type(e).__name__})") from None
+
+    def _value(self, node: ast.AST, scope: ast.AST | None, depth: int) -> Any:
         if depth > 12:
             raise self.fail(node, "too deep to follow")
 
@@ -175,6 +183,45 @@ class Reader:
             raise self.fail(node)
         raise self.fail(node)
 
+    def items(self, node: ast.AST, scope: ast.AST | None) -> tuple[list[Any], list[Unreadable]] | None:
+        """A list written out (``[a, b, *more]``, or a name assigned one once): each element read on its
+        own, (the elements read, what could not be read); None when ``node`` is no such list."""
+        target: ast.AST | None = node
+        where_scope = scope
+        for _ in range(4):
+            if isinstance(target, ast.Name):
+                local = assignments(where_scope, target.id) if where_scope is not None else []
+                top = assignments(self.tree, target.id)
+                if len(local) == 1:
+                    target = local[0]
+                elif not local and len(top) == 1:
+                    target, where_scope = top[0], self.tree
+                else:
+                    return None
+            elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and not target.args:
+                helper = _returns_only(self.tree, target.func.id)
+                if helper is None:
+                    return None
+                where_scope, target = helper
+            else:
+                break
+        if not isinstance(target, ast.List | ast.Tuple):
+            return None
+        found: list[Any] = []
+        failed: list[Unreadable] = []
+        for elt in target.elts:
+            try:
+                if isinstance(elt, ast.Starred):
+                    found.extend(_iterable(self.value(elt.value, where_scope), self, elt))
+                else:
+                    found.append(self.value(elt, where_scope))
+            except Unreadable as u:
+                whole = self.source(elt)
+                failed.append(
+                    Unreadable(whole, self.at(elt), u.why if u.source == whole else f"{u.source}: {u.why}")
+                )
+        return found, failed
+
     def _name(self, node: ast.Name, scope: ast.AST | None, depth: int) -> Any:
         if scope is not None:
             args = scope.args if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
@@ -202,6 +249,9 @@ class Reader:
 
         if hasattr(builtins, node.id) and node.id in ("True", "False", "None", "dict", "list"):
             return getattr(builtins, node.id)
+        top = assignments(self.tree, node.id)  # assigned at the top level where importing does not run it
+        if len(top) == 1 and scope is not self.tree:  # (inside `if __name__ == "__main__":`)
+            return self.value(top[0], self.tree, depth + 1)
         raise self.fail(node, "not defined at the module's top level")
 
     def _call(self, node: ast.Call, scope: ast.AST | None, depth: int) -> Any:
@@ -240,6 +290,16 @@ class Reader:
                 seq = _iterable(go(node.args[0]), self, node.args[0])
                 return list(seq) if dotted == "list" else tuple(seq)
             raise self.fail(node)
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("model_json_schema", "schema")
+            and not node.args
+            and not node.keywords
+        ):
+            model = go(func.value)  # a pydantic model's JSON schema: pydantic computes it, no program code
+            if isinstance(model, type) and hasattr(model, "model_json_schema"):
+                return model.model_json_schema()
+            raise self.fail(node, "not a pydantic model's schema")
         if isinstance(func, ast.Name) and not node.args and not node.keywords:
             helper = _returns_only(self.tree, func.id)
             if helper is not None:

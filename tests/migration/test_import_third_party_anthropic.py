@@ -170,3 +170,17 @@ def test_bad_files_are_one_clear_refusal(tmp_path):
     shadow.parent.mkdir()
     shadow.write_text("x = 1\n", encoding="utf-8")
     refused(tmp_path, str(shadow), "module name 'json' is also", "rename the file")
+
+
+def test_a_main_block_loop_with_pydantic_schemas_reads_each_tool_on_its_own(tmp_path):
+    out = imported(tmp_path, "anth_main_block.py")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-opus-4-1" and s["instructions"] == "You are a stock assistant."
+    t = tools(out)
+    assert set(t) == {"get_stock_price"}  # its schema from GetStockPrice.model_json_schema()
+    assert t["get_stock_price"]["input_schema"]["required"] == ["ticker"]
+    text = report(out)
+    # the elements that cannot be read are named one by one, with their lines; the others are imported
+    assert "tool *[{" in text and "anth_main_block.py:31)" in text
+    assert 'tool make_tool("lookup") (' in text and "anth_main_block.py:32)" in text
+    assert "tool_choice={'type': 'any'}" in text

@@ -125,3 +125,14 @@ def test_no_graph_or_two_without_a_choice_is_one_clear_refusal(tmp_path, target,
 def test_a_chosen_graph_of_two_is_read(tmp_path):
     out = imported(tmp_path, "lg_two_graphs.py:shout_agent")
     assert spec(out)["instructions"] == "Shout."
+
+
+def test_a_prompt_template_chain_in_an_async_node_is_read(tmp_path):
+    out = imported(tmp_path, "lg_prompt_chain.py")
+    s = spec(out)
+    assert s["instructions"] == "You are a librarian. Search the catalog before answering."
+    assert s["models"]["langgraph"] == "openai:gpt-4.1" and s["models"]["temperature"] == 0.1
+    assert set(tools(out)) == {"search_catalog"}  # the ToolNode is named "action"
+    assert tools(out)["search_catalog"]["input_schema"]["required"] == ["title"]
+    text = report(out)
+    assert "routing from node 'agent' (should_continue, " in text and "lg_prompt_chain.py:32)" in text
