@@ -223,6 +223,16 @@ def _read_built_graph(ref: str, graph: Any, nodes: list[str]) -> ImportDraft:
         )
     tools_node = tool_nodes[0]
     routes = _routes_to(graph, tools_node)
+    gates = {}  # nodes on the way to the tool node that pause for a human: LangGraph's approval
+    for r in routes:
+        f = _node_function(graph.nodes[r].bound)
+        paused = _pauses(f) if f is not None and not _chat_models_used(f) else None
+        if paused is not None:
+            gates[r] = paused
+    if gates:
+        routes = sorted(
+            (set(routes) - set(gates)) | {n for g in gates for n in _routes_to(graph, g) if n != tools_node}
+        )
     if len(routes) != 1:
         raise UsageError(
             f"{ref} is a compiled graph with nodes {listing}: "
@@ -265,8 +275,19 @@ def _read_built_graph(ref: str, graph: Any, nodes: list[str]) -> ImportDraft:
         if tool is not None:
             draft.tools.append(tool)
     _bound_options(static_model, set(node_tools), draft, report)
+    for gate, paused in gates.items():
+        for tool in draft.tools:
+            tool.needs_approval = True
+            tool.approval_reason = f"the graph paused for a human in node {gate!r} before its tool node"
+        report.add(
+            "changed",
+            f"node {gate!r} of agent {name} ({paused})",
+            "imported as requires_approval: true on every tool: it pauses with interrupt() between the "
+            "model's tool calls and the tool node (what it asks and how it reads the answer — edits, "
+            "feedback to the model — is the program's own; portagent approves or rejects each call)",
+        )
     for other in nodes:
-        if other in (model_node, tools_node):
+        if other in (model_node, tools_node) or other in gates:
             continue
         f = _node_function(graph.nodes[other].bound)
         report.add(
@@ -300,6 +321,9 @@ def _routes_to(graph: Any, target: str) -> list[str]:
             ends = getattr(spec, "ends", None) or {}
             if target in ends.values() or (not ends and target in graph.nodes):
                 found.add(src)
+    for src, node in getattr(builder, "nodes", {}).items():  # Command(goto=...) destinations
+        if target in (getattr(node, "ends", None) or ()):
+            found.add(src)
     return sorted(found - {target})
 
 

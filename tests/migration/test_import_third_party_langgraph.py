@@ -136,3 +136,33 @@ def test_a_prompt_template_chain_in_an_async_node_is_read(tmp_path):
     assert tools(out)["search_catalog"]["input_schema"]["required"] == ["title"]
     text = report(out)
     assert "routing from node 'agent' (should_continue, " in text and "lg_prompt_chain.py:32)" in text
+
+
+def test_plain_functions_given_as_tools_are_imported_and_callable(tmp_path):
+    import asyncio
+    import importlib
+    import sys
+
+    out = imported(tmp_path, "lg_plain_functions.py")
+    assert spec(out)["instructions"] == "You are a helpful assistant"
+    t = tools(out)
+    assert set(t) == {"get_weather", "get_population"}
+    assert t["get_population"]["input_schema"]["required"] == ["city"]
+    shim_module, _, shim = t["get_population"]["handler"].partition(":")
+    sys.path.insert(0, str(out))
+    try:
+        called = asyncio.run(getattr(importlib.import_module(shim_module), shim)(city="Paris"))
+    finally:
+        sys.path.remove(str(out))
+    assert called == 1000
+
+
+def test_a_human_review_node_that_interrupts_before_the_tools_becomes_approval(tmp_path):
+    out = imported(tmp_path, "lg_human_review.py")
+    s = spec(out)
+    assert s["instructions"] == "You manage the user's calendar. Always confirm the time zone."
+    t = tools(out)
+    assert set(t) == {"create_event"} and t["create_event"]["requires_approval"] is True
+    text = report(out)
+    assert "node 'human_review' of agent graph (human_review, " in text
+    assert "imported as requires_approval: true on every tool" in text
