@@ -369,7 +369,15 @@ class _Program:
                 f"tool {u.source} ({u.at})",
                 f"not read: {u.why}; write its ToolSpec by hand (the list's other tools were imported)",
             )
-        for env in self.reader.envs:
+        for env in {(e.kind, e.name, e.at): e for e in self.reader.envs}.values():
+            if env.kind == "parameter":
+                report.add(
+                    "changed",
+                    f"the parameter {env.name} ({env.at})",
+                    f"imported as its default {env.default!r}; a caller may pass another: check the spec's "
+                    "value",
+                )
+                continue
             report.add(
                 "changed",
                 f"the environment variable {env.name} ({env.at})",

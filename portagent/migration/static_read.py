@@ -32,6 +32,8 @@ class Env:
     name: str
     default: Any
     at: str
+    kind: str = "environment variable"
+    """``environment variable``, or ``parameter`` (a function parameter's default)."""
 
 
 def module_tree(module: types.ModuleType) -> tuple[ast.Module, str, str] | None:
@@ -122,6 +124,8 @@ class Reader:
             return node.value
         if isinstance(node, ast.Name):
             return self._name(node, scope, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return self._self_attribute(node, scope, depth)
         if isinstance(node, ast.Attribute):
             base = go(node.value)
             if not isinstance(base, types.ModuleType | type) and not _plain_object(base):
@@ -166,6 +170,12 @@ class Reader:
             if isinstance(left, list | tuple) and isinstance(right, list | tuple):
                 return [*left, *right]
             raise self.fail(node)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            for operand in node.values:  # `tools or DEFAULT_TOOLS`: the first value that is set
+                value = go(operand)
+                if value:
+                    return value
+            return value
         if isinstance(node, ast.Subscript):
             base = go(node.value)
             key = go(node.slice)
@@ -222,6 +232,50 @@ class Reader:
                 )
         return found, failed
 
+    def _self_attribute(self, node: ast.Attribute, scope: ast.AST | None, depth: int) -> Any:
+        """``self.x`` in a method: the one ``self.x = ...`` the class's methods assign (read in that
+        method, its parameters' defaults standing for the caller's values), or the class attribute."""
+        cls = next(
+            (
+                c
+                for c in ast.walk(self.tree)
+                if isinstance(c, ast.ClassDef) and scope is not None and scope in c.body
+            ),
+            None,
+        )
+        if cls is None:
+            raise self.fail(node, "self outside a class's method")
+        found: list[tuple[ast.AST, ast.expr]] = []
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for n in ast.walk(method):
+                targets = (
+                    n.targets
+                    if isinstance(n, ast.Assign)
+                    else [n.target]
+                    if isinstance(n, ast.AnnAssign)
+                    else []
+                )
+                value = getattr(n, "value", None)
+                for t in targets:
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and t.attr == node.attr
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                        and value is not None
+                    ):
+                        found.append((method, value))
+        if len(found) == 1:
+            return self.value(found[0][1], found[0][0], depth + 1)
+        if found:
+            raise self.fail(node, f"assigned {len(found)} times in the class")
+        at_class = assignments(cls, node.attr)
+        if len(at_class) == 1:
+            return self.value(at_class[0], None, depth + 1)
+        raise self.fail(node, "an attribute the class never assigns")
+
     def _name(self, node: ast.Name, scope: ast.AST | None, depth: int) -> Any:
         if scope is not None:
             args = scope.args if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
@@ -233,7 +287,14 @@ class Reader:
                 else set()
             )
             if node.id in params:
-                raise self.fail(node, "a parameter of the function: its value comes from the caller")
+                assert isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef)
+                default = _param_default(scope, node.id)
+                if default is None:
+                    raise self.fail(node, "a parameter of the function: its value comes from the caller")
+                value = self.value(default, None, depth + 1)
+                if value is not None:  # (None: the function's own fallback follows, `tools or TOOLS`)
+                    self.envs.append(Env(node.id, value, self.at(default), kind="parameter"))
+                return value
             assigned = assignments(scope, node.id)
             if len(assigned) == 1:
                 return self.value(assigned[0], scope, depth + 1)
@@ -300,6 +361,19 @@ class Reader:
             if isinstance(model, type) and hasattr(model, "model_json_schema"):
                 return model.model_json_schema()
             raise self.fail(node, "not a pydantic model's schema")
+        if isinstance(func, ast.Name | ast.Attribute) and len(node.args) <= 1:
+            try:
+                cls = go(func)
+            except Unreadable:
+                cls = None
+            if isinstance(cls, type) and issubclass(cls, dict) and hasattr(cls, "__required_keys__"):
+                typed: dict[str, Any] = dict(go(node.args[0])) if node.args else {}  # a TypedDict
+                for k in node.keywords:
+                    if k.arg is None:
+                        typed.update(go(k.value))
+                    else:
+                        typed[k.arg] = go(k.value)
+                return typed
         if isinstance(func, ast.Name) and not node.args and not node.keywords:
             helper = _returns_only(self.tree, func.id)
             if helper is not None:
@@ -337,6 +411,19 @@ def assignments(scope: ast.AST, name: str) -> list[ast.expr]:
                 out.append(ast.Name(id="<rebound>"))  # a second binding: not one value
         todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _param_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    """The default of ``fn``'s parameter ``name`` (None without one)."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    for arg, default in zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True):
+        if arg.arg == name:
+            return default
+    for arg, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw_default
+    return None
 
 
 def _returns_only(tree: ast.Module, name: str) -> tuple[ast.AST, ast.expr] | None:

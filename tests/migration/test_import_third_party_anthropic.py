@@ -184,3 +184,17 @@ def test_a_main_block_loop_with_pydantic_schemas_reads_each_tool_on_its_own(tmp_
     assert "tool *[{" in text and "anth_main_block.py:31)" in text
     assert 'tool make_tool("lookup") (' in text and "anth_main_block.py:32)" in text
     assert "tool_choice={'type': 'any'}" in text
+
+
+def test_an_agent_class_keeping_its_settings_on_self_is_read_through_init(tmp_path):
+    out = imported(tmp_path, "anth_agent_class.py")
+    s = spec(out)
+    # self.model = model (default MODEL), self.system = system, self.tools = tools or TOOLS (ToolParam)
+    assert s["models"]["anthropic"] == "claude-3-5-haiku-latest" and s["models"]["max_tokens"] == 1024
+    assert s["instructions"] == "You are a careful assistant."
+    t = tools(out)
+    assert set(t) == {"calculator", "word_count"} and t["calculator"]["input_schema"]["required"] == [
+        "expression"
+    ]
+    text = report(out)
+    assert "the parameter model (" in text and "imported as its default 'claude-3-5-haiku-latest'" in text
