@@ -166,10 +166,13 @@ def _find_graph(ref: str, module: Any) -> tuple[str, Any]:
         found = list(graphs.values())
     file = where(module) if hasattr(module, "__file__") else module.__name__
     if not found:
+        builders_in = _functions_building_graphs(module)
         raise UsageError(
             f"{ref}: no agent found in {file.rpartition(':')[0] or file}: no compiled LangGraph graph "
-            "(or StateGraph) at the module's top level; build it there (e.g. `agent = "
-            "create_react_agent(...)`) and import it again, or name it (MODULE:OBJECT)"
+            "(or StateGraph) at the module's top level"
+            + (f"; it is built inside {', '.join(builders_in)} (run only when called)" if builders_in else "")
+            + "; build it at the top level (e.g. `agent = create_react_agent(...)`) and import it again, or "
+            "name it (MODULE:OBJECT)"
         )
     if len(found) > 1:
         raise UsageError(
@@ -179,6 +182,27 @@ def _find_graph(ref: str, module: Any) -> tuple[str, Any]:
     attr, value = found[0]
     new_ref = f"{module.__name__}:{attr}"
     return new_ref, _compile(new_ref, value) if isinstance(value, StateGraph) else value
+
+
+def _functions_building_graphs(module: Any) -> list[str]:
+    """``name (file:line)`` of the module's functions that call ``create_react_agent``, ``create_agent``,
+    ``StateGraph`` or ``.compile()`` (a graph built only when they run)."""
+    import ast
+
+    from portagent.migration.static_read import call_chain, module_tree, qualnames
+
+    parsed = module_tree(module)
+    if parsed is None:
+        return []
+    tree, _, file = parsed
+    out = []
+    for fn, qualname in qualnames(tree).items():
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        calls = [call_chain(n)[-1] for n in ast.walk(fn) if isinstance(n, ast.Call)]
+        if {"create_react_agent", "create_agent", "StateGraph", "compile"} & set(calls):
+            out.append(f"{qualname} ({file}:{fn.lineno})")
+    return out[:5]
 
 
 def _graphs_called_by_tools(graph: Any) -> list[Any]:

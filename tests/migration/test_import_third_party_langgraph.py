@@ -114,7 +114,7 @@ def test_response_format_becomes_the_output_schema(tmp_path):
             "lg_two_graphs.py",
             ("2 agent graphs found", "lg_two_graphs:echo_agent", "lg_two_graphs:shout_agent"),
         ),
-        ("lg_factory.py", ("no agent found in", "at the module's top level")),
+        ("lg_factory.py", ("no agent found in", "it is built inside build_agent (", "lg_factory.py:14)")),
         ("no_agent.py", ("no agent found in",)),
     ],
 )
