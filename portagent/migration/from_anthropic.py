@@ -529,6 +529,8 @@ def _dict_tool(t: Mapping[str, Any], program: _Program, reader: ReaderState) -> 
         reader.report.add("not_portable", subject, "not imported: a tool definition without a name")
         return None
     schema = t.get("input_schema")
+    if isinstance(schema, Mapping) and schema.get("type") == "object" and "properties" not in schema:
+        schema = {**schema, "properties": {}}  # a tool without arguments, as the API reads it
     gap = schema_gap(schema)
     if gap or not isinstance(schema, dict):
         refuse_schema_gap(reader.report, subject, gap or "no input_schema")

@@ -44,8 +44,13 @@ tools = [
             "required": ["order_id"],
         },
     },
+    {"name": "get_store_hours", "description": "Today's opening hours.", "input_schema": {"type": "object"}},
     {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
 ]
+
+
+def get_store_hours():
+    return "9:00-18:00"
 
 
 def get_customer_info(customer_id):
