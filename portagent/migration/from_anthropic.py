@@ -103,6 +103,7 @@ def _read_kwargs(ref: str, raw_name: str, obj: Mapping[str, Any], program: _Prog
     the program's calls (what could not be read there is reported, each with its ``file:line``)."""
     from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
 
+    obj = {k: _plain(v) if k in _PLAIN_KEYS else v for k, v in obj.items()}
     report = ImportReport(sdk=f"anthropic {package_version('anthropic')}", source=ref)
     reader = ReaderState(report)
     name = reader.agent_names.take(raw_name)
@@ -177,6 +178,28 @@ def _read_kwargs(ref: str, raw_name: str, obj: Mapping[str, Any], program: _Prog
         )
     _per_run(obj, name, report)
     return reader.draft("anthropic", draft)
+
+
+_PLAIN_KEYS = frozenset({"model", "system", "max_tokens", "temperature", "max_iterations", "output_config"})
+"""The arguments whose values go into the spec as data."""
+
+
+def _plain(value: Any) -> Any:
+    """Plain data of a value the program gave (a ``str``/``int`` enum member → its value, nested too),
+    so that what is written is what the SDK sent."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _per_run(obj: Mapping[str, Any], name: str, report: ImportReport) -> None:
@@ -353,7 +376,7 @@ class _Program:
                 continue
             report.add(
                 "not_portable",
-                f"{key}={u.source} ({u.at})",
+                f"{key if key.startswith('**') else f'{key}={u.source}'} ({u.at})",
                 f"not read: {u.why}; "
                 + (
                     "a placeholder was written for instructions"
@@ -405,7 +428,8 @@ def _read_program(ref: str, obj: Any) -> ImportDraft:
     for node in ast.walk(tree):
         if _is_agent_call(node):
             fn = owner.get(node)
-            key = names.get(fn, "") if fn is not None else ""
+            # a call in a nested function belongs to the outermost one (the name that can be imported)
+            key = (names.get(fn, "") if fn is not None else "").partition(".<locals>.")[0]
             groups.setdefault(key, (fn, []))[1].append(node)  # type: ignore[arg-type]
     dicts = {}
     if isinstance(obj, types.ModuleType):
@@ -443,9 +467,9 @@ def _read_program(ref: str, obj: Any) -> ImportDraft:
     chosen = candidates[0][0]
     if chosen in dicts:
         return read_anthropic(f"{module.__name__}:{chosen}", dicts[chosen])
-    fn_node, calls = groups["" if chosen == "<module>" else chosen]
+    calls = groups["" if chosen == "<module>" else chosen][1]
     program = _Program(module, reader, calls)
-    kwargs = _merge_calls(program, fn_node)
+    kwargs = _merge_calls(program, owner)
     if "model" not in kwargs:
         u = program.unread.get("model")
         raise UsageError(
@@ -471,15 +495,19 @@ def _line_of(tree: ast.Module, name: str) -> ast.AST | None:
     return None
 
 
-def _merge_calls(program: _Program, scope: ast.AST | None) -> dict[str, Any]:
+def _merge_calls(program: _Program, owner: Mapping[ast.AST, ast.AST | None]) -> dict[str, Any]:
     """The calls' keyword arguments, the first call's value kept where two differ (a loop's follow-up
     call often repeats the first one; one that leaves ``system`` out does not remove it)."""
     out: dict[str, Any] = {}
     first_at: dict[str, str] = {}
     reader = program.reader
     for call in program.calls:
+        scope = owner.get(call)  # the function holding this call
         found: dict[str, Any] = {}
         for kw in call.keywords:
+            if kw.arg is None and isinstance(kw.value, ast.Dict):  # **{**BASE, "system": s}: entry by entry
+                found.update(_dict_entries(program, kw.value, scope))
+                continue
             try:
                 if kw.arg is None:
                     spread = reader.value(kw.value, scope)
@@ -510,6 +538,28 @@ def _merge_calls(program: _Program, scope: ast.AST | None) -> dict[str, Any]:
                 program.differs.append(
                     f"{key} differs between the calls at {first_at[key]} and {reader.at(call)}"
                 )
+    return out
+
+
+def _dict_entries(program: _Program, node: ast.Dict, scope: ast.AST | None) -> dict[str, Any]:
+    """A dict written in the call (``**{**BASE, "system": s}``): each entry read on its own, what cannot
+    be read recorded under its key."""
+    reader = program.reader
+    out: dict[str, Any] = {}
+    for k, v in zip(node.keys, node.values, strict=True):
+        key = f"**{reader.source(v)}" if k is None else reader.source(k).strip("'\"")
+        try:
+            if k is None:
+                spread = reader.value(v, scope)
+                if not isinstance(spread, Mapping):
+                    raise reader.fail(v, "not a dict")
+                out.update(spread)
+            else:
+                out[str(reader.value(k, scope))] = reader.value(v, scope)
+        except Unreadable as u:
+            whole = reader.source(v)
+            why = u.why if u.source == whole else f"{u.source}: {u.why}"
+            program.unread.setdefault(key, Unreadable(whole, reader.at(v), why))
     return out
 
 
@@ -577,7 +627,7 @@ def _dict_tool(t: Mapping[str, Any], program: _Program, reader: ReaderState) -> 
     return DraftTool(
         name=name,
         description=str(t.get("description") or ""),
-        input_schema=dict(schema),
+        input_schema=_plain(schema),
         handler=handler,
         origin=f"anthropic tool definition {raw} ({fn.__module__}.{fn.__qualname__})",
     )

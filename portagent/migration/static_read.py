@@ -92,6 +92,7 @@ class Reader:
     file: str
     tree: ast.Module
     envs: list[Env] = field(default_factory=list)
+    _outer: dict[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None] | None = None
 
     def at(self, node: ast.AST) -> str:
         return f"{self.file}:{getattr(node, 'lineno', 0)}"
@@ -300,6 +301,11 @@ class Reader:
                 return self.value(assigned[0], scope, depth + 1)
             if assigned:
                 raise self.fail(node, f"assigned {len(assigned)} times in the function")
+            if self._outer is None:
+                self._outer = enclosing(self.tree)
+            outer = self._outer.get(scope)
+            if outer is not None:  # a nested function: the name may be the enclosing function's
+                return self._name(node, outer, depth + 1)
         if hasattr(self.module, node.id):
             value = getattr(self.module, node.id)
             top = assignments(self.tree, node.id)

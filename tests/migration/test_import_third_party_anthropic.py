@@ -199,3 +199,13 @@ def test_an_agent_class_keeping_its_settings_on_self_is_read_through_init(tmp_pa
     ]
     text = report(out)
     assert "the parameter model (" in text and "imported as its default 'claude-3-5-haiku-latest'" in text
+
+
+def test_an_enum_model_a_nested_call_and_a_spread_dict_in_the_call(tmp_path):
+    out = imported(tmp_path, "anth_odd_shapes.py:answer")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-haiku-4-5"  # Model.FAST, written as its value
+    assert s["models"]["max_tokens"] == 100 and s["models"]["temperature"] == 0.5  # from **{**BASE, ...}
+    assert set(tools(out)) == {"lookup"}  # the call is in answer's nested ask()
+    text = report(out)
+    assert "system=system (" in text and "a parameter of the function" in text
