@@ -238,8 +238,7 @@ async def bare_anthropic(base_url: str) -> str:
         api_key="sk-ant-bench",
         http_client=anthropic.DefaultAsyncHttpxClient(verify=_TLS),
         # the SDK's own OTel spans off, as on the portagent side (which writes its own trace) and as bare_openai
-        # sets no trace processors: on, they cost this side ~5% of its run (counted in instructions), work
-        # the portagent side never does, which the ratio would have hidden
+        # sets no trace processors: on, they are work the portagent side never does (~1% of this side's CPU)
         open_telemetry=False,
     )
     runner = client.beta.messages.tool_runner(
