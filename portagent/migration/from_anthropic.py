@@ -65,21 +65,8 @@ is dropped silently: a seed conversation is listed as not imported, ``stream`` n
 
 
 def read_anthropic(ref: str, obj: Any) -> ImportDraft:
-    """Read ``obj`` (found at ``ref``); what the program holds that the reader did not expect is one
-    message naming it, never a traceback."""
-    from portagent.contracts.errors import PortagentError, UsageError
-
-    try:
-        return _read_anthropic(ref, obj)
-    except PortagentError:
-        raise
-    except Exception as e:  # a shape of program no reader here foresaw
-        raise UsageError(
-            f"{ref}: the import could not read it ({type(e).__name__}: {e}); nothing was written"[:600]
-        ) from None
-
-
-def _read_anthropic(ref: str, obj: Any) -> ImportDraft:
+    """The draft of a tool-runner or ``messages.create`` program found at ``ref`` (``importing.import_native`` turns what no reader here
+    foresaw into one message)."""
     from portagent.contracts.errors import UsageError
 
     if isinstance(obj, types.ModuleType) or (inspect.isfunction(obj) and _holds_a_call(obj)):

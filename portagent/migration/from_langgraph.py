@@ -62,21 +62,8 @@ _VENDORS = {
 
 
 def read_langgraph(ref: str, obj: Any) -> ImportDraft:
-    """Read ``obj`` (found at ``ref``); what the program holds that the reader did not expect is one
-    message naming it, never a traceback."""
-    from portagent.contracts.errors import PortagentError, UsageError
-
-    try:
-        return _read_langgraph(ref, obj)
-    except PortagentError:
-        raise
-    except Exception as e:  # a shape of program no reader here foresaw
-        raise UsageError(
-            f"{ref}: the import could not read it ({type(e).__name__}: {e}); nothing was written"[:600]
-        ) from None
-
-
-def _read_langgraph(ref: str, obj: Any) -> ImportDraft:
+    """The draft of a compiled LangGraph graph or a program building one found at ``ref`` (``importing.import_native`` turns what no reader here
+    foresaw into one message)."""
     import types
 
     from langgraph.graph import StateGraph
@@ -355,20 +342,30 @@ def _node_function(runnable: Any) -> Any:
     return getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
 
 
+def _code_and_scope(func: Any) -> tuple[Any, dict[str, Any]] | None:
+    """A node function's code and the names it can see (its module's globals, then its closure), or
+    None for a callable without Python code."""
+    if func is None:
+        return None
+    target = inspect.unwrap(func)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return None
+    scope = dict(getattr(target, "__globals__", {}))
+    with contextlib.suppress(TypeError, ValueError):
+        scope.update(inspect.getclosurevars(target).nonlocals)
+    return code, scope
+
+
 def _chat_models_used(func: Any) -> list[tuple[str, Any]]:
     """(name, model) for each chat model (or chat model bound to tools) the node function names, one
     per distinct chat model."""
     from langchain_core.language_models import BaseChatModel
 
-    if func is None:
+    read = _code_and_scope(func)
+    if read is None:
         return []
-    target = inspect.unwrap(func)
-    code = getattr(target, "__code__", None)
-    if code is None:
-        return []
-    scope = dict(getattr(target, "__globals__", {}))
-    with contextlib.suppress(TypeError, ValueError):
-        scope.update(inspect.getclosurevars(target).nonlocals)
+    code, scope = read
     names: set[str] = set()
     codes = [code]
     while codes:
@@ -397,13 +394,10 @@ def _chain_prompts(func: Any) -> list[Any]:
     """The ``ChatPromptTemplate`` steps of the chains (``prompt | model``) a node function names."""
     from langchain_core.prompts import ChatPromptTemplate
 
-    target = inspect.unwrap(func)
-    code = getattr(target, "__code__", None)
-    if code is None:
+    read = _code_and_scope(func)
+    if read is None:
         return []
-    scope = dict(getattr(target, "__globals__", {}))
-    with contextlib.suppress(TypeError, ValueError):
-        scope.update(inspect.getclosurevars(target).nonlocals)
+    code, scope = read
     out: list[Any] = []
     for n in sorted(set(code.co_names) | set(code.co_freevars)):
         steps = _steps(scope.get(n))

@@ -29,7 +29,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from portagent.contracts.errors import MissingExtraError, UsageError
+from portagent.contracts.errors import MissingExtraError, PortagentError, UsageError
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.report import ImportReport
 
@@ -212,26 +212,14 @@ def import_native(
             f"{ref!r}: expected MODULE:OBJECT, e.g. shop_agents:desk (--from {sdk} reads the object you "
             "name; only --from anthropic and --from langgraph look for the agent in a module or file)"
         )
-    if sdk == "openai":
-        from portagent.migration.from_openai import read_openai
-
-        draft = read_openai(ref, obj)
-    elif sdk == "adk":
-        from portagent.migration.from_adk import read_adk
-
-        draft = read_adk(ref, obj)
-    elif sdk == "anthropic":
-        from portagent.migration.from_anthropic import read_anthropic
-
-        draft = read_anthropic(ref, obj)
-    elif sdk == "langgraph":
-        from portagent.migration.from_langgraph import read_langgraph
-
-        draft = read_langgraph(ref, obj)
-    else:
-        from portagent.migration.from_claude import read_claude
-
-        draft = read_claude(ref, obj)
+    try:
+        draft = _read(sdk, ref, obj)
+    except PortagentError:
+        raise
+    except Exception as e:  # a shape of program no reader here foresaw: one message, never a traceback
+        raise UsageError(
+            f"{ref}: the import could not read it ({type(e).__name__}: {e}); nothing was written"[:600]
+        ) from None
     if name:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
             raise UsageError(
@@ -286,6 +274,29 @@ class Names:
             candidate, n = f"{name}_{n}", n + 1
         self.used.add(candidate)
         return candidate
+
+
+def _read(sdk: str, ref: str, obj: Any) -> ImportDraft:
+    """The draft ``sdk``'s reader makes of ``obj`` (found at ``ref``)."""
+    if sdk == "openai":
+        from portagent.migration.from_openai import read_openai
+
+        return read_openai(ref, obj)
+    if sdk == "adk":
+        from portagent.migration.from_adk import read_adk
+
+        return read_adk(ref, obj)
+    if sdk == "anthropic":
+        from portagent.migration.from_anthropic import read_anthropic
+
+        return read_anthropic(ref, obj)
+    if sdk == "langgraph":
+        from portagent.migration.from_langgraph import read_langgraph
+
+        return read_langgraph(ref, obj)
+    from portagent.migration.from_claude import read_claude
+
+    return read_claude(ref, obj)
 
 
 def agent_names() -> Names:
