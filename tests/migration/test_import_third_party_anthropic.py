@@ -11,42 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from _support import run_cli
-
-DATA = Path(__file__).parent / "data" / "third_party"
+from _third_party import DATA, import_program, refused_import, report, spec, tools
 
 
 def imported(tmp_path: Path, target: str, *extra: str) -> Path:
-    out = tmp_path / "out"
-    code, _, stderr = run_cli("import", str(DATA / target), "--from", "anthropic", "--out", str(out), *extra)
-    assert code == 0 and "Traceback" not in stderr, stderr
-    vcode, vout, verr = run_cli("validate", str(out / "agent.yaml"))
-    assert vcode == 0, vout + verr
-    return out
-
-
-def spec(out: Path) -> dict:
-    return yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
-
-
-def tools(out: Path) -> dict[str, dict]:
-    docs = yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))
-    return {t["name"]: t for t in docs["tools"]}
-
-
-def report(out: Path) -> str:
-    return (out / "import-report.md").read_text(encoding="utf-8")
+    return import_program(tmp_path, "anthropic", target, *extra)
 
 
 def refused(tmp_path: Path, target: str, *expected: str) -> None:
-    out = tmp_path / "out"
-    code, _, stderr = run_cli("import", target, "--from", "anthropic", "--out", str(out))
-    assert code == 2 and "Traceback" not in stderr, stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr
-    for text in expected:
-        assert text in stderr, stderr
-    assert not out.exists()
+    refused_import(tmp_path, "anthropic", target, *expected)
 
 
 def test_a_tool_runner_built_inside_main_is_read_from_its_call(tmp_path):

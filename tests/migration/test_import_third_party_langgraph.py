@@ -9,41 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from _support import run_cli
-
-DATA = Path(__file__).parent / "data" / "third_party"
-
-
-def imported(tmp_path: Path, target: str) -> Path:
-    out = tmp_path / "out"
-    code, _, stderr = run_cli("import", str(DATA / target), "--from", "langgraph", "--out", str(out))
-    assert code == 0 and "Traceback" not in stderr, stderr
-    vcode, vout, verr = run_cli("validate", str(out / "agent.yaml"))
-    assert vcode == 0, vout + verr
-    return out
+from _third_party import DATA, import_program, refused_import, report, spec, tools
 
 
-def spec(out: Path) -> dict:
-    return yaml.safe_load((out / "agent.yaml").read_text(encoding="utf-8"))
-
-
-def tools(out: Path) -> dict[str, dict]:
-    return {t["name"]: t for t in yaml.safe_load((out / "tools.yaml").read_text(encoding="utf-8"))["tools"]}
-
-
-def report(out: Path) -> str:
-    return (out / "import-report.md").read_text(encoding="utf-8")
+def imported(tmp_path: Path, target: str, *extra: str) -> Path:
+    return import_program(tmp_path, "langgraph", target, *extra)
 
 
 def refused(tmp_path: Path, target: str, *expected: str) -> None:
-    out = tmp_path / "out"
-    code, _, stderr = run_cli("import", target, "--from", "langgraph", "--out", str(out))
-    assert code == 2 and "Traceback" not in stderr, stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr
-    for text in expected:
-        assert text in stderr, stderr
-    assert not out.exists()
+    refused_import(tmp_path, "langgraph", target, *expected)
 
 
 def test_a_react_agent_file_is_found_and_read_without_an_api_key(tmp_path, monkeypatch):
