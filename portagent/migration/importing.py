@@ -202,10 +202,24 @@ def require_sdk(sdk: str) -> None:
 def import_native(
     ref: str, sdk: str, *, models: dict[str, str] | None = None, name: str | None = None
 ) -> ImportDraft:
-    """Read ``MODULE:OBJECT`` as a native ``sdk`` definition; ``name`` renames the root agent."""
+    """Read ``MODULE:OBJECT`` as a native ``sdk`` definition; ``name`` renames the root agent.
+
+    A program file's folder goes first on ``sys.path`` while it is imported and read, and ``sys.path`` is
+    as it was afterwards, refused or not: left there, an importing process (a notebook, a test, an MCP
+    server) kept it in front of every later import and handed it to the processes it starts (the eval
+    workers' fork server, a child given ``sys.path`` as ``PYTHONPATH``) — a folder holding a ``json.py``
+    broke them all."""
     if sdk not in SDKS:
         raise UsageError(f"unknown SDK {sdk!r}; expected one of: {', '.join(SDKS)}")
     require_sdk(sdk)
+    saved = sys.path[:]
+    try:
+        return _import_native(ref, sdk, models=models, name=name)
+    finally:
+        sys.path[:] = saved
+
+
+def _import_native(ref: str, sdk: str, *, models: dict[str, str] | None, name: str | None) -> ImportDraft:
     ref, obj = load_target(ref)
     if ":" not in ref and sdk not in ("anthropic", "langgraph"):
         raise UsageError(

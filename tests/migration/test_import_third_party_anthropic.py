@@ -183,3 +183,28 @@ def test_an_enum_model_a_nested_call_and_a_spread_dict_in_the_call(tmp_path):
     assert set(tools(out)) == {"lookup"}  # the call is in answer's nested ask()
     text = report(out)
     assert "system=system (" in text and "a parameter of the function" in text
+
+
+def test_an_import_leaves_sys_path_as_it_was_refused_or_not(tmp_path):
+    """The program's folder is on ``sys.path`` only while it is imported and read: left in front, a folder
+    holding a ``json.py`` (refused: it shadows the standard library's) broke every later import in the
+    process and every process started with its ``sys.path``."""
+    from portagent.contracts.errors import UsageError
+    from portagent.migration.importing import import_native
+
+    before = sys.path[:]
+    shadow = tmp_path / "shadow" / "json.py"
+    shadow.parent.mkdir()
+    shadow.write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="rename the file"):
+        import_native(str(shadow), "anthropic")
+    assert sys.path == before
+    program = tmp_path / "prog" / "anth_copy_prog.py"
+    program.parent.mkdir()
+    program.write_text((DATA / "anth_runner_script.py").read_text(encoding="utf-8"), encoding="utf-8")
+    try:
+        draft = import_native(str(program), "anthropic")
+    finally:
+        sys.modules.pop("anth_copy_prog", None)
+    assert draft.root.models.get("anthropic") == "claude-sonnet-4-5"
+    assert sys.path == before
