@@ -24,9 +24,11 @@ import contextlib
 import importlib
 import inspect
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from portagent.tools.tool_context import ToolContext, tool_context_param
@@ -67,6 +69,28 @@ _CACHE: dict[str, Resolved] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def _shadowed(module_name: str) -> str:
+    """Why a handler module lacks the function its file holds, when that is the reason: another module of
+    the same name came first — the standard library's (``email.py`` next to the spec, and ``email`` is
+    Python's), an installed package's, or one imported earlier — so ``import`` never read the file. Names
+    the file that was not read and the module that was; ``""`` when no such file is on the path."""
+    module = sys.modules.get(module_name)
+    loaded = getattr(module, "__file__", None)
+    if module is None or module_name.count("."):
+        return ""
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        for candidate in (folder / f"{module_name}.py", folder / module_name / "__init__.py"):
+            with contextlib.suppress(OSError):
+                if candidate.is_file() and (loaded is None or not candidate.samefile(loaded)):
+                    return (
+                        f": Python imported {module_name!r} from {loaded or 'its built-in modules'}, not "
+                        f"{str(candidate)!r} — a module of that name (the standard library's or an installed "
+                        f"package's) comes first; rename {candidate.name!r} and the handler references to it"
+                    )
+    return ""
+
+
 def resolve(ref: str) -> Resolved:
     """Import ``module:function`` once. Failures are not cached (the module may appear later)."""
     hit = _CACHE.get(ref)
@@ -89,7 +113,9 @@ def resolve(ref: str) -> Resolved:
         try:
             obj = getattr(obj, part)
         except AttributeError as e:
-            raise HandlerImportError(f"module {module_name!r} has no attribute {attr!r} ({ref!r})") from e
+            raise HandlerImportError(
+                f"module {module_name!r} has no attribute {attr!r} ({ref!r}){_shadowed(module_name)}"
+            ) from e
     if not callable(obj):
         raise HandlerImportError(f"{ref!r} is not callable")
     takes_context = False
