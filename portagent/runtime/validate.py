@@ -123,6 +123,11 @@ def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
             if not spec.handler or module in seen:
                 continue
             seen.add(module)
+            shadow = _shadowing(module.split(".")[0], node.path.parent.resolve() if node.path else None)
+            if shadow:
+                label = str(node.path) if node.path is not None else node.name
+                out.append(SpecProblem(label, f"tools.{spec.name}.handler", f"tool {spec.name!r}: {shadow}"))
+                continue
             if module in sys.modules:
                 continue
             parts, where = module.split("."), search
@@ -141,6 +146,33 @@ def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
                     break
                 where = list(found.submodule_search_locations or [])
     return out
+
+
+def _shadowing(top: str, folder: Path | None) -> str:
+    """Why the handler module ``top`` next to the spec would never be read, or ``""``: Python has a module
+    of that name elsewhere — the standard library's (``email.py``, ``json.py``) or an installed package's —
+    which is imported first (the SDKs and portagent load many before any handler), so every call failed
+    "has no attribute"; and where the spec's file did win, it hid that module from the whole process."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    if folder is None:
+        return ""
+    own = next((f for f in (folder / f"{top}.py", folder / top / "__init__.py") if f.is_file()), None)
+    if own is None:
+        return ""
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        whose = "the standard library's"
+    else:
+        elsewhere = [e for e in sys.path if Path(e or ".").resolve() != folder]
+        found = PathFinder.find_spec(top, elsewhere)
+        if found is None or not found.origin:
+            return ""
+        whose = f"the installed one at {found.origin}"
+    return (
+        f"handler module {top!r} ({own}) has the name of another module, {whose}, which Python imports "
+        f"instead; rename {own.name!r} and the handler references to it"
+    )
 
 
 def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = False) -> FileResult:
