@@ -149,29 +149,24 @@ def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
 
 
 def _shadowing(top: str, folder: Path | None) -> str:
-    """Why the handler module ``top`` next to the spec would never be read, or ``""``: Python has a module
-    of that name elsewhere — the standard library's (``email.py``, ``json.py``) or an installed package's —
-    which is imported first (the SDKs and portagent load many before any handler), so every call failed
-    "has no attribute"; and where the spec's file did win, it hid that module from the whole process."""
+    """Why the handler module ``top`` next to the spec would never be read, or ``""``: the standard library
+    has a module of that name (``email.py``, ``json.py``), imported first (the SDKs and portagent load many
+    before any handler), so every call failed "has no attribute"; and where the spec's file did win, it
+    hid that module from the whole process."""
     import sys
-    from importlib.machinery import PathFinder
 
     if folder is None:
         return ""
     own = next((f for f in (folder / f"{top}.py", folder / top / "__init__.py") if f.is_file()), None)
     if own is None:
         return ""
-    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
-        whose = "the standard library's"
-    else:
-        elsewhere = [e for e in sys.path if Path(e or ".").resolve() != folder]
-        found = PathFinder.find_spec(top, elsewhere)
-        if found is None or not found.origin:
-            return ""
-        whose = f"the installed one at {found.origin}"
+    if top not in sys.stdlib_module_names and top not in sys.builtin_module_names:
+        # an installed package's name is not checked: what else is on sys.path depends on the process
+        # (a test or notebook that ran other specs has their folders on it)
+        return ""
     return (
-        f"handler module {top!r} ({own}) has the name of another module, {whose}, which Python imports "
-        f"instead; rename {own.name!r} and the handler references to it"
+        f"handler module {top!r} ({own}) has the name of another module, the standard library's, which "
+        f"Python imports instead; rename {own.name!r} and the handler references to it"
     )
 
 

@@ -85,8 +85,9 @@ def _shadowed(module_name: str) -> str:
                 if candidate.is_file() and (loaded is None or not candidate.samefile(loaded)):
                     return (
                         f": Python imported {module_name!r} from {loaded or 'its built-in modules'}, not "
-                        f"{str(candidate)!r} — a module of that name (the standard library's or an installed "
-                        f"package's) comes first; rename {candidate.name!r} and the handler references to it"
+                        f"{str(candidate)!r} — a module of that name (the standard library's, an installed package's, "
+                        f"another spec folder's) comes first; rename {candidate.name!r} and the handler "
+                        "references to it"
                     )
     return ""
 

@@ -1,5 +1,5 @@
 """``validate`` names a handler module Python would never read: the spec's ``email.py`` (the standard
-library's ``email`` is imported first) or ``yaml.py`` (an installed package's). Before, validate passed and
+library's ``email`` is imported first) or ``logging.py``. Before, validate passed and
 every call failed "module 'email' has no attribute 'get_order'"."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from _support import run_cli
     [
         ("email", "the standard library's"),
         ("json", "the standard library's"),
-        ("yaml", "the installed one at"),
+        ("logging", "the standard library's"),
     ],
 )
 def test_a_handler_module_named_like_another_module_is_a_problem(tmp_path, module, whose):
