@@ -74,16 +74,21 @@ print((time.perf_counter() - t0) / (len(tasks) - 1), spent[0] / (len(tasks) - 1)
 """
     out = []
     for _ in range(repeats):
-        with tempfile.TemporaryDirectory() as home:
-            env = {**os.environ, "PORTAGENT_HOME": home}
-            done = subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, cwd=REPO
-            )
-        if done.returncode != 0:
-            raise SystemExit(f"per-run cost probe failed:\n{done.stderr[-2000:]}")
-        run_s, sdk_s = done.stdout.strip().splitlines()[-1].split()
-        out.append((float(run_s), float(sdk_s)))
+        run_s, sdk_s = probe(code, "per-run cost")
+        out.append((run_s, sdk_s))
     return out
+
+
+def probe(code: str, what: str) -> list[float]:
+    """Run ``code`` in a fresh interpreter with a portagent home of its own; the numbers its last line prints."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "PORTAGENT_HOME": home}
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, cwd=REPO
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"{what} probe failed:\n{done.stderr[-2000:]}")
+    return [float(x) for x in done.stdout.strip().splitlines()[-1].split()]
 
 
 def peer_cost(python: str, samples: int) -> float:
@@ -152,14 +157,7 @@ for task in tasks[1:]:
     execute(task)
 print(warm_s, import_s, first_s, (time.perf_counter() - t) / (len(tasks) - 1))
 """
-    with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "PORTAGENT_HOME": home}
-        done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, cwd=REPO
-        )
-    if done.returncode != 0:
-        raise SystemExit(f"worker cost probe failed ({provider}):\n{done.stderr[-2000:]}")
-    warm_s, import_s, first_s, per_run_s = (float(x) for x in done.stdout.strip().splitlines()[-1].split())
+    warm_s, import_s, first_s, per_run_s = probe(code, f"worker cost ({provider})")
     return warm_s, import_s, first_s, per_run_s
 
 
