@@ -5,13 +5,14 @@ LangGraph itself wrote: ``langgraph.prebuilt.create_react_agent(model, tools, pr
 ``agent`` (the chat model bound to the tools, behind the prompt) and ``tools`` (a ``ToolNode``). A
 hand-built ``StateGraph`` (a model node, a ``ToolNode``, their routes) is read by ``from_langgraph_graph``
 with what it cannot read reported; the prebuilt agent's pre/post-model hooks are refused with one message.
-This module finds the graph in a program and reads what both kinds share: the chat model and its
-settings, the tools, the graph's options.
+This module finds the graph in a program and reads the prebuilt agent and the graph's options (pauses,
+checkpointer, store, state fields); the chat model is read by ``from_langgraph_model``, the tools by
+``from_langgraph_tools``, a node's or a ``prompt=`` function's code by ``from_langgraph_node``.
 
 | LangGraph | portagent |
 |---|---|
 | graph ``name`` (when set) | agent ``name`` |
-| ``prompt`` (a string or a ``SystemMessage``) | ``instructions`` |
+| ``prompt`` (a string, a ``SystemMessage``, a ``ChatPromptTemplate`` without variables, a function putting a fixed system message first) | ``instructions`` |
 | ``model``: ``ChatOpenAI`` / ``ChatAnthropic`` / ``ChatGoogleGenerativeAI`` | ``models.langgraph: vendor:id`` and that vendor's provider id (``models.openai`` / ``anthropic`` / ``adk``) |
 | its ``temperature`` / ``max_tokens`` when the program set them (``_authored``) | shared settings, forced |
 | ``@tool`` functions (``StructuredTool``) | ToolSpecs: the schema the model is sent, handler ``module:name.func`` (``.coroutine`` when async) |
@@ -24,25 +25,20 @@ One internal is read, here only: ``create_react_agent`` keeps its model and prom
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import re
-import warnings
 from typing import Any
 
 from portagent.adapters.base import package_version
 from portagent.contracts.errors import UsageError
-from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft
+from portagent.migration.draft import DraftAgent, ImportDraft
+from portagent.migration.from_langgraph_model import bound_options, read_model
+from portagent.migration.from_langgraph_tools import graphs_used, read_tool
 from portagent.migration.importing import (
     ReaderState,
     a_type,
     other_sdk_hint,
     placeholder_instructions,
-    refuse_schema_gap,
     schema_gap,
-    shim_function,
-    source_alias,
-    tool_object_ref,
     where,
 )
 from portagent.migration.report import ImportReport
@@ -53,14 +49,6 @@ EXPECTED = (
 )
 _PREBUILT_EXTRA_NODES = frozenset({"generate_structured_response", "pre_model_hook", "post_model_hook"})
 """Nodes ``create_react_agent`` itself adds for ``response_format`` and the model hooks."""
-
-_VENDORS = {
-    "ChatOpenAI": ("openai", "openai", "model_name"),
-    "AzureChatOpenAI": ("openai", "openai", "model_name"),
-    "ChatAnthropic": ("anthropic", "anthropic", "model"),
-    "ChatGoogleGenerativeAI": ("google_genai", "adk", "model"),
-}
-"""Chat model class → (models.langgraph vendor, the portagent provider of that wire, model id field)."""
 
 
 def read_langgraph(ref: str, obj: Any) -> ImportDraft:
@@ -97,13 +85,13 @@ def read_langgraph(ref: str, obj: Any) -> ImportDraft:
     reader = ReaderState(report)
     name = _graph_name(ref, obj, reader)
     draft = DraftAgent(name=name, instructions=_instructions(prompt, name, report))
-    _model(static_model, draft, report)
+    read_model(static_model, draft, report)
     node_tools = getattr(obj.nodes["tools"].bound, "tools_by_name", {}) if "tools" in obj.nodes else {}
     for t in node_tools.values():
-        tool = _tool(t, ref, reader)
+        tool = read_tool(t, ref, reader)
         if tool is not None:
             draft.tools.append(tool)
-    _bound_options(static_model, set(node_tools), draft, report)
+    bound_options(static_model, set(node_tools), draft, report)
     if "generate_structured_response" in obj.nodes:
         _response_format(obj.nodes["generate_structured_response"].bound, draft, report)
     _graph_options(obj, draft, report)
@@ -203,22 +191,8 @@ def _graphs_called_by_tools(graph: Any) -> list[Any]:
     for node in getattr(graph, "nodes", {}).values():
         for t in getattr(node.bound, "tools_by_name", {}).values():
             fn = getattr(t, "coroutine", None) or getattr(t, "func", None)
-            out.extend(g for _, g in _graphs_used(fn))
+            out.extend(g for _, g in graphs_used(fn))
     return out
-
-
-def _graphs_used(fn: Any) -> list[tuple[str, Any]]:
-    """(name, graph) for each LangGraph graph (a ``Pregel``) the function's code names."""
-    from langgraph.pregel import Pregel
-
-    code = getattr(inspect.unwrap(fn), "__code__", None) if fn is not None else None
-    if code is None:
-        return []
-    scope = dict(getattr(inspect.unwrap(fn), "__globals__", {}))
-    with contextlib.suppress(TypeError, ValueError):
-        scope.update(inspect.getclosurevars(inspect.unwrap(fn)).nonlocals)
-    names = set(code.co_names) | set(code.co_freevars)
-    return [(n, scope[n]) for n in sorted(names) if isinstance(scope.get(n), Pregel)]
 
 
 def _node_function(runnable: Any) -> Any:
@@ -315,10 +289,26 @@ def _instructions(prompt: Any, name: str, report: ImportReport) -> str:
             "a placeholder marked [instructions to write] was written",
         )
         return placeholder_instructions(name, "the LangGraph agent had no prompt")
-    what = getattr(func, "__qualname__", None) or type(prompt).__qualname__
+    from langchain_core.prompts import ChatPromptTemplate
+
+    from portagent.migration.from_langgraph_node import callable_code, node_prompt, template_system_text
+
+    if isinstance(prompt, ChatPromptTemplate):  # prompt=ChatPromptTemplate(...): a runnable of its own
+        text = template_system_text(prompt)
+        if text and text.strip():
+            report.add(
+                "changed",
+                f"system prompt of agent {name}",
+                "read from the ChatPromptTemplate given as prompt=; its other messages (the conversation "
+                "placeholder) are the run's own",
+            )
+            return text
+    elif func is not None:  # prompt=a function: its code is read as a model node's is
+        code = callable_code(func)
+        return node_prompt(code, f"the prompt= function {code.label}", name, report, title=code.label)
     report.add(
         "not_portable",
-        f"prompt of agent {name} ({what}, {where(func) if func is not None else 'a runnable'})",
+        f"prompt of agent {name} ({type(prompt).__qualname__}, a runnable)",
         "not imported: a prompt computed at run time; a placeholder was written",
     )
     return placeholder_instructions(name, "the LangGraph agent computed its prompt at run time")
@@ -367,324 +357,6 @@ def _blocks_left_out(message: Any) -> list[str]:
         if extra:
             left.append(f"{', '.join(extra)} on text block {i}")
     return left
-
-
-def _model(model: Any, draft: DraftAgent, report: ImportReport) -> None:
-    chat = getattr(model, "bound", model)  # bind_tools wraps the chat model in a binding
-    known = _VENDORS.get(type(chat).__name__) or next(
-        (_VENDORS[c.__name__] for c in type(chat).__mro__ if c.__name__ in _VENDORS), None
-    )
-    if known is None:
-        report.add(
-            "not_portable",
-            f"chat model {type(chat).__qualname__} on agent {draft.name}",
-            "not imported: models.langgraph names openai:, anthropic: or google_genai: models; set it yourself",
-        )
-        return
-    vendor, provider, field = known
-    model_id = getattr(chat, field, None)
-    if not isinstance(model_id, str) or not model_id:
-        report.add(
-            "not_portable", f"chat model on agent {draft.name}", "no model id found; set models.langgraph"
-        )
-        return
-    model_id = model_id.removeprefix("models/")
-    draft.models["langgraph"] = f"{vendor}:{model_id}"
-    draft.models[provider] = model_id
-    if vendor == "openai" and getattr(chat, "use_responses_api", None) is not True:
-        # ChatOpenAI uses Chat Completions unless told otherwise (or a Responses-only feature is set)
-        draft.models["openai_api"] = "chat_completions"
-        report.add(
-            "changed",
-            f"ChatOpenAI of agent {draft.name}",
-            "kept as models.openai_api: chat_completions (ChatOpenAI's API; an OpenAI-only setting)",
-        )
-    shared = (
-        ("temperature", "temperature"),
-        ("max_tokens", "max_tokens"),
-        ("max_output_tokens", "max_tokens"),
-    )
-    given = _authored(chat, field)
-    _other_settings(chat, given - {field, "use_responses_api", *(src for src, _ in shared)}, draft, report)
-    for src, target in shared:
-        if src not in given:
-            continue  # the integration's default (or one it derived from the model), not the author's choice
-        value = getattr(chat, src, None)
-        if isinstance(value, int | float) and not isinstance(value, bool) and target not in draft.models:
-            draft.models[target] = value
-            draft.models["force_shared_settings"] = True
-            report.add(
-                "changed",
-                f"{type(chat).__name__}.{src}={value!r}",
-                f"imported as models.{target} with force_shared_settings: true (the agent used it)",
-            )
-
-
-def _tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
-    from langchain_core.tools import StructuredTool
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    subject = f"tool {getattr(t, 'name', '?')!r}"
-    if not isinstance(t, StructuredTool):
-        reader.report.add(
-            "not_portable",
-            f"{subject} ({type(t).__qualname__})",
-            "not imported: only @tool functions (StructuredTool) point at a Python function",
-        )
-        return None
-    fn: Any = t.coroutine if t.coroutine is not None else t.func
-    if fn is None:
-        reader.report.add("not_portable", subject, "not imported: a StructuredTool without a function")
-        return None
-    if t.return_direct:
-        reader.report.add(
-            "not_portable",
-            f"return_direct=True on {subject}",
-            "not imported as such: the model always sees tool results and answers itself",
-        )
-    schema = convert_to_openai_tool(t)["function"]["parameters"]  # what the model is sent
-    gap = schema_gap(schema)
-    if gap:
-        refuse_schema_gap(reader.report, subject, gap)
-        return None
-    pauses = _pauses(fn)
-    if pauses is not None:
-        reader.report.add(
-            "not_portable",
-            f"{subject} ({where(fn)})",
-            f"not imported: it pauses the graph with LangGraph's interrupt() ({pauses}), which only a "
-            "checkpointed LangGraph run can resume: every portable call of it would fail. For a human "
-            "check before the call, set requires_approval: true on its ToolSpec (portagent asks before "
-            "running it) and give the model a version of the function without interrupt()",
-        )
-        return None
-    injected = _injected_params(t)
-    if injected:
-        reader.report.add(
-            "not_portable",
-            f"{subject} ({where(fn)})",
-            f"not imported: parameter(s) {', '.join(injected)} are injected by the graph at run time "
-            "(InjectedToolArg, InjectedState, InjectedStore or InjectedToolCallId), never sent by the model; "
-            "a portable tool gets only its arguments (and a ToolContext: docs/migration.md). Rewrite it to "
-            "read them from ToolContext, or give the model a tool without them",
-        )
-        return None
-    handler = tool_object_ref(reader.report, subject, t, fn, ref)
-    if handler is None:
-        return None
-    subs = _graphs_used(fn)
-    if subs:
-        reader.report.add(
-            "review",
-            f"{subject} ({where(fn)})",
-            f"it runs the LangGraph graph(s) {', '.join(n for n, _ in subs)} (a sub-agent wrapped as a tool): "
-            "imported as a tool whose handler still runs that native graph and its model, outside "
-            f"portagent; to port the sub-agent, import it too ({fn.__module__}:{subs[0][0]})"
-            " and make it a "
-            "sub-agent of this one (agent_as_tool)",
-        )
-    name = reader.tool_names.take(t.name)
-    if name != t.name:
-        reader.report.add("changed", subject, f"renamed {name!r}")
-    # Called as the graph's tool node calls it (``ainvoke``): the tool's args_schema converts the arguments
-    # and fills a RunnableConfig parameter, and a parameter named ``context`` is just an argument.
-    mod, _, target = handler.partition(":")
-    alias = source_alias(mod)
-    reader.shim_imports[mod] = f"import {mod} as {alias}"
-    fname = shim_function(name)
-    why = "is called as LangGraph's tool node calls it (ainvoke: its args_schema converts the arguments)"
-    reader.report.add("note", subject, f"handler is a shim ({fname}) calling {mod}:{target}: it {why}")
-    return DraftTool(
-        name=name,
-        description=t.description or "",
-        input_schema=dict(schema),
-        handler="",
-        origin=f"langchain StructuredTool {t.name} ({fn.__module__}.{fn.__qualname__})",
-        shim=(
-            f"async def {fname}(**args):\n"
-            f'    """{mod}.{target} {why}."""\n'
-            f"    return await call_langchain_tool({alias}.{target}, args)\n"
-        ),
-    )
-
-
-def _pauses(fn: Any) -> str | None:
-    """Where ``fn`` calls LangGraph's ``interrupt()`` — itself, or a function of its own module it calls
-    (two levels down) — read from the names its code uses; None when it does not."""
-    import types
-
-    from langgraph import types as lg_types
-
-    seen: set[int] = set()
-    todo: list[tuple[Any, int]] = [(inspect.unwrap(fn), 0)]
-    while todo:
-        func, depth = todo.pop()
-        code = getattr(func, "__code__", None)
-        if code is None or id(func) in seen:
-            continue
-        seen.add(id(func))
-        names: set[str] = set()
-        codes = [code]
-        while codes:
-            c = codes.pop()
-            names |= set(c.co_names) | set(c.co_freevars)
-            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-        scope = dict(getattr(func, "__globals__", {}))
-        with contextlib.suppress(TypeError, ValueError):
-            scope.update(inspect.getclosurevars(func).nonlocals)
-        for n in sorted(names):
-            value = scope.get(n)
-            if value is lg_types.interrupt or (value is lg_types and "interrupt" in names):
-                return f"{func.__qualname__}, {where(func)}"
-            if (
-                depth < 2
-                and inspect.isfunction(value)
-                and value.__module__ == getattr(func, "__module__", None)
-            ):
-                todo.append((value, depth + 1))
-    return None
-
-
-def _injected_params(t: Any) -> list[str]:
-    """The tool's parameters the model is never sent (what the graph injects): those of its input schema
-    that its tool-call schema leaves out. A ``RunnableConfig`` parameter is in neither (``ainvoke`` fills it)."""
-    try:
-        every = set(t.get_input_schema().model_fields)
-        sent = set(t.tool_call_schema.model_fields)
-    except Exception:  # a schema that is not a pydantic model: nothing to compare
-        return []
-    return sorted(every - sent)
-
-
-_CONNECTION = re.compile(
-    r"api_key|api_base|base_url|api_url|endpoint|organization|proxy|timeout|retries|http|headers|"
-    r"default_query|client|credentials|project|location|transport|rate_limiter|callbacks|verbose|tags|"
-    r"metadata|cache|^name$|stream"
-)
-"""Chat-model fields about reaching the vendor (or LangChain's own bookkeeping), not about what the agent
-asks the model: portagent sets the endpoint and streaming per run."""
-
-
-def _other_settings(chat: Any, given: set[str], draft: DraftAgent, report: ImportReport) -> None:
-    """Every other setting the program gave its chat model is listed, never dropped silently."""
-    from portagent.core.secrets import mask_text
-
-    quiet = sorted(f for f in given if _CONNECTION.search(f))
-    if quiet:
-        report.add(
-            "note",
-            f"{type(chat).__name__} connection and client settings of agent {draft.name}: {', '.join(quiet)}",
-            "not carried over: portagent points each run at its endpoint (and streams with --stream)",
-        )
-    for f in sorted(given):
-        if f in quiet:
-            continue
-        value = mask_text(repr(getattr(chat, f, None)))
-        report.add(
-            "not_portable",
-            f"{type(chat).__name__}.{f}={value}"[:160],
-            "not imported: a model setting the spec has no field for (set it by hand where a provider "
-            "supports it, or leave it)",
-        )
-
-
-_DERIVED = frozenset({"profile"})
-"""Fields LangChain fills in itself from what it knows of the model (not the program's settings)."""
-
-
-def _authored(chat: Any, id_field: str) -> set[str]:
-    """The chat model's fields the program gave a value of its own. ``model_fields_set`` is not that:
-    the integrations fill fields in their validators (langchain-anthropic sets ``max_tokens`` from the
-    model's profile, e.g. 128000 for claude-sonnet-4-6; langchain-openai its clients), which then count
-    as set. So each set field is compared with a reference model of the same class, built with the same
-    model id and connection settings and nothing else: a field the reference also has set, to the same
-    value, is the integration's, not the author's. (Without a reference, and for what was copied into it, a field is
-    compared with the class default.)"""
-    fields = {f for f in getattr(chat, "model_fields_set", ()) if f not in _DERIVED}
-    copied = {
-        f
-        for f in fields
-        if f == id_field
-        or (_CONNECTION.search(f) and "client" not in f and f not in ("metadata", "callbacks"))
-    }
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # what the class warns about, the program's own run warned
-            reference = type(chat)(**{f: getattr(chat, f) for f in copied})
-    except Exception:  # e.g. a setting the class requires that is not a connection setting
-        reference = None
-    missing = object()
-    out = set()
-    for f in fields:
-        if reference is None or f in copied:  # what was copied is judged against the class default
-            if _set_by_author(chat, f):
-                out.add(f)
-            continue
-        value = getattr(chat, f, None)
-        if value is None or (isinstance(value, dict | list | tuple | set | str) and not value):
-            continue
-        if f not in reference.model_fields_set:  # the class fills nothing in there: the program set it
-            out.add(f)
-            continue
-        try:
-            differs = bool(value != getattr(reference, f, missing))
-        except Exception:  # a value that cannot be compared: treat it as given
-            differs = True
-        if differs:
-            out.add(f)
-    return out
-
-
-def _set_by_author(chat: Any, field: str) -> bool:
-    """Without a reference model: was ``field`` given a value of the program's own (not left empty or at
-    its default, not derived from the model's profile)?"""
-    value = getattr(chat, field, None)
-    if value is None or (isinstance(value, dict | list | tuple | set | str) and not value):
-        return False
-    profile = getattr(chat, "profile", None)
-    if (
-        field in ("max_tokens", "max_output_tokens")
-        and isinstance(profile, dict)
-        and value == profile.get("max_output_tokens")
-    ):
-        return False  # derived from the model's profile (langchain-anthropic does this)
-    info = type(chat).model_fields.get(field)
-    if info is None:
-        return True
-    try:
-        default = info.get_default(call_default_factory=True)
-    except Exception:  # a factory that needs other fields: treat the value as given
-        return True
-    return bool(value != default)
-
-
-def _bound_options(model: Any, imported: set[str], draft: DraftAgent, report: ImportReport) -> None:
-    """What ``bind_tools`` was told beside the tools (``tool_choice``, ``parallel_tool_calls``…), and tool
-    definitions bound to the model that no ``@tool`` function stands behind (dicts, provider built-ins)."""
-    kwargs = getattr(model, "kwargs", None)
-    if not isinstance(kwargs, dict):
-        return
-    for key, value in sorted(kwargs.items()):
-        if key == "tools":
-            for t in value if isinstance(value, list) else []:
-                fn = t.get("function") if isinstance(t, dict) else None
-                tname = (fn or {}).get("name") if isinstance(fn, dict) else None
-                tname = tname or (t.get("name") if isinstance(t, dict) else None) or "?"
-                if tname in imported:
-                    continue
-                kind = t.get("type", "?") if isinstance(t, dict) else type(t).__name__
-                report.add(
-                    "not_portable",
-                    f"tool definition {tname!r} (type {kind}) bound to the model of agent {draft.name}",
-                    "not imported: no function runs it here (a provider built-in, or a schema whose code "
-                    "lives elsewhere); write a ToolSpec and a handler for it",
-                )
-            continue
-        report.add(
-            "not_portable",
-            f"bind_tools {key}={value!r}"[:160],
-            "not imported: portagent leaves the choice of tools to the model on every provider",
-        )
 
 
 def _graph_options(
@@ -736,3 +408,33 @@ def _graph_options(
             f"store {type(graph.store).__name__} of agent {draft.name}",
             "not imported: long-term memory is the spec's memory section (docs/memory.md)",
         )
+    fields = _state_fields(graph)
+    if fields:
+        schema = getattr(getattr(graph, "builder", None), "state_schema", None)
+        report.add(
+            "not_portable",
+            f"state fields {', '.join(fields)} of agent {draft.name} "
+            f"({getattr(schema, '__qualname__', '?')}, {where(schema)})",
+            "not imported: a portable run's state is its conversation; what the program keeps in these "
+            "fields (read or written by its nodes, its prompt or InjectedState tools) has no place in the "
+            "spec — a tool can keep values in ToolContext.state (docs/migration.md)",
+        )
+
+
+_STATE_OF_THE_LOOP = frozenset({"messages", "remaining_steps", "is_last_step", "structured_response"})
+"""The state fields of LangGraph's own agent loop (``MessagesState``, ``AgentState``)."""
+
+
+def _state_fields(graph: Any) -> list[str]:
+    """The fields of the graph's state beside the agent loop's own (a ``MessagesState`` / ``AgentState``
+    subclass adding ``summary``, ``user_name``…)."""
+    import typing
+
+    schema = getattr(getattr(graph, "builder", None), "state_schema", None)
+    if not isinstance(schema, type):
+        return []
+    try:
+        hints = typing.get_type_hints(schema)
+    except Exception:  # an annotation naming what the module does not define: read the names only
+        hints = {k: None for c in reversed(schema.__mro__) for k in getattr(c, "__annotations__", {})}
+    return sorted(k for k in hints if k not in _STATE_OF_THE_LOOP and not k.startswith("_"))

@@ -141,3 +141,78 @@ def test_a_human_review_node_that_interrupts_before_the_tools_becomes_approval(t
     text = report(out)
     assert "node 'human_review' of agent graph (human_review, " in text
     assert "imported as requires_approval: true on every tool" in text
+
+
+def test_a_model_node_that_is_an_object_is_read_from_its_attributes(tmp_path, monkeypatch):
+    """``add_node("agent", Agent(tools))``: the tool-bound model and the prompt are on ``self``, the code is
+    ``Agent.__call__`` — read as a node function is (it was refused: 'names no chat model')."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = imported(tmp_path, "lg_class_node.py")
+    s = spec(out)
+    assert s["instructions"] == "You are a financial research assistant. Cite your sources."  # self.system
+    assert s["models"]["langgraph"] == "openai:gpt-4o" and s["models"]["temperature"] == 0
+    assert set(tools(out)) == {"search_web", "get_stock_price"}  # from lg_shared_tools.py
+    text = report(out)
+    assert "model node 'agent' (Agent.__call__, " in text and "lg_class_node.py:23)" in text
+    # the MessagesState subclass's own field and the checkpointer are named, not dropped silently
+    assert "state fields summary of agent graph (State, " in text and "lg_class_node.py:14)" in text
+    assert "checkpointer InMemorySaver" in text
+
+
+def test_a_model_node_that_is_a_bound_method_is_read_from_its_object(tmp_path):
+    """``add_node("assistant", assistant.call_model)`` with ``self.chain = self.prompt | model.bind_tools``:
+    the class's prompt template and the object's chain are read; the pause before the tools is approval."""
+    out = imported(tmp_path, "lg_bound_method.py")
+    s = spec(out)
+    assert s["instructions"] == "You are a hotel booking assistant. Confirm before cancelling anything."
+    assert (
+        s["models"]["langgraph"] == "anthropic:claude-3-5-haiku-latest" and s["models"]["temperature"] == 0.3
+    )
+    t = tools(out)
+    assert set(t) == {"lookup_booking", "cancel_booking"} and all(x["requires_approval"] for x in t.values())
+    assert "model node 'assistant' (HotelAssistant.call_model, " in report(out)
+
+
+def test_a_partial_node_and_a_chain_node_are_read(tmp_path):
+    """``functools.partial(agent_node, llm=..., system=...)``: the fixed arguments are the node's model and
+    prompt; a ``prompt | model`` chain given as the node itself is read as a chain a node calls."""
+    refused(tmp_path, str(DATA / "lg_partial_chain.py"), "2 agent graphs found")
+    out = imported(tmp_path, "lg_partial_chain.py:graph")
+    assert spec(out)["instructions"] == "You ping." and spec(out)["models"]["openai"] == "gpt-4o-mini"
+    chain = import_program(tmp_path / "chain", "langgraph", "lg_partial_chain.py:chain_graph")
+    assert spec(chain)["instructions"] == "You are a network bot." and set(tools(chain)) == {"ping"}
+
+
+def test_a_prompt_function_with_a_fixed_system_message_is_read(tmp_path):
+    """``create_react_agent(prompt=fn)`` where ``fn`` puts ``SystemMessage(content=SYSTEM_PROMPT)`` in front:
+    read as a model node's prompt is (it was a placeholder: 'computed at run time'); the custom state's
+    field, the checkpointer and the pause before the tools are reported."""
+    out = imported(tmp_path, "lg_react_prompt_fn.py")
+    s = spec(out)
+    assert s["name"] == "markets_analyst"
+    assert s["instructions"] == "You are a markets analyst. Check the latest price before giving an opinion."
+    t = tools(out)
+    assert set(t) == {"search_web", "get_stock_price"} and all(x["requires_approval"] for x in t.values())
+    text = report(out)
+    assert "the prompt= function prompt puts in front of the messages (" in text
+    assert "state fields user_name of agent markets_analyst (CustomState, " in text
+
+
+def test_a_prompt_function_computing_its_text_per_run_stays_a_placeholder(tmp_path):
+    out = imported(tmp_path, "lg_react_personal_prompt.py")
+    assert spec(out)["instructions"].startswith("[instructions to write]")
+    text = report(out)
+    assert "prompt of agent agent (prompt, " in text and "lg_react_personal_prompt.py:15)" in text
+    assert "builds its system message at run time" in text
+
+
+def test_a_string_model_without_langchain_is_one_clear_refusal(tmp_path):
+    """``create_react_agent(model="openai:gpt-4o")`` needs ``langchain``'s ``init_chat_model``, which is
+    not installed here: the program cannot be imported, said in one line."""
+    import importlib.util
+
+    if importlib.util.find_spec("langchain") is not None:
+        pytest.skip("langchain is installed: the string model is built and read like any other")
+    refused(
+        tmp_path, str(DATA / "lg_string_model.py"), "importing module 'lg_string_model' failed", "langchain"
+    )
