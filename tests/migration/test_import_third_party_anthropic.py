@@ -208,3 +208,91 @@ def test_an_import_leaves_sys_path_as_it_was_refused_or_not(tmp_path):
         sys.modules.pop("anth_copy_prog", None)
     assert draft.root.models.get("anthropic") == "claude-sonnet-4-5"
     assert sys.path == before
+
+
+def _call_shim(out: Path, tool: dict, **args: object) -> object:
+    import asyncio
+
+    shim_module, _, shim = tool["handler"].partition(":")
+    sys.path.insert(0, str(out))
+    try:
+        fn = getattr(importlib.import_module(shim_module), shim)
+        result = fn(**args)
+        return asyncio.run(result) if asyncio.iscoroutine(result) else result
+    finally:
+        sys.path.remove(str(out))
+
+
+def test_tools_called_with_the_whole_input_dict_get_a_shim(tmp_path):
+    """``TOOL_HANDLERS[block.name](block.input)`` in an ``AsyncAnthropic`` ``while True`` loop, the tools in a
+    module of their own: each function takes the input dict as one argument (it was left out: 'takes no
+    parameter city'); a shim passes the arguments as that dict."""
+    out = imported(tmp_path, "anth_async_loop.py")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-sonnet-4-5-20250929"
+    assert s["instructions"] == (
+        "You are a travel helper for Globex.\n\nUse the tools for weather and money questions; never guess numbers."
+    )
+    t = tools(out)
+    assert set(t) == {"get_weather", "convert_currency"}
+    assert (
+        _call_shim(out, t["get_weather"], city="Oslo", unit="fahrenheit") == "18 degrees fahrenheit in Oslo"
+    )
+    assert _call_shim(out, t["convert_currency"], amount=10, from_currency="EUR", to_currency="USD") == 11.0
+    text = report(out)
+    assert "the program calls it with the tool_use block's whole input dict as one argument (" in text
+    assert "anth_async_loop.py:41)" in text and "cache_control" in text
+
+
+def test_each_call_site_tells_how_its_tool_is_called(tmp_path):
+    """``fn = handlers.get(tool_use.name); fn(tool_use.input)`` (a dict written in the function), a helper
+    ``execute_tool(name, args)`` given ``tool_use.input`` calling ``{...}[name](args)``, and
+    ``KEYWORD_TOOLS[name](**args)``: two dict-taking tools through shims, one keyword tool as it is."""
+    out = imported(tmp_path, "anth_input_dict.py")
+    t = tools(out)
+    assert set(t) == {"calculator", "word_count", "reverse"}
+    assert _call_shim(out, t["reverse"], text="abc") == "cba"  # the function itself, called with keywords
+    assert _call_shim(out, t["calculator"], expression="2+3") == "5"
+    assert _call_shim(out, t["word_count"], text="a b c") == 3
+    text = report(out)
+    assert "anth_input_dict.py:70)" in text and "anth_input_dict.py:59)" in text  # the calls that told
+    assert "as keywords, as the program does (" in text and "anth_input_dict.py:58)" in text
+
+
+def test_a_tool_whose_calling_style_cannot_be_known_stays_reported(tmp_path):
+    """``asyncio.to_thread(TOOLS[block.name], block.input)`` is a call with the input dict; a function
+    reached through ``getattr(module, name)`` shows no call: it is left out, the report says why."""
+    out = imported(tmp_path, "anth_unknown_style.py")
+    assert set(tools(out)) == {"lookup"}
+    text = report(out)
+    assert "tool definition 'define' (" in text and "anth_unknown_style.py:31)" in text
+    assert "how it is called cannot be known" in text
+
+
+def test_a_beta_tool_runner_with_tools_from_another_module(tmp_path):
+    out = imported(tmp_path, "anth_runner_module.py")
+    s = spec(out)
+    assert s["models"]["anthropic"] == "claude-sonnet-4-5" and s["instructions"].startswith("[instructions")
+    t = tools(out)
+    assert set(t) == {"get_weather", "calculate"}
+    assert t["get_weather"]["input_schema"]["required"] == ["location"]
+    assert "anth_beta_tools_mod:get_weather" in report(out)
+
+
+def test_an_async_tool_runner_with_a_cached_system_block(tmp_path):
+    out = imported(tmp_path, "anth_async_runner.py")
+    s = spec(out)
+    assert s["instructions"] == "You are a research assistant. Fetch sources before you summarize them."
+    assert s["models"]["anthropic"] == "claude-opus-4-1" and s["models"]["max_tokens"] == 4096
+    t = tools(out)
+    assert set(t) == {"fetch_page", "summarize"}
+    assert _call_shim(out, t["summarize"], text="abcdef", max_words=3) == "abc"
+
+
+def test_a_tools_module_used_through_its_name_is_searched_for_the_dispatch_dict(tmp_path):
+    """``import anth_shop_tools`` … ``anth_shop_tools.TOOL_HANDLERS[block.name](block.input)``: the dict is
+    found in the program's own module it imports (it was 'no function of the program could be found')."""
+    out = imported(tmp_path, "anth_module_attr.py")
+    t = tools(out)
+    assert set(t) == {"get_weather", "convert_currency"}
+    assert _call_shim(out, t["get_weather"], city="Rome") == "18 degrees celsius in Rome"

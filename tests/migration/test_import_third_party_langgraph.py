@@ -216,3 +216,11 @@ def test_a_string_model_without_langchain_is_one_clear_refusal(tmp_path):
     refused(
         tmp_path, str(DATA / "lg_string_model.py"), "importing module 'lg_string_model' failed", "langchain"
     )
+
+
+def test_a_prompt_template_given_as_prompt_is_read(tmp_path):
+    """``prompt=ChatPromptTemplate.from_messages([("system", TEXT), ("placeholder", "{messages}")])``: its
+    fixed system text (it was a placeholder: 'computed at run time')."""
+    out = imported(tmp_path, "lg_template_prompt.py")
+    assert spec(out)["instructions"] == "You are a network bot."
+    assert "read from the ChatPromptTemplate given as prompt=" in report(out)
