@@ -38,7 +38,6 @@ import hashlib
 import hmac
 import json
 import shlex
-import sys
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -416,13 +415,6 @@ class GovernedServer:
         )
 
 
-def _ensure_import_path(base_dir: Path) -> None:
-    """Handlers resolve next to the served file first (``module:function`` strings)."""
-    d = str(base_dir)
-    if d not in sys.path:
-        sys.path.insert(0, d)
-
-
 async def serve(
     target: ServeTarget,
     *,
@@ -450,7 +442,6 @@ async def serve(
 
         check_bind(host, auth_tokens)
         security = transport_security(host, allow_hosts, allow_origins)
-    _ensure_import_path(target.base_dir)
     say = announce or (lambda text: None)
     governed = GovernedServer(target, trace_path=trace_path, namespace=namespace, scopes=scopes, env=env)
     governed.tokens = {token_id(t): t for t in auth_tokens}
@@ -461,6 +452,10 @@ async def serve(
         f"`{ENV_VAR}={shlex.quote(str(governed.home))} portagent approvals list`)"
     )
     async with AsyncExitStack() as stack:
+        from portagent.tools.handlers import handler_scope
+
+        # handlers resolve in the served file's folder first, which is not put on sys.path (ADR 0004)
+        stack.enter_context(handler_scope([target.base_dir]))
         details: dict[str, Any] = {}
         if target.bundle is not None and target.bundle.node.spec.mcp_servers:
             from portagent.tools.mcp.sources import open_sources

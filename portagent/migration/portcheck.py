@@ -245,12 +245,24 @@ def _imported_names(tree: ast.AST) -> list[str]:
 
 
 def _module_file(module: str, dirs: list[str]) -> Path | None:
+    """The file ``module`` is read from, found as the runner resolves handlers (``tools/handlers.py``): in
+    the spec folders first — not a module of that name this process imported from somewhere else, such as
+    another spec folder's ``tools.py`` — then ``sys.modules`` and ``sys.path``."""
+    from portagent.core import handler_folders
+
+    for d in dirs:
+        if handler_folders.holds(module, d) is not None:
+            return _find_file(module, [d])
     loaded = sys.modules.get(module)
     file = getattr(loaded, "__file__", None)
-    if file:
+    if file and handler_folders.folder_of(module) is None:
         return Path(file)
+    return _find_file(module, sys.path)
+
+
+def _find_file(module: str, where: list[str]) -> Path | None:
     top, *rest = module.split(".")
-    spec = importlib.machinery.PathFinder.find_spec(top, [*dirs, *sys.path])
+    spec = importlib.machinery.PathFinder.find_spec(top, where)
     if spec is None:
         return None
     if rest:

@@ -25,6 +25,7 @@ the governed call of the chosen ``local_tool`` route — the design source's ch.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,8 +132,6 @@ async def adecide(
 
     ids = ids or IdFactory()
     out: list[RoutedRequest] = []
-    if executor is not None:
-        _ensure_handler_path(executor.base_dir)
     for req in requests:
         rec = TraceRecorder(
             run_id=ids.run_id(),
@@ -177,7 +176,8 @@ async def adecide(
         }
         status, stop_reason, cost, calls = "completed", "route_decided", 0.0, 0
         if executor is not None and decision.decision != "stop":
-            done = await _execute(spec, req, decision, executor, rec)
+            with _handler_scope(executor.base_dir):
+                done = await _execute(spec, req, decision, executor, rec)
             status, stop_reason, cost, calls = done.status, done.stop_reason, done.cost_usd, done.calls
             final["execution"] = done.summary
         rec.emit(
@@ -204,13 +204,12 @@ class _Done:
     summary: dict[str, Any]
 
 
-def _ensure_handler_path(base_dir: Path) -> None:
-    """Handlers resolve next to the router spec first (``module:function`` strings)."""
-    import sys
+def _handler_scope(base_dir: Path) -> contextlib.AbstractContextManager[Any]:
+    """Handlers (``module:function`` strings) resolve in the router spec's folder first, then ``sys.path``,
+    without putting the folder on ``sys.path`` (``core/handler_folders.py``)."""
+    from portagent.tools.handlers import handler_scope
 
-    d = str(base_dir)
-    if d not in sys.path:
-        sys.path.insert(0, d)
+    return handler_scope([base_dir])
 
 
 async def _execute(

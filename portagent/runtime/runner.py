@@ -12,9 +12,9 @@ even when the SDK fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,14 +109,27 @@ def check_runnable(bundle: AgentBundle, provider: str) -> None:
     verdict(bundle, provider).raise_if_unrunnable()
 
 
-def _ensure_handler_path(bundle: AgentBundle) -> None:
-    """Handlers resolve next to the agent spec first (``module:function`` strings)."""
-    for node in bundle.agents.values():
-        if node.path is not None:
-            # an absolute path's folder is worked out once; a relative one depends on the working folder
-            d = _spec_dir(node.path) if node.path.is_absolute() else str(node.path.parent.resolve())
-            if d not in sys.path:
-                sys.path.insert(0, d)
+def _handler_scope(bundle: AgentBundle) -> contextlib.AbstractContextManager[Any]:
+    """Handlers (``module:function`` strings) resolve in the agent specs' folders first — each reference in
+    the folder of the agent that declares it, then the other agents' folders, then ``sys.path`` — without
+    putting the folders on ``sys.path``, where one folder's ``tools.py`` would stand for every other
+    folder's and its ``yaml.py`` hide the installed ``yaml`` from the whole process
+    (``core/handler_folders.py``)."""
+    from portagent.tools.handlers import handler_scope
+
+    folders: list[str] = []
+    prefer: dict[str, str] = {}
+    for _, node in sorted(bundle.agents.items(), key=lambda item: item[0] != bundle.root):  # root first
+        if node.path is None:
+            continue
+        # an absolute path's folder is worked out once; a relative one depends on the working folder
+        d = _spec_dir(node.path) if node.path.is_absolute() else str(node.path.parent.resolve())
+        folders.append(d)
+        for tool in node.tools.values():
+            for ref in (tool.handler, tool.idempotency.reconcile, *(p.check for p in tool.preconditions)):
+                if ref:
+                    prefer.setdefault(ref, d)
+    return handler_scope(folders, prefer)
 
 
 @functools.lru_cache(maxsize=256)
@@ -334,7 +347,6 @@ async def _run_attempt(
         recorder.transform = config.recorded.restore_timing
     from portagent.core.budgets import RunBudget
 
-    _ensure_handler_path(bundle)
     journal = open_journal(config, out_dir, run_id, attempt, provider, resumption, bundle)
     session = RunSession(
         bundle=bundle,
@@ -412,7 +424,8 @@ async def _run_attempt(
     try:
         # its own task (its context changes stay there), awaited under asyncio.timeout: on Python 3.11
         # wait_for loses a cancellation (Ctrl-C) that lands as the task finishes (ruff TID251 bans it)
-        drive = asyncio.ensure_future(_drive(adapter, session))
+        with _handler_scope(bundle):  # the task keeps a copy of this context: the scope is the run's only
+            drive = asyncio.ensure_future(_drive(adapter, session))
         async with asyncio.timeout(bundle.spec.budget.timeout_s):
             outcome = await drive
         if session.stop is not None:  # an SDK swallowed the signal: honour it anyway

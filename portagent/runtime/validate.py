@@ -107,52 +107,68 @@ def bundle_problems(
 
 def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
     """A tool whose handler module cannot be found fails every call at run time (``handler_error``): found
-    here without running anything — the module file is looked up next to each agent spec, then on
-    ``sys.path``, as the runner resolves handlers; a module that raises on import or a missing function
-    still shows only when a call imports it."""
+    here without running anything, looked up as the runner resolves handlers — in the folder of the agent
+    spec that declares the tool, then the other agents' folders, then ``sys.path``
+    (``tools/handlers.py``); a module that raises on import or a missing function still shows only when a
+    call imports it."""
+    import sys
+
+    from portagent.core import handler_folders
+
+    folders = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
+    out: list[SpecProblem] = []
+    seen: set[tuple[str | None, str]] = set()
+    for node in bundle.agents.values():
+        own = node.path.parent.resolve() if node.path is not None else None
+        for spec in node.tools.values():
+            module = spec.handler.partition(":")[0]
+            if not spec.handler or (str(own), module) in seen:
+                continue
+            seen.add((str(own), module))
+            label = str(node.path) if node.path is not None else node.name
+            shadow = _shadowing(module.split(".")[0], own)
+            if shadow:
+                out.append(SpecProblem(label, f"tools.{spec.name}.handler", f"tool {spec.name!r}: {shadow}"))
+                continue
+            order = list(dict.fromkeys([*([str(own)] if own else []), *folders]))
+            held = next((h for f in order if (h := handler_folders.holds(module, f)) is not None), None)
+            if held:
+                continue
+            # not in a spec folder: imported the ordinary way — unless the module of that name this process
+            # holds is one portagent loaded from another spec's folder (the run does not use that one)
+            if held is None and module in sys.modules and handler_folders.folder_of(module) is None:
+                continue
+            if held is None and _on_sys_path(module):
+                continue
+            out.append(
+                SpecProblem(
+                    label,
+                    f"tools.{spec.name}.handler",
+                    f"handler module {module!r} of tool {spec.name!r} not found (looked next to the "
+                    "agent spec and on sys.path; PYTHONPATH adds folders)",
+                )
+            )
+    return out
+
+
+def _on_sys_path(module: str) -> bool:
     import sys
     from importlib.machinery import PathFinder
 
-    folders = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
-    search = list(dict.fromkeys([*folders, *sys.path]))
-    out: list[SpecProblem] = []
-    seen: set[str] = set()
-    for node in bundle.agents.values():
-        for spec in node.tools.values():
-            module = spec.handler.partition(":")[0]
-            if not spec.handler or module in seen:
-                continue
-            seen.add(module)
-            shadow = _shadowing(module.split(".")[0], node.path.parent.resolve() if node.path else None)
-            if shadow:
-                label = str(node.path) if node.path is not None else node.name
-                out.append(SpecProblem(label, f"tools.{spec.name}.handler", f"tool {spec.name!r}: {shadow}"))
-                continue
-            if module in sys.modules:
-                continue
-            parts, where = module.split("."), search
-            for i in range(len(parts)):
-                found = PathFinder.find_spec(".".join(parts[: i + 1]), where)
-                if found is None:
-                    label = str(node.path) if node.path is not None else node.name
-                    out.append(
-                        SpecProblem(
-                            label,
-                            f"tools.{spec.name}.handler",
-                            f"handler module {module!r} of tool {spec.name!r} not found (looked next to the "
-                            "agent spec and on sys.path; PYTHONPATH adds folders)",
-                        )
-                    )
-                    break
-                where = list(found.submodule_search_locations or [])
-    return out
+    parts, where = module.split("."), list(sys.path)
+    for i in range(len(parts)):
+        found = PathFinder.find_spec(".".join(parts[: i + 1]), where)
+        if found is None:
+            return False
+        where = list(found.submodule_search_locations or [])
+    return True
 
 
 def _shadowing(top: str, folder: Path | None) -> str:
     """Why the handler module ``top`` next to the spec would never be read, or ``""``: the standard library
-    has a module of that name (``email.py``, ``json.py``), imported first (the SDKs and portagent load many
-    before any handler), so every call failed "has no attribute"; and where the spec's file did win, it
-    hid that module from the whole process."""
+    has a module of that name (``email.py``, ``json.py``): the runner never takes a standard-library name
+    from a spec folder (``core/handler_folders.py``), so every call would fail "has no attribute". An
+    installed package's name is no problem: the folder's module is loaded for its handlers only."""
     import sys
 
     if folder is None:
@@ -161,9 +177,7 @@ def _shadowing(top: str, folder: Path | None) -> str:
     if own is None:
         return ""
     if top not in sys.stdlib_module_names and top not in sys.builtin_module_names:
-        # an installed package's name is not checked: what else is on sys.path depends on the process
-        # (a test or notebook that ran other specs has their folders on it)
-        return ""
+        return ""  # an installed package's name: the folder's own module is the one handlers get
     return (
         f"handler module {top!r} ({own}) has the name of another module, the standard library's, which "
         f"Python imports instead; rename {own.name!r} and the handler references to it"

@@ -1,7 +1,12 @@
 """Resolving and calling ``module:function`` strings (handlers, preconditions, reconcile functions).
 
-Resolution is lazy (at the first call, never at validation time) and cached per string. Calling
-convention of a tool handler (ADR 0004):
+Resolution is lazy (at the first call, never at validation time). Inside ``handler_scope(folders)`` (the
+runner opens one per run with the folders of the agent specs) the module is looked for in those folders
+first — the folder of the agent that declares the reference before the others — and imported from there
+(``core/handler_folders.py``: per folder, without putting the folder on ``sys.path``), then the ordinary
+way (an installed package, ``PYTHONPATH``). Two agents' ``tools:get_order`` in two folders are two
+functions, cached per folder; outside a scope, a reference is imported from ``sys.path`` and cached per
+string. Calling convention of a tool handler (ADR 0004):
 
 - it declares a parameter named ``context`` → ``handler(args, context)`` (the arguments dict and the
   run context dict);
@@ -21,16 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import inspect
 import queue
 import sys
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from portagent.core import handler_folders
 from portagent.tools.tool_context import ToolContext, tool_context_param
 
 
@@ -66,10 +75,46 @@ class Resolved:
 
 
 _CACHE: dict[str, Resolved] = {}
+"""References resolved outside any ``handler_scope`` (from ``sys.path``), by string."""
 _CACHE_LOCK = threading.Lock()
+_FOLDER_CACHE: dict[tuple[tuple[str, ...], str], tuple[Resolved, str, ModuleType]] = {}
+"""(folders looked in, reference) → the function, and the module it came from under its name in
+``sys.modules`` (a module taken out of ``sys.modules`` is imported again, as outside a scope)."""
 
 
-def _shadowed(module_name: str) -> str:
+@dataclass(frozen=True)
+class HandlerScope:
+    """Where ``module:function`` references of a run are looked for before ``sys.path``."""
+
+    folders: tuple[str, ...]
+    """The folders of the agent specs, the root agent's first."""
+    prefer: Mapping[str, str] = field(default_factory=dict)
+    """Reference → the folder of the agent that declares it, looked in before the others."""
+
+    def order(self, ref: str) -> tuple[str, ...]:
+        first = self.prefer.get(ref)
+        return tuple(dict.fromkeys([first, *self.folders])) if first else self.folders
+
+
+_SCOPE: ContextVar[HandlerScope | None] = ContextVar("portagent_handler_scope", default=None)
+
+
+@contextlib.contextmanager
+def handler_scope(
+    folders: Iterable[str | Path], prefer: Mapping[str, str | Path] | None = None
+) -> Iterator[HandlerScope]:
+    """References resolved in this context (and in tasks started in it) look in ``folders`` first."""
+    scope = HandlerScope(
+        tuple(dict.fromkeys(str(f) for f in folders)), {ref: str(f) for ref, f in (prefer or {}).items()}
+    )
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def _shadowed(module_name: str, folders: Iterable[str] = ()) -> str:
     """Why a handler module lacks the function its file holds, when that is the reason: another module of
     the same name came first — the standard library's (``email.py`` next to the spec, and ``email`` is
     Python's), an installed package's, or one imported earlier — so ``import`` never read the file. Names
@@ -78,7 +123,7 @@ def _shadowed(module_name: str) -> str:
     loaded = getattr(module, "__file__", None)
     if module is None or module_name.count("."):
         return ""
-    for entry in sys.path:
+    for entry in [*folders, *sys.path]:
         folder = Path(entry or ".")
         for candidate in (folder / f"{module_name}.py", folder / module_name / "__init__.py"):
             with contextlib.suppress(OSError):
@@ -93,29 +138,86 @@ def _shadowed(module_name: str) -> str:
 
 
 def resolve(ref: str) -> Resolved:
-    """Import ``module:function`` once. Failures are not cached (the module may appear later)."""
-    hit = _CACHE.get(ref)
-    if hit is not None:
-        return hit
+    """Import ``module:function`` once (per folder inside a ``handler_scope``). Failures are not cached
+    (the module may appear later)."""
+    scope = _SCOPE.get()
+    if scope is None or not scope.folders:
+        hit = _CACHE.get(ref)
+        if hit is not None:
+            return hit
+        resolved = _from_sys_path(ref)
+        with _CACHE_LOCK:
+            _CACHE[ref] = resolved
+        return resolved
+    folders = scope.order(ref)
+    cached = _FOLDER_CACHE.get((folders, ref))
+    if cached is not None and sys.modules.get(cached[1]) is cached[2]:
+        return cached[0]
     module_name, _, attr = ref.partition(":")
+    missing: HandlerImportError | None = None
+    for folder in folders:
+        local = _import(ref, module_name, functools.partial(handler_folders.load, module_name, folder))
+        if local is None:
+            continue
+        full = local + module_name[len(module_name.partition(".")[0]) :]
+        module = _import(ref, module_name, functools.partial(importlib.import_module, full))
+        try:
+            resolved = _resolved(ref, module, attr, None)
+        except HandlerImportError as e:  # another folder of the run may hold the function
+            missing = missing or e
+            continue
+        with _CACHE_LOCK:
+            _FOLDER_CACHE[(folders, ref)] = (resolved, full, module)
+        return resolved
+    if missing is not None:
+        raise missing
+    other = handler_folders.folder_of(module_name.partition(".")[0])
+    if other is not None and other not in folders and other not in sys.path:
+        raise HandlerImportError(
+            f"cannot import module {module_name!r} for {ref!r}: it is not in the spec's folder "
+            f"({', '.join(folders)}) nor on sys.path — the module of that name loaded in this process is "
+            f"another spec folder's ({other})"
+        )
+    return _from_sys_path(ref, folders)
+
+
+def _from_sys_path(ref: str, folders: tuple[str, ...] = ()) -> Resolved:
+    module_name, _, attr = ref.partition(":")
+    module = _import(ref, module_name, functools.partial(importlib.import_module, module_name))
+    return _resolved(ref, module, attr, folders)
+
+
+def _import(ref: str, module_name: str, how: Callable[[], Any]) -> Any:
+    """``how()``, its failures as one ``HandlerImportError`` naming the module."""
     try:
-        obj: Any = importlib.import_module(module_name)
+        return how()
     except ImportError as e:
-        raise HandlerImportError(f"cannot import module {module_name!r} for {ref!r}: {e}") from e
+        raise HandlerImportError(
+            f"cannot import module {module_name!r} for {ref!r}: {handler_folders.display(str(e))}"
+        ) from e
     except Exception as e:  # a module that raises while importing
         raise HandlerImportError(
-            f"importing module {module_name!r} for {ref!r} failed: {type(e).__name__}: {e}"
+            f"importing module {module_name!r} for {ref!r} failed: {type(e).__name__}: "
+            f"{handler_folders.display(str(e))}"
         ) from e
     except SystemExit as e:  # a module that exits while importing
         raise HandlerImportError(
             f"importing module {module_name!r} for {ref!r} failed: it called sys.exit({e.code!r})"
         ) from None
+
+
+def _resolved(ref: str, module: Any, attr: str, folders: tuple[str, ...] | None) -> Resolved:
+    """The function ``attr`` of ``module``; ``folders`` (None for a module loaded from a spec folder, which
+    nothing shadows) are searched with ``sys.path`` for the file another module of its name hid."""
+    module_name = ref.partition(":")[0]
+    obj: Any = module
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError as e:
             raise HandlerImportError(
-                f"module {module_name!r} has no attribute {attr!r} ({ref!r}){_shadowed(module_name)}"
+                f"module {module_name!r} has no attribute {attr!r} ({ref!r})"
+                + (_shadowed(module_name, folders) if folders is not None else "")
             ) from e
     if not callable(obj):
         raise HandlerImportError(f"{ref!r} is not callable")
@@ -124,15 +226,12 @@ def resolve(ref: str) -> Resolved:
         takes_context = "context" in inspect.signature(obj).parameters
     tc_param = tool_context_param(obj)
     call_method = obj.__call__ if not inspect.isroutine(obj) else None  # callable instances
-    resolved = Resolved(
+    return Resolved(
         fn=obj,
         is_async=inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(call_method),
         takes_context=takes_context and tc_param != "context",
         tool_context_param=tc_param,
     )
-    with _CACHE_LOCK:
-        _CACHE[ref] = resolved
-    return resolved
 
 
 class _Job:
