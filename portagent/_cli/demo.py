@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from portagent.contracts.loaded_suite import LoadedSuite
     from portagent.evals.gate import GateDecision
     from portagent.evals.report import Results
+    from portagent.runtime.eval_plan import RunTask
 
 SUITE = Path("examples") / "support_desk" / "suite.yaml"
 
@@ -85,36 +86,40 @@ def find_checkout() -> Path | None:
 
 
 def recorded_providers(
-    loaded: LoadedSuite, cassettes: Path, wanted: Sequence[str]
-) -> tuple[list[str], dict[str, str]]:
+    loaded: LoadedSuite, cassettes: Path, wanted: Sequence[str], results: Path | None = None
+) -> tuple[list[str], dict[str, str], list[RunTask]]:
     """The ``wanted`` providers of the suite whose cassettes are all there; the others with the reason they
-    are left out."""
+    are left out; and the runs of every wanted provider, planned once (unchecked, their traces under
+    ``results``) for ``plan_eval(planned=…)`` to take the recorded providers' runs from."""
     from portagent.recording.layout import is_recorded
-    from portagent.runtime.eval_plan import plan_runs, resolve_agents
+    from portagent.runtime.eval_plan import plan_runs
 
-    agents = resolve_agents(loaded)
+    chosen = [p for p in loaded.suite.providers if p in wanted]
+    tasks = plan_runs(
+        loaded,
+        mode="replay",
+        providers=chosen,
+        cassettes=cassettes,
+        results=results.resolve() if results else None,
+        check=False,
+    )
     ok: list[str] = []
     skipped: dict[str, str] = {}
-    for provider in (p for p in loaded.suite.providers if p in wanted):
-        tasks = plan_runs(
-            loaded, mode="replay", providers=[provider], cassettes=cassettes, agents=agents, check=False
-        )
-        missing = [t for t in tasks if t.cassette is None or not is_recorded(t.cassette, provider)]
+    for provider in chosen:
+        runs = [t for t in tasks if t.provider == provider]
+        missing = [t for t in runs if t.cassette is None or not is_recorded(t.cassette, provider)]
         if not missing:
             ok.append(provider)
-        elif len(missing) == len(tasks):
+        elif len(missing) == len(runs):
             skipped[provider] = "no cassettes recorded"
         else:
-            skipped[provider] = f"{len(missing)} of {len(tasks)} cassettes missing"
-    return ok, skipped
+            skipped[provider] = f"{len(missing)} of {len(runs)} cassettes missing"
+    return ok, skipped, tasks
 
 
 def run(args: argparse.Namespace) -> int:
-    from portagent._cli.eval import default_workers, run_suite, split_csv
+    from portagent._cli.eval import split_csv
     from portagent.contracts.errors import UsageError
-    from portagent.contracts.loaded_suite import load_suite
-    from portagent.evals.report import is_results_folder
-    from portagent.evals.report_terminal import console
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
@@ -131,17 +136,45 @@ def run(args: argparse.Namespace) -> int:
                 "run it from the repository folder, or pass --suite and --cassettes"
             )
         root, suite = found, found / SUITE
-    cassettes = Path(args.cassettes) if args.cassettes else root / "cassettes"
-    loaded = load_suite(suite)
-    out = console()
     providers = split_csv(args.providers)
     if providers and args.all_providers:
         raise UsageError("--providers and --all-providers name the providers twice: give one of them")
+    from portagent.runtime.eval_pool import stop_warm_workers, warm_workers
+
+    # The workers' fork server warms up (portagent's run path, vcrpy: about a second) from here, while this
+    # process imports the eval core, loads the suite and plans — each of them otherwise waited for the other.
+    # Not when earlier results will be reused (evals.report.is_results_folder): the eval warms it then only
+    # if a run is to be made. A demo refused from here on ends it at once (it holds the output pipes until
+    # its imports are done).
+    out_dir = Path(args.out)
+    reusing = not args.fresh and any((out_dir / name).is_file() for name in ("eval.json", "report.json"))
+    started = False if reusing else warm_workers(providers or [])
+    try:
+        return _run(args, suite, root, providers)
+    except BaseException:
+        if started:
+            stop_warm_workers()
+        raise
+
+
+def _run(args: argparse.Namespace, suite: Path, root: Path, providers: list[str] | None) -> int:
+    from portagent._cli.eval import default_workers, run_suite
+    from portagent.contracts.errors import UsageError
+    from portagent.contracts.loaded_suite import load_suite
+    from portagent.evals.report import is_results_folder
+    from portagent.evals.report_terminal import console
+    from portagent.runtime.eval_run import plan_eval
+
+    cassettes = Path(args.cassettes) if args.cassettes else root / "cassettes"
+    loaded = load_suite(suite)
+    out = console()
+    out_dir = Path(args.out)
+    planned = None
     if not providers:
         from portagent.contracts.providers import DEFAULT_COMPARISON
 
         wanted = loaded.suite.providers if args.all_providers else DEFAULT_COMPARISON
-        providers, skipped = recorded_providers(loaded, cassettes, wanted)
+        providers, skipped, planned = recorded_providers(loaded, cassettes, wanted, out_dir)
         for p, why in skipped.items():
             out.print(f"note: {p} left out of the demo: {why} under {cassettes}", markup=False)
         if not providers:
@@ -149,11 +182,8 @@ def run(args: argparse.Namespace) -> int:
                 f"no provider of {suite} has its cassettes under {cassettes}; record them with "
                 f"'portagent record {suite} --providers openai --emulator'"
             )
-    out_dir = Path(args.out)
     earlier = is_results_folder(out_dir)
     if out_dir.is_dir() and any(out_dir.iterdir()) and not earlier:  # (demo has no --overwrite to suggest)
-        from portagent.contracts.errors import UsageError
-
         raise UsageError(
             f"--out {out_dir}: not a portagent results folder (no eval.json or report.json); the demo writes "
             "into a new or empty folder, or over its own earlier results — choose another --out"
@@ -162,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
         f"portagent demo: {loaded.suite.suite_id} — agent-v1 vs candidate agent-v2 on {', '.join(providers)}, "
         f"replayed offline from {cassettes}",
         markup=False,
+    )
+    # planned once: the eval takes the recorded providers' runs from the demo's look at the cassettes
+    plan = plan_eval(
+        loaded, mode="replay", providers=providers, cassettes=cassettes, results=out_dir, planned=planned
     )
     results, decision, _comparison = run_suite(
         suite,
@@ -172,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         out=out_dir,
         overwrite=True,
         reuse=out_dir if earlier and not args.fresh else None,
+        plan=plan,
     )
     ok, lines = judge_demo(results, decision)
     for line in lines:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # types only: the CLI loads the eval core when a command runs
     from portagent.evals.gate import GateDecision
     from portagent.evals.report import Results
     from portagent.runtime.eval_plan import Mode
+    from portagent.runtime.eval_run import EvalPlan
 
 
 def add_parser(sub: Any) -> None:
@@ -259,19 +260,28 @@ def run_suite(
     executor: str = "local",
     address: str | None = None,
     reuse: Path | None = None,
+    plan: EvalPlan | None = None,
 ) -> tuple[Results, GateDecision, Comparison | None]:
-    """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison)."""
+    """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison).
+
+    ``plan``: the eval already planned (``plan_eval`` of ``suite`` with these ``mode``, ``providers``,
+    ``cassettes`` and ``out`` as ``results``) by a caller that needed it first — the demo, which picks
+    its providers from it; the suite is then neither loaded nor planned again."""
     import time
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report import prepare_out_dir, write_eval
     from portagent.evals.report_terminal import console, print_summary
     from portagent.runtime.eval_run import plan_eval, run_eval
 
     started = datetime.now(UTC)
-    loaded = load_suite(suite)
+    if plan is None:
+        from portagent.contracts.loaded_suite import load_suite
+
+        loaded = load_suite(suite)
+    else:
+        loaded = plan.loaded
     if baseline is not None and (baseline.result.suite_id, baseline.result.dataset_version) != (
         loaded.suite.suite_id,
         loaded.suite.dataset_version,
@@ -289,16 +299,17 @@ def run_suite(
         else Path("out") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
     )
     # every check that can refuse the eval runs before the results folder is touched
-    plan = plan_eval(
-        loaded,
-        mode=mode,
-        providers=providers,
-        repeats=repeats,
-        cassettes=cassettes,
-        results=out_dir,
-        case_ids=case_ids,
-        emulator_script=emulator_script,
-    )
+    if plan is None:
+        plan = plan_eval(
+            loaded,
+            mode=mode,
+            providers=providers,
+            repeats=repeats,
+            cassettes=cassettes,
+            results=out_dir,
+            case_ids=case_ids,
+            emulator_script=emulator_script,
+        )
     if not resume and reuse is None:  # a results folder that may not be replaced: refused before any warm-up
         from portagent.evals.report import check_out_dir
 
@@ -369,6 +380,7 @@ def run_suite(
     where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
     label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
     t0 = time.perf_counter()
+    warming = _ReportWarmUp()
     if progress and err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -385,6 +397,7 @@ def run_suite(
             failing = [0]
 
             def tick(o: Any) -> None:
+                warming.start()
                 failing[0] += not o.score.passed
                 bar.update(job, advance=1, failing=failing[0])
 
@@ -404,6 +417,7 @@ def run_suite(
         run = run_eval(
             plan,
             workers=workers,
+            on_result=lambda _o: warming.start(),
             resume=resume,
             calibration=calibration,
             scheduler=scheduler,
@@ -427,6 +441,7 @@ def run_suite(
             highlight=False,
         )
     duration = time.perf_counter() - t0
+    warming.join()
     results, decision, comparison = write_eval(
         run,
         out_dir,
@@ -450,6 +465,37 @@ def run_suite(
         highlight=False,
     )
     return results, decision, comparison
+
+
+class _ReportWarmUp:
+    """``evals.report.warm_reports`` in a thread started at the first result: the parent only waits on its
+    workers from then on, so the reports' one-time set-up (imports, the secret scanner's patterns: about
+    half a second) is done by the last run instead of after it. Not earlier: it would slow the imports and
+    the fork server start that the first workers wait for. A failure there is met again, and reported,
+    where the reports are written."""
+
+    def __init__(self) -> None:
+        self._thread: Any = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            import threading
+
+            self._thread = threading.Thread(target=self._work, name="portagent-warm-reports", daemon=True)
+            self._thread.start()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    @staticmethod
+    def _work() -> None:
+        import contextlib
+
+        from portagent.evals.report import warm_reports
+
+        with contextlib.suppress(Exception):
+            warm_reports()
 
 
 def _check_resumable(out: Path) -> None:

@@ -445,6 +445,30 @@ def judged_versions(results: Results) -> set[str] | None:
     return {cand_v} if base_v and cand_v else None
 
 
+def warm_reports() -> None:
+    """Do ahead what writing an eval's reports first does once — import the renderers and the gate's
+    helpers, compile the secret scanner's patterns (detect-secrets and re2: about half a second) — so that
+    a thread can do it while the eval's runs are made, not after the last one (``portagent eval``, demo)."""
+    import contextlib
+
+    import portagent.evals.context_metrics
+    import portagent.evals.github
+    import portagent.evals.report_html
+    import portagent.evals.report_junit
+    import portagent.evals.report_md
+    import portagent.evals.tool_versions
+    import portagent.tracing.diff  # noqa: F401
+
+    mask_text("portagent")  # the first scan compiles every pattern
+    todo = list(Contract.__subclasses__())  # models whose build pydantic deferred: the findings, the traces…
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if not cls.__pydantic_complete__:
+            with contextlib.suppress(Exception):  # unresolved names: it builds (and fails) where it is used
+                cls.model_rebuild()
+
+
 def write_reports(
     results: Results,
     gate_decision: GateDecision,

@@ -1,6 +1,10 @@
 """The process pool that makes an eval's planned runs: workers each bound to one provider (``run_tasks``),
 which never outlive the eval. One run is ``runtime/eval_execute.execute``; the whole flow is
-``portagent.runtime.eval_run``."""
+``portagent.runtime.eval_run``.
+
+Importing this module is cheap (the run path, the contracts and the adapter registry load inside the
+functions that use them): ``warm_workers`` is called before the suite is loaded, so that the fork server's
+warm-up overlaps the caller's own imports and planning (``portagent demo``)."""
 
 from __future__ import annotations
 
@@ -11,16 +15,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from portagent.adapters.base import REGISTRY
-from portagent.contracts.errors import UsageError
-from portagent.runtime.eval_execute import close_emulators, execute, finished, unrunnable
-from portagent.runtime.eval_plan import (
-    RunOutcome,
-    RunTask,
-    WorkerStats,
-)
+if TYPE_CHECKING:
+    from portagent.runtime.eval_plan import RunOutcome, RunTask, WorkerStats
 
 # -- the pool ----------------------------------------------------------------------------------------
 
@@ -96,6 +94,9 @@ def _worker_main(
     import queue as queue_mod
     import resource
 
+    from portagent.runtime.eval_execute import close_emulators, execute
+    from portagent.runtime.eval_plan import WorkerStats
+
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # its own process group: ending the group ends what the worker started
     _die_with_parent()
@@ -159,6 +160,8 @@ class _Speed:
         xs = self._startup.get(provider)
         if xs:
             return sum(xs) / len(xs)
+        from portagent.adapters.base import REGISTRY
+
         info = REGISTRY.get(provider)
         return info.startup_s if info is not None else self.DEFAULT_STARTUP_S
 
@@ -213,7 +216,11 @@ def run_tasks(
     ``carried``: indexes of tasks whose run folder ``runtime.reuse`` restored (``--reuse``): scored from
     it, labelled reused. Every run made here leaves its inputs hash for a later ``--reuse``.
     """
+    from portagent.runtime.eval_execute import close_emulators, execute, finished
+
     if workers < 1:
+        from portagent.contracts.errors import UsageError
+
         raise UsageError(f"--workers must be at least 1, got {workers}")
     t0 = time.perf_counter()
     report = PoolReport()
@@ -284,17 +291,26 @@ WARM_SDKS_ENV = "PORTAGENT_WARM_SDKS"
 """Adapter modules (comma-separated) the fork server also imports (``runtime.warm``)."""
 
 
-def warm_workers(providers: Sequence[str]) -> None:
+def warm_workers(providers: Sequence[str]) -> bool:
     """Start the workers' fork server now, preloading ``runtime.warm``: it imports the run path (and, when
     one provider's workers will share it, that provider's adapter and SDK) while the eval plans, so each
-    worker forks ready. A fork server already running (an earlier eval in this process) is kept."""
+    worker forks ready. A fork server already running (an earlier eval in this process) is kept. True when
+    this call started it (``stop_warm_workers`` may end it then)."""
     import multiprocessing as mp
     from multiprocessing import forkserver
 
     mp.get_context("forkserver").set_forkserver_preload(["portagent.runtime.warm"])
-    chosen = [p for p in dict.fromkeys(providers) if p in REGISTRY]
+    chosen = list(dict.fromkeys(providers))
+    sdk = ""
+    if len(chosen) == 1:  # the registry (its capability contracts) loads only when one SDK is preloaded
+        from portagent.adapters.base import REGISTRY
+
+        info = REGISTRY.get(chosen[0])
+        sdk = info.module if info is not None else ""
+    server = forkserver._forkserver
+    before_pid = getattr(server, "_forkserver_pid", None)
     before = os.environ.get(WARM_SDKS_ENV)
-    os.environ[WARM_SDKS_ENV] = REGISTRY[chosen[0]].module if len(chosen) == 1 else ""
+    os.environ[WARM_SDKS_ENV] = sdk
     try:
         forkserver.ensure_running()
     finally:
@@ -302,6 +318,28 @@ def warm_workers(providers: Sequence[str]) -> None:
             os.environ.pop(WARM_SDKS_ENV, None)
         else:
             os.environ[WARM_SDKS_ENV] = before
+    pid = getattr(server, "_forkserver_pid", None)
+    return pid is not None and pid != before_pid
+
+
+def stop_warm_workers() -> None:
+    """End the fork server ``warm_workers`` started, at once, for a command refused after it started the
+    warm-up early: the server holds the command's output pipes until its preload is done (a caller reading
+    the refusal through a pipe waited for the imports), and it would go on importing for nothing."""
+    import signal
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None:
+        return
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)  # mid-import it reads no "alive" pipe: closing that would not stop it
+    # reaps it, closes the "alive" pipe, removes its socket: a later pool starts a new one
+    stop = getattr(server, "_stop", None)
+    if stop is not None:
+        with contextlib.suppress(Exception):
+            stop()
 
 
 def next_provider(
@@ -320,6 +358,8 @@ def next_provider(
 def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> Iterator[RunOutcome]:
     import multiprocessing as mp
     import queue as queue_mod
+
+    from portagent.runtime.eval_execute import unrunnable
 
     if not tasks:
         return

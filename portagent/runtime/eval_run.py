@@ -98,25 +98,37 @@ def plan_eval(
     case_ids: Sequence[str] | None = None,
     emulator_script: Path | None = None,
     calibrate: bool = False,
+    planned: Sequence[RunTask] | None = None,
 ) -> EvalPlan:
     """Check everything that can refuse an eval — providers installed, ``--live`` keys, agents, every
-    cassette and repeat for replay — and plan its runs. ``results``: where run traces will go."""
+    cassette and repeat for replay — and plan its runs. ``results``: where run traces will go.
+
+    ``planned``: the runs already planned by the caller with the same arguments (``plan_runs`` with
+    ``check=False``, possibly for more providers — the demo looks at which are recorded first): those of
+    the chosen providers are taken, numbered again and checked, instead of being planned a second time."""
     chosen = select_providers(loaded, providers)
     check_providers_installed(chosen)
     if mode == "live":
         check_live_keys(chosen, list(loaded.agents.values()))
-    agents = resolve_agents(loaded)
-    tasks = plan_runs(
-        loaded,
-        mode=mode,
-        providers=chosen,
-        repeats=repeats,
-        cassettes=cassettes,
-        results=results.resolve() if results else None,
-        case_ids=case_ids,
-        agents=agents,
-        check=not (mode == "emulator" and emulator_script is not None) and not calibrate,
-    )
+    check = not (mode == "emulator" and emulator_script is not None) and not calibrate
+    if planned is None:
+        agents = resolve_agents(loaded)
+        tasks = plan_runs(
+            loaded,
+            mode=mode,
+            providers=chosen,
+            repeats=repeats,
+            cassettes=cassettes,
+            results=results.resolve() if results else None,
+            case_ids=case_ids,
+            agents=agents,
+            check=check,
+        )
+    else:
+        tasks, agents = _taken(planned, chosen)
+        agents = agents or resolve_agents(loaded)
+        if mode == "replay" and check:
+            check_cassettes(loaded, tasks, cassettes, repeats_given=repeats is not None)
     if emulator_script is not None:
         from dataclasses import replace
 
@@ -133,6 +145,23 @@ def plan_eval(
         tasks,
         judges,
     )
+
+
+def _taken(planned: Sequence[RunTask], providers: Sequence[str]) -> tuple[list[RunTask], list[AgentRef]]:
+    """The runs of ``providers`` among ``planned``, in ``plan_runs``'s order (agent, case, provider in
+    the order given, repeat) and numbered from 0 as it numbers them; the agents they run."""
+    from dataclasses import replace
+
+    rank = {p: i for i, p in enumerate(providers)}
+    first: dict[tuple[str, str], int] = {}
+    for t in planned:
+        first.setdefault((t.agent.label, t.case.case_id), t.index)
+    kept = sorted(
+        (t for t in planned if t.provider in rank),
+        key=lambda t: (first[(t.agent.label, t.case.case_id)], rank[t.provider], t.repeat),
+    )
+    agents = list({t.agent.label: t.agent for t in planned}.values())
+    return [replace(t, index=i) for i, t in enumerate(kept)], agents
 
 
 def _plan_judging(
