@@ -35,7 +35,11 @@ def observation_json(obs: Observation) -> str:
     """The observation as the JSON text the model sees. Every adapter sends these exact bytes (sorted
     keys, non-ASCII kept): recorded request bodies and Claude's permission answers are compared
     byte for byte on replay. Handler outputs are already plain JSON (the gateway's one encoder,
-    ``observations.to_jsonable``); anything else that reaches here goes through the same encoder."""
+    ``observations.to_jsonable``); anything else that reaches here goes through the same encoder. A
+    handler's successful output was serialised once already, when the gateway sized it: that text is sent
+    (``Observation.model_text``, the same bytes)."""
+    if obs.model_text is not None:
+        return obs.model_text
     return json.dumps(obs.to_model(), ensure_ascii=False, sort_keys=True, default=jsonable_or_text)
 
 

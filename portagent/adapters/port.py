@@ -176,6 +176,7 @@ class RunSession:
 
     __slots__ = (
         "_gateways",
+        "_models",
         "approvals",
         "attempt",
         "budget",
@@ -249,10 +250,18 @@ class RunSession:
         request waits on it (``adapters._shared.http_hooks``, the Claude recording proxy). A run with a
         journal leaves it None: the journal's proxy holds the requests."""
         self._gateways: dict[str, SessionGateway] = {}
+        self._models: dict[str, str] = {}
 
     # --- agents, models, tools -------------------------------------------------------------------
     def model_for(self, agent: str | None = None) -> str:
-        node = self.bundle.agents[agent or self.bundle.root]
+        """The model id ``agent`` (default: the root) runs on for this run's provider. Asked at every model
+        call (and by each adapter's records of it): kept per agent once found; the bundle does not change
+        during a run."""
+        name = agent or self.bundle.root
+        model = self._models.get(name)
+        if model is not None:
+            return model
+        node = self.bundle.agents[name]
         model = node.spec.models.for_provider(self.provider) or self.bundle.spec.models.for_provider(
             self.provider
         )
@@ -261,6 +270,7 @@ class RunSession:
                 f"agent {node.name!r} has no model id for provider {self.provider!r}: "
                 f"set models.{self.provider} in {node.path}"
             )
+        self._models[name] = model
         return model
 
     def gateway(self, agent: str | None = None) -> SessionGateway:

@@ -111,8 +111,10 @@ class SessionGateway:
         """A call that ran and reported its cost (a remote A2A agent) took the run over ``max_cost_usd``:
         the run ends ``budget_exhausted`` after its result is traced, as after an over-budget model call."""
         limit = self.session.bundle.spec.budget.max_cost_usd
+        if limit is None:  # no cost limit: the (exact, Decimal) sum is not needed after every call
+            return
         spent = self.session.budget.cost_usd
-        if limit is not None and spent > limit + 1e-12:
+        if spent > limit + 1e-12:
             raise self.session.budget_stop("max_cost_usd", limit, round(spent, 6), self.inner.context.agent)
 
 

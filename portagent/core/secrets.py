@@ -26,7 +26,7 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -309,6 +309,20 @@ def mask_data(value: Any, *, extra: list[str] | None = None) -> Any:
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 """Value types a mask never changes (checked by exact type: the walk below runs on every trace event)."""
+
+
+def mask_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Named fields (keyword arguments: the names are code's own, not data) with every value masked as
+    :func:`mask_data` masks it, the names left as they are: what the trace recorder does to every event,
+    whose field names the event's schema checks right after (an unknown name is refused)."""
+    env = _current_env_values()
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        kind = type(v)
+        out[k] = (
+            _mask_text(v, None, env) if kind is str else v if kind in _SCALARS else _mask_data(v, None, env)
+        )
+    return out
 
 
 def _mask_data(value: Any, extra: list[str] | None, env: tuple[str, ...]) -> Any:

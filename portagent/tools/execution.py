@@ -26,11 +26,18 @@ from portagent.tools.observations import (
     from_handler_value,
     jsonable_or_text,
     not_serializable,
+    success_text,
     to_jsonable,
 )
 from portagent.tools.policy import MISSING, lookup
 from portagent.tools.tool_context import ToolContext, session_state
-from portagent.tools.validation import BadSchemaError, limit_output, schema_errors, validator_for
+from portagent.tools.validation import (
+    BadSchemaError,
+    limit_output,
+    over_max_rows,
+    schema_errors,
+    validator_for,
+)
 
 if TYPE_CHECKING:
     from portagent.contracts.policy import ApprovalCard
@@ -121,10 +128,15 @@ def _backoff(attempt: int, details: Any) -> float:
 
 
 def success_observation(tool: ToolSpec, raw: Any, **kw: Any) -> Observation:
-    """A successful output, cut to the tool's row and byte limits (``partial_result`` when cut)."""
-    value, facts = limit_output(raw, tool.budgets)
+    """A successful output, cut to the tool's row and byte limits (``partial_result`` when cut). The output
+    is serialised once: the text its size is read from is, when nothing is cut and nothing is added
+    (``kw``), the observation's JSON for the model too (``Observation.model_text``)."""
+    # not when rows are cut: the uncut output may be large, and its text would not be the one sent
+    known = None if kw or over_max_rows(raw, tool.budgets) else success_text(raw)
+    value, facts = limit_output(raw, tool.budgets, size=known[1] if known is not None else None)
     if facts is None:
-        return Observation.success(value, **kw)
+        obs = Observation.success(value, **kw)
+        return obs.with_model_text(known[0]) if known is not None else obs
     return Observation.success(value, partial=True, extra={"truncated": facts}, **kw)
 
 

@@ -99,6 +99,15 @@ def parse_args(raw: Any) -> tuple[Any, str | None]:
     return raw, None
 
 
+def _copy_json(value: Any) -> Any:
+    """``value``'s dicts and lists copied all the way down (what ``normalize_args`` used to hand on)."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -215,17 +224,23 @@ class ToolGateway:
         tool = self.tools.get(tool_name)
         args, parse_error = parse_args(raw_args)
         sent = args
+        normal = True
         if tool is not None and parse_error is None:
             # One form whichever provider sent the call (NFC text, numeric strings where the schema
             # wants numbers): the policy, the schema check, the handler and the trace all see it.
-            args = normalize_args(tool.input_schema, args)
+            args = normalize_args(tool.input_schema, sent)
+            normal = args is sent  # nothing changed (normalize_args shares what it leaves alone)
+            if sent is raw_args:  # the SDK's own object (not parsed here): the handler gets its own copy
+                args = _copy_json(args)
         p = PreparedCall(call_id, tool_name, tool, args, compute_args_hash(args), via, vendor_call_id)
         self._prepared[call_id] = p
         if vendor_call_id:
             self._by_vendor[vendor_call_id] = call_id
         details: dict[str, Any] = {"vendor_call_id": vendor_call_id} if vendor_call_id else {}
         details.update(provider_details or {})
-        if sent != args or compute_args_hash(sent) != p.args_hash:
+        # Unchanged by normalize_args (the same object back): nothing to compare. Changed, the form sent
+        # is kept when it differs in value or in its canonical JSON (1.0 and 1 are equal but hash apart).
+        if not normal and (sent != args or compute_args_hash(sent) != p.args_hash):
             details["args_as_sent"] = sent
         self.emit(
             "tool.call",
@@ -473,10 +488,12 @@ class ToolGateway:
         budget, beyond the ToolSpec's static ``cost_usd`` already charged. A duplicate (the ledger's earlier
         outcome) did no new work and is not charged. Over ``max_cost_usd`` the run stops after this call
         (``adapters/session_gateway.py``), as after an over-budget model call."""
+        out = obs.output
+        if not (obs.ok and not obs.duplicate and isinstance(out, dict) and "cost_usd" in out):
+            return  # the common case, decided without importing the A2A bridge
         from portagent.tools.a2a.bridge import is_a2a_tool
 
-        out = obs.output
-        if not (obs.ok and not obs.duplicate and is_a2a_tool(p.tool) and isinstance(out, dict)):
+        if not is_a2a_tool(p.tool):
             return
         reported = out.get("cost_usd")
         if isinstance(reported, bool) or not isinstance(reported, int | float):

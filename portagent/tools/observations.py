@@ -32,6 +32,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from portagent.contracts._base import canonical_json
 from portagent.contracts.tool import ErrorCode
 
 ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
@@ -86,6 +87,15 @@ class Observation:
     partial: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     """Additional top-level fields for the model (e.g. ``approval_id``, truncation facts)."""
+    model_text: str | None = field(default=None, init=False, compare=False, repr=False)
+    """``to_model()`` as the JSON text the model is sent, when it was written while the handler's output was
+    sized (``with_model_text``): the output is serialised once per call, not once for its size and once
+    more for the model. Not an init field: ``dataclasses.replace`` (an ``effect_id`` added) drops it."""
+
+    def with_model_text(self, text: str) -> Observation:
+        """This observation with ``model_text`` set (``text`` must be what ``to_model()`` serialises to)."""
+        object.__setattr__(self, "model_text", text)
+        return self
 
     @classmethod
     def success(cls, output: Any, **kw: Any) -> Observation:
@@ -150,6 +160,36 @@ def from_handler_value(value: Any) -> Observation:
     return Observation.success(value)
 
 
+def success_text(output: Any) -> tuple[str, int] | None:
+    """For a successful call without extra fields (``Observation.success(output)``): the JSON text its
+    ``to_model()`` is sent as (sorted keys, non-ASCII kept: ``canonical_json``), and the byte length of
+    ``output``'s own canonical JSON, which the size limit reads — both from one serialisation. None when
+    the two cannot be told apart from one text (a dict whose ``ok`` is there but not ``true``).
+
+    A dict output is sent as itself with ``"ok": true`` among its sorted keys (``", "`` and ``": "``
+    separators: that entry and its separator are 12 bytes, 10 when it is the only one); any other output
+    as ``{"ok": true, "output": <its JSON>}``."""
+    if type(output) is dict:
+        ok = output.get("ok", _ABSENT)
+        if ok is _ABSENT:
+            text = canonical_json({"ok": True, **output})
+            return text, utf8_len(text) - (12 if output else 10)
+        if ok is True:
+            text = canonical_json(output)
+            return text, utf8_len(text)
+        return None
+    inner = canonical_json(output)
+    return '{"ok": true, "output": ' + inner + "}", utf8_len(inner)
+
+
+_ABSENT = object()
+
+
+def utf8_len(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (ASCII text, the usual JSON, is not encoded to count it)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 # -- the one JSON encoder ----------------------------------------------------------------------------
 
 MAX_DEPTH = 200
@@ -194,6 +234,10 @@ def _key(k: Any, path: str) -> str:
     raise NotSerializable(f"a key of type {type(k).__name__} has no JSON form", path, type(k).__name__)
 
 
+_PLAIN = frozenset({str, bool, float, type(None)})
+_INT_BITS = MAX_INT_DIGITS * 3.32
+
+
 class _Encoder:
     def __init__(self) -> None:
         self.nodes = 0
@@ -210,7 +254,7 @@ class _Encoder:
         if isinstance(v, enum.Enum):  # before int: an IntEnum is an int
             return self.encode(v.value, path, depth)
         if isinstance(v, int):
-            if v.bit_length() > MAX_INT_DIGITS * 3.32:
+            if v.bit_length() > _INT_BITS:
                 raise NotSerializable(f"an integer longer than {MAX_INT_DIGITS} digits", path, "int")
             return int(v)
         if isinstance(v, bytes | bytearray | memoryview):
@@ -235,10 +279,41 @@ class _Encoder:
         )
 
     def _container(self, v: Any, path: str, depth: int) -> Any:
+        # A child that ``encode`` would give back as it is — a str, bool, float, None or short enough int
+        # (exact types), within the depth and node limits — is counted here and not visited: outputs are
+        # mostly these, and a call per value was most of this walk's cost. Anything else (and any limit
+        # reached) goes through ``encode``, which also names the path of what it refuses.
+        child = depth + 1
+        shallow = child <= MAX_DEPTH
         if isinstance(v, dict | Mapping):
-            return {_key(k, path): self.encode(x, f"{path}.{k}", depth + 1) for k, x in v.items()}
+            out: dict[str, Any] = {}
+            for k, x in v.items():
+                key = k if type(k) is str else _key(k, path)
+                kind = type(x)
+                if (
+                    shallow
+                    and (kind in _PLAIN or (kind is int and x.bit_length() <= _INT_BITS))
+                    and self.nodes < MAX_NODES
+                ):
+                    self.nodes += 1
+                    out[key] = x
+                else:
+                    out[key] = self.encode(x, f"{path}.{k}", child)
+            return out
         if isinstance(v, list | tuple):
-            return [self.encode(x, f"{path}.{i}", depth + 1) for i, x in enumerate(v)]
+            items: list[Any] = []
+            for i, x in enumerate(v):
+                kind = type(x)
+                if (
+                    shallow
+                    and (kind in _PLAIN or (kind is int and x.bit_length() <= _INT_BITS))
+                    and self.nodes < MAX_NODES
+                ):
+                    self.nodes += 1
+                    items.append(x)
+                else:
+                    items.append(self.encode(x, f"{path}.{i}", child))
+            return items
         if isinstance(v, set | frozenset):
             items = [self.encode(x, f"{path}.<item>", depth + 1) for x in v]
             return sorted(items, key=lambda x: json.dumps(x, sort_keys=True, ensure_ascii=False))

@@ -19,6 +19,7 @@ Rules without a ``decision`` only classify the call for scoring (``risk_action``
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import math
 import os
@@ -121,11 +122,16 @@ def normalize_args(schema: Any, value: Any, _depth: int = 0) -> Any:
     Unicode NFC (keys too), and where the tool's input schema wants only a number (or integer, or
     boolean) a string holding one becomes it (``"1000"`` → ``1000``: the Claude CLI does this before
     portagent sees the call, the OpenAI and ADK runtimes do not), and an integral float in a number field
-    becomes an integer (``1000.0`` → ``1000``, as JavaScript sends it). Anything else is left as it is."""
+    becomes an integer (``1000.0`` → ``1000``, as JavaScript sends it). Anything else is left as it is.
+
+    Structural sharing: a value this changes nothing in comes back as the *same* object (a plain ``dict``
+    or ``list`` included), so ``normalize_args(s, v) is v`` says "already normal" without comparing (the
+    gateway skips hashing the arguments as sent a second time). Only the containers on the path to a
+    change are new; a dict or list subclass always comes back as a new plain one."""
     if _depth > 200:
         return value
     if isinstance(value, str):
-        text = unicodedata.normalize("NFC", value)
+        text = _nfc(value)
         types = _schema_types(schema)
         if types and "string" not in types:
             if types & {"number", "integer"}:
@@ -145,16 +151,36 @@ def normalize_args(schema: Any, value: Any, _depth: int = 0) -> Any:
         props = schema.get("properties") if isinstance(schema, dict) else None
         props = props if isinstance(props, dict) else {}
         extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            key = unicodedata.normalize("NFC", k) if isinstance(k, str) else k
+        out: dict[Any, Any] | None = None if type(value) is dict else {}
+        for i, (k, v) in enumerate(value.items()):
+            key = _nfc(k) if isinstance(k, str) else k
             sub = props.get(k, props.get(key, extra if isinstance(extra, dict) else None))
-            out[key] = normalize_args(sub, v, _depth + 1)
-        return out
+            new = normalize_args(sub, v, _depth + 1)
+            if out is None:
+                if key is k and new is v:
+                    continue
+                out = dict(itertools.islice(value.items(), i))  # the unchanged ones before the first change
+            out[key] = new
+        return value if out is None else out
     if isinstance(value, list):
         items = schema.get("items") if isinstance(schema, dict) else None
-        return [normalize_args(items if isinstance(items, dict) else None, v, _depth + 1) for v in value]
+        items = items if isinstance(items, dict) else None
+        changed: list[Any] | None = None if type(value) is list else []
+        for i, v in enumerate(value):
+            new = normalize_args(items, v, _depth + 1)
+            if changed is None:
+                if new is v:
+                    continue
+                changed = value[:i]
+            changed.append(new)
+        return value if changed is None else changed
     return value
+
+
+def _nfc(text: str) -> str:
+    """``text`` in Unicode NFC: the same object when it already is (nearly always)."""
+    normal = unicodedata.normalize("NFC", text)
+    return text if normal == text else normal
 
 
 # -- argument predicates ---------------------------------------------------------------------------

@@ -6,19 +6,26 @@ once), kept in memory, handed to subscribers (the public API's async event strea
 
 Secrets never reach an event: every field an event carries is masked by the one secret scanner
 (``core/secrets.py``) before it is validated, kept or handed on — so ``trace.jsonl``, the events a
-caller receives, OTel exports and reports built from them all hold ``[REDACTED:<kind>]`` instead.
+caller receives, OTel exports and reports built from them all hold ``[REDACTED:<kind>]`` instead. The
+fields' names are not masked (``mask_fields``): they are the emitting code's keyword arguments, and the
+event's schema refuses any name it does not declare. The envelope (ids, ``seq``, time, provider) is the
+recorder's own.
+
+This runs for every event of every run (11 in the shortest two-tool run), so its fixed cost is kept
+small: one walk of the fields, and timestamps of the system clock formatted without a ``datetime``.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from portagent.contracts.trace import parse_event
 from portagent.core.clock import Clock, IdFactory, SystemClock, iso
-from portagent.core.secrets import mask_data, mask_text
+from portagent.core.secrets import mask_fields, mask_text
 from portagent.tracing.propagation import CALL, CURRENT, INCOMING, TraceParent
 
 
@@ -88,10 +95,10 @@ class TraceRecorder:
             if joined is not None
             else (self.remote_parent_span_id if root else self.root_span_id),
             "seq": self._seq,
-            "ts": iso(self.clock.now()),
+            "ts": utc_stamp(time.time_ns()) if self.clock.__class__ is SystemClock else iso(self.clock.now()),
             "provider": self.provider,
             "agent": agent or self.agent,
-            **mask_data(fields),
+            **mask_fields(fields),
         }
         if self.transform is not None:
             data = self.transform(data)
@@ -116,6 +123,23 @@ class TraceRecorder:
         text = mask_text("\n".join(lines) + "\n")  # the env values of this moment, too
         with self.path.open("a", encoding="utf-8") as f:
             f.write(text)
+
+
+_SECOND: tuple[int, str] = (-1, "")
+"""The last second stamped and its text (events come many a second)."""
+
+
+def utc_stamp(ns: int) -> str:
+    """A ``time.time_ns()`` reading as ``iso`` writes ``SystemClock``'s (``2026-01-01T00:00:00.123Z``: UTC,
+    milliseconds cut, not rounded, as ``datetime.isoformat`` does), without building a ``datetime``: the
+    text of the second is kept, only the milliseconds are formatted."""
+    global _SECOND
+    second, rest = divmod(ns, 1_000_000_000)
+    last = _SECOND
+    if last[0] != second:
+        last = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        _SECOND = last  # one tuple, swapped whole: a thread reading it sees an old or a new pair
+    return f"{last[1]}.{rest // 1_000_000:03d}Z"
 
 
 def read_trace(path: str | Path) -> list[Any]:

@@ -48,6 +48,7 @@ from typing import Any
 
 import anthropic
 import httpx2
+import pydantic
 from anthropic.lib.tools import BetaAsyncBuiltinFunctionTool, ToolError
 
 from portagent.adapters._shared import (
@@ -292,7 +293,7 @@ class _Loop:
         return self._final(agent, last), history
 
     def _record(self, agent: str, message: Any, latency: float | None) -> None:
-        usage = anthropic_usage(message.usage.model_dump(mode="json", exclude_none=True))
+        usage = anthropic_usage(usage_wire(message.usage))
         details: dict[str, Any] = {"message_id": message.id, "stop_reason": message.stop_reason}
         calls = [b.name for b in message.content if b.type == "tool_use"]
         # tool_calls only on tool_use; the same words as every provider (wire.finish's table)
@@ -323,6 +324,30 @@ class _Loop:
             return json.loads(text)
         except json.JSONDecodeError:
             return text  # output_valid: false is decided by the runner, not a crash here
+
+
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens_details",
+)
+"""What ``wire.anthropic_response.anthropic_usage`` reads of a reply's usage."""
+
+
+def usage_wire(usage: Any) -> dict[str, Any]:
+    """The fields of a reply's usage that ``anthropic_usage`` reads, as the wire carries them (a nested
+    object as a dict, nulls left out). Not ``usage.model_dump()``: dumping the whole object (its cache,
+    server-tool and per-iteration breakdowns) cost more than the rest of a model call's record."""
+    out: dict[str, Any] = {}
+    for key in USAGE_KEYS:
+        value = getattr(usage, key, None)
+        if isinstance(value, pydantic.BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 class _StreamCut(Exception):
