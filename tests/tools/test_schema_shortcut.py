@@ -76,7 +76,7 @@ SCHEMAS = st.recursive(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(SCHEMAS, JSON)
 def test_valid_is_said_only_when_jsonschema_agrees(schema: Any, value: Any) -> None:
     try:
