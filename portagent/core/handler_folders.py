@@ -54,36 +54,58 @@ _NAMES: dict[tuple[str, str], str] = {}
 MARK = "__portagent_spec_folder__"
 """Set on each module loaded from a spec folder: the folder (the run-time check and the finder read it)."""
 _BUILTINS: dict[str, dict[str, Any]] = {}
+_PENDING: dict[str, tuple[importlib.machinery.ModuleSpec, str]] = {}
+"""Name chosen in ``sys.modules`` → (the folder's module found, the folder), until Python has imported it."""
 
 
 def load(name: str, folder: str) -> str | None:
     """Import the top-level module of the dotted ``name`` from ``folder``; its name in ``sys.modules``, or
-    None when ``folder`` does not hold it. Raises what importing it raises."""
+    None when ``folder`` does not hold it. Raises what importing it raises.
+
+    The module's code runs inside Python's own import (``importlib.import_module`` of the chosen name, the
+    finder below supplying the folder's file), never under a lock of portagent's: Python's per-module locks
+    let two threads import a folder's modules at once, give a circular import the half-made module as
+    usual, and detect a cycle between threads instead of hanging."""
     top, _, rest = name.partition(".")
     if not top or top in _STDLIB:
         return None
     known = _NAMES.get((folder, top))
-    if known is not None and known in sys.modules:
-        return known
+    if known is not None:
+        module = sys.modules.get(known)
+        if module is not None:
+            if getattr(getattr(module, "__spec__", None), "_initializing", False):
+                importlib.import_module(known)  # another thread is running it: wait for it, as Python does
+            return known
     spec = _find(top, folder, rest)  # (the common miss — an installed package — takes no lock)
     if spec is None:
         return None
-    with _LOCK:
+    with _LOCK:  # only the choice of name: nothing runs under this lock
         known = _NAMES.get((folder, top))
         if known is not None and known in sys.modules:
-            return known
-        own = _loaded_as(top, spec)
-        if own is not None:
-            _NAMES[(folder, top)] = own
-            return own
-        target = top if _free(top, spec) else f"{_package(folder)}.{top}"
-        _NAMES[(folder, top)] = target  # before it runs: a circular import gets it half made, as in Python
-        try:
-            _exec(target, spec, folder)
-        except BaseException:
-            _NAMES.pop((folder, top), None)
-            raise
-        return target
+            target = known
+        else:
+            own = _loaded_as(top, spec)
+            if own is not None:
+                _NAMES[(folder, top)] = own
+                return own
+            target = top if _free(top, spec) else f"{_package(folder)}.{top}"
+            _NAMES[(folder, top)] = target
+            _PENDING[target] = (spec, folder)
+            _install_finder()
+    try:
+        module = importlib.import_module(target)
+    except BaseException:
+        with _LOCK:
+            if target not in sys.modules and _NAMES.get((folder, top)) == target:
+                _NAMES.pop((folder, top), None)  # a later call tries again
+        raise
+    finally:
+        with _LOCK:
+            if target in sys.modules:
+                _PENDING.pop(target, None)
+    if _own(module, MARK) is None:  # a namespace package or a compiled module: no loader of ours ran
+        setattr(module, MARK, folder)
+    return target
 
 
 def holds(name: str, folder: str) -> bool | None:
@@ -201,17 +223,18 @@ def _package(folder: str) -> str:
     return name
 
 
-def _exec(target: str, found: importlib.machinery.ModuleSpec, folder: str) -> None:
-    """Load ``found`` as ``target`` with the folder's ``__import__``; nothing is left in ``sys.modules`` when
-    it raises (a later call tries again)."""
-    _install_finder()
+def _spec_for(
+    target: str, found: importlib.machinery.ModuleSpec, folder: str
+) -> importlib.machinery.ModuleSpec:
+    """The spec loading the folder's module ``found`` as ``target``, with the folder's ``__import__``."""
     origin = found.origin
     locations = list(found.submodule_search_locations or [])
     spec: importlib.machinery.ModuleSpec | None
-    if origin is None:  # a folder without __init__.py: a namespace package
+    if origin is None:  # a folder without __init__.py: a namespace package (no loader: Python's rule)
         spec = importlib.machinery.ModuleSpec(target, None, is_package=True)
         spec.submodule_search_locations = locations
-    elif isinstance(found.loader, importlib.machinery.SourceFileLoader):
+        return spec
+    if isinstance(found.loader, importlib.machinery.SourceFileLoader):
         spec = importlib.util.spec_from_file_location(
             target,
             origin,
@@ -223,19 +246,8 @@ def _exec(target: str, found: importlib.machinery.ModuleSpec, folder: str) -> No
             target, origin, submodule_search_locations=locations or None
         )
     if spec is None:
-        raise ImportError(f"cannot load {origin}")
-    module = importlib.util.module_from_spec(spec)
-    setattr(module, MARK, folder)
-    sys.modules[target] = module
-    try:
-        if spec.loader is not None and origin is not None:
-            spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(target, None)
-        raise
-    parent, _, leaf = target.rpartition(".")
-    if parent:
-        setattr(sys.modules[parent], leaf, module)
+        raise ImportError(f"cannot load {origin}", name=target)
+    return spec
 
 
 def _builtins(folder: str) -> dict[str, Any]:
@@ -283,12 +295,16 @@ class _FolderLoader(importlib.machinery.SourceFileLoader):
 
 
 class _SubmoduleFinder(importlib.abc.MetaPathFinder):
-    """Submodules of a package loaded from a spec folder (``handlers.orders``, a relative import) load
-    with that folder's ``__import__`` too; every other name is left to the finders after this one."""
+    """The folder's module for a name ``load`` chose (its own, or ``_portagent_spec_<hash>.<name>``), and
+    submodules of a package loaded from a spec folder (``handlers.orders``, a relative import), each with
+    that folder's ``__import__``; every other name is left to the finders after this one."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        pending = _PENDING.get(fullname)
+        if pending is not None:  # a module ``load`` chose a name for: the folder's file, under that name
+            return _spec_for(fullname, *pending)
         if path is None or "." not in fullname:
             return None
         folder = folder_of(fullname.rpartition(".")[0])
