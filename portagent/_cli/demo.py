@@ -64,6 +64,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)"
     )
+    from portagent._cli.eval import add_run_timeout_arg
+
+    add_run_timeout_arg(p)
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -118,11 +121,12 @@ def recorded_providers(
 
 
 def run(args: argparse.Namespace) -> int:
-    from portagent._cli.eval import split_csv
+    from portagent._cli.eval import run_timeout_s, split_csv
     from portagent.contracts.errors import UsageError
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    run_timeout_s(args.run_timeout)
     if args.suite:
         suite = Path(args.suite)
         if not suite.is_file():
@@ -158,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, suite: Path, root: Path, providers: list[str] | None) -> int:
-    from portagent._cli.eval import default_workers, run_suite
+    from portagent._cli.eval import default_workers, run_suite, run_timeout_s
     from portagent.contracts.errors import UsageError
     from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report import is_results_folder
@@ -207,6 +211,7 @@ def _run(args: argparse.Namespace, suite: Path, root: Path, providers: list[str]
         overwrite=True,
         reuse=out_dir if earlier and not args.fresh else None,
         plan=plan,
+        run_timeout=run_timeout_s(args.run_timeout),
     )
     ok, lines = judge_demo(results, decision)
     for line in lines:

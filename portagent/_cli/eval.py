@@ -58,6 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--workers", type=int, metavar="N", help="worker processes (default: CPU count, at most 4)"
     )
+    add_run_timeout_arg(p)
     p.add_argument("--case", action="append", dest="cases", metavar="ID", help="only this case (repeatable)")
     p.add_argument("--out", metavar="DIR", help="results folder (default: out/<suite>-<UTC time>)")
     p.add_argument("--overwrite", action="store_true", help="replace the results in a non-empty --out folder")
@@ -122,6 +123,34 @@ def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def add_run_timeout_arg(p: Any) -> None:
+    """``--run-timeout``, for ``eval`` and ``demo`` (``runtime.eval_pool.RUN_TIMEOUT_S``)."""
+    p.add_argument(
+        "--run-timeout",
+        metavar="SECONDS",
+        help="time limit of one run: a run past it stops its worker and fails with the reason, the eval goes "
+        "on (default: 120 for --replay, 300 for --emulator, 900 for --live)",
+    )
+
+
+def run_timeout_s(value: str | None) -> float | None:
+    """``--run-timeout``'s seconds (None when absent); anything but a number of seconds above 0 is a usage
+    error (a limit of 0 would stop every run)."""
+    if value is None:
+        return None
+    import math
+
+    from portagent.contracts.errors import UsageError
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise UsageError(f"--run-timeout must be a number of seconds above 0 (e.g. 120), got {value!r}")
+    return seconds
+
+
 def add_scheduling_args(p: Any, runs: str, whole: str, unstarted: str) -> None:
     """``--max-spend-usd`` and ``--limit``, for ``eval`` and ``record`` (``runtime.limits``)."""
     p.add_argument(
@@ -156,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if args.repeats is not None and args.repeats < 1:
         raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    run_timeout_s(args.run_timeout)
     if not Path(args.suite).is_file():
         raise UsageError(f"{args.suite}: suite file not found")
     mode: Mode = "replay" if args.replay else "live" if args.live else "emulator"
@@ -177,6 +207,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--resume already keeps the finished runs in --out: drop --reuse")
     if args.address and args.executor != "ray":
         raise UsageError("--address names a Ray cluster: use it with --executor ray")
+    if args.executor == "ray" and args.run_timeout is not None:
+        # Ray queues a task until a CPU is free, so the driver cannot tell a run's own time (ray_executor)
+        raise UsageError(
+            "--run-timeout is enforced by the local worker pool, not on Ray: drop it with --executor ray"
+        )
     if args.executor == "ray":
         from portagent.runtime.ray_executor import require_ray
 
@@ -236,6 +271,7 @@ def _run(args: argparse.Namespace, mode: Any, out: Any, script: Any, baseline: A
         executor=args.executor,
         address=args.address,
         reuse=reuse,
+        run_timeout=run_timeout_s(args.run_timeout),
     )
 
 
@@ -261,12 +297,14 @@ def run_suite(
     address: str | None = None,
     reuse: Path | None = None,
     plan: EvalPlan | None = None,
+    run_timeout: float | None = None,
 ) -> tuple[Results, GateDecision, Comparison | None]:
     """Plan, run, write and summarise one eval; the demo reuses it. Returns (results, decision, comparison).
 
     ``plan``: the eval already planned (``plan_eval`` of ``suite`` with these ``mode``, ``providers``,
     ``cassettes`` and ``out`` as ``results``) by a caller that needed it first — the demo, which picks
-    its providers from it; the suite is then neither loaded nor planned again."""
+    its providers from it; the suite is then neither loaded nor planned again. ``run_timeout``: the time
+    limit of one run in seconds (None: its mode's default, ``runtime.eval_pool.RUN_TIMEOUT_S``)."""
     import time
     from datetime import UTC, datetime
     from pathlib import Path
@@ -411,6 +449,7 @@ def run_suite(
                 executor=executor,
                 address=address,
                 carried=carried.keys(),
+                run_timeout=run_timeout,
             )
     else:
         err.print(label + " …")
@@ -424,6 +463,7 @@ def run_suite(
             executor=executor,
             address=address,
             carried=carried.keys(),
+            run_timeout=run_timeout,
         )
     scheduler.close()
     if scheduler.active:

@@ -38,6 +38,74 @@ if TYPE_CHECKING:
 PARENT_POLL_S = 0.2
 
 
+# -- a run never outlives its time limit -------------------------------------------------------------
+#
+# A run that hangs (an ``async def`` handler calling ``time.sleep`` blocks the event loop, so the tool's
+# ``timeout_ms`` — enforced with asyncio — never fires; a C extension that ignores signals; a lock never
+# released) would block the eval forever. The eval process watches the clock of every run a worker has
+# started ("start" message): past its limit it SIGKILLs the worker's process group (what the worker started
+# goes with it: the Claude Code CLI, a subprocess of a handler), the run comes back a run error saying
+# why, and a fresh worker takes the remaining runs.
+
+RUN_TIMEOUT_S: dict[str, float] = {"replay": 120.0, "emulator": 300.0, "live": 900.0}
+"""Default limit of one run by mode (``eval --run-timeout`` overrides it). Replay is offline and takes
+well under a second (a few seconds for a Claude run, which starts the CLI, on a loaded machine): 120 s
+is far beyond any healthy replay. The emulator replays scripted latency and stall faults the SDKs may
+retry with back-off: 300 s. A live run makes real model calls, each of which may take minutes: 900 s."""
+
+
+def run_limit_s(task: RunTask, run_timeout: float | None) -> float:
+    """The time limit of one run: ``run_timeout`` when given, else its mode's default."""
+    return (
+        run_timeout if run_timeout is not None else RUN_TIMEOUT_S.get(task.mode, max(RUN_TIMEOUT_S.values()))
+    )
+
+
+def too_long(limit_s: float) -> str:
+    """The reason a run stopped at its time limit gives (reports, eval.json, the gate)."""
+    return f"the run took longer than its time limit of {limit_s:g} s (--run-timeout); its worker was stopped"
+
+
+class RunClock:
+    """The run each worker is making (from its "start" message) and since when, by worker pid."""
+
+    def __init__(self, run_timeout: float | None) -> None:
+        self._run_timeout = run_timeout
+        self._runs: dict[int, tuple[int, float, float]] = {}  # pid → (task index, start, limit)
+
+    def began(self, pid: int, task: RunTask) -> None:
+        self._runs[pid] = (task.index, time.perf_counter(), run_limit_s(task, self._run_timeout))
+
+    def ended(self, pid: int) -> int | None:
+        """The index of the run ``pid`` was making (None: none); it is no longer timed."""
+        run = self._runs.pop(pid, None)
+        return run[0] if run is not None else None
+
+    def overdue(self) -> list[tuple[int, int, float, float]]:
+        """(pid, task index, start, limit) of each run past its limit; they are no longer timed."""
+        now = time.perf_counter()
+        late = [(pid, *run) for pid, run in self._runs.items() if now - run[1] > run[2]]
+        for pid, *_ in late:
+            del self._runs[pid]
+        return late
+
+
+def stop_worker(proc: Any) -> None:
+    """SIGKILL a worker and its process group (it leads its own: what it started goes with it), and reap
+    it. Never the eval's own group: the group is killed only when the worker leads it."""
+    import signal
+
+    pid = proc.pid
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError, ValueError):
+        proc.kill()
+    with contextlib.suppress(OSError, ValueError):
+        proc.join(timeout=10)
+
+
 def _die_with_parent() -> None:
     """Ask the kernel for SIGKILL when the parent process dies (Linux only; elsewhere a no-op)."""
     if not sys.platform.startswith("linux"):
@@ -206,6 +274,7 @@ def run_tasks(
     executor: str = "local",
     address: str | None = None,
     carried: Collection[int] = (),
+    run_timeout: float | None = None,
 ) -> PoolReport:
     """Run every task; outcomes come back in plan order.
 
@@ -215,6 +284,9 @@ def run_tasks(
     ``executor="ray"``: each run a Ray task (``runtime.ray_executor``; ``address``: the cluster).
     ``carried``: indexes of tasks whose run folder ``runtime.reuse`` restored (``--reuse``): scored from
     it, labelled reused. Every run made here leaves its inputs hash for a later ``--reuse``.
+    ``run_timeout``: the time limit of one run in seconds (None: its mode's, ``RUN_TIMEOUT_S``); a worker
+    past it is stopped and the run is a run error. Worker pools only: an in-process run (the pytest plugin)
+    or a Ray task is not stopped (docs/evals.md).
     """
     from portagent.runtime.eval_execute import close_emulators, execute, finished
 
@@ -265,7 +337,7 @@ def run_tasks(
         made = (
             run_in_process(tasks, scheduler)
             if in_process
-            else run_pooled(tasks, workers, report.workers, scheduler)
+            else run_pooled(tasks, workers, report.workers, scheduler, run_timeout)
         )
         for out in made:
             report.outcomes.append(out)
@@ -279,7 +351,7 @@ def run_tasks(
             on_result(out)
         close_emulators()
     else:
-        for out in _pool(tasks, workers, report.workers):
+        for out in _pool(tasks, workers, report.workers, run_timeout):
             report.outcomes.append(out)
             on_result(out)
     report.outcomes.sort(key=lambda o: o.index)
@@ -355,7 +427,9 @@ def next_provider(
     )
 
 
-def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> Iterator[RunOutcome]:
+def _pool(
+    tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats], run_timeout: float | None = None
+) -> Iterator[RunOutcome]:
     import multiprocessing as mp
     import queue as queue_mod
 
@@ -378,7 +452,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
     left = Counter(t.provider for t in tasks)  # not finished yet
     active: Counter[str] = Counter()  # live workers per provider
     procs: dict[int, tuple[str, Any]] = {}
-    in_flight: dict[int, int] = {}  # pid → task index
+    clock = RunClock(run_timeout)  # the run each worker is making
     by_index = {t.index: t for t in tasks}
     speed = _Speed()
     from portagent.tools.ledger import start_identity
@@ -415,6 +489,15 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
             break
     try:
         while procs:
+            for pid, at, began, limit in clock.overdue():
+                # past its time limit (a hung handler, a lock never released): the worker and what it
+                # started are stopped, the run fails saying why, a fresh worker takes the rest
+                p, proc = procs.pop(pid)
+                stop_worker(proc)
+                active[p] -= 1
+                left[p] -= 1
+                yield unrunnable(by_index[at], too_long(limit), began)
+                start_one()
             try:
                 kind, pid, payload = results.get(timeout=0.5)
             except queue_mod.Empty:
@@ -423,7 +506,7 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
                         # died without a word (killed, segfault): its run fails, a fresh worker goes on
                         del procs[pid]
                         active[p] -= 1
-                        index = in_flight.pop(pid, None)
+                        index = clock.ended(pid)
                         if index is not None:
                             left[p] -= 1
                             yield unrunnable(
@@ -433,10 +516,12 @@ def _pool(tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats]) -> I
                             )
                         start_one()
                 continue
+            if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
+                continue
             if kind == "start":
-                in_flight[pid] = payload
+                clock.began(pid, by_index[payload])
             elif kind == "run":
-                in_flight.pop(pid, None)
+                clock.ended(pid)
                 left[by_index[payload.index].provider] -= 1
                 speed.finished(pid, payload.wall_s)
                 yield payload

@@ -239,11 +239,14 @@ def run_eval(
     executor: str = "local",
     address: str | None = None,
     carried: Collection[int] = (),
+    run_timeout: float | None = None,
 ) -> EvalRun:
     """Run a plan and aggregate it. ``resume``: runs an interrupted eval already finished into the plan's
     results folder are kept (scored from their trace), the others run (``eval --resume``). The cases'
     graders judge the answers afterwards (``runtime.judging``); ``calibration``: the graders' calibration
-    results (a gating grader gates only when eligible there)."""
+    results (a gating grader gates only when eligible there). ``run_timeout``: the time limit of one run in
+    seconds (None: its mode's, ``eval_pool.RUN_TIMEOUT_S``); a run past it is a run error.
+    """
     from portagent.evals.aggregate import SuiteResult
 
     pool = run_tasks(
@@ -256,6 +259,7 @@ def run_eval(
         executor=executor,
         address=address,
         carried=carried,
+        run_timeout=run_timeout,
     )
     suite = plan.loaded.suite
     judging: Any = None

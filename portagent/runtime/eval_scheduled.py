@@ -92,14 +92,19 @@ def one_at_a_time(
 
 
 def run_pooled(
-    tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats], sched: Scheduler
+    tasks: Sequence[RunTask],
+    workers: int,
+    stats: list[WorkerStats],
+    sched: Scheduler,
+    run_timeout: float | None = None,
 ) -> Iterator[RunOutcome]:
-    """Worker processes fed one admitted run at a time."""
+    """Worker processes fed one admitted run at a time. A run past its time limit (``run_timeout``, else
+    its mode's: ``eval_pool.RUN_TIMEOUT_S``) stops its worker and fails, as in the local pool."""
     import multiprocessing as mp
     import queue as queue_mod
 
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_pool import _worker_main, warm_workers
+    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long, warm_workers
     from portagent.tools.ledger import start_identity
 
     if not tasks:
@@ -117,7 +122,7 @@ def run_pooled(
     active: Counter[str] = Counter()
     closed: set[str] = set()  # providers whose workers got their sentinels
     procs: dict[int, tuple[str, Any]] = {}
-    in_flight: dict[int, int] = {}
+    clock = RunClock(run_timeout)  # the run each worker is making
     me = (os.getpid(), start_identity(os.getpid()))
 
     def start(p: str) -> None:
@@ -153,6 +158,15 @@ def run_pooled(
                         queues[p].put(None)
             if not procs and not any(pending.values()) and not sent.total():
                 break
+            for pid, at, began, limit in clock.overdue():  # a hung run: its worker is stopped
+                p, proc = procs.pop(pid)
+                stop_worker(proc)
+                active[p] -= 1
+                sent[p] -= 1
+                late = unrunnable(by_index[at], too_long(limit), began)
+                sched.finished(by_index[at], late)
+                yield late
+                start(p)
             try:
                 kind, pid, payload = results.get(timeout=min(0.5, _next_wait(sched, pending)))
             except queue_mod.Empty:
@@ -160,7 +174,7 @@ def run_pooled(
                     if not proc.is_alive() and proc.exitcode not in (0, None):
                         del procs[pid]
                         active[p] -= 1
-                        index = in_flight.pop(pid, None)
+                        index = clock.ended(pid)
                         if index is not None:
                             sent[p] -= 1
                             died = unrunnable(
@@ -172,10 +186,12 @@ def run_pooled(
                             yield died
                         start(p)
                 continue
+            if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
+                continue
             if kind == "start":
-                in_flight[pid] = payload
+                clock.began(pid, by_index[payload])
             elif kind == "run":
-                in_flight.pop(pid, None)
+                clock.ended(pid)
                 task = by_index[payload.index]
                 sent[task.provider] -= 1
                 if sched.finished(task, payload):
