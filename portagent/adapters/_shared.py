@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
 from typing import Any, Protocol
@@ -127,12 +128,18 @@ ResponseHook = Callable[[HttpResponse], Awaitable[None]]
 def http_error_hook(session: RunSession, retry_note: str) -> ResponseHook:
     """An httpx response hook for the model client: an HTTP error answer becomes an ``error`` event
     (``http_<status>``, ``retryable`` from the provider's facts), so a retry the vendor client makes by
-    itself is visible in the trace, not only in the server's log. ``retry_note`` says who retries."""
+    itself is visible in the trace, not only in the server's log. ``retry_note`` says who retries.
+
+    The hook keeps the session by a weak reference: the SDK clients are reference cycles of their own
+    (freed only by the garbage collector), and a strong reference from the client would keep the whole
+    finished run (session, gateways, events) waiting for that collection too."""
     info = REGISTRY[session.provider]
+    run = weakref.ref(session)
 
     async def hook(response: HttpResponse) -> None:
         status = response.status_code
-        if status >= 400:
+        session = run()
+        if status >= 400 and session is not None:
             retry_after = response.headers.get("retry-after")
             session.record_error(
                 f"http_{status}",

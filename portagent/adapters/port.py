@@ -172,9 +172,12 @@ class RunApprovals:
 
 class RunSession:
     """One run as an adapter sees it (see the module docstring). Slotted: an attribute the port does
-    not declare cannot be set on it from outside."""
+    not declare cannot be set on it from outside. Weakly referenceable: what the run's own parts keep of
+    it (its gateways, the model client's response hook) is a weak reference, so a finished run is freed
+    by reference counting, not left as cyclic garbage for the collector."""
 
     __slots__ = (
+        "__weakref__",
         "_gateways",
         "_models",
         "approvals",
@@ -296,6 +299,23 @@ class RunSession:
                 self.journal.mark_pause()
         return self.stop
 
+    def end(self) -> None:
+        """The adapter is done with the run (the runner calls this once its outcome is known). The stop signal
+        is kept, but not its traceback: the traceback's frames hold this session (a gateway's ``self``, an
+        adapter's locals), a cycle that would leave the whole finished run to the garbage collector. The
+        exceptions it was raised from or during lose theirs too, and a link of that chain back into it (an SDK's
+        error whose cause is the signal, raised again from that error) is cut, for the same reason."""
+        seen: list[BaseException] = []
+        e: BaseException | None = self.stop
+        while e is not None and not any(e is s for s in seen):
+            seen.append(e)
+            e.__traceback__ = None
+            if any(e.__context__ is s for s in seen):
+                e.__context__ = None
+            if any(e.__cause__ is s for s in seen):
+                e.__cause__ = None
+            e = e.__cause__ or e.__context__
+
     def check_stopped(self) -> None:
         """Raise the pending stop signal, if any (adapters call this at their hook points)."""
         if self.stop is not None:
@@ -309,6 +329,8 @@ class RunSession:
         sig = unwrap_signal(error)
         if sig is None and isinstance(wrapped, BaseException):
             sig = unwrap_signal(wrapped)
+        if sig is error:  # the signal itself: raised again as it is (not "from" itself, a cycle)
+            raise sig
         if sig is not None:
             raise sig from error
         if self.stop is not None:

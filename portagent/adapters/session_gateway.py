@@ -8,6 +8,7 @@ approval into the session's ``ApprovalPause`` signal, and a run-level budget rej
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from portagent.adapters.port import ApprovalPause, BudgetStop, RunSession
@@ -24,12 +25,24 @@ RUN_LEVEL_LIMITS = ("max_tool_calls", "max_cost_usd")
 
 
 class SessionGateway:
-    """A ToolGateway bound to a RunSession: same API, plus the approval-pause and budget-stop signals."""
+    """A ToolGateway bound to a RunSession: same API, plus the approval-pause and budget-stop signals.
+
+    The session keeps its gateways; a gateway keeps its session by a weak reference, so the two make no
+    reference cycle and a finished run is freed at once (a run's objects left as cycles made the garbage
+    collector run about twice as often, and its full collections longer)."""
 
     def __init__(self, session: RunSession, gateway: ToolGateway) -> None:
-        self.session = session
+        self._session = weakref.ref(session)
         self.inner = gateway
         self._seen = 0
+
+    @property
+    def session(self) -> RunSession:
+        """The run this gateway belongs to (alive for as long as the run is: the runner holds it)."""
+        session = self._session()
+        if session is None:
+            raise RuntimeError("this tool gateway's run has ended")
+        return session
 
     @property
     def tools(self) -> dict[str, ToolSpec]:

@@ -421,6 +421,7 @@ async def _run_attempt(
     error: str | None = None
     stop_reason = "final_output"
     status = "completed"
+    drive: asyncio.Future[AdapterOutcome] | None = None
     try:
         # its own task (its context changes stay there), awaited under asyncio.timeout: on Python 3.11
         # wait_for loses a cancellation (Ctrl-C) that lands as the task finishes (ruff TID251 bans it)
@@ -443,6 +444,10 @@ async def _run_attempt(
         status, stop_reason, error = failure_of(session, e)
     finally:
         journal_summary = journal.close() if journal is not None else None
+        # the task holds the adapter's exception, whose traceback holds this frame (and this frame the task):
+        # dropped, a run that ended by an exception is freed by reference counting like any other
+        drive = None
+        session.end()
 
     if status == "completed" and outcome.vendor_stop:
         status, stop_reason = "budget_exhausted", outcome.vendor_stop
