@@ -27,8 +27,15 @@ from portagent.contracts.agent import Budget
 Limit = Literal["max_turns", "max_tool_calls", "max_cost_usd", "timeout_s"]
 
 
+_ZERO = Decimal(0)
+
+
 def _money(value: float | Decimal) -> Decimal:
-    return value if isinstance(value, Decimal) else Decimal(repr(float(value)))
+    if isinstance(value, Decimal):
+        return value
+    if not value:  # the usual tool cost (none set) and an unpriced call: no decimal conversion
+        return _ZERO
+    return Decimal(repr(float(value)))
 
 
 @dataclass(frozen=True)
@@ -72,16 +79,17 @@ class RunBudget:
         self._lock = threading.Lock()
         self.turns = 0
         self.tool_calls = 0
-        self._model_cost = Decimal(0)
+        self._model_cost = _ZERO
         self._tool_cost = _money(spent_usd)
+        self._max_cost = (
+            None if budget is None or budget.max_cost_usd is None else _money(budget.max_cost_usd)
+        )
 
     # -- reading ---------------------------------------------------------------------------------
 
     @property
     def max_cost(self) -> Decimal | None:
-        if self.budget is None or self.budget.max_cost_usd is None:
-            return None
-        return _money(self.budget.max_cost_usd)
+        return self._max_cost  # the budget is a frozen contract: converted once
 
     @property
     def spent(self) -> Decimal:
@@ -118,9 +126,11 @@ class RunBudget:
 
     def add_model_cost(self, cost_usd: float) -> BudgetCheck:
         """Add a model call's cost; the answer says whether the run is now over ``max_cost_usd``."""
+        cost = _money(cost_usd)
         with self._lock:
-            self._model_cost += _money(cost_usd)
-            m = self.max_cost
+            if cost:
+                self._model_cost += cost
+            m = self._max_cost
             if m is not None and self.spent > m:
                 return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent))
             return OK
@@ -144,18 +154,21 @@ class RunBudget:
         calls that each passed ``check_tool`` cannot overspend together."""
         cost = _money(cost_usd)
         with self._lock:
-            m = self.max_cost
+            m = self._max_cost
             if m is not None and self.spent + cost > m:
                 return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent + cost))
-            self._tool_cost += cost
+            if cost:
+                self._tool_cost += cost
             return OK
 
     def add_tool_cost(self, cost_usd: float | Decimal) -> BudgetCheck:
         """Add what a call reported it cost once it ran (a remote A2A agent's ``cost_usd``): spent money is
         always counted; the answer says whether the run is now over ``max_cost_usd``."""
+        cost = _money(cost_usd)
         with self._lock:
-            self._tool_cost += _money(cost_usd)
-            m = self.max_cost
+            if cost:
+                self._tool_cost += cost
+            m = self._max_cost
             if m is not None and self.spent > m:
                 return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent))
             return OK
@@ -165,7 +178,7 @@ class RunBudget:
             return BudgetCheck(
                 False, "max_tool_calls", float(self.budget.max_tool_calls), float(self.tool_calls)
             )
-        m = self.max_cost
+        m = self._max_cost
         if m is not None and self.spent + cost > m:
             return BudgetCheck(False, "max_cost_usd", float(m), float(self.spent + cost))
         return OK
