@@ -222,6 +222,7 @@ def test_a_handler_cannot_reach_the_network_during_a_replay(
 
     monkeypatch.setattr(support_desk_handlers, "get_student_record", calling_out)
     monkeypatch.setattr(handlers, "_CACHE", {})  # resolve the handler again: the wrapper
+    monkeypatch.setattr(handlers, "_FOLDER_CACHE", {})  # (a run resolves it in its spec folder)
     out = asyncio.run(replay_folder(load_agent(SUPPORT / "agent.yaml"), recorded[provider], out_dir=tmp_path))
     assert out.result.status == "completed", out.result.error
     assert refused and all(isinstance(e, OfflineReplayError) for e in refused), refused
