@@ -121,7 +121,8 @@ def _scope(func: Any, owner: Any, given: tuple[tuple[str, Any], ...] = ()) -> di
     return scope
 
 
-def _names(code: types.CodeType) -> set[str]:
+def code_names(code: types.CodeType) -> set[str]:
+    """The global and free names a function's code (and the code nested in it) refers to."""
     names: set[str] = set()
     codes = [code]
     while codes:
@@ -144,7 +145,7 @@ def _reached(node: NodeCode, depth: int) -> list[tuple[str, Any]]:
             continue
         seen.add(id(code))
         scope = _scope(func, owner, given)
-        for n in sorted(_names(code) | {k for k, _ in given}):  # (a partial's fixed parameters too)
+        for n in sorted(code_names(code) | {k for k, _ in given}):  # (a partial's fixed parameters too)
             if n not in scope:
                 continue
             value = scope[n]

@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 
 from portagent.migration.draft import DraftTool
+from portagent.migration.from_langgraph_node import code_names
 from portagent.migration.importing import (
     ReaderState,
     refuse_schema_gap,
@@ -114,8 +115,6 @@ def read_tool(t: Any, ref: str, reader: ReaderState) -> DraftTool | None:
 def pauses(fn: Any) -> str | None:
     """Where ``fn`` calls LangGraph's ``interrupt()`` — itself, or a function of its own module it calls
     (two levels down) — read from the names its code uses; None when it does not."""
-    import types
-
     from langgraph import types as lg_types
 
     seen: set[int] = set()
@@ -126,12 +125,7 @@ def pauses(fn: Any) -> str | None:
         if code is None or id(func) in seen:
             continue
         seen.add(id(func))
-        names: set[str] = set()
-        codes = [code]
-        while codes:
-            c = codes.pop()
-            names |= set(c.co_names) | set(c.co_freevars)
-            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+        names = code_names(code)
         scope = dict(getattr(func, "__globals__", {}))
         with contextlib.suppress(TypeError, ValueError):
             scope.update(inspect.getclosurevars(func).nonlocals)
