@@ -147,11 +147,13 @@ def run(args: argparse.Namespace) -> int:
 
     # The workers' fork server warms up (portagent's run path, vcrpy: about a second) from here, while this
     # process imports the eval core, loads the suite and plans — each of them otherwise waited for the other.
-    # Not when earlier results will be reused (evals.report.is_results_folder): the eval warms it then only
+    # Not when earlier results will be reused: the eval warms it then only
     # if a run is to be made. A demo refused from here on ends it at once (it holds the output pipes until
     # its imports are done).
     out_dir = Path(args.out)
-    reusing = not args.fresh and any((out_dir / name).is_file() for name in ("eval.json", "report.json"))
+    from portagent.recording.layout import is_results_folder
+
+    reusing = not args.fresh and is_results_folder(out_dir)
     started = False if reusing else warm_workers(providers or [])
     try:
         return _run(args, suite, root, providers)
@@ -165,8 +167,8 @@ def _run(args: argparse.Namespace, suite: Path, root: Path, providers: list[str]
     from portagent._cli.eval import default_workers, run_suite, run_timeout_s
     from portagent.contracts.errors import UsageError
     from portagent.contracts.loaded_suite import load_suite
-    from portagent.evals.report import is_results_folder
     from portagent.evals.report_terminal import console
+    from portagent.recording.layout import is_results_folder
     from portagent.runtime.eval_run import plan_eval
 
     cassettes = Path(args.cassettes) if args.cassettes else root / "cassettes"

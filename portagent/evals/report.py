@@ -31,6 +31,7 @@ from portagent.core.secrets import mask_text
 from portagent.evals.aggregate import SuiteResult
 from portagent.evals.compare import Comparison
 from portagent.evals.gate import GateDecision
+from portagent.recording.layout import is_results_folder
 
 EVAL_META_SCHEMA_VERSION: Final = 1
 REPORT_FILES = (
@@ -233,12 +234,6 @@ def load_results(path: str | Path, *, need_runs: bool = True) -> Results:
 
 
 # -- writing ------------------------------------------------------------------------------------------
-
-
-def is_results_folder(folder: Path) -> bool:
-    """A folder an eval (``eval.json``) or a report (``report.json``) wrote: the only kind ``--overwrite``
-    empties and ``--reuse`` reads."""
-    return (folder / "eval.json").is_file() or (folder / "report.json").is_file()
 
 
 def prepare_out_dir(path: str | Path, *, overwrite: bool) -> Path:

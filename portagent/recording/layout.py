@@ -45,3 +45,10 @@ def record_command(
     if out:
         cmd += f" --out {out}"
     return cmd + " --missing"
+
+
+def is_results_folder(folder: Path) -> bool:
+    """A folder an eval (``eval.json``) or a report (``report.json``) wrote: the only kind ``--overwrite``
+    empties and ``--reuse`` reads. Here, not in ``evals.report``, so that the demo can ask before it
+    imports the eval core (about half a second)."""
+    return (folder / "eval.json").is_file() or (folder / "report.json").is_file()

@@ -158,7 +158,7 @@ def check_reusable(folder: Path) -> None:
 
     if not folder.is_dir():
         raise UsageError(f"--reuse {folder}: no such results folder")
-    from portagent.evals.report import is_results_folder
+    from portagent.recording.layout import is_results_folder
 
     if not is_results_folder(folder):
         raise UsageError(f"--reuse {folder}: not a portagent results folder (no eval.json or report.json)")
