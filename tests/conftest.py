@@ -21,6 +21,10 @@ settings.load_profile("portagent")
 # ignored, and so does every process it starts: the tests that press Ctrl-C on a portagent subprocess would
 # then wait for nothing. A handler set here becomes the default again in each child at exec.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# A blocked signal is inherited the same way (the mask survives exec): with SIGALRM blocked, pytest-timeout
+# never fires and a stuck test holds the whole run; with SIGTERM/SIGINT blocked, the tests that stop a
+# portagent subprocess wait for nothing.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM, signal.SIGINT, signal.SIGTERM})
 
 # The suite starts hundreds of interpreters (CLI subprocesses, eval workers, pytester runs). With
 # PYTHONDONTWRITEBYTECODE set (some shells and containers set it), each of them compiled portagent's ~240
