@@ -7,15 +7,14 @@ says by default); ``jsonschema`` already refuses booleans for ``integer``/``numb
 
 from __future__ import annotations
 
-import re
 import threading
-from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from portagent.contracts._base import canonical_json
+from portagent.contracts.schema_plain import plainly_valid, plainly_well_formed
 from portagent.contracts.tool import ToolBudgets
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
@@ -32,10 +31,11 @@ def validator_for(schema: dict[str, Any], key: str | None = None) -> Draft202012
     v = _VALIDATORS.get(k)
     if v is not None:
         return v
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        raise BadSchemaError(f"invalid JSON Schema: {e.message}") from e
+    if not plainly_well_formed(schema):  # (the metaschema check costs more than the rest of a call)
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            raise BadSchemaError(f"invalid JSON Schema: {e.message}") from e
     v = Draft202012Validator(schema)
     with _LOCK:
         _VALIDATORS[k] = v
@@ -62,155 +62,6 @@ def schema_errors(validator: Draft202012Validator, instance: Any) -> list[dict[s
         return []
     errors = sorted(validator.iter_errors(instance), key=lambda e: (_path(e), str(e.validator)))
     return [_detail(e) for e in errors]
-
-
-# -- a shortcut for the usual tool schema ---------------------------------------------------------------
-# jsonschema builds a validator object for every subschema it descends into: checking two arguments against
-# a small object schema cost more than the rest of the gateway's checks together. Most tool schemas use only
-# the keywords below; for those, ``plainly_valid`` answers "valid" itself. It never answers "invalid": any
-# doubt (an error, a keyword it does not know) goes to jsonschema, whose errors are the ones reported.
-
-_NOTES = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "format",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-    }
-)
-"""Keywords that assert nothing (``format`` is an annotation: validators_for says so)."""
-_CHECKED = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "enum",
-        "const",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minimum",
-        "maximum",
-        "minItems",
-        "maxItems",
-    }
-)
-
-
-def _is_type(value: Any, name: Any) -> bool:
-    """Draft 2020-12's types: booleans are not numbers, and an integral float is an integer."""
-    if name == "string":
-        return isinstance(value, str)
-    if name == "object":
-        return isinstance(value, dict)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "boolean":
-        return isinstance(value, bool)
-    if name == "null":
-        return value is None
-    if isinstance(value, bool):
-        return False
-    if name == "integer":
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if name == "number":
-        return isinstance(value, int | float)
-    return False
-
-
-def _plain_scalar(value: Any) -> bool:
-    """A value whose equality jsonschema and Python agree on (``enum`` / ``const``): a string, or None."""
-    return value is None or isinstance(value, str)
-
-
-def plainly_valid(schema: Any, value: Any, _depth: int = 0) -> bool:
-    """True only when ``value`` certainly matches ``schema`` and the schema uses only the common keywords
-    (``type``, ``properties``, ``required``, ``additionalProperties``, ``items``, string ``enum`` / ``const``,
-    lengths, ``pattern``, bounds). False means "ask jsonschema", not "invalid"."""
-    if schema is True:
-        return True
-    if not isinstance(schema, dict) or _depth > 32:
-        return False
-    for key in schema:
-        if key not in _CHECKED and key not in _NOTES:
-            return False
-    t = schema.get("type")
-    if t is not None:
-        names = t if isinstance(t, list) else [t]
-        if not any(_is_type(value, n) for n in names):
-            return False
-    if "enum" in schema:
-        options = schema["enum"]
-        if not (
-            isinstance(options, list) and _plain_scalar(value) and all(_plain_scalar(o) for o in options)
-        ):
-            return False
-        if value not in options:
-            return False
-    if "const" in schema and not (
-        _plain_scalar(value) and _plain_scalar(schema["const"]) and value == schema["const"]
-    ):
-        return False
-    if isinstance(value, str):
-        if len(value) > schema.get("maxLength", len(value)) or len(value) < schema.get("minLength", 0):
-            return False
-        pattern = schema.get("pattern")
-        if pattern is not None and not (isinstance(pattern, str) and _search(pattern, value)):
-            return False
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if (low is not None and not (_number(low) and value >= low)) or (
-            high is not None and not (_number(high) and value <= high)
-        ):
-            return False
-    elif isinstance(value, dict):
-        props = schema.get("properties", {})
-        required = schema.get("required", [])
-        extra = schema.get("additionalProperties", True)
-        if not (isinstance(props, dict) and isinstance(required, list) and extra in (True, False)):
-            return False
-        if any(r not in value for r in required):
-            return False
-        for k, v in value.items():
-            sub = props.get(k)
-            if sub is None:
-                if extra is False:
-                    return False
-                continue
-            if not plainly_valid(sub, v, _depth + 1):
-                return False
-    elif isinstance(value, list):
-        items = schema.get("items", True)
-        if len(value) > schema.get("maxItems", len(value)) or len(value) < schema.get("minItems", 0):
-            return False
-        if items is not True and not all(plainly_valid(items, v, _depth + 1) for v in value):
-            return False
-    return True
-
-
-def _number(bound: Any) -> bool:
-    return isinstance(bound, int | float) and not isinstance(bound, bool)
-
-
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except (re.error, RecursionError):
-        return None
-
-
-def _search(pattern: str, text: str) -> bool:
-    """jsonschema's own ``pattern`` test (``re.search``); a pattern Python cannot compile is left to it."""
-    compiled = _compiled(pattern)
-    return compiled is not None and compiled.search(text) is not None
 
 
 # -- output limits -------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from portagent.tools.validation import plainly_valid, schema_errors, validator_for
+from portagent.contracts.schema_plain import plainly_invalid, plainly_valid
+from portagent.tools.validation import schema_errors, validator_for
 
 SCALARS = st.one_of(
     st.none(),
@@ -114,3 +115,41 @@ def test_the_usual_tool_schemas_are_answered_by_the_shortcut() -> None:
     assert schema_errors(validator_for(record), good) == []
     assert not plainly_valid({"$ref": "#/$defs/x", "$defs": {"x": {}}}, 1)  # unknown keywords: jsonschema's
     assert not plainly_valid({"type": "integer"}, True) and plainly_valid({"type": "integer"}, 2.0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SCHEMAS, JSON)
+def test_invalid_is_said_only_when_jsonschema_agrees(schema: Any, value: Any) -> None:
+    """``plainly_invalid`` (``validate``'s check that an invalid example fails) holds to jsonschema too."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        assume(False)  # validate checks examples only against a well-formed schema
+    if plainly_invalid(schema, value):
+        assert not Draft202012Validator(schema).is_valid(value), (schema, value)
+
+
+def test_the_usual_invalid_examples_are_answered_by_the_shortcut() -> None:
+    record = {
+        "type": "object",
+        "properties": {
+            "case_id": {"type": "string", "pattern": "^EXP-[0-9]{2,8}$"},
+            "priority": {"type": "string", "enum": ["low", "normal", "high"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        },
+        "required": ["case_id"],
+        "additionalProperties": False,
+    }
+    for bad in (
+        {},
+        {"case_id": "42"},
+        {"case_id": "EXP-42", "priority": "urgent"},
+        {"case_id": "EXP-42", "x": 1},
+        {"case_id": "EXP-42", "tags": ["a", 1]},
+        {"case_id": "EXP-42", "tags": ["a", "b", "c"]},
+        [],
+    ):
+        assert plainly_invalid(record, bad), bad
+    assert not plainly_invalid(record, {"case_id": "EXP-42", "priority": "low", "tags": ["a"]})
+    assert not plainly_invalid({"$ref": "#/$defs/x", "$defs": {"x": {}}}, 1)  # unknown keywords: jsonschema's
+    assert not plainly_invalid({"type": "integer"}, 2.0) and plainly_invalid({"type": "integer"}, True)
