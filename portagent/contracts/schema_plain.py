@@ -55,6 +55,7 @@ _CHECKED = frozenset(
     }
 )
 
+_KNOWN = _CHECKED | _NOTES
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 """Draft 2020-12's type names."""
 
@@ -85,17 +86,19 @@ def _plain_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
+def _plain(schema: Any, depth: int) -> bool:
+    """A schema object of the keywords above only (and not nested absurdly deep)."""
+    return isinstance(schema, dict) and depth <= 32 and _KNOWN.issuperset(schema)
+
+
 def plainly_valid(schema: Any, value: Any, _depth: int = 0) -> bool:
     """True only when ``value`` certainly matches ``schema`` and the schema uses only the common keywords
     (``type``, ``properties``, ``required``, ``additionalProperties``, ``items``, string ``enum`` / ``const``,
     lengths, ``pattern``, bounds). False means "ask jsonschema", not "invalid"."""
     if schema is True:
         return True
-    if not isinstance(schema, dict) or _depth > 32:
+    if not _plain(schema, _depth):
         return False
-    for key in schema:
-        if key not in _CHECKED and key not in _NOTES:
-            return False
     t = schema.get("type")
     if t is not None:
         names = t if isinstance(t, list) else [t]
@@ -177,11 +180,8 @@ def plainly_invalid(schema: Any, value: Any, _depth: int = 0) -> bool:
     asserts on its own, so one certain failure is the schema's failure."""
     if schema is False:
         return True
-    if not isinstance(schema, dict) or _depth > 32:
+    if not _plain(schema, _depth):
         return False
-    for key in schema:
-        if key not in _CHECKED and key not in _NOTES:
-            return False
     t = schema.get("type")
     if t is not None:
         names = t if isinstance(t, list) else [t]
