@@ -153,12 +153,14 @@ def _worker_main(
     env: dict[str, str],
     cwd: str,
     parent: tuple[int, str | None] | None = None,
+    stacks: str | None = None,
 ) -> None:
     """A worker bound to one provider: runs its tasks until the queue's sentinel, then reports memory.
 
     The fork server was started with the environment and folder of its first use; a worker takes the
     parent's *current* ones (``PORTAGENT_HOME``, API keys, relative paths). ``parent``: the eval
-    process (pid, start identity); the worker dies with it."""
+    process (pid, start identity); the worker dies with it. ``stacks``: the folder where it dumps every
+    thread's stack on SIGUSR1 (``eval_stuck``: where a run past its time limit was stuck)."""
     import queue as queue_mod
     import resource
 
@@ -167,6 +169,10 @@ def _worker_main(
 
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # its own process group: ending the group ends what the worker started
+    if stacks is not None:
+        from portagent.runtime.eval_stuck import dump_on_signal
+
+        dump_on_signal(stacks)
     _die_with_parent()
     if parent is not None:
         if not _alive(*parent):
@@ -432,8 +438,11 @@ def _pool(
 ) -> Iterator[RunOutcome]:
     import multiprocessing as mp
     import queue as queue_mod
+    import shutil
+    import tempfile
 
     from portagent.runtime.eval_execute import unrunnable
+    from portagent.runtime.eval_stuck import stuck_reason
 
     if not tasks:
         return
@@ -458,6 +467,7 @@ def _pool(
     from portagent.tools.ledger import start_identity
 
     me = (os.getpid(), start_identity(os.getpid()))
+    stacks = tempfile.mkdtemp(prefix="portagent-stacks-")  # each worker's stack dump (eval_stuck)
 
     def queued(p: str) -> int:
         return left[p] - active[p]
@@ -473,7 +483,7 @@ def _pool(
         p = next_provider(candidates, {c: queued(c) for c in candidates}, active, speed)
         proc = ctx.Process(
             target=_worker_main,
-            args=(p, queues[p], results, dict(os.environ), os.getcwd(), me),
+            args=(p, queues[p], results, dict(os.environ), os.getcwd(), me, stacks),
             name=f"portagent-eval-{p}",
             daemon=True,
         )
@@ -491,12 +501,14 @@ def _pool(
         while procs:
             for pid, at, began, limit in clock.overdue():
                 # past its time limit (a hung handler, a lock never released): the worker and what it
-                # started are stopped, the run fails saying why, a fresh worker takes the rest
+                # started are stopped, the run fails saying why and where it was stuck, a fresh worker
+                # takes the rest
                 p, proc = procs.pop(pid)
+                reason = stuck_reason(too_long(limit), proc, stacks, by_index[at].out_dir)
                 stop_worker(proc)
                 active[p] -= 1
                 left[p] -= 1
-                yield unrunnable(by_index[at], too_long(limit), began)
+                yield unrunnable(by_index[at], reason, began)
                 start_one()
             try:
                 kind, pid, payload = results.get(timeout=0.5)
@@ -543,6 +555,7 @@ def _pool(
         for q in (*queues.values(), results):
             q.cancel_join_thread()
             q.close()
+        shutil.rmtree(stacks, ignore_errors=True)
 
 
 # -- the whole eval ----------------------------------------------------------------------------------

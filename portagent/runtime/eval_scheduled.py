@@ -102,9 +102,12 @@ def run_pooled(
     its mode's: ``eval_pool.RUN_TIMEOUT_S``) stops its worker and fails, as in the local pool."""
     import multiprocessing as mp
     import queue as queue_mod
+    import shutil
+    import tempfile
 
     from portagent.runtime.eval_execute import unrunnable
     from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long, warm_workers
+    from portagent.runtime.eval_stuck import stuck_reason
     from portagent.tools.ledger import start_identity
 
     if not tasks:
@@ -124,6 +127,7 @@ def run_pooled(
     procs: dict[int, tuple[str, Any]] = {}
     clock = RunClock(run_timeout)  # the run each worker is making
     me = (os.getpid(), start_identity(os.getpid()))
+    stacks = tempfile.mkdtemp(prefix="portagent-stacks-")  # each worker's stack dump (eval_stuck)
 
     def start(p: str) -> None:
         cap = sched.max_workers(p)
@@ -131,7 +135,10 @@ def run_pooled(
         while active[p] < want and len(procs) < workers:
             proc = ctx.Process(
                 target=_worker_main,
-                args=(p, queues[p], results, {**os.environ, **sched.request_env(workers)}, os.getcwd(), me),
+                args=(
+                    *(p, queues[p], results, {**os.environ, **sched.request_env(workers)}),
+                    *(os.getcwd(), me, stacks),
+                ),
                 name=f"portagent-eval-{p}",
                 daemon=True,
             )
@@ -160,10 +167,11 @@ def run_pooled(
                 break
             for pid, at, began, limit in clock.overdue():  # a hung run: its worker is stopped
                 p, proc = procs.pop(pid)
+                reason = stuck_reason(too_long(limit), proc, stacks, by_index[at].out_dir)
                 stop_worker(proc)
                 active[p] -= 1
                 sent[p] -= 1
-                late = unrunnable(by_index[at], too_long(limit), began)
+                late = unrunnable(by_index[at], reason, began)
                 sched.finished(by_index[at], late)
                 yield late
                 start(p)
@@ -216,3 +224,4 @@ def run_pooled(
         for q in (*queues.values(), results):
             q.cancel_join_thread()
             q.close()
+        shutil.rmtree(stacks, ignore_errors=True)

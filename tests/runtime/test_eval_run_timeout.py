@@ -20,6 +20,40 @@ from portagent.cli import main
 DATA = Path(__file__).parent / "data" / "hang"
 REASON = "the run took longer than its time limit of 3 s (--run-timeout); its worker was stopped"
 BOUND_S = 50  # the stuck handler sleeps 60 s: an eval that waits for it fails here
+HANDLERS = DATA / "hang_handlers.py"
+
+
+def _line_of(text: str) -> int:
+    """The line of ``hang_handlers.py`` where ``text`` is (where a handler is stuck)."""
+    return next(i for i, line in enumerate(HANDLERS.read_text().splitlines(), 1) if text in line)
+
+
+def _where(func: str, line: int) -> str:
+    """How the run error names the handler's frame: its file and line, function and source."""
+    return f"{HANDLERS}:{line} in {func} (time.sleep(60))"
+
+
+def _eval(tmp_path: Path, suite: str, pool: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
+    import portagent
+
+    here = str(Path(portagent.__file__).parents[1])  # the eval runs the portagent under test
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    env = dict(
+        os.environ, PORTAGENT_HOME=str(tmp_path / "home"), HANG_PIDS=str(tmp_path / "pids"), PYTHONPATH=path
+    )
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "portagent", "eval", str(DATA / suite), "--emulator"),
+            *("--run-timeout", "3", "--out", str(tmp_path / "out"), "--no-progress", *pool),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
+    return done, time.monotonic() - t0
 
 
 def _alive(pid: int) -> bool:
@@ -44,25 +78,8 @@ def _alive(pid: int) -> bool:
 def test_a_hung_run_is_stopped_and_the_eval_goes_on(tmp_path: Path, pool: list[str]) -> None:
     pytest.importorskip("agents")
     pids = tmp_path / "pids"
-    import portagent
-
-    here = str(Path(portagent.__file__).parents[1])  # the eval runs the portagent under test
-    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PORTAGENT_HOME=str(tmp_path / "home"), HANG_PIDS=str(pids), PYTHONPATH=path)
     out = tmp_path / "out"
-    t0 = time.monotonic()
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "portagent", "eval", str(DATA / "suite.yaml"), "--emulator"),
-            *("--run-timeout", "3", "--out", str(out), "--no-progress", *pool),
-        ],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=BOUND_S,
-    )
-    took = time.monotonic() - t0
+    done, took = _eval(tmp_path, "suite.yaml", pool)
     # the gate blocks on the run errors alone: exit 3 (evals.gate), never a traceback
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
@@ -79,6 +96,16 @@ def test_a_hung_run_is_stopped_and_the_eval_goes_on(tmp_path: Path, pool: list[s
     assert sum(REASON in e for e in report["errors"]) == 2
     assert REASON in (out / "report.md").read_text()
 
+    # where it was stuck: the async handler's time.sleep, on the worker's main thread (it blocks the loop)
+    where = f"{REASON}. It was stuck at {_where('stuck_note', _line_of('time.sleep(60)  # blocks the event loop'))}"
+    stuck_errors = [e for e in report["errors"] if REASON in e]
+    for r, error in enumerate(sorted(stuck_errors)):
+        run_dir = out / "runs" / "hangy@1.0.0" / "stuck" / "openai" / f"r{r}"
+        assert error.endswith(f"{where}; every thread's stack: {run_dir / 'stuck-stack.txt'}"), error
+        dump = (run_dir / "stuck-stack.txt").read_text()
+        assert dump.startswith(REASON) and f'"{HANDLERS}", line' in dump and "in stuck_note" in dump
+    assert where in (out / "report.md").read_text()
+
     # each stuck run's worker, and the process its handler started, were stopped
     stopped = [int(p) for line in pids.read_text().splitlines() for p in line.split()]
     assert len(stopped) == 4
@@ -86,6 +113,119 @@ def test_a_hung_run_is_stopped_and_the_eval_goes_on(tmp_path: Path, pool: list[s
     while any(_alive(p) for p in stopped) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in stopped if _alive(p)] == []
+
+
+@pytest.mark.slow  # starts an eval process with its worker
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_run_stuck_in_a_sync_handler_names_the_handler_not_the_waiting_loop(tmp_path: Path) -> None:
+    """A sync handler runs on a tool thread; the worker's main thread only waits on the event loop (in
+    selectors): the run error names the handler's thread, the one whose innermost frame is user code."""
+    pytest.importorskip("agents")
+    done, _ = _eval(tmp_path, "suite_sync.yaml", ["--workers", "1"])
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    report = json.loads((tmp_path / "out" / "eval.json").read_text())
+    run_dir = tmp_path / "out" / "runs" / "hangy@1.0.0" / "slow" / "openai" / "r0"
+    where = _where("slow_lookup", _line_of("time.sleep(60)  # on the tool thread"))
+    assert report["errors"] == [
+        f"hangy@1.0.0 slow openai r0: {REASON}. It was stuck on a thread other than the worker's main thread "
+        f"at {where}; every thread's stack: {run_dir / 'stuck-stack.txt'}"
+    ]
+    assert where in (tmp_path / "out" / "report.md").read_text()
+    dump = (run_dir / "stuck-stack.txt").read_text()
+    assert "in slow_lookup" in dump and "in run_until_complete" in dump  # both threads, the full dump
+    pid = int((tmp_path / "pids").read_text().split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+class _Proc:
+    """What the pool's stop path reads of a worker (``multiprocessing.Process``): pid and is_alive."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+
+    def is_alive(self) -> bool:
+        return self._popen.poll() is None
+
+
+def _worker(tmp_path: Path, body: str) -> subprocess.Popen[bytes]:
+    """A process set up as an eval worker is (``eval_stuck.dump_on_signal``), then running ``body`` from
+    a user file; returns once its dump file exists."""
+    (tmp_path / "user_code.py").write_text(body)
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    import portagent
+
+    here = str(Path(portagent.__file__).parents[1])
+    code = f"from portagent.runtime.eval_stuck import dump_on_signal; dump_on_signal({str(stacks)!r}); import user_code"
+    popen = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=f"{here}{os.pathsep}{tmp_path}"),
+    )
+    deadline = time.monotonic() + 20
+    while not (stacks / f"{popen.pid}.stack").exists() or not (tmp_path / "ready").exists():
+        assert time.monotonic() < deadline and popen.poll() is None
+        time.sleep(0.02)
+    return popen
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="SIGUSR1")
+def test_the_stuck_thread_is_the_one_in_user_code_and_its_callers_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from portagent.runtime.eval_stuck import STACK_FILE, stuck_reason
+
+    popen = _worker(
+        tmp_path,
+        "import pathlib, threading, time\n"
+        "def wait_for_stock():\n"
+        "    time.sleep(30)\n"
+        "def lookup():\n"
+        "    wait_for_stock()\n"
+        "t = threading.Thread(target=lookup)\n"
+        "t.start()\n"
+        "pathlib.Path('ready').touch()\n"
+        "t.join()\n",
+    )
+    monkeypatch.chdir(tmp_path)  # the eval's folder: paths under it are named relative to it
+    try:
+        message = stuck_reason(REASON, _Proc(popen), str(tmp_path / "stacks"), tmp_path / "run")
+    finally:
+        popen.kill()
+        popen.wait()
+    assert message == (
+        f"{REASON}. It was stuck on a thread other than the worker's main thread at user_code.py:3 in "
+        f"wait_for_stock (time.sleep(30)), called from user_code.py:5 in lookup; every thread's stack: "
+        f"{tmp_path / 'run' / STACK_FILE}"
+    )
+    assert "in join" in (tmp_path / "run" / STACK_FILE).read_text()  # the main thread is in the dump
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="SIGUSR1")
+def test_with_no_dump_the_reason_is_exactly_as_before(tmp_path: Path) -> None:
+    """A worker already dead, or one whose dump never comes: the reason says only what it said before."""
+    from portagent.runtime.eval_stuck import stuck_reason
+
+    deaf = _worker(  # alive, but SIGUSR1 dumps nothing: ignored
+        tmp_path,
+        "import pathlib, signal, time\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+        "pathlib.Path('ready').touch()\ntime.sleep(30)\n",
+    )
+    try:
+        t0 = time.monotonic()
+        assert stuck_reason(REASON, _Proc(deaf), str(tmp_path / "stacks"), tmp_path / "run") == REASON
+        assert time.monotonic() - t0 < 5  # waited about a second for the dump, not for the process
+    finally:
+        deaf.kill()
+        deaf.wait()
+    assert stuck_reason(REASON, _Proc(deaf), str(tmp_path / "stacks"), tmp_path / "run") == REASON  # dead
+    assert stuck_reason(REASON, _Proc(deaf), None, tmp_path / "run") == REASON  # no stacks folder
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "abc", "nan", "inf", ""])

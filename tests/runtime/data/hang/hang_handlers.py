@@ -19,3 +19,12 @@ async def stuck_note(note_id: str, text: str) -> dict:
         f.write(f"{os.getpid()} {child.pid}\n")
     time.sleep(60)  # blocks the event loop: the tool's 1 s timeout_ms cannot fire
     return {"note_id": note_id, "written": True}
+
+
+def slow_lookup(note_id: str) -> dict:
+    """A sync handler: it runs on a tool thread while the run's main thread waits on the event loop. It
+    sleeps past the run's limit, within its own timeout_ms."""
+    with open(os.environ["HANG_PIDS"], "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    time.sleep(60)  # on the tool thread
+    return {"note_id": note_id, "found": True}
