@@ -194,3 +194,31 @@ def tls_context() -> ssl.SSLContext:
     import certifi  # httpx's dependency: installed with every SDK that has a model client
 
     return _tls(os.environ.get("SSL_CERT_FILE", certifi.where()), os.environ.get("SSL_CERT_DIR"))
+
+
+@lru_cache(maxsize=4)
+def _platform(package: str) -> Any:
+    """The SDK's own answer for its ``X-Stainless-OS`` header (``<package>._base_client.get_platform``),
+    worked out once per process; None when the SDK has no such function."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{package}._base_client").get_platform()
+    except (ImportError, AttributeError):  # pragma: no cover - an SDK that no longer has it
+        return None
+
+
+def with_known_platform(client: Any) -> Any:
+    """``client`` (an ``openai`` or ``anthropic`` async client) with its platform already known.
+
+    Both SDKs find the platform for their ``X-Stainless-*`` headers lazily: the first request of each
+    client runs ``get_platform()`` on a worker thread (``asyncify``: it may read ``/etc/os-release``).
+    Clients are built per run (bound to the run's loop), so every run started the loop's default thread
+    pool, hopped to it and joined it when the loop closed: ~1.5 ms of a 50 ms replayed run, for an answer
+    that is the process's own. It is worked out once here, with the SDK's own function, and given to the
+    client as the SDK would have stored it (``_platform``; left alone if a release renames it)."""
+    if getattr(client, "_platform", False) is None:
+        platform = _platform(type(client).__module__.split(".")[0])
+        if platform is not None:
+            client._platform = platform
+    return client

@@ -58,6 +58,7 @@ from portagent.adapters._shared import (
     observation_json,
     reply_finish,
     tls_context,
+    with_known_platform,
 )
 from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
@@ -426,7 +427,7 @@ class AnthropicAdapter:
             # own trace, and the requests stay the same from run to run (no traceparent header)
             open_telemetry=False,
         )
-        loop = _Loop(session, client)
+        loop = _Loop(session, with_known_platform(client))  # no thread hop per run for its platform probe
         root = session.bundle.root
         history: list[Any] = []
         final: Any = None

@@ -51,6 +51,7 @@ from portagent.adapters._shared import (
     http_hooks,
     observation_json,
     tls_context,
+    with_known_platform,
 )
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
@@ -186,8 +187,10 @@ class _Builder:
             verify=tls_context(),
             **transport_kwargs("httpx2"),  # a replay: the cassette answers in process
         )
-        self.client = openai.AsyncOpenAI(
-            api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
+        self.client = with_known_platform(  # no thread hop per run for the SDK's platform probe
+            openai.AsyncOpenAI(
+                api_key=endpoint.api_key or REGISTRY["openai"].dummy_key, base_url=base_url, http_client=http
+            )
         )
         self.cut.wrap(self.client)
         api = session.options.openai_api or session.bundle.spec.models.openai_api
