@@ -112,4 +112,6 @@ def print_summary(
     if meta and meta.errors:
         c.print(f"[yellow]{len(meta.errors)} run(s) could not be made or failed outright[/yellow], e.g.:")
         for err in meta.errors[:3]:
-            c.print(f"  • {err.splitlines()[0][:200]}", markup=False)
+            # long enough for a run stopped at its time limit to say where it was stuck (eval_stuck)
+            line = err.splitlines()[0]
+            c.print(f"  • {line if len(line) <= 480 else line[:479] + '…'}", markup=False)

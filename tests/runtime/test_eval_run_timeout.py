@@ -105,6 +105,9 @@ def test_a_hung_run_is_stopped_and_the_eval_goes_on(tmp_path: Path, pool: list[s
         dump = (run_dir / "stuck-stack.txt").read_text()
         assert dump.startswith(REASON) and f'"{HANDLERS}", line' in dump and "in stuck_note" in dump
     assert where in (out / "report.md").read_text()
+    # and the terminal's summary line keeps it (it used to cut every error at 200 characters)
+    summary = done.stdout.partition("could not be made or failed outright, e.g.:")[2]
+    assert where in " ".join(summary.split()), done.stdout
 
     # each stuck run's worker, and the process its handler started, were stopped
     stopped = [int(p) for line in pids.read_text().splitlines() for p in line.split()]
