@@ -377,6 +377,7 @@ def warm_workers(providers: Sequence[str]) -> bool:
     import multiprocessing as mp
     from multiprocessing import forkserver
 
+    _short_socket_folder()
     mp.get_context("forkserver").set_forkserver_preload(["portagent.runtime.warm"])
     chosen = list(dict.fromkeys(providers))
     sdk = ""
@@ -398,6 +399,37 @@ def warm_workers(providers: Sequence[str]) -> bool:
             os.environ[WARM_SDKS_ENV] = before
     pid = getattr(server, "_forkserver_pid", None)
     return pid is not None and pid != before_pid
+
+
+_SOCKET_PATH_MAX = 107
+"""Bytes of a Unix socket's path (``sun_path`` is 108 with its NUL)."""
+_SOCKET_NAME_LEN = len("/pymp-12345678/listener-12345678")
+"""What multiprocessing adds to its temp folder's parent for the fork server's socket."""
+
+
+def _short_socket_folder() -> None:
+    """Give multiprocessing a temp folder short enough for the fork server's socket.
+
+    On Python 3.11 the fork server listens on a Unix socket in multiprocessing's temp folder, made under
+    ``TMPDIR``; with a deep ``TMPDIR`` (a CI runner's work folder, a macOS user folder, a test's tmp folder)
+    the path passes the socket limit and every eval failed with "AF_UNIX path too long". Python 3.12 falls
+    back to a short system folder in that case; this does the same before the folder is first made."""
+    import tempfile
+    from multiprocessing import process, util
+
+    config: dict[str, Any] = getattr(process.current_process(), "_config")  # noqa: B009 -- util.get_temp_dir keeps its choice there
+    if config.get("tempdir") is not None:
+        return
+    if len(os.fsencode(tempfile.gettempdir())) + _SOCKET_NAME_LEN <= _SOCKET_PATH_MAX:
+        return
+    for base in ("/tmp", "/var/tmp", "/usr/tmp"):
+        if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            import shutil
+
+            folder = tempfile.mkdtemp(prefix="pymp-", dir=base)
+            util.Finalize(None, shutil.rmtree, args=(folder, True), exitpriority=-100)
+            config["tempdir"] = folder
+            return
 
 
 def stop_warm_workers() -> None:
