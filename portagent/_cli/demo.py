@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     providers = split_csv(args.providers)
     if providers and args.all_providers:
         raise UsageError("--providers and --all-providers name the providers twice: give one of them")
-    from portagent.runtime.eval_pool import stop_warm_workers, warm_workers
+    from portagent.runtime.fork_server import stop_warm_workers, warm_workers
 
     # The workers' fork server warms up (portagent's run path, vcrpy: about a second) from here, while this
     # process imports the eval core, loads the suite and plans — each of them otherwise waited for the other.

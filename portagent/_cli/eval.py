@@ -356,7 +356,7 @@ def run_suite(
         # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
         # gets ready; only once the suite and the plan are known good: started before, a refused eval
         # imported the SDK for nothing, and whoever read its output waited for that (the server holds it)
-        from portagent.runtime.eval_pool import warm_workers
+        from portagent.runtime.fork_server import warm_workers
 
         warm_workers([t.provider for t in plan.tasks])
     from portagent.runtime.limits import Scheduler, merged_limits
@@ -382,7 +382,7 @@ def run_suite(
         check_reusable(reuse)
         carried = carry_over(plan.tasks, reuse, out_dir)
         if executor == "local" and len(carried) < len(plan.tasks):
-            from portagent.runtime.eval_pool import warm_workers
+            from portagent.runtime.fork_server import warm_workers
 
             warm_workers([t.provider for t in plan.tasks if t.index not in carried])
     aside = None

@@ -106,8 +106,9 @@ def run_pooled(
     import tempfile
 
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long, warm_workers
+    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long
     from portagent.runtime.eval_stuck import stuck_reason
+    from portagent.runtime.fork_server import warm_workers
     from portagent.tools.ledger import start_identity
 
     if not tasks:

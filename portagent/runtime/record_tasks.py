@@ -21,7 +21,8 @@ from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.runtime.eval_execute import _bundle, _emulator, clear_run_state, close_emulators
 from portagent.runtime.eval_plan import RunOutcome, RunTask, approver_for, request_for, script_hash
-from portagent.runtime.eval_pool import run_tasks, warm_workers
+from portagent.runtime.eval_pool import run_tasks
+from portagent.runtime.fork_server import warm_workers
 from portagent.runtime.keys import live_key
 
 if TYPE_CHECKING:

@@ -38,11 +38,11 @@ RUN_PATH = (
 
 def warm() -> None:
     """Import the run path (and the adapters named in ``$PORTAGENT_WARM_SDKS``, set by
-    ``eval_pool.warm_workers``), then build what every run builds on first use whatever its provider:
+    ``fork_server.warm_workers``), then build what every run builds on first use whatever its provider:
     contract validators, the secret scanner's patterns, the price table, the TLS context."""
     for name in RUN_PATH:
         importlib.import_module(name)
-    from portagent.runtime.eval_pool import WARM_SDKS_ENV
+    from portagent.runtime.fork_server import WARM_SDKS_ENV
 
     for name in filter(None, os.environ.get(WARM_SDKS_ENV, "").split(",")):
         with contextlib.suppress(Exception):  # the worker imports it again and reports a failure itself
