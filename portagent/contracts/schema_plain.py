@@ -8,7 +8,10 @@ the keywords it knows, and says False ("ask jsonschema") otherwise, never the op
 
 - ``plainly_valid(schema, value)``: True only when ``value`` certainly matches ``schema``;
 - ``plainly_invalid(schema, value)``: True only when it certainly does not;
-- ``plainly_well_formed(schema)``: True only when the 2020-12 metaschema certainly accepts ``schema``.
+- ``plainly_well_formed(schema)``: True only when the 2020-12 metaschema certainly accepts ``schema``;
+- ``schema_problem(schema)``: what the metaschema finds wrong with ``schema`` (None: nothing), asking
+  ``jsonschema`` only when ``plainly_well_formed`` cannot say; every "is this schema well-formed?" check
+  in portagent goes through it, so none pays the import or the metaschema walk for a common schema.
 
 Anything else (an unknown keyword, ``$ref``, a doubtful value) goes to ``jsonschema``, whose answers and
 error messages are the ones reported. Property tests hold each function to ``jsonschema`` on random
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeGuard
 
@@ -300,3 +304,34 @@ def _count(v: Any) -> TypeGuard[int]:
 
 def _finite(v: Any) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# -- what is wrong with a schema ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaFault:
+    """What Draft 2020-12's metaschema says is wrong with a schema: jsonschema's ``message`` and the
+    ``path`` to the offending part (empty for the schema itself). Each caller words and places them its
+    own way (a spec problem's field path, an MCP server's ``(at a/b)``), so neither is pre-formatted."""
+
+    message: str
+    path: tuple[str | int, ...]
+
+
+def schema_problem(schema: Any) -> SchemaFault | None:
+    """None when ``schema`` is a well-formed Draft 2020-12 schema, else jsonschema's best-match error.
+
+    ``plainly_well_formed`` answers the common schemas; only a schema it doubts imports jsonschema
+    (~80 ms) and runs ``Draft202012Validator.check_schema``, so the answer and message are always
+    jsonschema's."""
+    if plainly_well_formed(schema):
+        return None
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as e:
+        return SchemaFault(e.message, tuple(e.absolute_path))
+    return None

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from portagent.contracts._base import Contract
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
-from portagent.contracts.schema_plain import plainly_well_formed
+from portagent.contracts.schema_plain import schema_problem
 from portagent.contracts.status import RunStatus
 
 SUITE_SCHEMA_VERSION: Final = 1
@@ -250,14 +250,9 @@ class Expectations(Contract):
     @field_validator("output_schema")
     @classmethod
     def _valid_schema(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
-        if v is not None and not plainly_well_formed(v):
-            from jsonschema import Draft202012Validator  # ~80 ms: only for a schema the shortcut doubts
-            from jsonschema.exceptions import SchemaError
-
-            try:
-                Draft202012Validator.check_schema(v)
-            except SchemaError as e:
-                raise ValueError(f"not a valid JSON Schema: {e.message}") from None
+        fault = None if v is None else schema_problem(v)
+        if fault is not None:
+            raise ValueError(f"not a valid JSON Schema: {fault.message}")
         return v
 
     @model_validator(mode="after")

@@ -11,10 +11,10 @@ import threading
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.exceptions import ValidationError
 
 from portagent.contracts._base import canonical_json
-from portagent.contracts.schema_plain import plainly_valid, plainly_well_formed
+from portagent.contracts.schema_plain import plainly_valid, schema_problem
 from portagent.contracts.tool import ToolBudgets
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
@@ -31,11 +31,9 @@ def validator_for(schema: dict[str, Any], key: str | None = None) -> Draft202012
     v = _VALIDATORS.get(k)
     if v is not None:
         return v
-    if not plainly_well_formed(schema):  # (the metaschema check costs more than the rest of a call)
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as e:
-            raise BadSchemaError(f"invalid JSON Schema: {e.message}") from e
+    fault = schema_problem(schema)  # (the metaschema check costs more than the rest of a call)
+    if fault is not None:
+        raise BadSchemaError(f"invalid JSON Schema: {fault.message}")
     v = Draft202012Validator(schema)
     with _LOCK:
         _VALIDATORS[k] = v

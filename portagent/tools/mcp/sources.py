@@ -45,6 +45,7 @@ from portagent.contracts._base import short_hash
 from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.errors import UsageError
+from portagent.contracts.schema_plain import schema_problem
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, TOOL_NAME_RE, Idempotency, ToolBudgets, ToolSpec
 from portagent.tools.mcp import bridge
 from portagent.tools.mcp.annotations import effect_from_hints
@@ -171,9 +172,6 @@ def _portable_name(server: _Server, tool: str) -> str:
 
 
 def _schema(server: _Server, tool: dict[str, Any]) -> dict[str, Any]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     where = f"MCP server {server.ref.name!r} lists tool {tool['name']!r} with an invalid inputSchema"
     hint = f"; fix the server, or leave the tool out with mcp_servers[{server.ref.name}].allow"
     schema = tool.get("inputSchema")
@@ -184,11 +182,10 @@ def _schema(server: _Server, tool: dict[str, Any]) -> dict[str, Any]:
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise McpConfigError(f"{where}: 'properties' must be an object{hint}")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        path = "/".join(str(p) for p in e.absolute_path)
-        raise McpConfigError(f"{where}: {e.message}" + (f" (at {path})" if path else "") + hint) from None
+    fault = schema_problem(schema)  # one server may list dozens of tools: the metaschema only when doubtful
+    if fault is not None:
+        path = "/".join(str(p) for p in fault.path)
+        raise McpConfigError(f"{where}: {fault.message}" + (f" (at {path})" if path else "") + hint)
     return {**schema, "properties": props}
 
 
