@@ -138,8 +138,8 @@ def _shadowed(module_name: str, folders: Iterable[str] = ()) -> str:
 
 
 def resolve(ref: str) -> Resolved:
-    """Import ``module:function`` once (per folder inside a ``handler_scope``). Failures are not cached
-    (the module may appear later)."""
+    """Import ``module:function`` once (per folder inside a ``handler_scope``, the same folders looked in
+    before ``sys.path``, when it came from there). Failures are not cached (the module may appear later)."""
     scope = _SCOPE.get()
     if scope is None or not scope.folders:
         hit = _CACHE.get(ref)
@@ -178,7 +178,10 @@ def resolve(ref: str) -> Resolved:
             f"({', '.join(folders)}) nor on sys.path — the module of that name loaded in this process is "
             f"another spec folder's ({other})"
         )
-    return _from_sys_path(ref, folders)
+    resolved = _from_sys_path(ref, folders)  # an installed package's or PYTHONPATH's, resolved once too
+    with _CACHE_LOCK:
+        _FOLDER_CACHE[(folders, ref)] = (resolved, module_name, sys.modules[module_name])
+    return resolved
 
 
 def _from_sys_path(ref: str, folders: tuple[str, ...] = ()) -> Resolved:
