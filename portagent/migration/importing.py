@@ -26,10 +26,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from portagent.contracts.errors import MissingExtraError, PortagentError, UsageError
+from portagent.contracts.schema_plain import schema_problem
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.report import ImportReport
 
@@ -499,10 +497,9 @@ def schema_gap(schema: Any) -> str | None:
         or not isinstance(schema.get("properties"), dict)
     ):
         return "its schema is not an object schema with properties"
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        return f"its schema is not valid JSON Schema: {e.message}"
+    fault = schema_problem(schema)
+    if fault is not None:
+        return f"its schema is not valid JSON Schema: {fault.message}"
     untyped = _untyped(schema, "")
     if untyped:
         return (
