@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -333,6 +334,11 @@ def run_tasks(
             report.outcomes.append(done)
             delivered(done)
         tasks = todo
+    # a run made again (--resume; a carried run that no longer scores) starts in an empty folder: what an
+    # earlier attempt left there (a stopped one's stuck-stack.txt, journal, partial trace) is not this run's
+    for task in tasks:
+        if task.out_dir is not None:
+            shutil.rmtree(task.out_dir, ignore_errors=True)
     if executor == "ray" and not in_process:
         from portagent.runtime.ray_executor import run_ray
 
@@ -385,11 +391,9 @@ def _pool(
 ) -> Iterator[RunOutcome]:
     import multiprocessing as mp
     import queue as queue_mod
-    import shutil
-    import tempfile
 
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_stuck import stuck_reason
+    from portagent.runtime.eval_stuck import make_stacks, remove_stacks, stuck_reason
 
     if not tasks:
         return
@@ -414,7 +418,7 @@ def _pool(
     from portagent.tools.ledger import start_identity
 
     me = (os.getpid(), start_identity(os.getpid()))
-    stacks = tempfile.mkdtemp(prefix="portagent-stacks-")  # each worker's stack dump (eval_stuck)
+    stacks = make_stacks()  # each worker's stack dump (eval_stuck)
 
     def queued(p: str) -> int:
         return left[p] - active[p]
@@ -502,7 +506,7 @@ def _pool(
         for q in (*queues.values(), results):
             q.cancel_join_thread()
             q.close()
-        shutil.rmtree(stacks, ignore_errors=True)
+        remove_stacks(stacks)
 
 
 # -- the whole eval ----------------------------------------------------------------------------------

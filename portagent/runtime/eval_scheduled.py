@@ -102,12 +102,10 @@ def run_pooled(
     its mode's: ``eval_pool.RUN_TIMEOUT_S``) stops its worker and fails, as in the local pool."""
     import multiprocessing as mp
     import queue as queue_mod
-    import shutil
-    import tempfile
 
     from portagent.runtime.eval_execute import unrunnable
     from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long
-    from portagent.runtime.eval_stuck import stuck_reason
+    from portagent.runtime.eval_stuck import make_stacks, remove_stacks, stuck_reason
     from portagent.runtime.fork_server import warm_workers
     from portagent.tools.ledger import start_identity
 
@@ -128,7 +126,7 @@ def run_pooled(
     procs: dict[int, tuple[str, Any]] = {}
     clock = RunClock(run_timeout)  # the run each worker is making
     me = (os.getpid(), start_identity(os.getpid()))
-    stacks = tempfile.mkdtemp(prefix="portagent-stacks-")  # each worker's stack dump (eval_stuck)
+    stacks = make_stacks()  # each worker's stack dump (eval_stuck)
 
     def start(p: str) -> None:
         cap = sched.max_workers(p)
@@ -225,4 +223,4 @@ def run_pooled(
         for q in (*queues.values(), results):
             q.cancel_join_thread()
             q.close()
-        shutil.rmtree(stacks, ignore_errors=True)
+        remove_stacks(stacks)

@@ -11,13 +11,22 @@ installed package) — an ``async def`` handler blocking the event loop is on th
 sync handler on a tool thread while the main thread only waits on the loop —, else the main thread, which
 runs the run (``eval_execute.execute``). Which frames: from the innermost (where it waits) out to the
 innermost user frame and the user frames that called it (a handler's helper, then the handler), at most
-five; with no user frame, the innermost three."""
+five; with no user frame, the innermost three.
+
+The stacks folder (``portagent-stacks-<pid>-<random>`` in the system temp folder) is removed when the pool
+ends; an eval killed outright (SIGKILL: a CI job's timeout) cannot, so the next eval's pool removes such
+leftovers (``sweep``). Whether a folder's eval is gone is told by a lock, not by its pid: the eval holds an
+exclusive ``flock`` on ``<folder>/owner.lock`` while it lives and the kernel releases it when the process
+dies, however it dies — a pid can be reused by another process, and a temp folder shared by containers
+names pids of other pid namespaces."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +37,98 @@ STACK_FILE = "stuck-stack.txt"
 
 DUMP_WAIT_S = 1.0
 """How long the eval waits for a worker's dump before stopping it anyway."""
+
+STACKS_PREFIX = "portagent-stacks-"
+_OWNER = "owner.lock"
+_OURS = re.compile(re.escape(STACKS_PREFIX) + r"\d+-[a-z0-9_]+$")
+_LEGACY = re.compile(re.escape(STACKS_PREFIX) + r"[a-z0-9_]{8}$")  # before owner locks: no way to tell
+UNOWNED_AGE_S = 3600.0
+"""A folder whose lock no eval ever took (its eval was killed between making the folder and locking it,
+a moment) is removed once unchanged this long; younger, its eval may be about to lock it."""
+LEGACY_AGE_S = 7 * 86400.0
+"""A folder of a version before owner locks is removed once unchanged this long (its eval cannot be
+asked; every worker's start writes in the folder, so a live eval's changes far more often)."""
+_HELD: dict[str, int] = {}  # the stacks folders of this process and their locks' descriptors
+
+
+def make_stacks(base: str | None = None) -> str:
+    """A new stacks folder in ``base`` (the system temp folder), locked by this process until
+    ``remove_stacks``; the leftovers of evals that are gone are removed first (``sweep``)."""
+    sweep(base)
+    folder = tempfile.mkdtemp(prefix=f"{STACKS_PREFIX}{os.getpid()}-", dir=base)
+    with contextlib.suppress(OSError, ImportError):  # no lock (Windows, a file system without): never swept
+        import fcntl
+
+        fd = os.open(os.path.join(folder, _OWNER), os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by exec
+        _HELD[folder] = fd
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits while a sweep tests it (a moment)
+        os.write(fd, f"{os.getpid()}\n".encode())  # locked and written: a sweep may now judge it
+    return folder
+
+
+def remove_stacks(folder: str) -> None:
+    """Let go of the folder's lock and remove it (the pool's end)."""
+    fd = _HELD.pop(folder, None)
+    if fd is not None:
+        os.close(fd)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(base: str | None = None) -> list[str]:
+    """Remove the stacks folders in ``base`` (the system temp folder) whose eval is gone: their lock is
+    free and was taken once (a live eval holds it, this process's included). One listing of the folder;
+    only ``portagent-stacks-*`` entries are looked into. Returns the folders removed."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; a leftover stays, as before
+        return []
+    base = base or tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return []
+    removed: list[str] = []
+    for name in names:
+        folder = os.path.join(base, name)
+        if _LEGACY.match(name):
+            if _unchanged_s(folder) > LEGACY_AGE_S:
+                _remove(folder, removed)
+            continue
+        if not _OURS.match(name):
+            continue
+        try:
+            # never follows a link nor waits on a pipe someone else put in the shared temp folder
+            fd = os.open(os.path.join(folder, _OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            fd = None  # made, not locked yet (or never: its eval was killed in between)
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live eval: BlockingIOError
+            taken = fd is not None and os.fstat(fd).st_size > 0
+            if taken or _unchanged_s(folder) > UNOWNED_AGE_S:
+                _remove(folder, removed)
+        except OSError:
+            continue
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def _remove(folder: str, removed: list[str]) -> None:
+    shutil.rmtree(folder, ignore_errors=True)  # not a folder, or not ours to remove: stays
+    if not os.path.lexists(folder):
+        removed.append(folder)
+
+
+def _unchanged_s(folder: str) -> float:
+    try:
+        return time.time() - os.stat(folder).st_mtime
+    except OSError:
+        return 0.0
+
 
 _MAIN = "portagent eval worker {pid}, main thread 0x{ident:x}\n"
 _MAIN_RE = re.compile(r"main thread (0x[0-9a-fA-F]+)")

@@ -33,18 +33,24 @@ def _where(func: str, line: int) -> str:
     return f"{HANDLERS}:{line} in {func} (time.sleep(60))"
 
 
-def _eval(tmp_path: Path, suite: str, pool: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
+def _eval(
+    tmp_path: Path, suite: str, pool: list[str], data: Path = DATA
+) -> tuple[subprocess.CompletedProcess[str], float]:
     import portagent
 
     here = str(Path(portagent.__file__).parents[1])  # the eval runs the portagent under test
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     env = dict(
-        os.environ, PORTAGENT_HOME=str(tmp_path / "home"), HANG_PIDS=str(tmp_path / "pids"), PYTHONPATH=path
+        os.environ,
+        PORTAGENT_HOME=str(tmp_path / "home"),
+        HANG_PIDS=str(tmp_path / "pids"),
+        HANG_ONCE=str(tmp_path / "hung-once"),
+        PYTHONPATH=path,
     )
     t0 = time.monotonic()
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "portagent", "eval", str(DATA / suite), "--emulator"),
+            *(sys.executable, "-m", "portagent", "eval", str(data / suite), "--emulator"),
             *("--run-timeout", "3", "--out", str(tmp_path / "out"), "--no-progress", *pool),
         ],
         env=env,
@@ -142,6 +148,37 @@ def test_a_run_stuck_in_a_sync_handler_names_the_handler_not_the_waiting_loop(tm
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+@pytest.mark.slow  # starts an eval process with its worker, twice
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_run_made_again_keeps_nothing_of_its_stopped_attempt(tmp_path: Path) -> None:
+    """A run stopped at its time limit, then made again by ``--resume`` and finished this time: its folder
+    holds that run alone. The stopped attempt's ``stuck-stack.txt`` used to stay beside the new ``run.json``
+    (as if this run had been stuck), and its partial trace stayed at the head of ``trace.jsonl``."""
+    pytest.importorskip("agents")
+    data = Path(__file__).parent / "data" / "hang_once"
+    run_dir = tmp_path / "out" / "runs" / "once@1.0.0" / "write" / "openai" / "r0"
+    done, _ = _eval(tmp_path, "suite.yaml", ["--workers", "1"], data)  # the handler hangs: stopped
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert (run_dir / "stuck-stack.txt").is_file() and not (run_dir / "run.json").exists()
+    (run_dir / "notes-of-the-stopped-attempt.txt").write_text("x")  # whatever else an attempt left
+
+    done, _ = _eval(tmp_path, "suite.yaml", ["--workers", "1", "--resume"], data)  # it answers at once
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert json.loads((tmp_path / "out" / "eval.json").read_text())["errors"] == []
+    run_id = json.loads((run_dir / "run.json").read_text())["result"]["run_id"]
+    assert sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()) == [
+        "inputs.json",
+        "journal/attempt-1.jsonl",
+        "run.json",
+        "trace.jsonl",
+    ]
+    assert (
+        json.loads((run_dir / "journal" / "attempt-1.jsonl").read_text().splitlines()[0])["run_id"] == run_id
+    )
+    trace = (run_dir / "trace.jsonl").read_text()
+    assert trace.count('"run.started"') == 1 and trace.count('"run.completed"') == 1
 
 
 class _Proc:
