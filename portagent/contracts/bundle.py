@@ -7,6 +7,8 @@ together as one ``SpecError``.
 from __future__ import annotations
 
 import difflib
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,12 @@ class AgentNode:
     policy: PermissionPolicy
     policy_path: Path | None
     edges: list[DelegationEdge] = field(default_factory=list)
+    tool_folders: dict[str, Path] = field(default_factory=dict)
+    """Tool name → the folder of the file that declared the tool: a tools file's folder for a tool from
+    ``tool_files`` (a tools file shared by several agents keeps its handler module beside it), the spec's
+    folder for an inline tool. A run looks for the tool's ``module:function`` references there first
+    (ADR 0004). Tools from portagent's built-in tool files (``portagent:memory``) have no entry: their
+    references name portagent's own modules."""
 
     @property
     def name(self) -> str:
@@ -96,6 +104,22 @@ class AgentBundle:
         self.__dict__["_hash_memo"] = (parts, hashes)
         return hashes
 
+    def handler_plan(self, holds: Callable[[str, str], bool]) -> HandlerPlan:
+        """Where a run looks for the tools' ``module:function`` references (``plan_handlers``): the agent
+        specs' folders, the root's first; each tool declared in its ``tool_folders`` entry, or the spec's
+        folder (an agent without a spec file adds nothing)."""
+        folders: list[str] = []
+        tools: list[tuple[ToolSpec, str]] = []
+        for _, node in sorted(self.agents.items(), key=lambda item: item[0] != self.root):  # root first
+            if node.path is None:
+                continue
+            spec_folder = folder_name(node.path.parent)
+            folders.append(spec_folder)
+            for name, tool in node.tools.items():
+                declared = node.tool_folders.get(name)
+                tools.append((tool, folder_name(declared) if declared is not None else spec_folder))
+        return plan_handlers(folders, tools, holds)
+
     def tool_hashes(self) -> dict[str, str]:
         return {name: t.spec_hash for name, t in sorted(self.all_tools().items())}
 
@@ -124,6 +148,78 @@ class AgentBundle:
                 if found:
                     return found
         return None
+
+
+@dataclass(frozen=True)
+class HandlerPlan:
+    """Where the ``module:function`` references of a run are looked for before ``sys.path`` (ADR 0004):
+    ``tools/handlers.py`` resolves by it, ``validate``, ``eval --reuse`` and ``port-check`` read it."""
+
+    folders: tuple[str, ...]
+    """The agent specs' folders, the root's first, then the folders of the files that declared tools."""
+    prefer: dict[str, str]
+    """Reference → the folder looked in first: that of the file that declared its tool."""
+    clash: dict[str, tuple[str, ...]]
+    """Reference → the folders that each hold their own module of its name, when tools declared in those
+    folders share it (two tools files saying ``tools:get``): a run resolves a reference string once, not
+    per tool, so such a reference cannot stand for both."""
+
+
+def references(tool: ToolSpec) -> tuple[str, ...]:
+    """The ``module:function`` strings a tool names: its handler, reconcile function and precondition
+    checks."""
+    named = (tool.handler, tool.idempotency.reconcile, *(p.check for p in tool.preconditions))
+    return tuple(ref for ref in named if ref)
+
+
+def plan_handlers(
+    spec_folders: Iterable[str], tools: Iterable[tuple[ToolSpec, str]], holds: Callable[[str, str], bool]
+) -> HandlerPlan:
+    """The plan for specs in ``spec_folders`` (resolved, the root's first) and tools each declared in a
+    (resolved) folder: a reference is looked for in its tool's folder, then the spec folders, then the
+    other tools' folders. A reference that tools of several folders share goes to the one folder that
+    holds its module (``holds(module, folder)``: found without running anything); two folders holding
+    one each is a clash."""
+    declared: dict[str, list[str]] = {}
+    for tool, folder in tools:
+        for ref in references(tool):
+            where = declared.setdefault(ref, [])
+            if folder not in where:
+                where.append(folder)
+    folders = tuple(dict.fromkeys([*spec_folders, *(f for where in declared.values() for f in where)]))
+    prefer: dict[str, str] = {}
+    clash: dict[str, tuple[str, ...]] = {}
+    for ref, where in declared.items():
+        if len(where) > 1:  # (rare: only these cost a look at the folders)
+            module = ref.partition(":")[0]
+            found = (next((f for f in (first, *folders) if holds(module, f)), None) for first in where)
+            held = tuple(dict.fromkeys(f for f in found if f is not None))
+            if len(held) > 1:
+                clash[ref] = held
+                continue
+            where = [*held, *where]
+        prefer[ref] = where[0]
+    return HandlerPlan(folders, prefer, clash)
+
+
+def clash_message(ref: str, folders: Iterable[str]) -> str:
+    module = ref.partition(":")[0]
+    return (
+        f"{ref!r} is named by tools declared in folders that each hold their own module {module!r} "
+        f"({', '.join(folders)}): a run resolves a reference once, not per tool, so it cannot tell them "
+        "apart — rename one of the modules and its tools' references"
+    )
+
+
+def folder_name(folder: Path) -> str:
+    """``folder`` resolved: an absolute one once per process (a few system calls; every run asks), a
+    relative one each time (it depends on the working folder)."""
+    return _resolved_folder(folder) if folder.is_absolute() else str(folder.resolve())
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved_folder(folder: Path) -> str:
+    return str(folder.resolve())
 
 
 def _same_parts(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -178,6 +274,8 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         base = p.parent
         tools: dict[str, ToolSpec] = {}
         available: dict[str, ToolSpec] = {}
+        declared_in: dict[str, Path] = {}
+        tool_folders: dict[str, Path] = {}
         for i, ref in enumerate(spec.tool_files):
             tp = _tool_file(base, ref)
             if not tp.exists():
@@ -188,9 +286,14 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                     if t.name in available:
                         problems.append(SpecProblem(str(tp), "tools", f"duplicate tool name {t.name!r}"))
                     available[t.name] = t
+                    if ref.startswith("portagent:"):
+                        declared_in.pop(t.name, None)
+                    else:
+                        declared_in[t.name] = tp.parent
             except SpecError as e:
                 problems.extend(e.problems)
         for i, entry in enumerate(spec.tools):
+            folder: Path | None = base
             if isinstance(entry, ToolSpec):
                 tool = entry
             else:
@@ -205,13 +308,15 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                         SpecProblem(label, f"tools.{i}", f"undefined tool {entry!r}{hint}: not found{where}")
                     )
                     continue
-                tool = found
+                tool, folder = found, declared_in.get(entry)
             if tool.name in tools:
                 problems.append(
                     SpecProblem(label, f"tools.{i}", f"duplicate tool {tool.name!r} in the agent")
                 )
                 continue
             tools[tool.name] = tool
+            if folder is not None:
+                tool_folders[tool.name] = folder
         policy: PermissionPolicy
         policy_path: Path | None = None
         if isinstance(spec.policy, PermissionPolicy):
@@ -234,7 +339,9 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         if spec.name in agents:
             problems.append(SpecProblem(label, "name", f"two agents in one bundle are named {spec.name!r}"))
             return None
-        node = AgentNode(spec=spec, path=p, tools=tools, policy=policy, policy_path=policy_path)
+        node = AgentNode(
+            spec=spec, path=p, tools=tools, policy=policy, policy_path=policy_path, tool_folders=tool_folders
+        )
         agents[spec.name] = node
         by_path[key] = spec.name
         for i, d in enumerate(spec.delegation):

@@ -452,10 +452,15 @@ async def serve(
         f"`{ENV_VAR}={shlex.quote(str(governed.home))} portagent approvals list`)"
     )
     async with AsyncExitStack() as stack:
-        from portagent.tools.handlers import handler_scope
+        from portagent.tools.handlers import bundle_scope, handler_scope, within
 
-        # handlers resolve in the served file's folder first, which is not put on sys.path (ADR 0004)
-        stack.enter_context(handler_scope([target.base_dir]))
+        # handlers resolve as in a run (ADR 0004): an agent's tools in the folder of the file that declared
+        # them first (a shared tools file's), a tools file's in its folder; no folder is put on sys.path
+        stack.enter_context(
+            within(bundle_scope(target.bundle))
+            if target.bundle is not None
+            else handler_scope([target.base_dir])
+        )
         details: dict[str, Any] = {}
         if target.bundle is not None and target.bundle.node.spec.mcp_servers:
             from portagent.tools.mcp.sources import open_sources

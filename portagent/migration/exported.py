@@ -39,6 +39,7 @@ from portagent.core.pricing import model_cost
 from portagent.tools.approvers import Defer, make_approver
 from portagent.tools.context import GatewayContext
 from portagent.tools.gateway import ToolGateway
+from portagent.tools.handlers import bundle_scope, within
 from portagent.tracing.recorder import TraceRecorder
 
 
@@ -75,6 +76,9 @@ class ExportedRun:
         for node in self.bundle.agents.values():  # handlers resolve next to the spec files, as in portagent
             if node.path is not None and str(node.path.parent.resolve()) not in sys.path:
                 sys.path.insert(0, str(node.path.parent.resolve()))
+        # the gateway's handlers resolve as in a portagent run: in the folder of the file that declared
+        # the tool first (a shared tools file's), then the spec folders (ADR 0004)
+        self._scope = bundle_scope(self.bundle)
         self.provider = provider
         self.approver = make_approver(approver)
         if isinstance(self.approver, Defer):
@@ -167,9 +171,10 @@ class ExportedRun:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            observation = await self.gateway(agent).call(
-                name, raw_args, vendor_call_id=vendor_call_id, via=via
-            )
+            with within(self._scope):
+                observation = await self.gateway(agent).call(
+                    name, raw_args, vendor_call_id=vendor_call_id, via=via
+                )
         if observation.error == "budget_exhausted":
             event = next((e for e in reversed(self.recorder.events) if e.type == "budget.exceeded"), None)
             if event is not None and event.limit in ("max_tool_calls", "max_cost_usd"):
@@ -189,7 +194,8 @@ class ExportedRun:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            prepared = await gateway.prepare(name, args, vendor_call_id=vendor_call_id, via="builtin")
+            with within(self._scope):
+                prepared = await gateway.prepare(name, args, vendor_call_id=vendor_call_id, via="builtin")
         if prepared.allowed and vendor_call_id:
             self._governed[vendor_call_id] = (gateway, prepared)
         return prepared

@@ -23,6 +23,7 @@ from typing import Any
 from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.portability import Lack
+from portagent.contracts.tool import ToolSpec
 
 VENDOR_MODULES: dict[str, str] = {
     "agents": "openai-agents",
@@ -163,10 +164,22 @@ def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
 
 
 def _handler_dependencies(bundle: AgentBundle, out: PortCheck) -> None:
-    dirs = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
+    """Vendor SDKs the handler modules import, each module looked for as a run looks for it
+    (``tools/handlers.py`` ``bundle_scope``): in its tool's folder (a shared tools file's) first."""
+    from portagent.contracts.bundle import folder_name
+    from portagent.tools.handlers import bundle_scope
+
+    scope = bundle_scope(bundle)
     cache: dict[str, dict[str, str]] = {}
     missing: list[str] = []
-    for name, tool in sorted(bundle.all_tools().items()):
+    tools: dict[tuple[str, str], tuple[ToolSpec, list[str]]] = {}
+    for node in bundle.agents.values():
+        spec_folder = node.path.parent if node.path is not None else None
+        for name, tool in node.tools.items():
+            where = node.tool_folders.get(name, spec_folder)
+            dirs = list(dict.fromkeys([*([folder_name(where)] if where is not None else []), *scope.folders]))
+            tools.setdefault((name, tool.handler), (tool, dirs))
+    for (name, _), (tool, dirs) in sorted(tools.items()):
         module = tool.handler.partition(":")[0]
         if _module_file(module, dirs) is None and module not in missing:
             missing.append(module)
@@ -183,8 +196,8 @@ def _handler_dependencies(bundle: AgentBundle, out: PortCheck) -> None:
             )
     for module in missing:
         out.notes.append(
-            f"handler module {module!r} is not found from the spec folder or sys.path: its imports were "
-            "not checked (run from the folder that holds it, or set PYTHONPATH)"
+            f"handler module {module!r} is not found in its tools file's folder, the spec folders or "
+            "sys.path: its imports were not checked (run from the folder that holds it, or set PYTHONPATH)"
         )
 
 
@@ -193,12 +206,13 @@ def _vendor_imports(
 ) -> dict[str, str]:
     """Vendor SDK module → import chain, for ``module`` and (up to ``depth``) the local modules it imports.
     Source is parsed, never executed."""
-    if module in cache:
-        return cache[module]
-    cache[module] = {}
     path = _module_file(module, dirs)
     if path is None:
         return {}
+    key = str(path)  # two folders' ``tools`` are two modules
+    if key in cache:
+        return cache[key]
+    cache[key] = {}
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
@@ -212,7 +226,7 @@ def _vendor_imports(
         elif depth > 0 and not name.startswith("portagent") and _is_local(name, dirs):
             for v, chain in _vendor_imports(name, dirs, cache, depth - 1).items():
                 found.setdefault(v, f"{module} → {chain}")
-    cache[module] = found
+    cache[key] = found
     return found
 
 

@@ -148,7 +148,7 @@ class Fingerprints:
 
     def _approver_sources(self, base: Path, module: str) -> dict[str, str] | None:
         if (base, module) not in self._approvers:
-            self._approvers[base, module] = _sources(base, [module])
+            self._approvers[base, module] = _sources(base, [(module, (base,))])
         return self._approvers[base, module]
 
 
@@ -241,59 +241,95 @@ def _reaches_outside(bundle: Any) -> bool:
 
 def _handler_sources(bundle: Any) -> dict[str, str] | None:
     """``{module: sha256 of its source}`` for every module the agent graph's tools name and every project
-    module those import (``_sources``), plus every ``.py`` file beside the agent spec; None when a named
-    module cannot be found (then the run is never reused: its code cannot be fingerprinted)."""
-    refs: set[str] = set()
-    for tool in bundle.all_tools().values():
-        named = [getattr(tool, "handler", None)]
-        named += [p.check for p in getattr(tool, "preconditions", [])]
-        idempotency = getattr(tool, "idempotency", None)
-        named.append(getattr(idempotency, "reconcile", None))
-        refs.update(r.split(":", 1)[0] for r in named if isinstance(r, str) and ":" in r)
-    out = _sources(bundle.base_dir, sorted(refs))
+    module those import (``_sources``), plus every ``.py`` file beside the agent spec and beside each
+    tools file (a shared tools file keeps its handler module there); None when a named module cannot be
+    found (then the run is never reused: its code cannot be fingerprinted). A named module is looked for
+    as a run looks for it (``tools/handlers.py`` ``bundle_scope``): in its tool's folder first, then the
+    agent specs' folders, then the other tools files' folders, then ``sys.path``."""
+    from portagent.contracts.bundle import folder_name, references
+    from portagent.tools.handlers import bundle_scope
+
+    base = bundle.base_dir
+    scope = bundle_scope(bundle)
+    folders = [Path(f) for f in scope.folders]
+    named: dict[tuple[str, tuple[Path, ...]], None] = {}
+    for node in bundle.agents.values():
+        spec_folder = node.path.parent if node.path is not None else base
+        for name, tool in node.tools.items():
+            declared = node.tool_folders.get(name, spec_folder)
+            order = tuple(dict.fromkeys([Path(folder_name(declared)), *folders]))
+            for ref in references(tool):
+                if ":" in ref:
+                    named[ref.split(":", 1)[0], order] = None
+    out = _sources(base, sorted(named), folders)
     if out is None:
         return None
-    for path in sorted(bundle.base_dir.glob("*.py")):
-        if path.is_file():  # not an editor's dangling lock link (.#handlers.py)
-            out[f"./{path.name}"] = _file_hash(path)
+    base_s = folder_name(base)
+    for folder in dict.fromkeys([Path(base_s), *(Path(f) for f in scope.folders)]):
+        for path in sorted(folder.glob("*.py")):
+            if path.is_file():  # not an editor's dangling lock link (.#handlers.py)
+                out[f"{_shown(folder, Path(base_s))}/{path.name}"] = _file_hash(path)
     return out
 
 
-def _sources(base: Path, modules: Sequence[str]) -> dict[str, str] | None:
-    """``{module: sha256}`` for ``modules`` and, transitively, every module they import that is project
-    code: found under ``base`` (where the gateway looks first), under the folder a named module was
-    found in or under a folder on ``sys.path`` (``PYTHONPATH``, an editable install), unless that folder
-    is the standard library's or an installed package's. Imports are read from the source (``ast``),
-    never run. None when a named module cannot be found."""
-    roots = [base]
+def _sources(
+    base: Path, named: Sequence[tuple[str, Sequence[Path]]], folders: Sequence[Path] = ()
+) -> dict[str, str] | None:
+    """``{module: sha256}`` for the ``named`` modules (each with the folders looked in before
+    ``sys.path``) and, transitively, every module they import that is project code: found beside the
+    importing module first (a module loaded from a run's folder imports from that folder first,
+    ``core/handler_folders.py``), then under ``base``, the run's other ``folders``, the folder a named
+    module was found in or a folder on ``sys.path`` (``PYTHONPATH``, an editable install), unless that
+    folder is the standard library's or an installed package's. Imports are read from the source
+    (``ast``), never run. None when a named module cannot be found. A module from one of ``folders``
+    other than ``base`` is keyed with its folder relative to ``base`` (two folders' ``tools`` are two
+    modules; moving the whole project keeps the keys)."""
+    resolved = base.resolve()
+    extra = {f.resolve() for f in folders} - {resolved}
+    roots = [base, *(f for f in folders if f.resolve() != resolved)]
     files: dict[str, Path] = {}
-    for module in modules:
-        found = _beside(base, module)
+    queue: list[tuple[str, Path, Path | None]] = []
+
+    def add(module: str, path: Path, home: Path | None) -> None:
+        key = module if home is None or home.resolve() not in extra else f"{_shown(home, resolved)}:{module}"
+        if key not in files:
+            files[key] = path
+            queue.append((module, path, home))
+
+    for module, order in named:
+        local = next(((f, p) for f in order if (p := _beside(f, module)) is not None), None)
+        if local is not None:
+            add(module, local[1], local[0])
+            continue
+        found = _find(base, module)
         if found is None:
-            found = _find(base, module)
-            if found is None:
-                return None
-            root = _root_of(found, module)
-            if root is not None and root not in roots and not _third_party(root):
-                roots.append(root)
-        files[module] = found
+            return None
+        root = _root_of(found, module)
+        if root is not None and root not in roots and not _third_party(root):
+            roots.append(root)
+        add(module, found, None)
     for entry in sys.path:
         folder = Path(entry or ".")
         if folder.is_dir() and folder not in roots and not _third_party(folder):
             roots.append(folder)
-    queue = list(files.items())
     while queue:
-        name, path = queue.pop()
+        name, path, home = queue.pop()
         for imported in _imports(name, path):
-            if imported in files or imported.split(".", 1)[0] == "portagent":  # (its own source is hashed)
+            if imported.split(".", 1)[0] == "portagent":  # (its own source is hashed)
                 continue
-            for root in roots:
+            for root in [home, *roots] if home is not None else roots:
                 found = _beside(root, imported)
                 if found is not None:
-                    files[imported] = found
-                    queue.append((imported, found))
+                    add(imported, found, root if root.resolve() in extra else None)
                     break
     return {name: _file_hash(path) for name, path in sorted(files.items())}
+
+
+def _shown(folder: Path, base: Path) -> str:
+    """``folder`` relative to ``base`` (``.``, ``../shared``), as the keys name it."""
+    import os
+
+    return Path(os.path.relpath(folder.resolve(), base.resolve())).as_posix()
 
 
 def _find(base: Path, module: str) -> Path | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,9 @@ class RouteExecutor:
     tools: dict[str, ToolSpec]
     policy: PermissionPolicy
     base_dir: Path
+    tool_folders: dict[str, Path] = field(default_factory=dict)
+    """Tool name → the folder of the tools file that declared it, where its handlers are looked for first
+    (a tools file shared with agents keeps its handler module beside it)."""
 
 
 def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
@@ -76,6 +79,7 @@ def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
 
     base = Path(spec_path).resolve().parent
     tools: dict[str, ToolSpec] = {}
+    tool_folders: dict[str, Path] = {}
     for ref in spec.tool_files:
         path = base / ref
         if not path.is_file():
@@ -87,6 +91,7 @@ def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
         if found is None:
             raise UsageError(f"router {spec.name}: {ref} is not a tools file (kind: tool or tools)")
         tools.update({t.name: t for t in found})
+        tool_folders.update({t.name: path.parent for t in found})
     policy = PermissionPolicy()
     if spec.policy is not None:
         if not (base / spec.policy).is_file():
@@ -99,7 +104,7 @@ def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
                 f"router {spec.name}: route {cap.route_id} runs tool {cap.target or '(no target)'!r}, "
                 f"which no tool_files entry defines (tools: {known})"
             )
-    return RouteExecutor(tools, policy, base)
+    return RouteExecutor(tools, policy, base, tool_folders)
 
 
 def decide(
@@ -176,7 +181,7 @@ async def adecide(
         }
         status, stop_reason, cost, calls = "completed", "route_decided", 0.0, 0
         if executor is not None and decision.decision != "stop":
-            with _handler_scope(executor.base_dir):
+            with _handler_scope(executor):
                 done = await _execute(spec, req, decision, executor, rec)
             status, stop_reason, cost, calls = done.status, done.stop_reason, done.cost_usd, done.calls
             final["execution"] = done.summary
@@ -204,12 +209,20 @@ class _Done:
     summary: dict[str, Any]
 
 
-def _handler_scope(base_dir: Path) -> contextlib.AbstractContextManager[Any]:
-    """Handlers (``module:function`` strings) resolve in the router spec's folder first, then ``sys.path``,
-    without putting the folder on ``sys.path`` (``core/handler_folders.py``)."""
-    from portagent.tools.handlers import handler_scope
+def _handler_scope(executor: RouteExecutor) -> contextlib.AbstractContextManager[Any]:
+    """Handlers (``module:function`` strings) resolve as in an agent's run (``contracts/bundle.py``
+    ``plan_handlers``): in the folder of the tools file that declared the tool first, then the router spec's
+    folder, then the other tools files' folders, then ``sys.path`` — without putting a folder on
+    ``sys.path`` (``core/handler_folders.py``)."""
+    from portagent.contracts.bundle import folder_name
+    from portagent.tools.handlers import plan_scope, within
 
-    return handler_scope([base_dir])
+    base = folder_name(executor.base_dir)
+    declared = [
+        (tool, folder_name(executor.tool_folders.get(name, executor.base_dir)))
+        for name, tool in executor.tools.items()
+    ]
+    return within(plan_scope([base], declared))
 
 
 async def _execute(

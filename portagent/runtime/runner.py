@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -110,33 +109,14 @@ def check_runnable(bundle: AgentBundle, provider: str) -> None:
 
 
 def _handler_scope(bundle: AgentBundle) -> contextlib.AbstractContextManager[Any]:
-    """Handlers (``module:function`` strings) resolve in the agent specs' folders first — each reference in
-    the folder of the agent that declares it, then the other agents' folders, then ``sys.path`` — without
-    putting the folders on ``sys.path``, where one folder's ``tools.py`` would stand for every other
-    folder's and its ``yaml.py`` hide the installed ``yaml`` from the whole process
-    (``core/handler_folders.py``)."""
-    from portagent.tools.handlers import handler_scope
+    """Handlers (``module:function`` strings) resolve in the folder of the file that declared the tool
+    first (a shared tools file's folder, the agent spec's for an inline tool), then the agent specs'
+    folders, then the other tools files' folders, then ``sys.path`` — without putting the folders on
+    ``sys.path``, where one folder's ``tools.py`` would stand for every other folder's and its ``yaml.py``
+    hide the installed ``yaml`` from the whole process (``core/handler_folders.py``)."""
+    from portagent.tools.handlers import bundle_scope, within
 
-    folders: list[str] = []
-    prefer: dict[str, str] = {}
-    for _, node in sorted(bundle.agents.items(), key=lambda item: item[0] != bundle.root):  # root first
-        if node.path is None:
-            continue
-        # an absolute path's folder is worked out once; a relative one depends on the working folder
-        d = _spec_dir(node.path) if node.path.is_absolute() else str(node.path.parent.resolve())
-        folders.append(d)
-        for tool in node.tools.values():
-            for ref in (tool.handler, tool.idempotency.reconcile, *(p.check for p in tool.preconditions)):
-                if ref:
-                    prefer.setdefault(ref, d)
-    return handler_scope(folders, prefer)
-
-
-@functools.lru_cache(maxsize=256)
-def _spec_dir(path: Path) -> str:
-    """The resolved folder of a spec file given by its absolute path (resolving is a few system calls;
-    every run asks)."""
-    return str(path.parent.resolve())
+    return within(bundle_scope(bundle))
 
 
 def _validate_output(bundle: AgentBundle, final: Any) -> tuple[Any, bool | None]:

@@ -107,45 +107,66 @@ def bundle_problems(
 
 def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
     """A tool whose handler module cannot be found fails every call at run time (``handler_error``): found
-    here without running anything, looked up as the runner resolves handlers — in the folder of the agent
-    spec that declares the tool, then the other agents' folders, then ``sys.path``
-    (``tools/handlers.py``); a module that raises on import or a missing function still shows only when a
-    call imports it."""
+    here without running anything, looked up as the runner resolves handlers (``AgentBundle.handler_plan``,
+    ``tools/handlers.py``) — in the folder of the file that declared the tool (a shared tools file's, or the
+    agent spec's), then the agent specs' folders, then the other tools files' folders, then
+    ``sys.path``; a module that raises on import or a missing function still shows only when a call
+    imports it. A reference that tools of two folders share while each folder holds its own module is
+    reported too: a run resolves a reference once, so those calls fail."""
     import sys
 
+    from portagent.contracts.bundle import clash_message, folder_name, references
     from portagent.core import handler_folders
 
-    folders = [str(n.path.parent.resolve()) for n in bundle.agents.values() if n.path is not None]
+    scope = bundle.handler_plan(lambda module, folder: handler_folders.holds(module, folder) is not None)
     out: list[SpecProblem] = []
     seen: set[tuple[str | None, str]] = set()
+    clashed: set[str] = set()
     for node in bundle.agents.values():
         own = node.path.parent.resolve() if node.path is not None else None
+        label = str(node.path) if node.path is not None else node.name
         for spec in node.tools.values():
+            declared = node.tool_folders.get(spec.name)
+            where = Path(folder_name(declared)) if declared is not None else own
+            for ref in references(spec):
+                if ref in scope.clash and ref not in clashed:
+                    clashed.add(ref)
+                    out.append(
+                        SpecProblem(
+                            label,
+                            f"tools.{spec.name}",
+                            f"tool {spec.name!r}: {clash_message(ref, scope.clash[ref])}",
+                        )
+                    )
             module = spec.handler.partition(":")[0]
-            if not spec.handler or (str(own), module) in seen:
+            if not spec.handler or spec.handler in scope.clash or (str(where), module) in seen:
                 continue
-            seen.add((str(own), module))
-            label = str(node.path) if node.path is not None else node.name
-            shadow = _shadowing(module.split(".")[0], own)
+            seen.add((str(where), module))
+            shadow = _shadowing(module.split(".")[0], where)
             if shadow:
                 out.append(SpecProblem(label, f"tools.{spec.name}.handler", f"tool {spec.name!r}: {shadow}"))
                 continue
-            order = list(dict.fromkeys([*([str(own)] if own else []), *folders]))
+            order = list(dict.fromkeys([*([str(where)] if where else []), *scope.folders]))
             held = next((h for f in order if (h := handler_folders.holds(module, f)) is not None), None)
             if held:
                 continue
-            # not in a spec folder: imported the ordinary way — unless the module of that name this process
-            # holds is one portagent loaded from another spec's folder (the run does not use that one)
+            # not in a folder of the run: imported the ordinary way — unless the module of that name this
+            # process holds is one portagent loaded from another spec's folder (the run does not use that one)
             if held is None and module in sys.modules and handler_folders.folder_of(module) is None:
                 continue
             if held is None and _on_sys_path(module):
                 continue
+            beside = (
+                f"in the tools file's folder {where}, next to the agent spec"
+                if declared is not None and where != own
+                else "next to the agent spec"
+            )
             out.append(
                 SpecProblem(
                     label,
                     f"tools.{spec.name}.handler",
-                    f"handler module {module!r} of tool {spec.name!r} not found (looked next to the "
-                    "agent spec and on sys.path; PYTHONPATH adds folders)",
+                    f"handler module {module!r} of tool {spec.name!r} not found (looked {beside} and on "
+                    "sys.path; PYTHONPATH adds folders)",
                 )
             )
     return out

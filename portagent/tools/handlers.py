@@ -1,8 +1,9 @@
 """Resolving and calling ``module:function`` strings (handlers, preconditions, reconcile functions).
 
-Resolution is lazy (at the first call, never at validation time). Inside ``handler_scope(folders)`` (the
-runner opens one per run with the folders of the agent specs) the module is looked for in those folders
-first — the folder of the agent that declares the reference before the others — and imported from there
+Resolution is lazy (at the first call, never at validation time). Inside a handler scope (the runner
+opens one per run, ``bundle_scope``) the module is looked for first in the folder of the file that
+declared the tool — a shared tools file's folder, or the agent spec's for an inline tool — then in the
+agent specs' folders (the root's first), then in the other tools files' folders, and imported from there
 (``core/handler_folders.py``: per folder, without putting the folder on ``sys.path``), then the ordinary
 way (an installed package, ``PYTHONPATH``). Two agents' ``tools:get_order`` in two folders are two
 functions, cached per folder; outside a scope, a reference is imported from ``sys.path`` and cached per
@@ -37,10 +38,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from portagent.contracts.bundle import HandlerPlan, clash_message, plan_handlers
 from portagent.core import handler_folders
 from portagent.tools.tool_context import ToolContext, tool_context_param
+
+if TYPE_CHECKING:
+    from portagent.contracts.bundle import AgentBundle
+    from portagent.contracts.tool import ToolSpec
 
 
 class HandlerImportError(Exception):
@@ -87,9 +93,14 @@ class HandlerScope:
     """Where ``module:function`` references of a run are looked for before ``sys.path``."""
 
     folders: tuple[str, ...]
-    """The folders of the agent specs, the root agent's first."""
+    """The folders of the agent specs, the root agent's first, then the folders of their tools files."""
     prefer: Mapping[str, str] = field(default_factory=dict)
-    """Reference → the folder of the agent that declares it, looked in before the others."""
+    """Reference → the folder of the file that declared its tool, looked in before the others."""
+    clash: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Reference → the folders that each hold their own module of its name, when tools declared in those
+    folders share the reference (two tools files saying ``tools:get``). A run resolves a reference string
+    once, not per tool, so its calls fail with a ``handler_error`` naming the folders (``validate`` reports
+    it first) instead of running one folder's function for the other folder's tool."""
 
     def order(self, ref: str) -> tuple[str, ...]:
         first = self.prefer.get(ref)
@@ -104,14 +115,41 @@ def handler_scope(
     folders: Iterable[str | Path], prefer: Mapping[str, str | Path] | None = None
 ) -> Iterator[HandlerScope]:
     """References resolved in this context (and in tasks started in it) look in ``folders`` first."""
-    scope = HandlerScope(
-        tuple(dict.fromkeys(str(f) for f in folders)), {ref: str(f) for ref, f in (prefer or {}).items()}
-    )
+    with within(
+        HandlerScope(
+            tuple(dict.fromkeys(str(f) for f in folders)), {ref: str(f) for ref, f in (prefer or {}).items()}
+        )
+    ) as scope:
+        yield scope
+
+
+@contextlib.contextmanager
+def within(scope: HandlerScope) -> Iterator[HandlerScope]:
+    """References resolved in this context (and in tasks started in it) are looked for as ``scope`` says."""
     token = _SCOPE.set(scope)
     try:
         yield scope
     finally:
         _SCOPE.reset(token)
+
+
+def bundle_scope(bundle: AgentBundle) -> HandlerScope:
+    """Where a run of ``bundle`` looks for its references (``AgentBundle.handler_plan``): each in its
+    tool's folder first, then the agent specs' folders, then the other tools files' folders."""
+    return _scope(bundle.handler_plan(_holds))
+
+
+def plan_scope(spec_folders: Iterable[str], tools: Iterable[tuple[ToolSpec, str]]) -> HandlerScope:
+    """``plan_handlers`` for tools not of an agent (a router's)."""
+    return _scope(plan_handlers(spec_folders, tools, _holds))
+
+
+def _scope(plan: HandlerPlan) -> HandlerScope:
+    return HandlerScope(plan.folders, plan.prefer, plan.clash)
+
+
+def _holds(module: str, folder: str) -> bool:
+    return handler_folders.holds(module, folder) is not None
 
 
 def _shadowed(module_name: str, folders: Iterable[str] = ()) -> str:
@@ -149,6 +187,8 @@ def resolve(ref: str) -> Resolved:
         with _CACHE_LOCK:
             _CACHE[ref] = resolved
         return resolved
+    if scope.clash and ref in scope.clash:
+        raise HandlerImportError(clash_message(ref, scope.clash[ref]))
     folders = scope.order(ref)
     cached = _FOLDER_CACHE.get((folders, ref))
     if cached is not None and sys.modules.get(cached[1]) is cached[2]:
