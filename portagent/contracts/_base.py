@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+import types
+import typing
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
 
@@ -43,12 +45,65 @@ class Contract(BaseModel):
             union_format=union_format,
         )
 
+    _number_fields: ClassVar[frozenset[str]] = frozenset()
+    """The names (and aliases) of this contract's fields that take a number and never a boolean."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        names: set[str] = set()
+        for name, info in cls.model_fields.items():
+            if _takes_a_number_not_a_boolean(info.annotation):
+                names.add(name)
+                if info.alias:
+                    names.add(info.alias)
+        cls._number_fields = frozenset(names)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        """A boolean where a number belongs is a mistake, not 1 or 0. Pydantic's lax mode turns ``true``
+        into 1 (``max_tokens: true`` was sent as ``max_tokens: 1``; YAML reads ``yes``/``on`` as true too);
+        here it reaches the field's own validation as ``NotANumber``, so the error is pydantic's usual
+        "Input should be a valid integer/number" at that field's path, with the value shown as written.
+        Strings of digits stay accepted (``"5"``), as before."""
+        numbers = cls._number_fields
+        if numbers and isinstance(data, dict):
+            wrong = [k for k in numbers if type(data.get(k)) is bool]
+            if wrong:
+                data = {**data, **{k: NotANumber(data[k]) for k in wrong}}
+        return data
+
     def hash_payload(self) -> Any:
         """What ``canonical_hash`` covers: every field not left at its default (DESIGN §3)."""
         return self.model_dump(mode="json", exclude_defaults=True, by_alias=True)
 
     def canonical_hash(self) -> str:
         return sha256_hex(canonical_json(self.hash_payload()))
+
+
+class NotANumber:
+    """A boolean given for a number field (``Contract._no_boolean_numbers``): no number validator accepts
+    it, and its ``repr`` is the value as YAML or JSON writes it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "true" if self.value else "false"
+
+
+def _takes_a_number_not_a_boolean(annotation: Any) -> bool:
+    """``int``, ``float``, optionally ``None`` and constraints (``Annotated``), nothing else: a field
+    typed ``int | bool`` or ``Any`` takes booleans on purpose."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    members = typing.get_args(annotation) if origin in (typing.Union, types.UnionType) else (annotation,)
+    kinds = {m for m in members if m is not type(None)}
+    return bool(kinds) and kinds <= {int, float}
 
 
 def first_invalid_text(value: Any, path: str = "") -> str | None:
