@@ -86,8 +86,10 @@ class Verdict:
         first = self.lacks[0]
         rest = [lack for lack in self.lacks[1:] if lack.feature != first.feature]
         more = f" (also lacks: {', '.join(dict.fromkeys(lack.label for lack in rest))})" if rest else ""
-        if first.kind == "usage":
-            raise UsageError(f"{first.label}: {first.detail}{more}")
+        if first.kind == "usage":  # worded as validate words it (``problems``)
+            raise UsageError(
+                f"provider {self.provider!r} cannot run this agent: lacks {first.label}: {first.detail}{more}"
+            )
         raise UnsupportedFeatureError(self.provider, first.label, first.detail + more)
 
 
@@ -181,6 +183,14 @@ def profile_lacks(bundle: AgentBundle, provider: str) -> list[Lack]:
     return out
 
 
+_MODEL_FIELDS = {
+    "anthropic": "models.anthropic (or models.claude: the same Claude model ids, which it falls back to)",
+    "langgraph": "models.langgraph (<vendor>:<model id>, e.g. openai:gpt-4.1-mini; or models.openai, which it "
+    "falls back to)",
+}
+"""Where a provider's model id may be set, when more than ``models.<provider>`` (``ModelSettings.for_provider``)."""
+
+
 def model_lacks(bundle: AgentBundle, provider: str) -> list[Lack]:
     """Every agent needs a model id for the provider (its own, or the root's)."""
     out: list[Lack] = []
@@ -189,8 +199,9 @@ def model_lacks(bundle: AgentBundle, provider: str) -> list[Lack]:
             out.append(
                 Lack(
                     "model id",
-                    f"agent {node.name!r} has no model id for provider {provider!r}: set models.{provider} in "
-                    f"{_file(bundle, node)} (or on the root agent)",
+                    f"agent {node.name!r} has no model id for provider {provider!r}: set "
+                    f"{_MODEL_FIELDS.get(provider, f'models.{provider}')} in {_file(bundle, node)} (or on the root "
+                    "agent)",
                     _file(bundle, node),
                     f"models.{provider}",
                     kind="usage",

@@ -73,8 +73,11 @@ def load_recorded(folder: Path) -> Recorded:
         record = RunRecord.model_validate_json(run_json.read_text(encoding="utf-8"))
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise RecordingError(f"{run_json}: not a portagent run record ({loc}: {first['msg']})") from None
+        loc = ".".join(str(x) for x in first["loc"])  # none when the file is not JSON at all
+        raise RecordingError(
+            f"{run_json}: not a portagent run record ({f'{loc}: ' if loc else ''}{first['msg']}; re-record it "
+            "with 'portagent record')"
+        ) from None
     try:
         events = [
             parse_event(json.loads(line)) for line in trace.read_text(encoding="utf-8").splitlines() if line
