@@ -30,6 +30,7 @@ from portagent.contracts.errors import MissingExtraError, PortagentError, UsageE
 from portagent.contracts.schema_plain import schema_problem
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.report import ImportReport
+from portagent.migration.shims import placeholder_keys
 
 SDKS: dict[str, tuple[str, str, str]] = {
     "openai": ("agents", "openai-agents", "openai"),
@@ -90,12 +91,6 @@ def file_module(ref: str) -> str:
     return path.stem + sep + attr
 
 
-_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
-"""Keys SDK clients and chat models require when built (``ChatOpenAI()`` raises without one): a program
-that builds them at its top level is imported with a placeholder for each key not set — no request is
-made while importing, and the key is not read into the spec."""
-
-
 def load_target(ref: str) -> tuple[str, Any]:
     """``MODULE:OBJECT``, ``MODULE`` or ``path/prog.py[:OBJECT]`` → (``module[:OBJECT]``, the object);
     without ``:OBJECT`` the object is the module, in which the reader looks for the agent."""
@@ -125,13 +120,12 @@ def load_object(ref: str) -> Any:
 
 
 def _import_module(module_name: str) -> Any:
-    import os
-
-    placeholders = [k for k in _KEY_VARIABLES if not os.environ.get(k)]
-    for k in placeholders:
-        os.environ[k] = "portagent-import-placeholder"
+    """Import the program's module with a placeholder for each API key variable not set
+    (``shims.placeholder_keys``): a client or chat model built at its top level needs one to be built, no
+    request is made while importing, and no key is read into the spec."""
     try:
-        return importlib.import_module(module_name)
+        with placeholder_keys():
+            return importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         raise UsageError(
             f"cannot import module {module_name!r}: {e} (run from the folder that holds it, or "
@@ -144,9 +138,6 @@ def _import_module(module_name: str) -> Any:
             f"importing module {module_name!r} called sys.exit({e.code!r}): its top level runs a program; "
             'guard it with `if __name__ == "__main__":` so the agent can be imported'
         ) from None
-    finally:
-        for k in placeholders:
-            os.environ.pop(k, None)
 
 
 def other_sdk_hint(obj: Any, sdk: str) -> str:

@@ -16,19 +16,58 @@ function unchanged and converts only at the boundary:
 - ``call_anthropic_tool`` / ``call_langchain_tool``: an anthropic ``@beta_tool`` or a LangChain tool is
   called through its SDK's own entry point (``call`` / ``ainvoke``), so its arguments are checked and
   converted as the SDK does before the function sees them (a pydantic model, a date, an enum — never the
-  raw JSON); what it returns is converted as above.
+  raw JSON); what it returns is converted as above;
+- ``placeholder_keys``: the shim module imports the original modules inside it, so a program that builds
+  an SDK client or a chat model at its top level (``ChatOpenAI()``, ``AsyncOpenAI()``, ``genai.Client()``
+  raise without a key) imports in an emulator or replay run, which needs no key.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from portagent.tools.observations import ToolFailure
 from portagent.tools.tool_context import ToolContext
+
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+"""Keys SDK clients and chat models require when built (``ChatOpenAI()`` raises without one): a program
+that builds them at its top level is imported — by ``portagent import`` and by the generated shim module
+at run time — with a placeholder for each of these not set."""
+
+PLACEHOLDER_KEY = "portagent-import-placeholder"
+"""The value a key variable holds while a native module is imported without it. Not a key: the client
+the module builds with it is the native program's own, which no shim calls (a shim calls the original
+tool functions); portagent's model calls use the run's endpoint key."""
+
+_ENV_LOCK = threading.RLock()  # two imports in two threads would otherwise restore each other's variables
+
+
+@contextlib.contextmanager
+def placeholder_keys() -> Iterator[None]:
+    """Set ``PLACEHOLDER_KEY`` for each of ``KEY_VARIABLES`` that is unset (or empty) while the block runs —
+    the import of a native module — and restore each right after. A key the user set is never touched; a
+    variable the module itself set while importing keeps the module's value."""
+    with _ENV_LOCK:
+        missing = {k: os.environ.get(k) for k in KEY_VARIABLES if not os.environ.get(k)}
+        for k in missing:
+            os.environ[k] = PLACEHOLDER_KEY
+        try:
+            yield
+        finally:
+            for k, before in missing.items():
+                if os.environ.get(k) != PLACEHOLDER_KEY:
+                    continue
+                if before is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = before
 
 
 async def call_original(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

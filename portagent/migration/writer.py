@@ -350,11 +350,11 @@ def _shim_text(draft: ImportDraft, tools: list[DraftTool], paths: list[str] | No
         "    call_mcp_handler,",
         "    call_original,",
         "    openai_context,",
+        "    placeholder_keys,",
         ")",
         "from portagent.tools.tool_context import ToolContext  # noqa: F401",
         "",
-        *sorted(set(draft.shim_imports)),
-        "",
+        *_source_imports(draft.shim_imports),
     ]
     seen: set[str] = set()
     for tool in tools:
@@ -363,6 +363,23 @@ def _shim_text(draft: ImportDraft, tools: list[DraftTool], paths: list[str] | No
         seen.add(tool.name)
         lines += ["", tool.shim.rstrip("\n"), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _source_imports(imports: list[str]) -> list[str]:
+    """The shim module's imports of the original modules, under ``placeholder_keys``: a program that builds
+    an SDK client or a chat model at its top level (``ChatOpenAI()`` raises without a key) was imported
+    that way by ``portagent import``, and an emulator or replay run, which needs no key, must import it too
+    (without, every call of the run was a ``handler_error`` naming the missing key)."""
+    if not imports:
+        return []
+    return [
+        "# A client built at the top level of an original module needs an API key to be built; each key",
+        "# variable not set holds a placeholder during these imports only (portagent calls the tool",
+        "# functions, never that client).",
+        "with placeholder_keys():",
+        *(f"    {line}" for line in sorted(set(imports))),
+        "",
+    ]
 
 
 def _summarise(draft: ImportDraft, valid: dict[str, Any], rules: list[Any], names: dict[int, str]) -> None:
