@@ -3,7 +3,8 @@
 One ``ToolGateway`` per agent (its tools, its policy), all sharing the run's budget, trace recorder,
 approver, approval store and ledger namespace (``RunSession.approvals``). The wrapper turns a deferred
 approval into the session's ``ApprovalPause`` signal, and a run-level budget rejection into its
-``BudgetStop``, so every adapter ends the run the same way.
+``BudgetStop``, so every adapter ends the run the same way. It also checks the arguments of a call to an
+agent-as-tool (``delegation_task``), which no ToolSpec describes, the way the gateway checks a tool's.
 """
 
 from __future__ import annotations
@@ -12,13 +13,23 @@ import weakref
 from typing import Any
 
 from portagent.adapters.port import ApprovalPause, BudgetStop, RunSession
+from portagent.contracts._base import args_hash
 from portagent.contracts.bundle import AgentNode
 from portagent.contracts.tool import ToolSpec
 from portagent.contracts.trace import ToolVia
 from portagent.tools.context import GatewayContext
-from portagent.tools.gateway import PreparedCall, ToolGateway
+from portagent.tools.gateway import PreparedCall, ToolGateway, parse_args
 from portagent.tools.mcp.bridge import is_mcp_tool
 from portagent.tools.observations import Observation
+from portagent.tools.validation import schema_errors, validator_for
+
+AGENT_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+    "additionalProperties": False,
+}
+"""What an agent-as-tool takes, on every provider: the task as text."""
 
 RUN_LEVEL_LIMITS = ("max_tool_calls", "max_cost_usd")
 """Budgets of the whole run a tool call can exhaust (a tool's own limits only fail that call)."""
@@ -111,6 +122,53 @@ class SessionGateway:
         async with self.session.tool_lock:
             prepared = await self.prepare(tool_name, raw_args, vendor_call_id=vendor_call_id, via=via)
             return await self.execute(prepared)
+
+    async def delegation_task(
+        self, target: str, raw_args: object, *, vendor_call_id: str | None = None
+    ) -> str | Observation:
+        """The task of a call to the agent-as-tool ``target`` once its arguments match
+        ``AGENT_TOOL_SCHEMA``; else the ``validation_error`` the model is answered with, the gateway's own
+        (details, ``next_allowed``), so the sub-agent never runs on a missing or mistyped task.
+
+        A refused call is traced as an ordinary tool's call refused for its arguments is: a ``tool.call``
+        (``via: agent``, the arguments as sent: the raw text when they are not JSON) and its
+        ``tool.result``, so trajectory and forbidden-tool checks see the attempt. An accepted call is
+        traced by the adapter as the ``handoff`` event it has always been. Neither counts toward
+        ``max_tool_calls``: delegations are bounded by ``max_turns``, as an accepted one always was."""
+        args, parse_error = parse_args(raw_args)
+        if parse_error is not None:
+            refusal = Observation.failure(
+                "validation_error", parse_error, [{"path": "", "message": parse_error}]
+            )
+        else:
+            problems = schema_errors(validator_for(AGENT_TOOL_SCHEMA, "adapters:agent-as-tool:in"), args)
+            if not problems:
+                task: str = args["input"]
+                return task
+            refusal = Observation.failure(
+                "validation_error", f"arguments do not match {target}'s input schema", problems
+            )
+        async with self.session.tool_lock:  # one order with the run's other calls
+            self.session.check_stopped()
+            call_id = self.session.recorder.next_call_id()
+            self.inner.emit(
+                "tool.call",
+                call_id=call_id,
+                tool=target,
+                args=args,
+                args_hash=args_hash(args),
+                via="agent",
+                provider_details={"vendor_call_id": vendor_call_id} if vendor_call_id else {},
+            )
+            self.inner.emit(
+                "tool.result",
+                call_id=call_id,
+                tool=target,
+                ok=False,
+                error=refusal.error,
+                output=refusal.to_model(),
+            )
+        return refusal
 
     def _stop_if_budget_exhausted(self, obs: Observation) -> None:
         """A run-level budget (tool calls, cost) rejected a call: the run ends ``budget_exhausted``

@@ -64,10 +64,12 @@ from portagent.adapters.anthropic import rules
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.port import RunSession, RunSignal
+from portagent.adapters.session_gateway import AGENT_TOOL_SCHEMA
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
 from portagent.contracts.tool import ToolSpec
+from portagent.tools.observations import Observation
 from portagent.wire.anthropic_response import anthropic_usage
 
 _NOT_FOUND = r"Tool '.*' not found in tool runner"
@@ -76,14 +78,6 @@ the warning would only reach a CLI user's terminal."""
 
 RESUMED = frozenset({"pause_turn", "compaction"})
 """Stop reasons on which the runner sends the unfinished turn back as it is (another request, no tool run)."""
-
-AGENT_TOOL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"input": {"type": "string"}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-"""What an agent-as-tool takes, on every provider: the task as text."""
 
 
 class _Calls:
@@ -174,13 +168,14 @@ class _AgentTool(BetaAsyncBuiltinFunctionTool):
         session = self.loop.session
         try:
             vendor_id = await self.ids.take(self.target)
+            # arguments that do not match AGENT_TOOL_SCHEMA: the gateway's validation_error, traced
+            task = await session.gateway(self.parent).delegation_task(
+                self.target, input, vendor_call_id=vendor_id
+            )
         except RunSignal as sig:  # an undeclared call before this one met a run budget
             raise ToolError(f"run stopped: {sig}") from sig
-        task = input.get("input") if isinstance(input, dict) else None
-        if not isinstance(task, str):
-            raise ToolError(
-                json.dumps({"ok": False, "error": "validation_error", "message": "input: string"})
-            )
+        if isinstance(task, Observation):
+            raise ToolError(observation_json(task))
         session.record_handoff(
             self.parent, self.target, "agent_as_tool", details={"vendor_call_id": vendor_id}
         )
@@ -358,15 +353,43 @@ class _StreamCut(Exception):
 async def _whole_message(stream: Any) -> Any:
     """A streamed reply read to its end. The SDK's ``get_final_message()`` returns whatever had arrived when
     the body ended, also when it ended before ``message_stop``: the events are read here first, and a reply
-    without its terminal event is an error, never a finished answer holding part of the text."""
+    without its terminal event is an error, never a finished answer holding part of the text.
+
+    Each ``tool_use`` block's ``input_json_delta`` text is kept as it arrives: the SDK builds the block's
+    ``input`` with jiter's partial mode, which completes cut JSON (``{"query": "refund deadline", "li``
+    becomes ``{"query": "refund deadline"}``). A call whose text is not whole JSON is given its text instead,
+    as the unstreamed reply carries it, so the gateway refuses it (validation_error) and the trace keeps what
+    the model sent, never a guess that would run."""
     ended = False
+    sent: dict[int, list[str]] = {}
     async for event in stream:
+        if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            sent.setdefault(event.index, []).append(event.delta.partial_json)
         ended = ended or event.type == "message_stop"
     if not ended:
         raise _StreamCut(
             "the streamed reply ended before its message_stop event (the connection closed mid-reply)"
         )
-    return await stream.get_final_message()
+    message = await stream.get_final_message()
+    for index, pieces in sent.items():
+        block = message.content[index] if index < len(message.content) else None
+        if block is not None and block.type == "tool_use":
+            text = "".join(pieces)
+            if not _whole_json(text):
+                block.input = text  # the runner hands it to the tool, and sends it back, as it is
+    return message
+
+
+def _whole_json(text: str) -> bool:
+    """Whether a tool call's streamed input text is complete JSON (none at all is ``{}``: the API sends no
+    delta, or an empty one, for a call without arguments)."""
+    if not text.strip():
+        return True
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _reply_in_history(message: Any) -> list[dict[str, Any]]:

@@ -75,21 +75,12 @@ from portagent.adapters.langgraph.chat_models import (
     without_calls,
 )
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
+from portagent.adapters.session_gateway import AGENT_TOOL_SCHEMA
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.portability import Verdict
-from portagent.tools.gateway import parse_args
 from portagent.tools.observations import Observation
-from portagent.tools.validation import schema_errors, validator_for
-
-AGENT_TOOL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"input": {"type": "string"}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-"""What an agent-as-tool takes, on every provider: the task as text."""
 
 
 class State(TypedDict):
@@ -277,8 +268,11 @@ class _Graph:
                     )
                     continue
                 if name in agent_tools:
-                    task = _agent_tool_task(name, args)
-                    if isinstance(task, Observation):  # answered as the gateway answers bad arguments
+                    # arguments that do not match AGENT_TOOL_SCHEMA: the gateway's validation_error, traced
+                    task = await self.session.gateway(agent).delegation_task(
+                        name, (args if args is not None else "") if invalid else args, vendor_call_id=call_id
+                    )
+                    if isinstance(task, Observation):
                         out.append(
                             ToolMessage(
                                 observation_json(task), tool_call_id=call_id, name=name, status="error"
@@ -374,22 +368,6 @@ class _Graph:
             return json.loads(text)
         except json.JSONDecodeError:
             return text  # output_valid: false is decided by the runner
-
-
-def _agent_tool_task(name: str, args: Any) -> str | Observation:
-    """An agent-as-tool call's task, once its arguments match ``AGENT_TOOL_SCHEMA`` as the gateway checks a
-    ToolSpec's (without ``input`` the sub-agent would run on an empty message); else the validation_error
-    observation the model is answered with."""
-    value, parse_error = parse_args(args)
-    if parse_error is not None:
-        return Observation.failure("validation_error", parse_error, [{"path": "", "message": parse_error}])
-    problems = schema_errors(validator_for(AGENT_TOOL_SCHEMA, "langgraph:agent-as-tool:in"), value)
-    if problems:
-        return Observation.failure(
-            "validation_error", f"arguments do not match {name}'s input schema", problems
-        )
-    task: str = value["input"]
-    return task
 
 
 class LangGraphAdapter:
