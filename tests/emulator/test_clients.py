@@ -332,10 +332,14 @@ def test_slow_first_byte_times_out() -> None:
 def test_stall_mid_stream_pauses_between_events() -> None:
     with emulator(weather_with_fault({"type": "stall", "after_events": 3, "stall_ms": 400})) as emu:
         stamps = []
+        t0 = time.monotonic()
         for event in oa(emu).responses.create(model="gpt-4.1-mini", input=Q, stream=True):
             stamps.append((event.type, time.monotonic()))
         gaps = [b[1] - a[1] for a, b in itertools.pairwise(stamps)]
-        assert max(gaps) >= 0.35 and gaps.index(max(gaps)) == 2  # the pause is after the 3rd event
+        assert gaps.index(max(gaps)) == 2  # the pause is after the 3rd event
+        # ... and the 4th comes no sooner than the stall after the request (the gap alone can look shorter
+        # when the client gets the 3rd event late)
+        assert stamps[3][1] - t0 >= 0.38
         assert stamps[-1][0] == "response.completed"
 
 
@@ -345,8 +349,11 @@ def test_truncated_stream() -> None:
             openai.APIConnectionError
         ):  # the dropped connection surfaces as a connection error
             list(oa(emu).responses.create(model="gpt-4.1-mini", input=Q, stream=True))
-        with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):
-            # pinned: anthropic 2.14 lets httpx2's RemoteProtocolError escape from a stream it is iterating
+        with pytest.raises(
+            (httpx2.RemoteProtocolError, anthropic.APIConnectionError), match="incomplete chunked read"
+        ):
+            # anthropic 2.14 lets httpx2's RemoteProtocolError escape from a stream it is iterating; 2.17
+            # wraps it in APIConnectionError (the adapter takes both as a provider error)
             list(
                 an(emu).messages.create(
                     model="m", max_tokens=5, messages=[{"role": "user", "content": Q}], stream=True
