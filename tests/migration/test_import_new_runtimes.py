@@ -137,9 +137,13 @@ def native_lg(emu):
     before = os.environ.get("SHOP_LLM_BASE_URL")
     os.environ["SHOP_LLM_BASE_URL"] = emu.openai_base_url
     try:
-        import native_langgraph
+        import importlib
+        import sys
 
-        yield native_langgraph
+        # imported afresh: another test of this worker may have imported it without SHOP_LLM_BASE_URL, and
+        # its model would then call the real API (test_sdk_examples.py imports it too)
+        sys.modules.pop("native_langgraph", None)
+        yield importlib.import_module("native_langgraph")
     finally:
         if before is None:
             os.environ.pop("SHOP_LLM_BASE_URL", None)
