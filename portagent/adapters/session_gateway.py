@@ -31,6 +31,25 @@ AGENT_TOOL_SCHEMA: dict[str, Any] = {
 }
 """What an agent-as-tool takes, on every provider: the task as text."""
 
+
+def delegation_check(target: str, raw_args: object) -> tuple[Any, Observation | None]:
+    """The arguments of a call to the agent-as-tool ``target`` as parsed (the raw text when they are not
+    JSON), and the ``validation_error`` refusing them when they do not match ``AGENT_TOOL_SCHEMA`` (None:
+    ``args["input"]`` is the task). Adapters (``SessionGateway.delegation_task``) and exported programs
+    (``migration.exported``) refuse alike."""
+    args, parse_error = parse_args(raw_args)
+    if parse_error is not None:
+        return args, Observation.failure(
+            "validation_error", parse_error, [{"path": "", "message": parse_error}]
+        )
+    problems = schema_errors(validator_for(AGENT_TOOL_SCHEMA, "adapters:agent-as-tool:in"), args)
+    if problems:
+        return args, Observation.failure(
+            "validation_error", f"arguments do not match {target}'s input schema", problems
+        )
+    return args, None
+
+
 RUN_LEVEL_LIMITS = ("max_tool_calls", "max_cost_usd")
 """Budgets of the whole run a tool call can exhaust (a tool's own limits only fail that call)."""
 
@@ -135,19 +154,10 @@ class SessionGateway:
         ``tool.result``, so trajectory and forbidden-tool checks see the attempt. An accepted call is
         traced by the adapter as the ``handoff`` event it has always been. Neither counts toward
         ``max_tool_calls``: delegations are bounded by ``max_turns``, as an accepted one always was."""
-        args, parse_error = parse_args(raw_args)
-        if parse_error is not None:
-            refusal = Observation.failure(
-                "validation_error", parse_error, [{"path": "", "message": parse_error}]
-            )
-        else:
-            problems = schema_errors(validator_for(AGENT_TOOL_SCHEMA, "adapters:agent-as-tool:in"), args)
-            if not problems:
-                task: str = args["input"]
-                return task
-            refusal = Observation.failure(
-                "validation_error", f"arguments do not match {target}'s input schema", problems
-            )
+        args, refusal = delegation_check(target, raw_args)
+        if refusal is None:
+            task: str = args["input"]
+            return task
         async with self.session.tool_lock:  # one order with the run's other calls
             self.session.check_stopped()
             call_id = self.session.recorder.next_call_id()

@@ -105,10 +105,13 @@ class DelegateTool(AgentTool):
                                          parameters_json_schema=AGENT_TOOL_SCHEMA)
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        # not {{"input": string}}: answered with validation_error (traced); the sub-agent is not run on no task
+        task = await self.run.agent_task(self.parent, self.agent.name, args,
+                                         vendor_call_id=tool_context.function_call_id)
+        if isinstance(task, dict):
+            return task
         self.run.handoff(self.parent, self.agent.name, "agent_as_tool")
-        text = args.get("input")
-        request = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
-        return await super().run_async(args={{"request": request}}, tool_context=tool_context)
+        return await super().run_async(args={{"request": task}}, tool_context=tool_context)
 
 
 class Callbacks:

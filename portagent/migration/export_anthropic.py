@@ -113,10 +113,11 @@ async def answer(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: str,
         text = json.dumps(result, ensure_ascii=False, sort_keys=True)
         return {"type": "tool_result", "tool_use_id": call.id, "content": text, "is_error": not result.get("ok")}
     if call.name in AGENTS[agent]["delegates"]:  # agent_as_tool: a nested loop; this agent keeps control
-        task = call.input.get("input") if isinstance(call.input, dict) else None
-        if not isinstance(task, str):
-            error = {"ok": False, "error": "validation_error", "message": "input: string"}
-            return {"type": "tool_result", "tool_use_id": call.id, "content": json.dumps(error), "is_error": True}
+        # not {"input": string}: answered with validation_error (traced); the sub-agent is not run on no task
+        task = await run.agent_task(agent, call.name, call.input, vendor_call_id=call.id)
+        if isinstance(task, dict):
+            text = json.dumps(task, ensure_ascii=False, sort_keys=True)
+            return {"type": "tool_result", "tool_use_id": call.id, "content": text, "is_error": True}
         run.handoff(agent, call.name, "agent_as_tool")
         final, _ = await run_agent(run, client, call.name, [{"role": "user", "content": task}])
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False, sort_keys=True)

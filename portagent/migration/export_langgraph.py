@@ -184,22 +184,6 @@ def read_calls(reply: AIMessage) -> list[dict[str, Any]]:
     return sorted(calls, key=lambda c: order.get(c.get("id"), len(order)))
 
 
-def agent_task(name: str, args: Any) -> str | dict[str, Any]:
-    """An agent-as-tool call's task, once its arguments match AGENT_TOOL_SCHEMA; else the validation_error
-    the model is answered with, as the gateway answers a tool's bad arguments (the sub-agent is not run)."""
-    problems = []
-    if not isinstance(args, dict):
-        problems.append({"path": "", "message": "the arguments are not a JSON object"})
-    else:
-        if not isinstance(args.get("input"), str):
-            problems.append({"path": "input", "message": "input (the task, a string) is required"})
-        problems += [{"path": k, "message": f"unexpected argument {k!r}"} for k in args if k != "input"]
-    if problems:
-        return {"ok": False, "error": "validation_error", "details": problems,
-                "message": f"arguments do not match {name}'s input schema"}
-    return args["input"]
-
-
 class Graph:
     """The run's chat models and the compiled two-node graph."""
 
@@ -351,7 +335,7 @@ class Graph:
 
     async def tools_node(self, state: State) -> dict[str, Any]:
         """The reply's tool calls one at a time, in the model's order (one trace order, like portagent's runs).
-        A call whose arguments are not JSON (an invalid call) is answered too, by the gateway or agent_task."""
+        A call whose arguments are not JSON (an invalid call) is answered too, by the gateway or run.agent_task."""
         agent = state["agent"]
         transfers = {transfer_name(t): t for t in AGENTS[agent]["handoffs"]}
         out: list[ToolMessage] = []
@@ -363,8 +347,9 @@ class Graph:
                 active = transfers[name]
                 out.append(ToolMessage(json.dumps({"assistant": active}), tool_call_id=call_id, name=name))
             elif name in AGENTS[agent]["agent_tools"]:  # agent_as_tool: this agent keeps control
-                task = agent_task(name, args)
-                if isinstance(task, dict):  # bad arguments: answered, the sub-agent is not run on no task
+                task = await self.run.agent_task(agent, name, args if args is not None else "",
+                                                 vendor_call_id=call_id)
+                if isinstance(task, dict):  # bad arguments: answered (traced), the sub-agent is not run on no task
                     out.append(ToolMessage(json.dumps(task, sort_keys=True), tool_call_id=call_id, name=name,
                                            status="error"))
                     continue

@@ -145,3 +145,27 @@ def test_a_refused_delegation_is_traced_and_answered_as_the_gateway_answers(
     assert use["name"] == "faq_expert" and use["id"] == call.provider_details["vendor_call_id"]
     assert result_text(result) == res.output  # the gateway's answer, whole (details, next_allowed)
     assert result.get("is_error") is True
+
+
+@STREAMING
+@pytest.mark.parametrize(("question", "args", "message"), BAD_DELEGATIONS[:2], ids=["empty", "number"])
+def test_adk_refuses_a_delegation_without_its_task_the_same_way(emu, streaming, question, args, message):
+    """ADK: the same refusal (Gemini sends arguments as an object, so there is no cut text). Before, ADK ran
+    the sub-agent with the arguments' JSON (``{}``) as its task and traced a handoff."""
+    pytest.importorskip("google.adk", reason="google-adk is not installed (pip install 'portagent[adk]')")
+    emu.reset()
+    r = go(emu, bundle(), question, "adk", streaming=streaming)
+    assert r.result.status == "completed", r.result.error
+    assert not r.of("handoff") and len(r.requests) == 2  # the desk's two model calls; none by the expert
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert (call.tool, call.args, call.via) == ("faq_expert", args, "agent")
+    assert (res.ok, res.error) == (False, "validation_error")
+    assert res.output["message"].startswith(message) and res.output["next_allowed"]
+    # what ADK sent Gemini back: the function response of that call holds the gateway's refusal
+    contents = r.requests[-1]["body"]["contents"]
+    (answer,) = [
+        p["functionResponse"] for c in contents for p in c.get("parts", []) if "functionResponse" in p
+    ]
+    assert answer["name"] == "faq_expert"
+    assert json.dumps(answer["response"], sort_keys=True).count("validation_error") >= 1

@@ -418,6 +418,37 @@ def test_an_agent_tool_call_with_bad_arguments_is_answered_not_run(emu, program,
     assert not r.of("handoff") and len(r.requests) == 2  # the sub-agent never ran
     ((name, sent),) = r.results_sent()
     assert name == "faq_expert" and sent["ok"] is False and sent["error"] == "validation_error"
+    # traced as in a portagent run (SessionGateway.delegation_task): the refused call and its answer
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert (call.tool, call.via, res.call_id, res.error) == (
+        "faq_expert",
+        "agent",
+        call.call_id,
+        "validation_error",
+    )
+    assert res.output == sent
+
+
+@pytest.mark.parametrize("question", ["Ask the expert without a question.", "Ask the expert a number."])
+@pytest.mark.parametrize("target", ["adk", "anthropic"])
+def test_exported_adk_and_anthropic_programs_refuse_an_agent_tool_call_without_its_task(
+    emu, program, tmp_path, target, question
+):
+    """The same refusal in the programs ``export --to adk`` and ``--to anthropic`` write: before, the adk
+    program ran the sub-agent with the arguments' JSON (``{}``) as its task, and the anthropic one answered
+    an ad-hoc ``input: string`` without tracing the call."""
+    r = run(program("anthropic" if target == "anthropic" else "google_genai", target), emu, [question], tmp_path,
+            target=target)  # fmt: skip
+    assert r.done["status"] == "completed", r.done
+    assert r.done["final_output"] == "Expert: validation_error at input"
+    assert not r.of("handoff") and len(r.requests) == 2  # the sub-agent never ran
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert (call.tool, call.via, res.error) == ("faq_expert", "agent", "validation_error")
+    assert (
+        res.output["message"] == "arguments do not match faq_expert's input schema" and res.output["details"]
+    )
 
 
 # --- calls whose arguments are not JSON -------------------------------------------------------------

@@ -78,21 +78,18 @@ from portagent.adapters.adk.events import (
 from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.port import RunSession, RunSignal, unwrap_signal
+from portagent.adapters.session_gateway import (
+    AGENT_TOOL_SCHEMA,  # ADK's own AgentTool would declare ``request``
+)
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UnsupportedFeatureError, UsageError
 from portagent.contracts.portability import Verdict
 from portagent.contracts.tool import ToolSpec
+from portagent.tools.observations import Observation
 
 APP_NAME = "portagent"
 ADK_CONTROL_TOOLS = frozenset({"transfer_to_agent", "set_model_response"})
 """ADK's own tools: they steer ADK (transfer, structured output) and are not portable tool calls."""
-AGENT_TOOL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"input": {"type": "string"}},
-    "required": ["input"],
-    "additionalProperties": False,
-}
-"""What an agent-as-tool takes on every provider (ADK's own AgentTool would declare ``request``)."""
 
 
 class _QuietSignals(logging.Filter):
@@ -150,15 +147,20 @@ class _DelegateTool(AgentTool):
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         self._session.check_stopped()
+        # arguments that do not match AGENT_TOOL_SCHEMA ({} or {"input": 42}): the gateway's validation_error,
+        # traced, and the sub-agent never runs on a task the model did not give (as on anthropic, langgraph)
+        task = await self._session.gateway(self._parent).delegation_task(
+            self.agent.name, args, vendor_call_id=tool_context.function_call_id
+        )
+        if isinstance(task, Observation):
+            return observation_object(task)
         self._session.record_handoff(
             self._parent,
             self.agent.name,
             "agent_as_tool",
             details={"vendor_call_id": tool_context.function_call_id},
         )
-        text = args.get("input")
-        request = text if isinstance(text, str) else json.dumps(args, ensure_ascii=False, sort_keys=True)
-        request = delegation_input(self._session, self._parent, self.agent.name, request)  # context: handoff
+        request = delegation_input(self._session, self._parent, self.agent.name, task)  # context: handoff
         return await super().run_async(args={"request": request}, tool_context=tool_context)
 
 
