@@ -142,4 +142,6 @@ def main_block(
         "    except PortagentError as e:  # a usage mistake: one message, no traceback\n"
         '        parser.exit(2, f"{parser.prog}: error: {e}\\n")\n'
         '    print(json.dumps({k: out[k] for k in ("status", "stop_reason", "final_output")}, ensure_ascii=False, indent=2))\n'
+        '    if out["status"] == "failed":  # a provider or SDK error: one line, the trace written, exit 3\n'
+        "        parser.exit(3, f\"{parser.prog}: the run failed: {out.get('error', 'see the trace')}\\n\")\n"
     )

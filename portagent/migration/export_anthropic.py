@@ -189,8 +189,8 @@ async def main(messages: list[str], *, base_url: str | None = None, api_key: str
             raise run.stop
     except Exception as e:
         stop = run.stopped(e)
-        if stop is None:
-            raise
+        if stop is None:  # a provider or SDK error: traced, and the run failed (exit 3), no traceback
+            return run.failed(e, final_agent=ROOT)
         return run.completed(status="budget_exhausted", stop_reason=stop.limit, final_agent=ROOT)
     finally:
         await client.close()

@@ -29,7 +29,7 @@ from typing import Any
 
 from portagent.adapters.port import endpoint_root as endpoint_root  # what exported modules import
 from portagent.contracts.bundle import AgentBundle, load_agent
-from portagent.contracts.errors import UsageError
+from portagent.contracts.errors import PortagentError, UsageError
 from portagent.contracts.policy import Environment
 from portagent.contracts.tool import ToolSpec
 from portagent.contracts.trace import ToolVia
@@ -341,6 +341,19 @@ class ExportedRun:
         )
         if kind == "handoff":
             self.current_agent = to_agent
+
+    def failed(self, exc: BaseException, *, final_agent: str | None = None) -> dict[str, Any]:
+        """The run ended by a provider or SDK error (a 400, a dropped connection, the SDK's own refusal to
+        go on): traced as portagent traces it — an ``error`` event, then ``run.completed`` with status
+        ``failed`` — and returned with its ``error`` text, so the program says one line and exits 3 instead
+        of printing a traceback and leaving no trace."""
+        if isinstance(exc, PortagentError):  # a usage mistake: the program's one message, exit 2
+            raise exc
+        error = f"{type(exc).__name__}: {exc}"
+        out = self.completed(
+            status="failed", stop_reason="provider_error", final_agent=final_agent, error=error
+        )
+        return {**out, "error": error}
 
     def completed(
         self,

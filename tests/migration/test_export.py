@@ -120,6 +120,41 @@ def test_an_exported_module_runs_as_a_program(emu, desk, tmp_path):
     assert events[-1].final_output == {"order_id": "ORD-7", "status": "delivered"}
 
 
+@pytest.mark.slow  # a program per runtime, each in its own Python
+@pytest.mark.parametrize("target", ["openai", "adk", "langgraph"])
+def test_an_exported_program_whose_provider_errs_says_so_in_one_line_and_keeps_its_trace(
+    emu, desk, tmp_path, target
+):
+    """The endpoint answers 400 (the emulator knows no conversation starting so): the program exits 3 with one
+    line naming the error, and its trace ends in run.completed ``failed`` — before, a traceback and no trace."""
+    module = export(desk, target, tmp_path / f"desk_{target}.py")
+    trace = tmp_path / "trace.jsonl"
+    env = {"PYTHONPATH": str(DATA), "PORTAGENT_HOME": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, str(module), "A question no conversation starts with.", "--base-url", emu.base_url,
+         "--api-key", DUMMY_KEYS[target], "--trace", str(trace), "--source", "emulator"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    if (
+        target != "adk"
+    ):  # (ADK's own logger prints the node's exception with its stack: the vendor's log, kept)
+        assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"{module.name}: the run failed: ")
+    lines = [line for line in proc.stderr.splitlines() if line.startswith(module.name)]
+    assert len(lines) == 1 and "the run failed: " in lines[0] and "no conversation matches" in lines[0], (
+        proc.stderr
+    )
+    events = read_trace(trace)
+    assert events[0].type == "run.started"
+    assert (events[-1].type, events[-1].status, events[-1].stop_reason) == (
+        "run.completed",
+        "failed",
+        "provider_error",
+    )
+    assert [e for e in events if e.type == "error"]
+
+
 @pytest.mark.slow  # each run starts the Claude Code CLI (about a second)
 @pytest.mark.parametrize(
     "text",
