@@ -325,6 +325,11 @@ def agent_tool(run: ExportedRun, hooks: Hooks, parent: Agent[Any], target: Agent
     inner = tool.on_invoke_tool
 
     async def invoke(ctx: Any, raw_args: str) -> Any:
+        # not {{"input": string}}: answered with validation_error (traced); the sub-agent is not run on no task
+        task = await run.agent_task(parent.name, target.name, raw_args,
+                                    vendor_call_id=getattr(ctx, "tool_call_id", None))
+        if isinstance(task, dict):
+            return json.dumps(task, ensure_ascii=False, sort_keys=True)
         run.handoff(parent.name, target.name, "agent_as_tool")
         try:
             return await inner(ctx, raw_args)

@@ -169,3 +169,24 @@ def test_adk_refuses_a_delegation_without_its_task_the_same_way(emu, streaming, 
     ]
     assert answer["name"] == "faq_expert"
     assert json.dumps(answer["response"], sort_keys=True).count("validation_error") >= 1
+
+
+@STREAMING
+@pytest.mark.parametrize(("question", "args", "message"), BAD_DELEGATIONS, ids=["empty", "number", "cut"])
+def test_openai_refuses_a_delegation_without_its_task_the_same_way(emu, streaming, question, args, message):
+    """openai-agents: the same refusal. Before, the agent tool's own argument parsing failed the whole run
+    (``ModelBehaviorError``) — or, for a wrong type, ran the sub-agent on it."""
+    pytest.importorskip("agents", reason="openai-agents is not installed (pip install 'portagent[openai]')")
+    emu.reset()
+    r = go(emu, bundle(), question, "openai", streaming=streaming)
+    assert r.result.status == "completed", r.result.error
+    assert not r.of("handoff") and len(r.requests) == 2  # the desk's two model calls; none by the expert
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert (call.tool, call.args, call.via) == ("faq_expert", args, "agent")
+    assert (res.ok, res.error) == (False, "validation_error")
+    assert res.output["message"].startswith(message) and res.output["next_allowed"]
+    # what the SDK sent back: the function call's output is the gateway's refusal, whole
+    (output,) = [i for i in r.requests[-1]["body"]["input"] if i.get("type") == "function_call_output"]
+    assert output["call_id"] == call.provider_details["vendor_call_id"]
+    assert json.loads(output["output"]) == res.output

@@ -431,15 +431,15 @@ def test_an_agent_tool_call_with_bad_arguments_is_answered_not_run(emu, program,
 
 
 @pytest.mark.parametrize("question", ["Ask the expert without a question.", "Ask the expert a number."])
-@pytest.mark.parametrize("target", ["adk", "anthropic"])
+@pytest.mark.parametrize("target", ["adk", "anthropic", "openai"])
 def test_exported_adk_and_anthropic_programs_refuse_an_agent_tool_call_without_its_task(
     emu, program, tmp_path, target, question
 ):
-    """The same refusal in the programs ``export --to adk`` and ``--to anthropic`` write: before, the adk
-    program ran the sub-agent with the arguments' JSON (``{}``) as its task, and the anthropic one answered
-    an ad-hoc ``input: string`` without tracing the call."""
-    r = run(program("anthropic" if target == "anthropic" else "google_genai", target), emu, [question], tmp_path,
-            target=target)  # fmt: skip
+    """The same refusal in the programs ``export --to adk``, ``--to anthropic`` and ``--to openai`` write:
+    before, the adk program ran the sub-agent with the arguments' JSON (``{}``) as its task, the anthropic one
+    answered an ad-hoc ``input: string`` without tracing the call, and the openai one failed the run."""
+    vendor = {"anthropic": "anthropic", "adk": "google_genai", "openai": "openai"}[target]
+    r = run(program(vendor, target), emu, [question], tmp_path, target=target)
     assert r.done["status"] == "completed", r.done
     assert r.done["final_output"] == "Expert: validation_error at input"
     assert not r.of("handoff") and len(r.requests) == 2  # the sub-agent never ran

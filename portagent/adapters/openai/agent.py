@@ -66,6 +66,7 @@ from portagent.adapters.port import RunSession
 from portagent.contracts.capabilities import PROFILES
 from portagent.contracts.errors import ProviderError, UsageError
 from portagent.contracts.tool import ToolSpec
+from portagent.tools.observations import Observation
 
 
 class _NoUpload(TracingProcessor):
@@ -263,11 +264,16 @@ class _Builder:
         inner = tool.on_invoke_tool
 
         async def invoke(ctx: Any, raw_args: str) -> Any:
+            vendor_id = getattr(ctx, "tool_call_id", None)
+            # arguments that are not {"input": string}: the gateway's validation_error, traced, and the
+            # sub-agent is not run (before, the SDK's own parse failed the whole run with ModelBehaviorError)
+            task = await session.gateway(parent).delegation_task(
+                target.name, raw_args, vendor_call_id=vendor_id
+            )
+            if isinstance(task, Observation):
+                return observation_json(task)
             session.record_handoff(
-                parent,
-                target.name,
-                "agent_as_tool",
-                details={"vendor_call_id": getattr(ctx, "tool_call_id", None)},
+                parent, target.name, "agent_as_tool", details={"vendor_call_id": vendor_id}
             )
             try:
                 output = await inner(ctx, _with_context(session, parent, target.name, raw_args))
