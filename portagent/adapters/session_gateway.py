@@ -50,6 +50,26 @@ def delegation_check(target: str, raw_args: object) -> tuple[Any, Observation | 
     return args, None
 
 
+def trace_refused_delegation(
+    gateway: ToolGateway,
+    call_id: str,
+    target: str,
+    args: Any,
+    refusal: Observation,
+    vendor_call_id: str | None,
+) -> None:
+    """A refused call to the agent-as-tool ``target`` in the trace, as a tool call refused for its arguments
+    is: its ``tool.call`` (``via: agent``, the arguments as sent) and its ``tool.result``."""
+    details = {"vendor_call_id": vendor_call_id} if vendor_call_id else {}
+    gateway.emit(
+        "tool.call", call_id=call_id, tool=target, args=args, args_hash=args_hash(args), via="agent",
+        provider_details=details,
+    )  # fmt: skip
+    gateway.emit(
+        "tool.result", call_id=call_id, tool=target, ok=False, error=refusal.error, output=refusal.to_model()
+    )
+
+
 RUN_LEVEL_LIMITS = ("max_tool_calls", "max_cost_usd")
 """Budgets of the whole run a tool call can exhaust (a tool's own limits only fail that call)."""
 
@@ -160,23 +180,8 @@ class SessionGateway:
             return task
         async with self.session.tool_lock:  # one order with the run's other calls
             self.session.check_stopped()
-            call_id = self.session.recorder.next_call_id()
-            self.inner.emit(
-                "tool.call",
-                call_id=call_id,
-                tool=target,
-                args=args,
-                args_hash=args_hash(args),
-                via="agent",
-                provider_details={"vendor_call_id": vendor_call_id} if vendor_call_id else {},
-            )
-            self.inner.emit(
-                "tool.result",
-                call_id=call_id,
-                tool=target,
-                ok=False,
-                error=refusal.error,
-                output=refusal.to_model(),
+            trace_refused_delegation(
+                self.inner, self.session.recorder.next_call_id(), target, args, refusal, vendor_call_id
             )
         return refusal
 

@@ -188,8 +188,7 @@ class ExportedRun:
         ``{"input": string}``; else what the model is answered with, the gateway's ``validation_error``, and
         the sub-agent is not run on no task. The refused call is traced as in a portagent run
         (``SessionGateway.delegation_task``): a ``tool.call`` via ``agent`` and its ``tool.result``."""
-        from portagent.adapters.session_gateway import delegation_check
-        from portagent.contracts._base import args_hash
+        from portagent.adapters.session_gateway import delegation_check, trace_refused_delegation
 
         args, refusal = delegation_check(target, raw_args)
         if refusal is None:
@@ -198,23 +197,10 @@ class ExportedRun:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # one order with the run's other calls
-            gateway = self.gateway(agent)
-            call_id = self.recorder.next_call_id()
-            details = {"vendor_call_id": vendor_call_id} if vendor_call_id else {}
-            gateway.emit(
-                "tool.call",
-                call_id=call_id,
-                tool=target,
-                args=args,
-                args_hash=args_hash(args),
-                via="agent",
-                provider_details=details,
+            trace_refused_delegation(
+                self.gateway(agent), self.recorder.next_call_id(), target, args, refusal, vendor_call_id
             )
-            answer = refusal.to_model()
-            gateway.emit(
-                "tool.result", call_id=call_id, tool=target, ok=False, error=refusal.error, output=answer
-            )
-        return answer
+        return refusal.to_model()
 
     async def prepare_builtin(
         self, agent: str, name: str, args: dict[str, Any], *, vendor_call_id: str | None = None

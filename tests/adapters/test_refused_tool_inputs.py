@@ -147,6 +147,19 @@ def test_a_refused_delegation_is_traced_and_answered_as_the_gateway_answers(
     assert result.get("is_error") is True
 
 
+def refused_delegation(r: Any, args: Any, message: str) -> tuple[Any, Any, Any]:
+    """The run went on past one refused call to faq_expert (no handoff, no request by the expert); its
+    ``tool.call`` and ``tool.result`` events, and the run."""
+    assert r.result.status == "completed", r.result.error
+    assert not r.of("handoff") and len(r.requests) == 2  # the desk's two model calls; none by the expert
+    (call,) = r.of("tool.call")
+    (res,) = r.of("tool.result")
+    assert (call.tool, call.args, call.via, res.call_id) == ("faq_expert", args, "agent", call.call_id)
+    assert (res.ok, res.error) == (False, "validation_error")
+    assert res.output["message"].startswith(message) and res.output["next_allowed"]
+    return call, res, r
+
+
 @STREAMING
 @pytest.mark.parametrize(("question", "args", "message"), BAD_DELEGATIONS[:2], ids=["empty", "number"])
 def test_adk_refuses_a_delegation_without_its_task_the_same_way(emu, streaming, question, args, message):
@@ -154,14 +167,7 @@ def test_adk_refuses_a_delegation_without_its_task_the_same_way(emu, streaming, 
     the sub-agent with the arguments' JSON (``{}``) as its task and traced a handoff."""
     pytest.importorskip("google.adk", reason="google-adk is not installed (pip install 'portagent[adk]')")
     emu.reset()
-    r = go(emu, bundle(), question, "adk", streaming=streaming)
-    assert r.result.status == "completed", r.result.error
-    assert not r.of("handoff") and len(r.requests) == 2  # the desk's two model calls; none by the expert
-    (call,) = r.of("tool.call")
-    (res,) = r.of("tool.result")
-    assert (call.tool, call.args, call.via) == ("faq_expert", args, "agent")
-    assert (res.ok, res.error) == (False, "validation_error")
-    assert res.output["message"].startswith(message) and res.output["next_allowed"]
+    call, res, r = refused_delegation(go(emu, bundle(), question, "adk", streaming=streaming), args, message)
     # what ADK sent Gemini back: the function response of that call holds the gateway's refusal
     contents = r.requests[-1]["body"]["contents"]
     (answer,) = [
@@ -178,14 +184,9 @@ def test_openai_refuses_a_delegation_without_its_task_the_same_way(emu, streamin
     (``ModelBehaviorError``) — or, for a wrong type, ran the sub-agent on it."""
     pytest.importorskip("agents", reason="openai-agents is not installed (pip install 'portagent[openai]')")
     emu.reset()
-    r = go(emu, bundle(), question, "openai", streaming=streaming)
-    assert r.result.status == "completed", r.result.error
-    assert not r.of("handoff") and len(r.requests) == 2  # the desk's two model calls; none by the expert
-    (call,) = r.of("tool.call")
-    (res,) = r.of("tool.result")
-    assert (call.tool, call.args, call.via) == ("faq_expert", args, "agent")
-    assert (res.ok, res.error) == (False, "validation_error")
-    assert res.output["message"].startswith(message) and res.output["next_allowed"]
+    call, res, r = refused_delegation(
+        go(emu, bundle(), question, "openai", streaming=streaming), args, message
+    )
     # what the SDK sent back: the function call's output is the gateway's refusal, whole
     (output,) = [i for i in r.requests[-1]["body"]["input"] if i.get("type") == "function_call_output"]
     assert output["call_id"] == call.provider_details["vendor_call_id"]
