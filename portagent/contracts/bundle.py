@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,12 +157,18 @@ class HandlerPlan:
 
     folders: tuple[str, ...]
     """The agent specs' folders, the root's first, then the folders of the files that declared tools."""
-    prefer: dict[str, str]
+    prefer: Mapping[str, str] = field(default_factory=dict)
     """Reference → the folder looked in first: that of the file that declared its tool."""
-    clash: dict[str, tuple[str, ...]]
+    clash: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Reference → the folders that each hold their own module of its name, when tools declared in those
     folders share it (two tools files saying ``tools:get``): a run resolves a reference string once, not
-    per tool, so such a reference cannot stand for both."""
+    per tool, so such a reference cannot stand for both (its calls fail with a ``handler_error`` naming
+    the folders; ``validate`` reports it first)."""
+
+    def order(self, ref: str) -> tuple[str, ...]:
+        """The folders ``ref`` is looked for in, in order (then ``sys.path``)."""
+        first = self.prefer.get(ref)
+        return tuple(dict.fromkeys([first, *self.folders])) if first else self.folders
 
 
 def references(tool: ToolSpec) -> tuple[str, ...]:

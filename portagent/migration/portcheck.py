@@ -23,7 +23,6 @@ from typing import Any
 from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.portability import Lack
-from portagent.contracts.tool import ToolSpec
 
 VENDOR_MODULES: dict[str, str] = {
     "agents": "openai-agents",
@@ -166,20 +165,13 @@ def _inventory(bundle: AgentBundle, out: PortCheck) -> None:
 def _handler_dependencies(bundle: AgentBundle, out: PortCheck) -> None:
     """Vendor SDKs the handler modules import, each module looked for as a run looks for it
     (``tools/handlers.py`` ``bundle_scope``): in its tool's folder (a shared tools file's) first."""
-    from portagent.contracts.bundle import folder_name
     from portagent.tools.handlers import bundle_scope
 
     scope = bundle_scope(bundle)
     cache: dict[str, dict[str, str]] = {}
     missing: list[str] = []
-    tools: dict[tuple[str, str], tuple[ToolSpec, list[str]]] = {}
-    for node in bundle.agents.values():
-        spec_folder = node.path.parent if node.path is not None else None
-        for name, tool in node.tools.items():
-            where = node.tool_folders.get(name, spec_folder)
-            dirs = list(dict.fromkeys([*([folder_name(where)] if where is not None else []), *scope.folders]))
-            tools.setdefault((name, tool.handler), (tool, dirs))
-    for (name, _), (tool, dirs) in sorted(tools.items()):
+    for name, tool in sorted(bundle.all_tools().items()):
+        dirs = list(scope.order(tool.handler))
         module = tool.handler.partition(":")[0]
         if _module_file(module, dirs) is None and module not in missing:
             missing.append(module)

@@ -254,13 +254,10 @@ def _handler_sources(bundle: Any) -> dict[str, str] | None:
     folders = [Path(f) for f in scope.folders]
     named: dict[tuple[str, tuple[Path, ...]], None] = {}
     for node in bundle.agents.values():
-        spec_folder = node.path.parent if node.path is not None else base
-        for name, tool in node.tools.items():
-            declared = node.tool_folders.get(name, spec_folder)
-            order = tuple(dict.fromkeys([Path(folder_name(declared)), *folders]))
+        for tool in node.tools.values():
             for ref in references(tool):
                 if ":" in ref:
-                    named[ref.split(":", 1)[0], order] = None
+                    named[ref.split(":", 1)[0], tuple(Path(f) for f in scope.order(ref))] = None
     out = _sources(base, sorted(named), folders)
     if out is None:
         return None

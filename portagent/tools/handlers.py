@@ -35,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -88,23 +88,9 @@ _FOLDER_CACHE: dict[tuple[tuple[str, ...], str], tuple[Resolved, str, ModuleType
 ``sys.modules`` (a module taken out of ``sys.modules`` is imported again, as outside a scope)."""
 
 
-@dataclass(frozen=True)
-class HandlerScope:
-    """Where ``module:function`` references of a run are looked for before ``sys.path``."""
-
-    folders: tuple[str, ...]
-    """The folders of the agent specs, the root agent's first, then the folders of their tools files."""
-    prefer: Mapping[str, str] = field(default_factory=dict)
-    """Reference → the folder of the file that declared its tool, looked in before the others."""
-    clash: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Reference → the folders that each hold their own module of its name, when tools declared in those
-    folders share the reference (two tools files saying ``tools:get``). A run resolves a reference string
-    once, not per tool, so its calls fail with a ``handler_error`` naming the folders (``validate`` reports
-    it first) instead of running one folder's function for the other folder's tool."""
-
-    def order(self, ref: str) -> tuple[str, ...]:
-        first = self.prefer.get(ref)
-        return tuple(dict.fromkeys([first, *self.folders])) if first else self.folders
+HandlerScope = HandlerPlan
+"""Where ``module:function`` references of a run are looked for before ``sys.path``: the plan itself
+(``contracts/bundle.py``), which ``validate``, ``eval --reuse`` and ``port-check`` read too."""
 
 
 _SCOPE: ContextVar[HandlerScope | None] = ContextVar("portagent_handler_scope", default=None)
@@ -136,16 +122,12 @@ def within(scope: HandlerScope) -> Iterator[HandlerScope]:
 def bundle_scope(bundle: AgentBundle) -> HandlerScope:
     """Where a run of ``bundle`` looks for its references (``AgentBundle.handler_plan``): each in its
     tool's folder first, then the agent specs' folders, then the other tools files' folders."""
-    return _scope(bundle.handler_plan(_holds))
+    return bundle.handler_plan(_holds)
 
 
 def plan_scope(spec_folders: Iterable[str], tools: Iterable[tuple[ToolSpec, str]]) -> HandlerScope:
     """``plan_handlers`` for tools not of an agent (a router's)."""
-    return _scope(plan_handlers(spec_folders, tools, _holds))
-
-
-def _scope(plan: HandlerPlan) -> HandlerScope:
-    return HandlerScope(plan.folders, plan.prefer, plan.clash)
+    return plan_handlers(spec_folders, tools, _holds)
 
 
 def _holds(module: str, folder: str) -> bool:
