@@ -286,6 +286,10 @@ class ContentFault(_Model):
     ``wrong_content_type``: the body is sent with ``content_type``."""
     name: str = "nonexistent_tool"
     """``unknown_tool``: the undeclared tool name to call."""
+    arguments_text: str | None = None
+    """``malformed_arguments``: the exact text every call of the turn carries as its arguments — JSON
+    broken another way than cut (``{"q": "x"}}``, ``{'q': 'x'}``, a trailing comma), or JSON that is not an
+    object (``["x"]``). Unset: the call's JSON cut in half."""
     size_bytes: int = Field(default=1_000_000, ge=1)
     """``huge_text``: size of the text in bytes."""
     content_type: str = "text/html; charset=utf-8"

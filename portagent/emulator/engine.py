@@ -244,7 +244,14 @@ class Engine:
         if isinstance(fault, ContentFault):
             if fault.type == "malformed_arguments":
                 calls = [
-                    PlannedCall(c.index, c.ident, c.name, c.arguments, _cut(c.arguments_json), True)
+                    PlannedCall(
+                        c.index,
+                        c.ident,
+                        c.name,
+                        c.arguments,
+                        _cut(c.arguments_json) if fault.arguments_text is None else fault.arguments_text,
+                        True,
+                    )
                     for c in calls
                 ]
             elif fault.type == "unknown_tool":

@@ -44,6 +44,8 @@ from __future__ import annotations
 import json
 import warnings
 from collections import deque
+from contextvars import ContextVar
+from functools import cache
 from typing import Any
 
 import anthropic
@@ -359,13 +361,20 @@ async def _whole_message(stream: Any) -> Any:
     ``input`` with jiter's partial mode, which completes cut JSON (``{"query": "refund deadline", "li``
     becomes ``{"query": "refund deadline"}``). A call whose text is not whole JSON is given its text instead,
     as the unstreamed reply carries it, so the gateway refuses it (validation_error) and the trace keeps what
-    the model sent, never a guess that would run."""
+    the model sent, never a guess that would run. Text that even partial mode cannot read (``{'q': 'x'}``,
+    a trailing comma, ``null``) makes the SDK raise mid-stream, ending the run: while this reads the stream,
+    ``_keep_unparsed_tool_input`` has the SDK keep such text as the block's input instead."""
     ended = False
     sent: dict[int, list[str]] = {}
-    async for event in stream:
-        if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
-            sent.setdefault(event.index, []).append(event.delta.partial_json)
-        ended = ended or event.type == "message_stop"
+    _keep_unparsed_tool_input()
+    keeping = _KEEP_TOOL_TEXT.set(True)
+    try:
+        async for event in stream:
+            if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+                sent.setdefault(event.index, []).append(event.delta.partial_json)
+            ended = ended or event.type == "message_stop"
+    finally:
+        _KEEP_TOOL_TEXT.reset(keeping)
     if not ended:
         raise _StreamCut(
             "the streamed reply ended before its message_stop event (the connection closed mid-reply)"
@@ -374,22 +383,62 @@ async def _whole_message(stream: Any) -> Any:
     for index, pieces in sent.items():
         block = message.content[index] if index < len(message.content) else None
         if block is not None and block.type == "tool_use":
-            text = "".join(pieces)
-            if not _whole_json(text):
-                block.input = text  # the runner hands it to the tool, and sends it back, as it is
+            block.input = _streamed_input("".join(pieces))
     return message
 
 
-def _whole_json(text: str) -> bool:
-    """Whether a tool call's streamed input text is complete JSON (none at all is ``{}``: the API sends no
-    delta, or an empty one, for a call without arguments)."""
+_KEEP_TOOL_TEXT: ContextVar[bool] = ContextVar("portagent_keep_tool_text", default=False)
+"""Set while ``_whole_message`` reads a stream: only then does the SDK keep unreadable tool input text."""
+
+
+@cache
+def _keep_unparsed_tool_input() -> None:
+    """Have the SDK's beta stream keep a tool call's input text when jiter cannot read it, instead of raising
+    ``ValueError("Unable to parse tool parameter JSON from model…")`` out of the stream — which ends the
+    turn where every other provider answers the call with the gateway's ``validation_error``. The SDK
+    builds a streamed reply in ``_beta_messages.accumulate_event`` (a module global its streams look up
+    per event); it is wrapped once, and the wrapper changes nothing unless ``_KEEP_TOOL_TEXT`` is set in
+    the reading task, so other code using the SDK in the process is not affected. If a later SDK moves the
+    function, nothing is wrapped and such a reply fails the run as before
+    (``tests/adapters/test_malformed_arguments.py`` says so)."""
+    from anthropic.lib.streaming import _beta_messages
+
+    original = getattr(_beta_messages, "accumulate_event", None)
+    if original is None:
+        return
+
+    def accumulate_event(
+        *, event: Any, current_snapshot: Any, json_bufs: dict[int, bytes], **rest: Any
+    ) -> Any:
+        try:
+            return original(event=event, current_snapshot=current_snapshot, json_bufs=json_bufs, **rest)
+        except ValueError:
+            delta = getattr(event, "delta", None)
+            if not _KEEP_TOOL_TEXT.get() or current_snapshot is None or delta is None:
+                raise
+            if delta.type != "input_json_delta":
+                raise
+            text = json_bufs.get(event.index, b"") + delta.partial_json.encode()
+            json_bufs[event.index] = text  # the SDK keeps its buffer only when the text parsed
+            current_snapshot.content[event.index].input = text.decode("utf-8", "replace")
+            return current_snapshot
+
+    _beta_messages.accumulate_event = accumulate_event
+
+
+def _streamed_input(text: str) -> Any:
+    """A tool call's input as its streamed text says: the object when the text is a whole JSON object (none
+    at all is ``{}``: the API sends no delta, or an empty one, for a call without arguments), else the text
+    itself — cut or broken JSON, or JSON that is not an object (``null``, ``["x"]``), as OpenAI's wire
+    carries it. The runner hands it to the tool (the gateway refuses it, tracing what the model sent) and
+    sends it back as it is."""
     if not text.strip():
-        return True
+        return {}
     try:
-        json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        return False
-    return True
+        return text
+    return value if isinstance(value, dict) else text
 
 
 def _reply_in_history(message: Any) -> list[dict[str, Any]]:

@@ -68,6 +68,7 @@ from portagent.adapters.langgraph.chat_models import (
     output_kwargs,
     prompt_blocked,
     read_calls,
+    reading_replies,
     refusal_as_text,
     require_integration,
     stream_finished,
@@ -198,8 +199,9 @@ class _Graph:
         reply: Any
         if session.options.streaming:
             reply = None
-            async for chunk in model.astream(messages):
-                reply = chunk if reply is None else reply + chunk
+            with reading_replies():
+                async for chunk in model.astream(messages):
+                    reply = chunk if reply is None else reply + chunk
             if not stream_finished(vendor, reply):
                 self.stopwatch.stop(agent)
                 # as a connection dropped mid-answer (and openai-agents' own check on the openai provider)
@@ -209,7 +211,8 @@ class _Graph:
                     retryable=True,
                 )
         else:
-            reply = await model.ainvoke(messages)
+            with reading_replies():
+                reply = await model.ainvoke(messages)
         latency = self.stopwatch.stop(agent)
         calls = read_calls(reply, vendor, f"call_{self.model_calls}")
         finish = finish_reason(vendor, reply, bool(calls))

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -229,8 +232,19 @@ def _chat_openai() -> Any:
 
     class _RunChatOpenAI(ChatOpenAI):
         def _create_chat_result(self, response: Any, generation_info: Any = None) -> Any:
-            result = super()._create_chat_result(response, generation_info)
             raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
+            bad = {
+                c.get("id"): c
+                for choice in raw.get("choices") or []
+                for c in (choice.get("message") or {}).get("tool_calls") or []
+                if _not_an_object((c.get("function") or {}).get("arguments"))
+            }
+            result = super()._create_chat_result(_with_empty_arguments(response, bad), generation_info)
+            if bad:
+                _as_invalid_calls(
+                    result.generations[0].message,
+                    {i: (c["function"].get("name"), c["function"]["arguments"]) for i, c in bad.items()},
+                )
             for choice, generation in zip(raw.get("choices") or [], result.generations, strict=False):
                 calls = (choice.get("message") or {}).get("tool_calls") or []
                 generation.message.response_metadata[ORDER_KEY] = [c.get("id") for c in calls]
@@ -254,7 +268,123 @@ def _chat_openai() -> Any:
                 generation.message.additional_kwargs["refusal"] = piece
             return generation
 
+    _read_responses_leniently()
     return _RunChatOpenAI
+
+
+NOT_AN_OBJECT = "arguments are not a JSON object"
+"""The error of a call whose arguments are JSON but not an object (``null``, ``["x"]``, ``"x"``)."""
+
+
+def _not_an_object(text: Any) -> bool:
+    """Whether a call's argument text is JSON — as langchain-openai reads it (``strict=False``) — that is not
+    an object. langchain-openai hands such a value to ``AIMessage`` as the call's ``args``, which pydantic
+    refuses, failing the run (unreadable text it keeps as an invalid tool call itself)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        return not isinstance(json.loads(text, strict=False), dict)
+    except ValueError:
+        return False
+
+
+def _with_empty_arguments(response: Any, bad: dict[Any, Any]) -> Any:
+    """A Chat Completions reply with the ``bad`` calls' arguments made ``{}``, for langchain-openai to read
+    (a copy; the reply itself as it is when there are none)."""
+    if not bad:
+        return response
+    if isinstance(response, dict):
+        copied: Any = json.loads(json.dumps(response))
+        for choice in copied.get("choices") or []:
+            for call in (choice.get("message") or {}).get("tool_calls") or []:
+                if call.get("id") in bad:
+                    call["function"]["arguments"] = "{}"
+        return copied
+    copied = response.model_copy(deep=True)
+    for choice in copied.choices:
+        for call in choice.message.tool_calls or []:
+            if call.id in bad:
+                call.function.arguments = "{}"
+    return copied
+
+
+def _as_invalid_calls(message: Any, bad: dict[Any, tuple[str | None, str]]) -> None:
+    """Move the ``bad`` calls (id → name, argument text) of a reply read with ``{}`` for their arguments to
+    its invalid tool calls, holding the text the model sent — which the gateway answers with
+    ``validation_error`` and the next request sends back — and put that text back in the reply's content
+    blocks (the Responses API's ``function_call`` blocks carry it to the next request)."""
+    from langchain_core.messages.tool import invalid_tool_call
+
+    message.tool_calls = [c for c in message.tool_calls if c.get("id") not in bad]
+    message.invalid_tool_calls = [
+        *message.invalid_tool_calls,
+        *(
+            invalid_tool_call(name=name, args=text, id=i, error=NOT_AN_OBJECT)
+            for i, (name, text) in bad.items()
+        ),
+    ]
+    if isinstance(message.content, list):
+        for block in message.content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "function_call"
+                and block.get("call_id") in bad
+            ):
+                block["arguments"] = bad[block["call_id"]][1]
+
+
+_OWN_CALL: ContextVar[bool] = ContextVar("portagent_langgraph_model_call", default=False)
+"""Set while the adapter's own model call runs (``reading_replies``)."""
+
+
+@contextmanager
+def reading_replies() -> Iterator[None]:
+    """Around the adapter's own model call: langchain-openai's Responses reader (wrapped by
+    ``_read_responses_leniently``) keeps a call whose arguments are not an object as an invalid tool call.
+    Other code using langchain-openai in the process is left as it is."""
+    token = _OWN_CALL.set(True)
+    try:
+        yield
+    finally:
+        _OWN_CALL.reset(token)
+
+
+@lru_cache(maxsize=1)
+def _read_responses_leniently() -> None:
+    """langchain-openai reads a Responses API reply — unary, and a streamed one's last event — with the
+    module function ``_construct_lc_result_from_responses_api``, which fails the run on a call whose
+    arguments are JSON but not an object (see ``_not_an_object``). Wrapped once: during ``reading_replies``
+    such calls are read with ``{}`` and then made invalid tool calls holding their text. A later
+    langchain-openai without the function is left alone (``tests/adapters/test_malformed_arguments.py`` then
+    fails)."""
+    from langchain_openai.chat_models import base
+
+    original = getattr(base, "_construct_lc_result_from_responses_api", None)
+    if original is None:
+        return
+
+    def construct(response: Any, *args: Any, **kwargs: Any) -> Any:
+        output = getattr(response, "output", None) or []
+        bad = {
+            o.call_id: (o.name, o.arguments)
+            for o in output
+            if getattr(o, "type", None) == "function_call" and _not_an_object(o.arguments)
+        }
+        if not bad or not _OWN_CALL.get():
+            return original(response, *args, **kwargs)
+        read = response.model_copy(
+            update={
+                "output": [
+                    o.model_copy(update={"arguments": "{}"}) if getattr(o, "call_id", None) in bad else o
+                    for o in output
+                ]
+            }
+        )
+        result = original(read, *args, **kwargs)
+        _as_invalid_calls(result.generations[0].message, bad)
+        return result
+
+    base._construct_lc_result_from_responses_api = construct
 
 
 def with_tools(model: Any, vendor: str, functions: list[dict[str, Any]]) -> Any:
