@@ -138,38 +138,55 @@ def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
                             f"tool {spec.name!r}: {clash_message(ref, scope.clash[ref])}",
                         )
                     )
-            module = spec.handler.partition(":")[0]
-            if not spec.handler or spec.handler in scope.clash or (str(where), module) in seen:
-                continue
-            seen.add((str(where), module))
-            shadow = _shadowing(module.split(".")[0], where)
-            if shadow:
-                out.append(SpecProblem(label, f"tools.{spec.name}.handler", f"tool {spec.name!r}: {shadow}"))
-                continue
-            order = list(dict.fromkeys([*([str(where)] if where else []), *scope.folders]))
-            held = next((h for f in order if (h := handler_folders.holds(module, f)) is not None), None)
-            if held:
-                continue
-            # not in a folder of the run: imported the ordinary way — unless the module of that name this
-            # process holds is one portagent loaded from another spec's folder (the run does not use that one)
-            if held is None and module in sys.modules and handler_folders.folder_of(module) is None:
-                continue
-            if held is None and _on_sys_path(module):
-                continue
-            beside = (
-                f"in the tools file's folder {where}, next to the agent spec"
-                if declared is not None and where != own
-                else "next to the agent spec"
-            )
-            out.append(
-                SpecProblem(
-                    label,
-                    f"tools.{spec.name}.handler",
-                    f"handler module {module!r} of tool {spec.name!r} not found (looked {beside} and on "
-                    "sys.path; PYTHONPATH adds folders)",
+            for at, what, ref in _named_functions(spec):
+                module = ref.partition(":")[0]
+                if ref in scope.clash or (str(where), module) in seen:
+                    continue
+                seen.add((str(where), module))
+                shadow = _shadowing(module.split(".")[0], where)
+                if shadow:
+                    out.append(
+                        SpecProblem(label, f"tools.{spec.name}.{at}", f"tool {spec.name!r}: {shadow}")
+                    )
+                    continue
+                order = list(dict.fromkeys([*([str(where)] if where else []), *scope.folders]))
+                held = next((h for f in order if (h := handler_folders.holds(module, f)) is not None), None)
+                if held:
+                    continue
+                # not in a folder of the run: imported the ordinary way — unless the module of that name this
+                # process holds is one portagent loaded from another spec's folder (the run does not use it)
+                if held is None and module in sys.modules and handler_folders.folder_of(module) is None:
+                    continue
+                if held is None and _on_sys_path(module):
+                    continue
+                beside = (
+                    f"in the tools file's folder {where}, next to the agent spec"
+                    if declared is not None and where != own
+                    else "next to the agent spec"
                 )
-            )
+                out.append(
+                    SpecProblem(
+                        label,
+                        f"tools.{spec.name}.{at}",
+                        f"{what} module {module!r} of tool {spec.name!r} not found (looked {beside} and on "
+                        "sys.path; PYTHONPATH adds folders)",
+                    )
+                )
     return out
+
+
+def _named_functions(tool: ToolSpec) -> list[tuple[str, str, str]]:
+    """(field, what it is, ``module:function``) of each function a tool names — its handler, precondition
+    checks and reconcile function; each is resolved the same way at run time, and a missing module fails
+    the calls (a precondition's: ``handler_error`` on every call; a reconcile's: when an effect's outcome
+    is unknown, the one moment it is needed)."""
+    named = [("handler", "handler", tool.handler)]
+    named += [
+        (f"preconditions.{i}.check", "precondition check", p.check) for i, p in enumerate(tool.preconditions)
+    ]
+    if tool.idempotency.reconcile:
+        named.append(("idempotency.reconcile", "reconcile", tool.idempotency.reconcile))
+    return [(field, what, ref) for field, what, ref in named if ref]
 
 
 def _on_sys_path(module: str) -> bool:

@@ -170,6 +170,47 @@ def test_a_handler_module_that_cannot_be_found_is_a_problem(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("extra", "field", "what"),
+    [
+        (
+            "    preconditions: [{name: open, check: p_checkz:is_open}]\n",
+            "preconditions.0.check",
+            "precondition check",
+        ),
+        (
+            "    effect: external_effect\n    idempotency: {required: true, key_field: order_id, reconcile: p_lookupz:find}\n",
+            "idempotency.reconcile",
+            "reconcile",
+        ),
+    ],
+    ids=["precondition", "reconcile"],
+)
+def test_a_precondition_or_reconcile_module_that_cannot_be_found_is_a_problem(tmp_path, extra, field, what):
+    """A precondition check or a reconcile function is looked up as a handler is, at run time: a missing
+    module fails every call (a precondition's) or the one moment it is needed (a reconcile's, after an
+    effect whose outcome was lost). Before, validate checked handlers only and passed both."""
+    from _support import run_cli as cli
+
+    assert cli("init", str(tmp_path / "p"))[0] == 0
+    tools = tmp_path / "p" / "tools.yaml"
+    good = tools.read_text()
+    line = "    handler: p_handlers:get_order\n"
+    assert line in good
+    if "effect: external_effect" in extra:
+        good = good.replace("    effect: read\n", "")
+    tools.write_text(good.replace(line, line + extra))
+    code, out, err = cli("validate", str(tmp_path / "p"))
+    assert code == 1, out + err
+    module = extra.split(": p_")[1].split(":")[0]
+    assert f"[tools.get_order.{field}]: {what} module 'p_{module}' of tool 'get_order' not found" in err, err
+    (tmp_path / "p" / f"p_{module}.py").write_text(
+        "def is_open(args, context):\n    return True\n\n\ndef find(key, args, context):\n    return None\n"
+    )
+    code, out, err = cli("validate", str(tmp_path / "p"))
+    assert code == 0, out + err  # found next to the agent spec, as the run finds it
+
+
+@pytest.mark.parametrize(
     ("value", "shape"), [("true", "bool True"), ("1.0", "float 1.0"), ('"1"', "str '1'")]
 )
 def test_schema_version_must_be_an_integer(tmp_path, value, shape):
