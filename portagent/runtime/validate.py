@@ -145,9 +145,7 @@ def handler_problems(bundle: AgentBundle) -> list[SpecProblem]:
                 seen.add((str(where), module))
                 shadow = _shadowing(module.split(".")[0], where)
                 if shadow:
-                    out.append(
-                        SpecProblem(label, f"tools.{spec.name}.{at}", f"tool {spec.name!r}: {shadow}")
-                    )
+                    out.append(SpecProblem(label, f"tools.{spec.name}.{at}", f"tool {spec.name!r}: {shadow}"))
                     continue
                 order = list(dict.fromkeys([*([str(where)] if where else []), *scope.folders]))
                 held = next((h for f in order if (h := handler_folders.holds(module, f)) is not None), None)
