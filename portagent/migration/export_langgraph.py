@@ -6,9 +6,9 @@ The generated module is the graph ``portagent.adapters.langgraph`` runs, written
 calls}``. Handoffs are ``transfer_to_<agent>`` tools that change ``agent``; an agent as a tool runs the
 same graph for the sub-agent. A reply's calls run only when its vendor says it ended normally
 (``portagent.wire.finish``, the adapters' rule): one cut by the token limit, filtered, refused or ended for
-any other reason runs none of them and ends the turn with its text so far; a call whose arguments are not
-JSON, or an agent tool's without a string ``input``, is answered ``validation_error`` (as the adapter does:
-tests/migration/test_export_langgraph_replies.py). The chat
+any other reason runs none of them and ends the turn with its text so far; a call whose arguments are not a
+JSON object, or an agent tool's without a string ``input``, is answered ``validation_error`` (as the adapter
+does: tests/migration/test_export_langgraph_replies.py, test_export_malformed_arguments.py). The chat
 model of each agent is the spec's ``models.langgraph`` (``openai:…``, ``anthropic:…``, ``google_genai:…``;
 unset: ``openai:`` + ``models.openai``), built with the maintained integration.
 Interrupts are not used: an exported module cannot wait for an approval (``ExportedRun`` refuses ``defer``).
@@ -56,7 +56,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.version import __version__ as LANGGRAPH_VERSION
 
-from portagent.migration.exported import ExportedRun, endpoint_root
+from portagent.migration.exported import ExportedRun, endpoint_root, read_chat_reply, reading_replies
 from portagent.wire.finish import reply_finish, responses_finish
 
 SPEC = {spec_expr}
@@ -226,12 +226,14 @@ class Graph:
 
             class RunChatOpenAI(ChatOpenAI):
                 """Notes the order of a Chat Completions reply's tool calls, which langchain-openai splits into
-                tool_calls and invalid_tool_calls (arguments that are not JSON): read_calls answers them in
-                the model's order. It keeps an empty message.refusal too ("", which langchain-openai drops):
-                a refusal all the same. _create_chat_result is its (private) step from the vendor's reply."""
+                tool_calls and invalid_tool_calls (arguments that are not a JSON object): read_calls answers
+                them in the model's order. It keeps an empty message.refusal too ("", which langchain-openai
+                drops): a refusal all the same. _create_chat_result is its (private) step from the vendor's
+                reply; read_chat_reply keeps a call whose arguments are JSON but not an object (null, ["x"])
+                as an invalid call, where langchain-openai would fail the run (or read null as {})."""
 
                 def _create_chat_result(self, response: Any, generation_info: Any = None) -> Any:
-                    result = super()._create_chat_result(response, generation_info)
+                    result = read_chat_reply(super()._create_chat_result, response, generation_info)
                     raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
                     for choice, generation in zip(raw.get("choices") or [], result.generations,
                                                   strict=False):
@@ -295,10 +297,11 @@ class Graph:
         self.run.before_model_call(agent)  # portagent's max_turns, counted before each call
         messages = [SystemMessage(AGENTS[agent]["instructions"]), *state["messages"]]
         model = self.chat_model(agent)  # built (and its integration imported) before the clock starts
-        t0 = time.perf_counter()
-        reply = await model.ainvoke(messages)
-        calls = read_calls(reply)
         vendor = CHAT_MODELS[agent][0]
+        t0 = time.perf_counter()
+        with reading_replies(vendor):  # a Responses call whose arguments are not an object: kept, answered
+            reply = await model.ainvoke(messages)
+        calls = read_calls(reply)
         finish = finish_reason(vendor, reply, bool(calls))
         # Not ended normally (cut by the token limit, filtered, refused, any other reason): the turn ends with
         # the text so far, as on every portagent provider. Its tool calls are not run (the last one's arguments

@@ -24,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -386,6 +388,52 @@ class ExportedRun:
         self.recorder.emit("run.completed", root=True, agent=final_agent or self.current_agent, **fields)
         self.recorder.flush()
         return fields
+
+
+# --- exported langgraph programs on ChatOpenAI ------------------------------------------------------------
+
+
+@contextmanager
+def reading_replies(vendor: str) -> Iterator[None]:
+    """Around an exported langgraph program's own model call (``vendor``: its chat model's). langchain-openai
+    reads a Responses API reply with its private module function ``_construct_lc_result_from_responses_api``,
+    which fails the run on a tool call whose arguments are JSON but not an object (``null``, ``["x"]``,
+    ``"x"``): it hands that value to ``AIMessage`` as the call's ``args``, which pydantic refuses. On an
+    OpenAI model this uses the langgraph adapter's wrapper of that function (installed once; it acts only
+    inside this block, through a ContextVar, so other code using langchain-openai in the process sees no
+    change): such a call is read with ``{}`` and kept as an invalid tool call holding the model's text, which
+    the program's gateway answers with ``validation_error``, as in a portagent run. One wrapper for both, so
+    the adapter and the exported program read a reply alike (tests/migration/test_export_malformed_arguments.py
+    fails if the function moves)."""
+    if vendor != "openai":  # the other integrations keep such a call themselves (read_calls answers it)
+        yield
+        return
+    from portagent.adapters.langgraph import chat_models
+
+    chat_models._read_responses_leniently()
+    with chat_models.reading_replies():
+        yield
+
+
+def read_chat_reply(create: Callable[..., Any], response: Any, *args: Any) -> Any:
+    """``create(response, *args)`` — a ChatOpenAI subclass's ``super()._create_chat_result``, which builds the
+    ``AIMessage`` of a Chat Completions reply — with the calls whose arguments are JSON but not an object
+    (``null``, ``["x"]``, ``"x"``) read with ``{}`` and then kept as invalid tool calls holding the model's
+    text. Left to langchain-openai, ``null`` became ``{}`` (a valid call, traced as one) and the others failed
+    the run (pydantic refuses ``args`` that are not a dict); the langgraph adapter reads them the same way."""
+    from portagent.adapters.langgraph import chat_models
+
+    raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
+    bad = {
+        c.get("id"): ((c.get("function") or {}).get("name"), c["function"]["arguments"])
+        for choice in raw.get("choices") or []
+        for c in (choice.get("message") or {}).get("tool_calls") or []
+        if chat_models._not_an_object((c.get("function") or {}).get("arguments"))
+    }
+    result = create(chat_models._with_empty_arguments(response, bad), *args)
+    if bad:
+        chat_models._as_invalid_calls(result.generations[0].message, bad)
+    return result
 
 
 def _validated(schema: dict[str, Any], final: Any) -> tuple[Any, bool]:
