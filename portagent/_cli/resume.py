@@ -105,6 +105,12 @@ def run(args: argparse.Namespace) -> int:
             invocation=invocation,
             on_start=lambda run_id, folder: started.append((run_id, folder)),
         )
+        if request.session_id is not None:
+            # a run of a session (run --session, chat): framed with the thread as the run did it, and its
+            # exchange added to the thread when it completes — as re-running it with the same key does
+            from portagent.runtime.sessions import arun_in_session
+
+            return await arun_in_session(bundle, request, config)
         return await arun_full(bundle, request, config)
 
     try:
@@ -114,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
             raise
         return interrupted(*started[-1], resumable=True)
     _print_summary(output)
+    if request.session_id is not None:
+        from portagent.runtime.sessions import describe_session_run
+
+        print(describe_session_run(request.session_id, output.result))
     status = output.result.status
     return 3 if status == "failed" else (1 if status == "budget_exhausted" else 0)
 
