@@ -247,7 +247,8 @@ def replay_plan(
     many requests they stand for.
 
     ``record`` is what ``run.json`` says about that journal (``RunJournal.close``): the file must still
-    be that long with that digest, and the replay stops where the attempt paused. Without a record (the
+    be exactly that long (shorter is truncated, longer was appended to — the attempt had closed it) with
+    that digest, and the replay stops where the attempt paused. Without a record (the
     attempt's process died before writing ``run.json``) the journal is read as far as it is whole: a
     line cut off by the crash ends it, and every exchange before the first gap is replayed.
     Raises ``JournalError`` (naming the file) when the journal cannot bring the run back."""
@@ -265,12 +266,18 @@ def replay_plan(
                 f"cannot resume run {run_id}: its journal {path} is truncated ({len(data)} of the {size} "
                 f"bytes attempt {attempt} wrote), so {restart}"
             )
-        if hashlib.sha256(data[:size]).hexdigest() != record.get("sha256"):
+        if len(data) > size:
+            # ``record`` is written by ``RunJournal.close``, after the file's last write: a sealed journal
+            # never grows (a later attempt writes its own file), so bytes past ``size`` were added since.
+            raise JournalError(
+                f"cannot resume run {run_id}: its journal {path} was changed after attempt {attempt} "
+                f"wrote it ({len(data) - size} bytes were added after the {size} it wrote), so {restart}"
+            )
+        if hashlib.sha256(data).hexdigest() != record.get("sha256"):
             raise JournalError(
                 f"cannot resume run {run_id}: its journal {path} was changed after attempt {attempt} "
                 f"wrote it, so {restart}"
             )
-        data = data[:size]
     *whole, cut = data.split(b"\n")  # ``cut``: what follows the last newline (a line cut off, or b"")
     if cut and record is not None:
         raise JournalError(

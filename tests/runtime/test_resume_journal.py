@@ -445,6 +445,12 @@ def test_a_truncated_or_changed_journal_is_one_clear_message(
         code, _, stderr = run_cli("resume", run_id)
         assert code == 2 and "was changed" in stderr, stderr
 
+        # a whole line added at the end: the first `size` bytes still match, yet the attempt had closed it
+        journal.write_bytes(whole + b'{"seq": 99, "note": "appended by someone"}\n')
+        code, _, stderr = run_cli("resume", run_id)
+        assert code == 2 and "was changed" in stderr and "bytes were added" in stderr, stderr
+        assert str(journal) in stderr and "Traceback" not in stderr and stderr.count("\n") == 1
+
         journal.unlink()
         code, _, stderr = run_cli("resume", run_id)
         assert code == 2 and "missing" in stderr, stderr
