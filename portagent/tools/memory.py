@@ -231,7 +231,10 @@ class MemoryStore:
         )
 
     def edit(self, memory_id: str, **changes: Any) -> MemoryRecord:
-        """A person's correction (statement, source, confidence, expires_at, scope, type): re-validated."""
+        """A person's correction (statement, source, confidence, expires_at, scope, type): re-validated.
+
+        A new expiry already past is refused as ``write`` refuses it: it would leave an ``active`` record
+        that is never recalled. (A record that expired with time may still have other fields corrected.)"""
         record = self._require(memory_id)
         allowed = {"statement", "source", "confidence", "expires_at", "type"}
         unknown = set(changes) - allowed
@@ -245,6 +248,12 @@ class MemoryStore:
             confidence=changes.get("confidence", record.confidence),
             type=changes.get("type", record.type),
         )
+        when = parse_expiry(write.expires_at)
+        if "expires_at" in changes and when is not None and when <= self.clock.now():
+            raise MemoryWriteRefused(
+                f"expires_at {write.expires_at} is already past: the memory would never be recalled "
+                f"('portagent memory delete {memory_id}' removes it)"
+            )
         updated = record.model_copy(
             update={**write.model_dump(exclude={"supersedes", "scope"}), "updated_at": iso(self.clock.now())}
         )
@@ -268,7 +277,14 @@ class MemoryStore:
     # --- governed writes -----------------------------------------------------------------------------
 
     def write(self, write: MemoryWrite, *, owner: str, written_by: str) -> MemoryRecord:
-        """Store one memory. Refused when paused, already expired, or superseding an unknown record."""
+        """Store one memory. Refused when paused, already expired, or superseding an unknown record.
+
+        The same fact from the same source is one record, and a write of it must leave a record that
+        recall returns — the writer is told it was stored. So an earlier record that has since *expired*
+        is refreshed with this write's expiry, confidence and type (the writer states the fact holds again,
+        as an edited note does on ``memory import``); one that was *superseded* or *forgotten* (retired)
+        is refused with why, nothing written — reviving it would undo a deliberate decision, which is a
+        person's to take (``memory show``/``delete``), as ``memory import`` flags such a note."""
         now = self.clock.now()
         if self.paused:
             raise MemoryWriteRefused("memory writes are paused by a person ('portagent memory pause')")
@@ -303,7 +319,18 @@ class MemoryStore:
                         old.model_copy(update={"status": "superseded", "superseded_by": record.memory_id})
                     )
                 existing = self.get(record.memory_id)
-                if existing is not None:
+                if existing is not None and existing.status != "active":
+                    raise MemoryWriteRefused(self._not_recalled(existing))
+                if existing is not None and existing.expired(now):
+                    record = existing.model_copy(
+                        update={
+                            "expires_at": write.expires_at,
+                            "confidence": write.confidence,
+                            "type": write.type,
+                        }
+                    )
+                    self._put(record)
+                elif existing is not None:
                     record = existing  # the same fact from the same source: one record
                 else:
                     self._put(record)
@@ -312,6 +339,19 @@ class MemoryStore:
                 self._db.execute("ROLLBACK")
                 raise
         return record
+
+    @staticmethod
+    def _not_recalled(existing: MemoryRecord) -> str:
+        why = (
+            f"was superseded by {existing.superseded_by}"
+            if existing.status == "superseded"
+            else f"was forgotten ({existing.retired_reason or 'retired'})"
+        )
+        return (
+            f"this fact from this source is memory {existing.memory_id}, which {why} and is not recalled: "
+            f"nothing stored (a person can delete that record to let it be remembered again: "
+            f"'portagent memory delete {existing.memory_id}')"
+        )
 
     def retire(self, memory_id: str, reason: str, *, owners: dict[str, str]) -> MemoryRecord:
         """An agent's ``forget``: the record stays (audit) but is never retrieved again."""

@@ -107,6 +107,49 @@ def test_past_expiry_paused_store_and_unknown_supersedes_refused():
     s.close()
 
 
+def test_remembering_an_expired_fact_again_refreshes_it_so_it_is_recalled():
+    """The same fact from the same source is one record: written again after it expired, it takes the new
+    write's expiry (and confidence, type) — a writer told "stored" must find it on recall."""
+    early = store(NOW - timedelta(days=30))
+    old = early.write(
+        fact("Refund deadline is 14 days", expires_at="2026-05-15", confidence=0.5),
+        owner="ana",
+        written_by="t",
+    )
+    early.close()
+    s = store()
+    assert s.search("refund deadline") == []
+    again = s.write(fact("Refund deadline is 14 days", confidence=0.8), owner="ana", written_by="t2")
+    assert again.memory_id == old.memory_id and again.expires_at == "never" and again.confidence == 0.8
+    assert again.created_at == old.created_at and again.written_by == "t"  # the record's history stays
+    assert [f.record.memory_id for f in s.search("refund deadline")] == [old.memory_id]
+    assert len(s.records()) == 1
+    s.close()
+
+
+def test_remembering_a_superseded_or_forgotten_fact_again_is_refused_not_reported_stored():
+    s = store()
+    old = s.write(fact("Support answers within 48 hours"), owner="ana", written_by="t")
+    new = s.write(
+        fact("Support answers within 24 hours", source="docs/sla.md:4", supersedes=old.memory_id),
+        owner="ana",
+        written_by="t",
+    )
+    with pytest.raises(MemoryWriteRefused, match=f"superseded by {new.memory_id}.*nothing stored"):
+        s.write(fact("Support answers within 48 hours"), owner="ana", written_by="t")
+    s.retire(new.memory_id, "the user said so", owners={"project": "ana"})
+    before = s.records()
+    with pytest.raises(MemoryWriteRefused, match=r"forgotten \(the user said so\)"):
+        s.write(fact("Support answers within 24 hours", source="docs/sla.md:4"), owner="ana", written_by="t")
+    # a write that supersedes while hitting a stale record is rolled back whole
+    with pytest.raises(MemoryWriteRefused, match="superseded"):
+        s.write(
+            fact("Support answers within 48 hours", supersedes=new.memory_id), owner="ana", written_by="t"
+        )
+    assert s.records() == before and s.search("support answers hours") == []
+    s.close()
+
+
 # --- retrieval ----------------------------------------------------------------------------------------
 
 
@@ -402,6 +445,17 @@ def test_cli_edit_is_revalidated():
     assert code == 2 and "--confidence" in one_line(err)
     code, _, err = run_cli("memory", "edit", memory_id)
     assert code == 2 and "nothing to change" in one_line(err)
+
+
+def test_cli_edit_refuses_a_past_expiry_as_add_does():
+    _, out, _ = add()
+    memory_id = out.split()[1]
+    code, _, err = run_cli("memory", "edit", memory_id, "--expires", "2001-01-01")
+    assert code == 2 and "already past" in one_line(err)
+    code, out, _ = run_cli("memory", "show", memory_id, "--json")
+    assert json.loads(out)["expires_at"] == "never" and json.loads(out)["updated_at"] is None
+    code, _, err = run_cli("memory", "edit", memory_id, "--expires", "2999-01-01")
+    assert code == 0, err
 
 
 def test_cli_corrupt_store():
