@@ -224,3 +224,144 @@ def require_decided(pending: list[str]) -> None:
         close = getattr(approvals, "close", None)
         if close:
             close()
+
+
+REQUEST_FIELDS: dict[str, str] = {
+    "input": "input",
+    "provider": "provider",
+    "session_id": "session",
+    "env": "env",
+    "scopes": "scopes",
+    "actor": "actor",
+    "context": "run context",
+    "request_id": "request id",
+    "case_id": "eval case",
+    "repeat": "eval repeat",
+}
+"""The request's fields a resumed attempt must share with the run it continues (every ``RunRequest``
+field but the key itself), and how a refusal names each. The input and the provider decide which
+exchanges the journal can replay and which call the decided card was for; the session frames the input;
+env, scopes, actor and context change what the policy allows; the ids and eval fields are what the
+caller said this request is."""
+
+_SHOWN = frozenset({"provider", "env", "scopes", "actor", "case_id", "repeat"})
+"""Fields short and unsecret enough to quote both values of in the refusal (never the input or context)."""
+
+
+def refuse_another_request(
+    prior: Any, request: Any, endpoint: Any, invocation: dict[str, Any] | None
+) -> None:
+    """Refuse (``UsageError``, exit 2) a request that reuses the idempotency key of a paused or interrupted
+    run but is not the same request. Resuming it would replay the journal of the old request into the new
+    one, or ask the model again with the new one and apply the old request's decided card to whatever it
+    answers — the approved effect could run for a request nobody approved it for. Called before anything is
+    written: no attempt, no trace line, no card used.
+
+    What counts, each compared like for like with what the run recorded:
+    - the request the runner was given (``RunRequest`` minus the key: input — as framed by a session —,
+      provider, session, env, scopes, actor, context, request id, eval case and repeat) against
+      ``run.json``'s ``manifest.request``, else the journal header's provider;
+    - the endpoint: its source (emulator, live, endpoint, replay) and, for a live or custom endpoint, its
+      URL, against the manifest; and the emulator script's hash when both are known;
+    - when both this request and the run were started by the command line (``invocation``): the agent
+      spec file, the provider, the request as typed, the endpoint (emulator script file, live URL) and the
+      SDK options (``--stream``, ``--openai-api``).
+    The approver does not count (``portagent resume --approver`` may change who decides new cards), nor
+    does ``--out``; the agent spec's content is checked by :func:`plan_resume` (spec hash). A run that kept
+    no run folder recorded nothing to compare, so only its key identifies it."""
+    from portagent.contracts.errors import UsageError
+    from portagent.core.secrets import mask_data
+    from portagent.runtime.provenance import shown_url
+
+    if not prior.trace_path:
+        return
+    folder = Path(prior.trace_path).parent
+    manifest: dict[str, Any] = {}
+    try:
+        loaded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        if isinstance(loaded, dict) and isinstance(loaded.get("manifest"), dict):
+            manifest = loaded["manifest"]
+    except (OSError, ValueError):
+        pass
+    differs: list[str] = []
+
+    def shown(value: Any) -> str:
+        return (
+            "none" if value is None else ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        )
+
+    def note(what: str) -> None:
+        if what not in differs:
+            differs.append(what)
+
+    def compare_requests(old: Any, new: dict[str, Any]) -> None:
+        if not isinstance(old, dict):
+            return
+        old, new = mask_data(old), mask_data(new)
+        for name, label in REQUEST_FIELDS.items():
+            if old.get(name) == new.get(name):
+                continue
+            if name in _SHOWN:
+                note(f"a different {label} ({shown(old.get(name))}; this request: {shown(new.get(name))})")
+            else:
+                note(f"a different {label}")
+
+    now = request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True)
+    if manifest:
+        compare_requests(manifest.get("request"), now)
+        source = manifest.get("source")
+        if source and source != endpoint.source:
+            note(f"a different endpoint ({source}; this request: {endpoint.source})")
+        elif endpoint.source in ("live", "endpoint"):
+            url = shown_url(endpoint.base_url) if endpoint.base_url else None
+            if manifest.get("base_url") != url:
+                note(f"a different endpoint URL ({manifest.get('base_url')}; this request: {url})")
+        was_script, script = manifest.get("emulator_script_hash"), endpoint.script_hash
+        if was_script and script and was_script != script:
+            note("a different emulator script")
+    else:
+        header = _journal_header(folder, prior.attempt)
+        was = header.get("provider")
+        if was and was != request.provider:
+            note(f"a different provider ({was}; this request: {request.provider})")
+    stored = load_invocation(folder, prior.attempt)
+    if stored is not None and invocation is not None:
+        if stored.get("agent") != invocation.get("agent"):
+            note(
+                f"a different agent spec file ({stored.get('agent')}; this request: {invocation.get('agent')})"
+            )
+        compare_requests(
+            {**(stored.get("request") or {}), "provider": stored.get("provider")},
+            {**(invocation.get("request") or {}), "provider": invocation.get("provider")},
+        )
+        same_endpoint = (stored.get("endpoint") or {}) == (invocation.get("endpoint") or {})
+        if not same_endpoint and not any(d.startswith("a different endpoint") for d in differs):
+            note(
+                f"a different endpoint ({stored.get('endpoint')}; this request: {invocation.get('endpoint')})"
+            )
+        if (stored.get("options") or {}) != (invocation.get("options") or {}):
+            note(
+                f"different SDK options ({stored.get('options')}; this request: {invocation.get('options')})"
+            )
+    if differs:
+        key, run_id = prior.idempotency_key, prior.run_id
+        raise UsageError(
+            f"idempotency key {key!r} belongs to run {run_id} ({prior.status}), started with "
+            f"{', '.join(differs)}; use another key for this request, or `portagent resume {run_id}` to "
+            "continue that run as it was started"
+        )
+
+
+def _journal_header(folder: Path, attempt: int) -> dict[str, Any]:
+    """The header of the latest journal of a run that wrote no ``run.json`` (its process died first)."""
+    from portagent.recording.journal import journal_file
+
+    for n in range(attempt, 0, -1):
+        try:
+            with journal_file(folder, n).open("rb") as f:
+                header = json.loads(f.readline())
+        except (OSError, ValueError):
+            continue
+        if isinstance(header, dict):
+            return header
+    return {}

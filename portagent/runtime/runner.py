@@ -47,6 +47,7 @@ from portagent.runtime.resume import (
     Resumption,
     interrupted_result,
     plan_resume,
+    refuse_another_request,
     require_decided,
     resume_blockers,
     resumed_trace,
@@ -212,6 +213,8 @@ async def _arun_full(
         if prior is not None and prior.status == "waiting_approval":
             try:
                 require_decided(prior.pending)
+                # the key's run continues only for the request that started it: else refused, nothing written
+                refuse_another_request(prior, request, config.endpoint, config.invocation)
                 resumption = plan_resume(prior, bundle, "approval decided")
             except BaseException:
                 store.close()
@@ -222,6 +225,11 @@ async def _arun_full(
             store.start_attempt(key, attempt, str(trace_path) if trace_path else None)
         elif prior is not None and prior.status in ("running", "interrupted"):
             # we hold the key's lock, so the process that left it running is dead (runstore docstring)
+            try:
+                refuse_another_request(prior, request, config.endpoint, config.invocation)
+            except BaseException:
+                store.close()
+                raise
             blockers = resume_blockers(bundle)
             if blockers:
                 result = interrupted_result(prior, blockers)
