@@ -82,7 +82,7 @@ async def request(
         card=card.model_dump(mode="json"),
     )
     try:
-        answer = await gw.approver.decide(card)
+        answer, refused = await _decision(gw, card, tool)
     except Exception as e:  # a broken approver must not let the call through, nor crash the run
         message = f"approver {getattr(gw.approver, 'name', '?')!r} failed: {e}"
         try:
@@ -107,7 +107,10 @@ async def request(
             extra={"approval_id": card.approval_id},
         )
     try:
-        if answer.status == "approved":
+        if refused:  # an edit the schema or the policy refuses is never stored as the decision
+            note = "the edited arguments were refused: " + "; ".join(problem_lines(refused))
+            card = store.reject(card.approval_id, answer.reviewer, note)
+        elif answer.status == "approved":
             card = store.approve(card.approval_id, answer.reviewer, answer.note)
         elif answer.status == "edited":
             assert answer.args is not None
@@ -126,8 +129,48 @@ async def request(
     _resolved(gw, p, card)
     if card.status == "rejected":
         store.mark_consumed(card.approval_id, p.call_id)
+        if refused:  # as a refused edit made with the CLI is answered at execution (``recheck``)
+            return Observation.failure(
+                "approval_rejected",
+                card.note or "",
+                {
+                    "approval_id": card.approval_id,
+                    "reviewer": card.reviewer,
+                    "edit_refused": True,
+                    "problems": refused,
+                },
+            )
         return _rejected(card, tool.name)
     return None
+
+
+EDIT_ROUNDS = 3
+"""How many times an approver that can hear why (``edit_refused``) is asked again after a refused edit."""
+
+
+async def _decision(gw: ToolGateway, card: ApprovalCard, tool: ToolSpec) -> tuple[Any, list[dict[str, Any]]]:
+    """The approver's answer, and the problems of the edit it made when the edit is refused (``[]``
+    otherwise). An edit is checked when it is made, as ``approvals edit`` checks one (``revalidate``):
+    the schema, and the policy with its scopes. An approver with ``edit_refused(problems)`` (the terminal's)
+    is told why and asked again; any other (a callback, a script) would answer the same, so its refused
+    edit comes back with its problems and the card is rejected with them — never stored as ``edited``
+    with arguments that could not run."""
+    problems: list[dict[str, Any]] = []
+    for _ in range(EDIT_ROUNDS):
+        answer = await gw.approver.decide(card)
+        if answer.status != "edited":
+            return answer, []
+        problems = revalidate(gw, tool, answer.args)
+        told = getattr(gw.approver, "edit_refused", None)
+        if not problems or told is None:
+            return answer, problems
+        told(problem_lines(problems))
+    return answer, problems
+
+
+def problem_lines(problems: list[dict[str, Any]]) -> list[str]:
+    """Each problem of a refused edit as ``approvals edit`` words it: ``path: message``."""
+    return [f"{x.get('path') or '(arguments)'}: {x['message']}" for x in problems]
 
 
 def _create(gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision) -> ApprovalCard:

@@ -285,6 +285,12 @@ class InteractiveApprover:
         except EOFError:
             return ""
 
+    def edit_refused(self, problems: list[str]) -> None:
+        """The gateway refused the edit just made (schema, policy): say why; the card is shown again."""
+        out = self.output or sys.stderr
+        out.write("the edit was refused: " + "; ".join(problems) + "; decide again\n")
+        out.flush()
+
     async def decide(self, card: ApprovalCard) -> ApproverDecision:
         return await asyncio.to_thread(self._ask, card)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from gateway_testkit import ManualClock, ctx, run, tool, types
@@ -270,3 +271,68 @@ def test_a_card_that_expires_while_the_reviewer_looks_is_not_run(spy):
     assert obs.error == "approval_rejected" and "expired" in obs.message
     assert c.recorder.of_type("approval.resolved")[0].status == "expired"
     assert spy.calls() == []
+
+
+# --- an edit is checked when it is made -------------------------------------------------------------
+
+
+def _asked(*replies: str):
+    """The terminal's answers, in order; end of input afterwards."""
+    it = iter(replies)
+
+    def fn(prompt: str) -> str:
+        try:
+            return next(it)
+        except StopIteration:
+            raise EOFError from None
+
+    return fn
+
+
+SUBJECT_MAX = tool(
+    "send_email",
+    effect="external_effect",
+    idempotency={"required": True},
+    properties={"to": {"type": "string"}, "subject": {"type": "string", "maxLength": 40}},
+    required=["to", "subject"],
+)
+TOO_LONG = {"to": "alumno@example.com", "subject": "x" * 41}
+
+
+def test_a_refused_edit_at_the_terminal_is_explained_and_asked_again(spy):
+    """The reviewer edits the call into arguments the schema refuses: told why, asked again, and the second
+    (valid) edit is what runs. Before, the bad edit was stored as the card's 'edited' decision, the
+    reviewer was not asked again, and the call was refused only when it came to run."""
+    import io
+
+    from portagent.tools import InteractiveApprover
+
+    out = io.StringIO()
+    fixed = {"to": "alumno@example.com", "subject": "Short"}
+    approver = InteractiveApprover(
+        _asked("e", json.dumps(TOO_LONG), "e", json.dumps(fixed)), out, reviewer="ana"
+    )
+    c = ctx(scope="s1", clock=ManualClock())
+    gw = ToolGateway([SUBJECT_MAX], c, approver=approver)
+    obs = run(gw.call("send_email", ARGS))
+    assert obs.ok, obs
+    assert "the edit was refused: " in out.getvalue() and "subject" in out.getvalue()
+    assert spy.calls("send_email") == [{**fixed, "body": ""}]  # the second edit ran, once (body: default)
+    (resolved,) = c.recorder.of_type("approval.resolved")
+    assert (resolved.status, resolved.effective_args) == ("edited", fixed)
+
+
+def test_a_refused_edit_from_an_approver_that_cannot_be_asked_again_rejects_the_card(spy):
+    """A callback (or a script) answering an edit the schema refuses would answer it again: the card is
+    rejected with the problems — never stored as 'edited' with arguments that could not run — and the
+    model reads the same refusal a refused CLI edit gives (approval_rejected, edit_refused)."""
+    c = ctx(scope="s1", clock=ManualClock())
+    gw = ToolGateway([SUBJECT_MAX], c, approver=lambda card: {"status": "edit", "args": TOO_LONG})
+    obs = run(gw.call("send_email", ARGS))
+    assert obs.error == "approval_rejected" and obs.details["edit_refused"] is True, obs
+    assert "subject" in obs.message and obs.details["problems"]
+    assert spy.calls() == []
+    (resolved,) = c.recorder.of_type("approval.resolved")
+    assert resolved.status == "rejected" and "the edited arguments were refused" in (resolved.note or "")
+    card = gw.approvals.get(resolved.approval_id)
+    assert card.status == "rejected" and card.effective_args != TOO_LONG
