@@ -235,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline:
         from portagent.evals.report import load_results
 
+        if out is not None:
+            refuse_baseline_in_out(Path(args.baseline), out)
         baseline = load_results(args.baseline)  # refused (exit 2) before anything runs
     try:
         results, decision, _ = _run(args, mode, out, script, baseline, reuse)
@@ -248,6 +250,26 @@ def run(args: argparse.Namespace) -> int:
 
     report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
     return int(decision.exit_code)
+
+
+def refuse_baseline_in_out(baseline: Path, out: Path) -> None:
+    """``--baseline`` may not be the ``--out`` folder, nor lie inside it. The eval replaces what is in
+    ``--out`` (``--overwrite`` empties it, ``--resume`` rewrites its report.json), while its decision
+    reads the baseline's runs after the runs are made and records the baseline by path and by its
+    report.json's hash: the baseline would be deleted before it is read, or recorded as the new result
+    itself, so that every later ``gate``/``report`` of the folder refuses it as changed. Refused before
+    anything is read, deleted or run. (``--reuse`` of ``--out`` itself is fine: its runs are set aside.)"""
+    from portagent.contracts.errors import UsageError
+
+    folder = baseline.parent if baseline.name == "report.json" and baseline.is_file() else baseline
+    inner, outer = folder.resolve(), out.resolve()
+    if inner == outer or outer in inner.parents:
+        where = "is the --out folder" if inner == outer else f"lies inside the --out folder {out}"
+        raise UsageError(
+            f"--baseline {baseline}: {where}, whose results this eval replaces: the baseline would be gone "
+            f"before the gate reads it. Copy it aside first (cp -r {folder} {folder}.baseline, then "
+            f"--baseline {folder}.baseline), or write the new results to another --out"
+        )
 
 
 def _run(args: argparse.Namespace, mode: Any, out: Any, script: Any, baseline: Any, reuse: Any) -> Any:
@@ -336,6 +358,8 @@ def run_suite(
         if out is not None
         else Path("out") / f"{loaded.suite.suite_id}-{started.strftime('%Y%m%d-%H%M%S')}"
     )
+    if baseline is not None:
+        refuse_baseline_in_out(baseline.folder, out_dir)
     # every check that can refuse the eval runs before the results folder is touched
     if plan is None:
         plan = plan_eval(

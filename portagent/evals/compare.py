@@ -196,10 +196,20 @@ class Comparison(Contract):
 
 
 def _label(result: SuiteResult, other: SuiteResult) -> str:
+    """What a side is, as the verdict names it. Sides with a provider in common are compared version by
+    version on those providers only: a provider the other side ran and this one did not is named
+    (``… (openai not run)``), so "X can replace Y" never reads as judged on a provider that was not
+    compared; sides with none in common are compared provider against provider."""
     mine, theirs = result.agent_versions, other.agent_versions
+    shared = set(result.providers) & set(other.providers)
+    missing = sorted(set(other.providers) - set(result.providers))
+    if shared and missing:
+        not_run = f" ({'+'.join(missing)} not run)"
+        version = mine[0] if len(mine) == 1 and mine != theirs else "+".join(mine)
+        return f"{version} on {'+'.join(result.providers)}{not_run}"
     if len(mine) == 1 and mine != theirs:
         return mine[0]
-    if len(result.providers) == 1 and result.providers != other.providers:
+    if not shared and len(result.providers) == 1 and result.providers != other.providers:
         return result.providers[0]
     return "+".join(mine) + " on " + "+".join(result.providers)
 
@@ -385,6 +395,49 @@ def one_side(
     block(reasons, findings, "regression", text, case_id=diff.case_id, provider=pair, agent_version=version)
 
 
+def dropped_provider(
+    provider: str, base: SuiteResult, c_version: str | None, reasons: list[str], findings: list[Finding]
+) -> bool:
+    """A provider the baseline ran and the candidate did not (``--providers`` narrowed): nothing to
+    compare. Like a dropped case, it blocks when any of its baseline runs failed — leaving a failing
+    provider out never turns a block into a pass; False (a warning for the caller) when every run passed."""
+    failed = sorted({r.provenance.case_id for r in base.runs if not r.passed})
+    if not failed:
+        return False
+    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    text = (
+        f"regression on {provider}: provider {provider} not run by the candidate; it failed on the baseline "
+        f"(case{'s' if len(failed) != 1 else ''} {shown}): run it (add it to --providers), do not drop it"
+    )
+    block(reasons, findings, "regression", text, provider=provider, agent_version=c_version)
+    return True
+
+
+def fewer_repeats(
+    diff: CaseDiff,
+    base: list[RunScore],
+    cand: list[RunScore],
+    where: str,
+    pair: str,
+    version: str | None,
+    reasons: list[str],
+    findings: list[Finding],
+) -> bool:
+    """A case the baseline failed in some run, run fewer times by the candidate (``--repeats``
+    lowered): the runs left out are where the failure could show again, so a pass on fewer runs
+    proves nothing. Blocks like a dropped case (True), with the number of repeats to run."""
+    failed = sum(not r.passed for r in base)
+    if not failed or len(cand) >= len(base) or diff.status == "regressed":
+        return False
+    text = (
+        f"regression{where}: case {diff.case_id} run {len(cand)} time(s) by the candidate, {len(base)} by the "
+        f"baseline, which failed {failed} of them: run it {len(base)} times (--repeats {len(base)}), "
+        "do not cut its repeats"
+    )
+    block(reasons, findings, "regression", text, case_id=diff.case_id, provider=pair, agent_version=version)
+    return True
+
+
 def verdict_sentence(candidate: str, baseline: str, blocking: int) -> str:
     """The one-sentence verdict; ``blocking`` counts every blocking finding of whoever says it (the gate
     adds its own to the comparison's), so the sentence and the findings list agree."""
@@ -424,20 +477,23 @@ def compare(
             "re-run both on the same dataset_version"
         )
     warnings: list[str] = []
+    reasons: list[str] = []
+    findings: list[Finding] = []
+    c_version = candidate.agent_versions[0] if len(candidate.agent_versions) == 1 else None
     shared = sorted(set(baseline.providers) & set(candidate.providers))
     if shared:
         sides = [(p, baseline.select(provider=p), candidate.select(provider=p)) for p in shared]
         for p in sorted(set(baseline.providers) ^ set(candidate.providers)):
-            warnings.append(f"provider {p} is on one side only; not compared")
+            if p in candidate.providers or not dropped_provider(
+                p, baseline.select(provider=p), c_version, reasons, findings
+            ):
+                warnings.append(f"provider {p} is on one side only; not compared")
     else:
         sides = [("all", baseline, candidate)]
     b_label, c_label = _label(baseline, candidate), _label(candidate, baseline)
     meta = {**baseline.cases, **candidate.cases}
     pairs: list[PairComparison] = []
     regressions: list[Regression] = []
-    reasons: list[str] = []
-    findings: list[Finding] = []
-    c_version = candidate.agent_versions[0] if len(candidate.agent_versions) == 1 else None
     for name, b, c in sides:
         bs, cs = b.overall(), c.overall()
         bj, cj = judged(b), judged(c)
@@ -492,6 +548,10 @@ def compare(
         for diff in diffs:
             if diff.status in ("only_baseline", "only_candidate"):
                 one_side(diff, where, name, c_version, reasons, warnings, findings)
+                continue
+            if fewer_repeats(
+                diff, bc[diff.case_id], cc[diff.case_id], where, name, c_version, reasons, findings
+            ):
                 continue
             moved = f"case {diff.case_id} passed {diff.baseline_pass_rate:g} → {diff.candidate_pass_rate:g}"
             if diff.category == "improvement":

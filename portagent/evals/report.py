@@ -289,7 +289,28 @@ def write_text(path: Path, text: str) -> Path:
     return write_text_atomic(path, mask_text(text), mode=0o644)
 
 
+_RESULTS_KINDS: Final = {"suite-result": "report.json", "eval-run": "eval.json", "run": "run.json"}
+"""Files that hold results (not renderings of them): never replaced by another kind of file."""
+
+
 def write_json(path: Path, model: Any) -> Path:
+    """Write ``model`` as JSON. A file holding results of another kind is refused (``UsageError``,
+    nothing written): ``compare --out`` and ``gate --out`` take any path, and one naming an input's
+    report.json or eval.json would destroy the results it was computed from."""
+    import re
+
+    kind = getattr(model, "kind", None)
+    try:
+        with Path(path).open("rb") as f:
+            head = f.read(200).decode("utf-8", "replace")
+    except OSError:  # absent (the usual case) or unreadable: the write reports it
+        head = ""
+    found = re.match(r'\s*\{\s*"kind"\s*:\s*"([^"]+)"', head)
+    if found and found[1] in _RESULTS_KINDS and found[1] != kind:
+        raise UsageError(
+            f"{path}: holds results ({_RESULTS_KINDS[found[1]]}, kind {found[1]}); refusing to replace it "
+            f"with {kind or 'another file'} — choose another output path"
+        )
     return write_text(path, model.model_dump_json(indent=2) + "\n")
 
 

@@ -170,3 +170,58 @@ def test_args_expected_is_normalised_like_the_traced_arguments() -> None:
     ).passed
     loose = score_run(t.events, _case(args={"mode": "subset", "expected": {"search_faq": {"limit": "3"}}}))
     assert not loose.passed
+
+
+def _runs(version: str, runs: dict[tuple[str, str, int], bool]) -> SuiteResult:
+    """A side from (case, provider, repeat) → passed."""
+    scores = []
+    for (case_id, provider, repeat), ok in runs.items():
+        t = Trace(agent_version=version, case_id=case_id, provider=provider, repeat=repeat).started()
+        t.model()
+        t._add(
+            RunCompleted, status="completed" if ok else "failed", stop_reason="final_output", duration_ms=9.0
+        )
+        scores.append(score_run(t.events, _case(status="completed").model_copy(update={"case_id": case_id})))
+    metas = [_case().model_copy(update={"case_id": c}) for c in sorted({k[0] for k in runs})]
+    return SuiteResult.from_runs("s", "d", scores, metas)
+
+
+def test_a_provider_or_repeats_the_candidate_left_out_block_when_they_failed_on_the_baseline() -> None:
+    """QA: the baseline ran openai and adk and failed on openai; a candidate run with ``--providers adk``
+    passed the gate ("adk can replace 1.0.0 on adk+openai", a warning only). Like a dropped case, a
+    dropped provider — or fewer repeats of a case the baseline failed in some run — blocks; the verdict
+    says which providers the candidate did not run."""
+    from portagent.evals import compare
+
+    base = _runs("1", {("c", "openai", 0): False, ("c", "adk", 0): True})
+    adk_only = _runs("1", {("c", "adk", 0): True})
+    c = compare(base, adk_only)
+    assert not c.passed and c.reasons == [
+        "regression on openai: provider openai not run by the candidate; it failed on the baseline "
+        "(case c): run it (add it to --providers), do not drop it"
+    ]
+    assert c.verdict == "1 on adk (openai not run) cannot replace 1 on adk+openai: 1 blocking finding"
+    d = gate(adk_only, baseline=base)
+    assert not d.passed and d.blocked_by == ["regression"]
+    assert d.verdict is not None and d.verdict.startswith("1 on adk (openai not run) cannot replace")
+    # a dropped provider that passed on the baseline stays a warning, and the verdict says it was not run
+    ok = compare(_runs("1", {("c", "openai", 0): True, ("c", "adk", 0): True}), adk_only)
+    assert ok.passed and "provider openai is on one side only; not compared" in ok.warnings
+    assert ok.verdict == "1 on adk (openai not run) can replace 1 on adk+openai"
+    # a provider only the candidate runs is judged by the gate on its own: a warning, no label change
+    more = compare(adk_only, base.model_copy())
+    assert "provider openai is on one side only; not compared" in more.warnings
+    assert more.candidate_label == "1 on adk+openai"
+
+    # repeats: the baseline failed one of 3 repeats; a candidate running 1 repeat proves nothing
+    flaky = _runs("1", {("c", "openai", r): r != 1 for r in range(3)})
+    one = _runs("2", {("c", "openai", 0): True})
+    c = compare(flaky, one)
+    assert not c.passed and c.reasons == [
+        "regression on openai: case c run 1 time(s) by the candidate, 3 by the baseline, which failed 1 of "
+        "them: run it 3 times (--repeats 3), do not cut its repeats"
+    ]
+    assert not gate(one, baseline=flaky).passed
+    assert compare(flaky, _runs("2", {("c", "openai", r): True for r in range(3)})).passed
+    # fewer repeats of a case that always passed on the baseline: nothing left out failed
+    assert compare(_runs("1", {("c", "openai", r): True for r in range(3)}), one).passed

@@ -444,3 +444,51 @@ def test_reuse_refusals(mini: dict[str, Path], tmp_path: Path) -> None:
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
     code, _, err = run_cli("eval", str(suite), "--live", "--reuse", str(tmp_path / "plain"))
     assert code == 2 and "never reused" in err
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_baseline_in_the_out_folder_is_refused_before_anything_is_touched(
+    mini: dict[str, Path], tmp_path: Path
+) -> None:
+    """``--baseline R --out R --overwrite`` emptied R (the baseline with it), ran every case, then died
+    reading R/report.json (exit 2, R left with runs/ only). The baseline is read after the runs and
+    recorded by its report.json's hash, so it can never be the folder the eval replaces: one message,
+    exit 2, nothing deleted or run — with ``--reuse R`` too (that one is documented for --out itself).
+    The same for ``compare --out`` / ``gate --out`` naming an input's report.json or eval.json."""
+    suite, cassettes = mini["suite"], mini["cassettes"]
+    out = tmp_path / "results"
+    assert _eval(suite, cassettes, out)[0] == 0
+    before = _files(out)
+    for extra in (
+        ("--overwrite", "--baseline", str(out)),
+        ("--overwrite", "--reuse", str(out), "--baseline", str(out)),
+        ("--overwrite", "--baseline", str(out / "report.json")),
+        ("--resume", "--baseline", str(out)),
+    ):
+        code, stdout, err = _eval(suite, cassettes, out, *extra)
+        assert code == 2, (extra, stdout + err)
+        assert f"--baseline {extra[-1]}: is the --out folder" in err and "Copy it aside" in err, err
+        assert "runs (replay" not in err and "Traceback" not in err, err  # refused before any run
+        assert _files(out) == before, extra
+    inner = out / "old"
+    shutil.copytree(out, inner)  # a baseline kept inside the folder --overwrite empties
+    code, stdout, err = _eval(suite, cassettes, out, "--overwrite", "--baseline", str(inner))
+    assert code == 2 and "lies inside the --out folder" in err and (inner / "report.json").is_file(), err
+    shutil.rmtree(inner)
+
+    # compare --out / gate --out may name any file, but never an input's results
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    for argv in (
+        ("compare", str(out), str(other), "--out", str(other / "report.json")),
+        ("compare", str(out), str(other), "--out", str(out / "eval.json")),
+        ("gate", str(other), "--baseline", str(out), "--out", str(out / "report.json")),
+    ):
+        code, stdout, err = run_cli(*argv)
+        assert code == 2 and "holds results" in err and "Traceback" not in err, (argv, stdout + err)
+    assert _files(out) == before and _files(other) == before
+    code, stdout, err = run_cli("compare", str(out), str(other), "--out", str(tmp_path / "c.json"))
+    assert code == 0 and (tmp_path / "c.json").is_file(), stdout + err
