@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             return
         colour = {"recorded": "green", "skipped": "dim", "failed": "red"}[o.action]
         out.print(f"[{colour}]{o.action:8}[/{colour}] {o.task.label}  ", end="")
-        out.print(o.detail.splitlines()[0][:300] if o.detail else "", markup=False, highlight=False)
+        out.print(shown_detail(o), markup=False, highlight=False)
 
     from portagent.runtime.limits import Scheduler, merged_limits
 
@@ -230,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         live=args.live,
         whole="the recording",
     )
+    made = _absent_folders(Path(args.out))  # this invocation creates them: removed again if left empty
     try:
         record_tasks(
             tasks,
@@ -246,10 +247,50 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         scheduler.close()
+        _remove_if_empty(made)
     out.print(
         f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False
     )
     return 1 if counts["failed"] else 0
+
+
+def shown_detail(o: RecordOutcome) -> str:
+    """The first line of an outcome's detail, whole (a refusal's remedy is at its end), naming the run's
+    folder where the detail names its staging folder (``.r0.stage-…``: gone once the recording is placed
+    or discarded)."""
+    import re
+
+    if not o.detail:
+        return ""
+    line = o.detail.splitlines()[0]
+    folder = o.task.cassette
+    if folder is not None:
+        staging = re.escape(str(folder.parent / f".{folder.name}.stage-")) + r"[^/\\\s]*"
+        line = re.sub(staging, lambda _m: str(folder), line)
+    return line if len(line) <= 2000 else line[:2000] + " …"
+
+
+def _absent_folders(out: Path) -> list[Path]:
+    """``out`` and those of its parents that do not exist yet, deepest first."""
+    absent = []
+    for d in (out, *out.parents):
+        if d.exists():
+            break
+        absent.append(d)
+    return absent
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders this record created (deepest first) while they are empty: a recording that
+    failed or was refused leaves no empty ``--out`` tree (its layout folders are pruned by
+    ``runtime.record``). A folder that existed before is never touched."""
+    for d in folders:
+        try:
+            d.rmdir()  # only an empty folder goes
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return
 
 
 def _check_tool_versions(tasks: list[RunTask], *, strict: bool, out: Any) -> None:

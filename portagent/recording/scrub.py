@@ -60,5 +60,5 @@ def refuse_if_secret(value: Any, file: str, *, extra: list[str] | None = None) -
     if where is not None:
         raise RecordingError(
             f"refusing to write {file}: a secret survived scrubbing at {where}; nothing was written. "
-            "Remove it from the tool output or request, or add the header to the scrub list."
+            "Remove it from the tool output or request (or scrub its header)"
         )

@@ -11,11 +11,12 @@ import os
 import re
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from portagent.adapters.base import REGISTRY
-from portagent.contracts.errors import PortagentError
+from portagent.contracts.errors import PortagentError, RecordingError
 from portagent.evals.scoring import Provenance, score_run
 from portagent.runtime.eval_plan import (
     RunOutcome,
@@ -77,6 +78,10 @@ def execute(task: RunTask) -> RunOutcome:
     t0 = time.perf_counter()
     try:
         output, latency, source, notes = asyncio.run(_make_run(task))
+    except RecordingError as e:
+        if task.mode == "replay":  # the recording is broken: no retry mends it, the eval names it
+            return RecordingFailure.of(task, e, t0)
+        return unrunnable(task, e.render(), t0)
     except PortagentError as e:
         return unrunnable(task, e.render(), t0)
     except Exception as e:  # an SDK or portagent bug: keep it visible, keep the eval going
@@ -227,6 +232,24 @@ def unrunnable(task: RunTask, message: str, t0: float) -> RunOutcome:
     note = f"run could not be made: {message}"
     score = score.model_copy(update={"notes": [note, *score.notes], "issue": "run_error", "passed": False})
     return RunOutcome(task.index, score, message, time.perf_counter() - t0, os.getpid())
+
+
+@dataclass
+class RecordingFailure(RunOutcome):
+    """A replay whose recording could not be read (a cassette, ``run.json`` or ``trace.jsonl`` edited by
+    hand, truncated, of another format): nothing was run. Not a run error — those are retried (exit 3,
+    docs/reports.md) and a broken file never heals — so the eval ends on it as a ``RecordingError`` (exit 1,
+    ``_cli.eval``) instead of scoring it. The eval's pre-flight parses every cassette; this is what a file
+    that broke after it, or a problem only the replay meets, comes back as."""
+
+    recording: str = ""
+    """The ``RecordingError``, on one line (it names the file)."""
+
+    @classmethod
+    def of(cls, task: RunTask, error: RecordingError, t0: float) -> RecordingFailure:
+        line = " ".join(error.render().split())
+        base = unrunnable(task, line, t0)
+        return cls(base.index, base.score, base.error, base.wall_s, base.pid, recording=line)
 
 
 async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:

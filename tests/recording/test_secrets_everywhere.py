@@ -315,6 +315,32 @@ def test_record_refuses_each_kind_and_writes_nothing(planted: Path, tmp_path: Pa
     assert _leaks(tmp_path) == []
 
 
+def test_record_cli_prints_the_whole_refusal_names_the_folder_and_leaves_no_empty_out(
+    planted: Path, tmp_path: Path
+) -> None:
+    """The refusal was cut at 300 characters (mid-word, the remedy lost) and named the staging folder
+    (``.r0.stage-…``), gone by then; the ``--out`` folder record had made stayed behind, empty."""
+    out = tmp_path / "new" / "cas"
+    argv = [
+        "record", str(planted / "agent.yaml"), "--providers", "openai", "--emulator",
+        str(planted / "emulator.yaml"), "--case", "leaky", "--input", "leak openai",
+    ]  # fmt: skip
+    code, stdout, err = run_cli(*argv, "--out", str(out))
+    assert code == 1, stdout + err
+    text = " ".join(stdout.split())  # the console wraps long lines
+    final = out / "adhoc" / "planted@1.0.0" / "leaky" / "openai" / "r0" / "cassette.yaml"
+    assert f"refusing to write {final}: a secret survived scrubbing" in text
+    assert text.rstrip().endswith("0 recorded, 0 skipped, 1 failed")
+    assert "Remove it from the tool output or request (or scrub its header)" in text
+    assert ".stage-" not in text
+    assert not (tmp_path / "new").exists()  # the folders this record made are gone again
+    mine = tmp_path / "mine"
+    mine.mkdir()  # a folder that was there before is kept, empty or not
+    code, _, _ = run_cli(*argv, "--out", str(mine))
+    assert code == 1 and mine.is_dir() and not any(mine.iterdir())
+    assert _leaks(tmp_path) == []
+
+
 def test_a_handler_error_with_a_key_is_masked_before_record_writes(planted: Path, tmp_path: Path) -> None:
     """The exception text is masked in the observation itself, so record keeps the run (the model saw
     the mask) and no file holds the key."""

@@ -244,6 +244,60 @@ def test_missing_cassette_names_the_record_command(mini: dict[str, Path], tmp_pa
     assert not (tmp_path / "r").exists()  # refused before anything was written
 
 
+def _broken_copy(mini: dict[str, Path], tmp_path: Path, name: str, text: str) -> tuple[Path, Path]:
+    """A copy of the recorded cassettes whose refund run has ``name`` overwritten with ``text``."""
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(mini["cassettes"], cassettes)
+    broken = cassettes / "mini" / "support_desk@1.0.0" / "refund" / "openai" / "r0" / name
+    broken.write_text(text)
+    return cassettes, broken
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("interactions: [\n", "not a readable cassette (YAML: did not find expected node content, line 2"),
+        ("version: 1\nrequests: []\n", "not a vcrpy cassette"),
+    ],
+)
+def test_an_unreadable_cassette_is_refused_before_anything_runs(
+    mini: dict[str, Path], tmp_path: Path, text: str, why: str
+) -> None:
+    """A hand-edited or truncated cassette never heals: it is a recording error (exit 1) named before any
+    run, not a run error per run (exit 3, which CI retries) with scoring notes about a run never made."""
+    cassettes, broken = _broken_copy(mini, tmp_path, "cassette.yaml", text)
+    out = tmp_path / "results"
+    code, stdout, err = _eval(mini["suite"], cassettes, out)
+    assert code == 1, stdout + err
+    assert f"{broken}: {why}" in err and "1 cassette cannot be read, nothing was run" in err
+    assert f"portagent record {mini['suite']} --providers openai --emulator" in err and "--case refund" in err
+    assert "Traceback" not in stdout + err and "run error" not in stdout + err
+    assert not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize("name", ["run.json", "cassette.yaml"])
+def test_a_recording_the_replay_cannot_read_ends_the_eval_as_a_recording_error(
+    mini: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """What the pre-flight does not parse (``run.json``), or a cassette broken after it (the pre-flight is
+    switched off here to stand for that), comes back from the worker as the RecordingError it is: exit 1,
+    one line naming the file, no report scored from a run never made (it said "run error", exit 3)."""
+    if name == "cassette.yaml":
+        monkeypatch.setattr("portagent._cli.eval.check_readable", lambda *a: None, raising=False)
+    cassettes, broken = _broken_copy(mini, tmp_path, name, "interactions: [\n")
+    out = tmp_path / "results"
+    code, stdout, err = _eval(mini["suite"], cassettes, out)
+    assert code == 1, stdout + err
+    assert "1 recording could not be read during the replay, nothing was scored" in err
+    (line,) = [x for x in err.splitlines() if str(broken) in x]
+    assert "not a" in line
+    assert "the 1 other run(s) are kept" in err and "--resume" in err
+    assert "run error" not in stdout + err and "unknown" not in stdout and "Traceback" not in stdout + err
+    assert not any((out / f).exists() for f in ("report.json", "eval.json", "ci_gate.json"))
+    code, _, err = run_cli("gate", str(out))
+    assert code not in (0, 3), err  # nothing a retry mends: never the "nothing measured" code
+
+
 def test_threshold_outside_unit_interval(mini: dict[str, Path]) -> None:
     suite = write_suite(mini["agent"], "bad_threshold.yaml", thresholds={"final": 1.5})
     err = _fails(1, "eval", str(suite), "--replay", "--cassettes", str(mini["cassettes"]))
