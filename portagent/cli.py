@@ -103,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    _route_logs()
+    from portagent.core.logs import route_logs
+
+    route_logs()
     module = importlib.import_module(_module(args.command))
     try:
         return int(module.run(args))
@@ -126,43 +128,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = e.filename if e.filename2 is None else f"{e.filename} -> {e.filename2}"
         sys.stderr.write(f"portagent: {where}: {e.strerror or e}\n")
         return EXIT_USAGE
-
-
-LOG_ENV = "PORTAGENT_LOG"
-"""``debug`` / ``info`` / ``warning`` / ``error``: show every library's log records at that level (the
-vendor SDKs' included), for diagnosing an SDK."""
-
-
-class _OwnRecords:
-    """Only portagent's own log records reach a CLI user's terminal."""
-
-    def filter(self, record: object) -> bool:
-        return str(getattr(record, "name", "")).startswith("portagent")
-
-
-def _route_logs() -> None:
-    """The vendor SDKs log their own view of an error portagent already reports in one line (ADK: each
-    failed node with its traceback, hundreds of lines; openai-agents: "Error getting response"). Without a
-    handler, Python prints every such warning to stderr. The CLI keeps portagent's own warnings
-    (``portagent: …``) and drops the rest, unless ``PORTAGENT_LOG`` asks for everything."""
-    import logging
-    import os
-
-    level = os.environ.get(LOG_ENV, "").strip().upper()
-    if level:
-        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-            level = "DEBUG"
-        logging.basicConfig(level=level, format="%(name)s: %(levelname)s: %(message)s")
-        return
-    root = logging.getLogger()
-    if any(h.get_name() == "portagent-cli" for h in root.handlers):
-        return  # main() called again in one process (tests, an embedding program)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.set_name("portagent-cli")
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("portagent: %(message)s"))
-    handler.addFilter(_OwnRecords())
-    root.addHandler(handler)
 
 
 def _is_text(arg: str) -> bool:

@@ -184,6 +184,9 @@ def _worker_main(
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    from portagent.core.logs import route_logs
+
+    route_logs()  # as the CLI does: the SDKs' own error logs stay out of the eval's output
     done = 0
     try:
         while True:
