@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
         "recorded rejections and deferrals are reused — a recorded approval never runs a handler by itself)",
     )
     p.add_argument(
-        "--idempotency-key", help="a repeated key answers duplicate, or resumes a run waiting for approval"
+        "--idempotency-key",
+        help="the same request with a repeated key answers duplicate, or resumes its run (waiting for approval or interrupted); another request with that key is refused",
     )
     p.add_argument("--env", default="dev", choices=["lab", "dev", "staging", "prod"])
     p.add_argument("--scope", dest="scopes", action="append", default=[], help="actor scope (repeatable)")

@@ -174,6 +174,40 @@ async def arun_full(
         return await _arun_full(mcp.bundle, request, config, on_event, mcp=mcp)
 
 
+def check_state_stores() -> None:
+    """The state files a run opens only when a tool call first needs them — the approval cards, the effect
+    ledger, the memory store — opened now when they exist, so a damaged one is the one-line usage error
+    (exit 2) that ``approvals list`` gives for it, before anything runs or is written. Opened inside a tool
+    call, the SDK wrapped that error as its own ("Error running tool …") and the run failed as a provider
+    error (exit 3). A missing file is left alone: it is created, empty, when first needed. Each store's
+    connection is kept for its next opener in the process (``sqlite_state``), so an eval's runs pay once."""
+    from portagent.core.home import APPROVALS_DB, LEDGER_DB, state_file
+    from portagent.tools.approvals import ApprovalStore
+    from portagent.tools.ledger import EffectLedger
+    from portagent.tools.memory import MEMORY_DB, MemoryStore
+
+    stores: tuple[tuple[str, Any], ...] = (
+        (APPROVALS_DB, ApprovalStore),
+        (LEDGER_DB, EffectLedger),
+        (MEMORY_DB, MemoryStore),
+    )
+    for name, store in stores:
+        path = state_file(name, create=False)
+        try:
+            st = path.stat()
+        except OSError:
+            continue  # none yet (or unreadable: opening it says so when a call needs it)
+        version = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if _STORES_CHECKED.get(str(path)) == version:
+            continue  # opened whole in this process and unchanged since: an eval's later runs pay nothing
+        store(path).close()
+        _STORES_CHECKED[str(path)] = version
+
+
+_STORES_CHECKED: dict[str, tuple[int, int, int]] = {}
+"""State file → its (inode, size, mtime) when ``check_state_stores`` last opened it whole."""
+
+
 async def _arun_full(
     bundle: AgentBundle, request: RunRequest, config: RunConfig, on_event: Any, mcp: Any = None
 ) -> RunOutput:
@@ -187,6 +221,7 @@ async def _arun_full(
     from portagent.tools.context import check_run_context
 
     check_run_context(request.context)  # e.g. confidence outside [0, 1]: a usage error before anything runs
+    check_state_stores()
     clock = config.clock or SystemClock()
     ids = config.ids or IdFactory()
 
