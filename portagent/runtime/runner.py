@@ -465,6 +465,9 @@ async def _run_attempt(
         status, stop_reason, error = failure_of(session, e)
     except Exception as e:  # SDK crash: the trace still ends with an error and run.completed
         status, stop_reason, error = failure_of(session, e)
+    except BaseException:  # Ctrl-C, a cancelled task: what the attempt did is kept in trace.jsonl
+        recorder.flush()
+        raise
     finally:
         journal_summary = journal.close() if journal is not None else None
         # the task holds the adapter's exception, whose traceback holds this frame (and this frame the task):

@@ -53,12 +53,31 @@ def _ledger_already_done(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> bo
     return entry is not None and entry.state == "done" and entry.args_hash == p.args_hash
 
 
+def _approved_effect_unsettled(gw: ToolGateway, p: PreparedCall, tool: ToolSpec) -> ApprovalCard | None:
+    """The card that approved this exact call when the ledger holds its effect's intent without an outcome
+    (the attempt that ran it died mid-effect). Asking a person again would be asking them to approve what
+    may already have happened: the card that approved it is used again, and execution settles the
+    effect — the tool's ``reconcile`` finds out whether it happened, else a ``conflict`` says it is
+    unknown — exactly as for a call that needed no approval."""
+    if not tool.idempotency.required or p.key is None:
+        return None
+    entry = gw.ledger.get(gw.context.scope, tool.name, p.key)
+    if entry is None or entry.state != "pending" or entry.args_hash != p.args_hash:
+        return None
+    return gw.approvals.last_approved(gw.context.scope, tool.name, p.args_hash)
+
+
 async def request(
     gw: ToolGateway, p: PreparedCall, tool: ToolSpec, decision: PermissionDecision
 ) -> Observation | None:
     """Returns the rejection (deferred, rejected, approver failure) or None when the call may run."""
     if _ledger_already_done(gw, p, tool):
         return None
+    unsettled = _approved_effect_unsettled(gw, p, tool)
+    if unsettled is not None:
+        p.card = unsettled
+        _resolved(gw, p, unsettled)
+        return None  # execute(): recheck (expiry), then the ledger's pending intent → reconcile or conflict
     if gw.context.earlier is not None and gw.context.earlier.has(tool.name, p.args_hash):
         return None  # it ran, approved, in the attempt before this resume: its result answers it (ADR 0007)
     store = gw.approvals

@@ -308,6 +308,21 @@ class ApprovalStore:
         self._scopes[card.approval_id] = card.scope
         return card
 
+    def last_approved(self, scope: str, tool: str, args_hash: str) -> ApprovalCard | None:
+        """The newest card that approved this call as the model made it (same scope, tool and arguments),
+        used or not — what approved an effect whose outcome was lost (``approval_flow``)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT card FROM approval_cards WHERE scope=? AND tool=? AND args_hash=? AND status='approved' "
+                "ORDER BY rowid DESC LIMIT 1",
+                (scope, tool, args_hash),
+            ).fetchone()
+        if not row:
+            return None
+        card = self._card(row[0])
+        self._scopes[card.approval_id] = card.scope
+        return card
+
     def _corrupt(self, approval_id: str | None, what: str) -> ApprovalError:
         which = f"approval card {approval_id!r}" if approval_id else "an approval card"
         return ApprovalError(

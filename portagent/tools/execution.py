@@ -330,6 +330,10 @@ async def _run_owned(
     if rejection is not None:
         ledger.abandon(scope, tool.name, key)
         return Attempt(rejection)
+    if ctx.recorder is not None:
+        # the intent is in the ledger: the trace so far (the call, its decision, its approval) goes to disk
+        # before the effect, so a process killed mid-effect leaves the effect's call in trace.jsonl
+        ctx.recorder.flush()
     att = await invoke(
         tool, args, ctx, call_id, key, _status_check(tool, args, key, ctx, call_id), approval=approval
     )

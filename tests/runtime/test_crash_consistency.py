@@ -127,6 +127,33 @@ def test_a_killed_run_with_guarded_effects_is_resumed_with_one_effect(tmp_path: 
     assert len(_effects(tmp_path)) == 1
 
 
+def test_the_killed_attempt_keeps_its_effects_call_in_the_trace_and_its_approval(tmp_path: Path) -> None:
+    """What the killed attempt did before its effect is in trace.jsonl (the effect's call, its decision, its
+    approval): the trace was written only at the end of an attempt, so a process killed mid-effect left no
+    record that the effect was ever called. The resumed attempt uses the card that approved the effect
+    (the ledger holds its intent without an outcome) instead of asking for a second approval of what may
+    already have happened; reconcile then settles it."""
+    _killed_mid_write(tmp_path, "agent.yaml", "K3")
+    (folder,) = (tmp_path / "home" / "runs").iterdir()
+    killed = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    calls = [e for e in killed if e["type"] == "tool.call"]
+    assert [c["tool"] for c in calls] == ["write_note"], [e["type"] for e in killed]
+    (first_approval,) = [e for e in killed if e["type"] == "approval.resolved"]
+    assert first_approval["status"] == "approved"
+
+    again = _run(tmp_path, "agent.yaml", "K3")
+    assert again.returncode == 0 and "attempt 2" in again.stdout, again.stdout + again.stderr
+    assert len(_effects(tmp_path)) == 1
+    cards = sqlite3.connect(tmp_path / "home" / "approvals.db").execute(
+        "SELECT approval_id FROM approval_cards"
+    )
+    assert [row[0] for row in cards] == [first_approval["approval_id"]]  # no second card for the same effect
+    trace = [json.loads(x) for x in (folder / "trace.jsonl").read_text().splitlines()]
+    resolved = [e for e in trace if e["type"] == "approval.resolved"]
+    assert [e["approval_id"] for e in resolved] == [first_approval["approval_id"]] * 2
+    assert [e["seq"] for e in trace] == list(range(len(trace)))  # attempt 2 follows attempt 1's events
+
+
 def test_a_killed_run_with_unguarded_effects_is_reported_interrupted_never_duplicate(tmp_path: Path) -> None:
     _killed_mid_write(tmp_path, "agent_unguarded.yaml", "K2")
     for _ in range(2):  # every later request gets the same answer: never "duplicate" with exit 0
