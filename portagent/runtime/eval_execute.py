@@ -117,6 +117,9 @@ def scored(
     if r.status == "failed":
         error = f"{r.stop_reason}: {r.error}" if r.error else r.stop_reason
         score = score.model_copy(update={"notes": [f"run failed ({error})", *score.notes]})
+    stale = _stale_script(task, score, notes)
+    if stale is not None:
+        score, error = stale
     return RunOutcome(
         task.index,
         score,
@@ -126,6 +129,49 @@ def scored(
         r.final_output,
         _signals(task, events, r),
     )
+
+
+def _stale_script(task: RunTask, score: Any, notes: list[str]) -> tuple[Any, str] | None:
+    """A replay whose emulator script changed since the recording (``evals.drift.script_changed``, named in
+    ``notes``) is a stale recording, scored as a drift: it replays cleanly — the agent sends what it sent —
+    but on the scripted model's old answers, so its pass would gate the agent on answers the current script
+    no longer gives. As a drift it is not judged on its merits, the gate names it with its
+    ``record --drifted`` line, and ``record --drifted`` (which looks for ``cassette_drift``) re-records it."""
+    from portagent.evals.drift import CHANGED_PREFIX, SCRIPT_CHANGE, script_drift
+    from portagent.evals.scoring import UNMEASURED
+
+    if (
+        task.mode != "replay"
+        or CHANGED_PREFIX + SCRIPT_CHANGE not in notes
+        or score.issue == "cassette_drift"
+    ):
+        return None
+    why = script_drift(str(task.emulator_script))
+    update = {
+        "issue": "cassette_drift",
+        "passed": False,
+        "drift": why,
+        "notes": [UNMEASURED["cassette_drift"]],
+    }
+    return score.model_copy(update=update), f"cassette_drift: {why}"
+
+
+_SCRIPT_HASHES: dict[tuple[Path, int, int], str] = {}
+
+
+def _script_hash(path: Path | None) -> str | None:
+    """The emulator script's hash as recordings keep it (``eval_plan.script_hash``), read once per version
+    of the file in this process (keyed by its modification time and size), not once per replay."""
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _SCRIPT_HASHES:
+        _SCRIPT_HASHES[key] = script_hash(path)
+    return _SCRIPT_HASHES[key]
 
 
 _RETRY_AFTER = re.compile(r"retry-after ([0-9]+(?:\.[0-9]+)?) s")
@@ -216,6 +262,11 @@ def finished(task: RunTask, prints: Any = None) -> RunOutcome | None:
             notes = run_warnings(
                 unversioned_changes(recorded_tools, current_tools(bundle), since="the recording")
             )
+    if task.mode == "replay":  # a script changed since the recording: the carried run is stale too
+        from portagent.evals.drift import CHANGED_PREFIX, SCRIPT_CHANGE, script_changed
+
+        if script_changed(m, _script_hash(task.emulator_script)):
+            notes.append(CHANGED_PREFIX + SCRIPT_CHANGE)
     return scored(task, events[starts[-1] :], record.result, latency, m.source, notes, t0)
 
 
@@ -285,9 +336,10 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
                 since="the recording",
             )
         )
-        if output.result.stop_reason == "cassette_drift":  # name what changed (issue 15)
-            from portagent.evals.drift import CHANGED_PREFIX, recording_changes
+        from portagent.evals.drift import CHANGED_PREFIX, SCRIPT_CHANGE, recording_changes, script_changed
 
+        current = _script_hash(task.emulator_script)
+        if output.result.stop_reason == "cassette_drift":  # name what changed (issue 15)
             changed += [
                 CHANGED_PREFIX + c
                 for c in recording_changes(
@@ -298,8 +350,11 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
                     request=request.model_dump(
                         mode="json", exclude={"idempotency_key"}, exclude_defaults=True
                     ),
+                    script_hash=current,
                 )
             ]
+        elif script_changed(recorded.record.manifest, current):  # replays cleanly, on stale answers
+            changed.append(CHANGED_PREFIX + SCRIPT_CHANGE)
         return output, recorded.record.result.duration_ms, recorded.record.manifest.source, changed
     if task.mode == "emulator":
         assert task.emulator_script is not None

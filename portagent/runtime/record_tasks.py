@@ -70,7 +70,8 @@ def record_tasks(
 
     Recording happens in this process, one run at a time, so the emulator's fault counters and the
     recorded timing belong to that run alone. ``only="missing"`` skips folders already recorded;
-    ``only="drifted"`` replays every recorded folder first and re-records those that drift.
+    ``only="drifted"`` replays every recorded folder first and re-records those that drift, including those
+    recorded against the emulator with another script than the one used now (``evals.drift.script_changed``).
     ``verify`` replays each new recording and reports one that does not replay cleanly as failed (it
     would fail in CI anyway).
 
@@ -166,9 +167,15 @@ def _record_tasks(
         # while it plans. Started later by the pool itself it preloaded nothing: each worker imported it
         # all, and so did every later eval's workers in a process that records then evals (a notebook).
         warm_workers([t.provider for t in todo])
+    # The replays compare a recording's emulator script hash with the script this recording uses (the
+    # --emulator SCRIPT given, judges included, else the case's): a changed script is drift (evals.drift).
+    script = emulator_script if source == "emulator" else None
     if only == "drifted" and todo:
         checks = run_tasks(
-            [replace(t, mode="replay", out_dir=None) for t in todo],
+            [
+                replace(t, mode="replay", out_dir=None, emulator_script=script or t.emulator_script)
+                for t in todo
+            ],
             workers=workers,
             executor=executor,
             address=address,
@@ -214,7 +221,16 @@ def _record_tasks(
     if verify and fresh:
         staged = {t.index: outcomes[t.index].staging for t in fresh}
         checks = run_tasks(
-            [replace(t, mode="replay", out_dir=None, cassette=staged[t.index]) for t in fresh],
+            [
+                replace(
+                    t,
+                    mode="replay",
+                    out_dir=None,
+                    cassette=staged[t.index],
+                    emulator_script=script or t.emulator_script,
+                )
+                for t in fresh
+            ],
             workers=workers,
             executor=executor,
             address=address,

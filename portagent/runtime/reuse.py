@@ -6,7 +6,8 @@ or the approver names (handlers, preconditions, reconcile functions, a ``module:
 of every module of the project those import, at any depth (``import`` statements read from the source,
 not run; third-party and standard-library modules count through their versions), the request the case
 makes, the approver's decisions, the cassette's files (replay) or the emulator
-script (emulator mode), and the portagent, SDK and Python versions. A later eval given ``--reuse DIR``
+script (emulator mode; in replay mode too: a recording made against the emulator is stale once its script
+changed, ``evals.drift``), and the portagent, SDK and Python versions. A later eval given ``--reuse DIR``
 computes the same hash for each planned run; where it equals the one stored under ``DIR``, the run's
 folder is carried over and scored again from its trace (so changed expectations, thresholds and graders
 still apply), and it is labelled ``reused`` in every report. Any change makes the run again.
@@ -53,6 +54,7 @@ class Fingerprints:
         self._bundles: dict[Path, Any] = {}
         self._handlers: dict[Path, dict[str, str] | None] = {}
         self._approvers: dict[tuple[Path, str], dict[str, str] | None] = {}
+        self._scripts: dict[Path, str] = {}
 
     def key(self, task: RunTask) -> str | None:
         """The hash of what decides ``task``'s run, or None when such a run is never reused."""
@@ -88,10 +90,11 @@ class Fingerprints:
             if code is None:
                 return None
             handlers = {**handlers, **{f"approver:{k}": v for k, v in code.items()}}
+        script = self._script(task.emulator_script) if task.emulator_script is not None else None
         if task.mode == "replay":
             recording = _folder_hash(task.cassette) if task.cassette is not None else None
         else:
-            recording = _file_hash(task.emulator_script) if task.emulator_script is not None else None
+            recording = script
         if recording is None:
             return None
         request = request_for(task.case, task.provider, task.repeat, bundle)  # the case's thread too
@@ -109,6 +112,7 @@ class Fingerprints:
             "request": request.model_dump(mode="json", exclude={"idempotency_key"}, exclude_defaults=True),
             "approver": approver,
             "recording": recording,
+            "script": script,  # a replay of an emulator recording drifts when its script changed
             "portagent": __version__,
             "portagent_source": _portagent_source(),  # an editable checkout changes without a new version
             "sdk": package_version(REGISTRY[task.provider].package),
@@ -136,6 +140,12 @@ class Fingerprints:
             except (OSError, PortagentError):
                 self._bundles[path] = None
         return self._bundles[path]
+
+    def _script(self, path: Path) -> str:
+        """The emulator script's hash, read once per eval (every case of a suite usually shares it)."""
+        if path not in self._scripts:
+            self._scripts[path] = _file_hash(path)
+        return self._scripts[path]
 
     def _handler_sources(self, agent_path: Path) -> dict[str, str] | None:
         """``{module: sha256 of its source file}`` for every handler module of the agent graph, plus every
