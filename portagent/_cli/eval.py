@@ -360,117 +360,140 @@ def run_suite(
     )
     if baseline is not None:
         refuse_baseline_in_out(baseline.folder, out_dir)
-    # every check that can refuse the eval runs before the results folder is touched
-    if plan is None:
-        plan = plan_eval(
-            loaded,
-            mode=mode,
-            providers=providers,
-            repeats=repeats,
-            cassettes=cassettes,
-            results=out_dir,
-            case_ids=case_ids,
-            emulator_script=emulator_script,
-        )
-    if mode == "replay" and reuse is None:  # a cassette that cannot be read: refused before anything runs
-        check_readable(plan.tasks, loaded, cassettes)
-    if not resume and reuse is None:  # a results folder that may not be replaced: refused before any warm-up
-        from portagent.evals.report import check_out_dir
+    # this process owns the results folder from before anything in it is read, replaced or deleted until its
+    # reports are written: a second eval, record or report aiming at it is refused (exit 2), nothing touched
+    from portagent.core.files import own_folder
 
-        check_out_dir(out_dir, overwrite=overwrite)
-    if executor == "local" and reuse is None:
-        # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
-        # gets ready; only once the suite and the plan are known good: started before, a refused eval
-        # imported the SDK for nothing, and whoever read its output waited for that (the server holds it)
-        from portagent.runtime.fork_server import warm_workers
-
-        warm_workers([t.provider for t in plan.tasks])
-    from portagent.runtime.limits import Scheduler, merged_limits
-
-    scheduler = Scheduler(
-        merged_limits(loaded.suite.limits, limits),
-        max_spend_usd=max_spend_usd,
-        live=mode == "live",
-    )
-    calibration = None
-    if any(g.spec.gate for t in plan.tasks for g in t.graders):
-        # a judge gates only when its agreement with human labels reaches the declared bar: measured
-        # (judge runs like any other), and the eval refused below it, before the results folder is touched
-        from portagent.runtime.eval_run import calibrate_eval
-        from portagent.runtime.judging import refuse_ungated
-
-        calibration = calibrate_eval(plan, workers=workers, gating_only=True)
-        refuse_ungated(calibration, str(suite))
-    carried: dict[int, Any] = {}
-    if reuse is not None:  # read before the results folder is emptied: --reuse may name --out itself
-        from portagent.runtime.reuse import carry_over, check_reusable
-
-        check_reusable(reuse)
-        carried = carry_over(plan.tasks, reuse, out_dir)
-        if mode == "replay":  # a carried run reads no cassette: only the others are parsed
-            check_readable([t for t in plan.tasks if t.index not in carried], loaded, cassettes)
-        if executor == "local" and len(carried) < len(plan.tasks):
-            from portagent.runtime.fork_server import warm_workers
-
-            warm_workers([t.provider for t in plan.tasks if t.index not in carried])
-    aside = None
-    if resume:
-        _check_resumable(out_dir)
-    else:
-        if carried and reuse is not None:  # --reuse of --out itself: the earlier results go aside, not away
+    with own_folder(out_dir, "--out"):
+        # every check that can refuse the eval runs before the results folder is touched
+        if plan is None:
+            plan = plan_eval(
+                loaded,
+                mode=mode,
+                providers=providers,
+                repeats=repeats,
+                cassettes=cassettes,
+                results=out_dir,
+                case_ids=case_ids,
+                emulator_script=emulator_script,
+            )
+        if mode == "replay" and reuse is None:  # a cassette that cannot be read: refused before anything runs
+            check_readable(plan.tasks, loaded, cassettes)
+        if (
+            not resume and reuse is None
+        ):  # a results folder that may not be replaced: refused before any warm-up
             from portagent.evals.report import check_out_dir
-            from portagent.runtime.reuse import set_aside
 
             check_out_dir(out_dir, overwrite=overwrite)
-            aside = set_aside(out_dir, reuse)
-        prepare_out_dir(out_dir, overwrite=overwrite)
-    if carried:
-        from portagent.runtime.reuse import restore
+        if executor == "local" and reuse is None:
+            # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
+            # gets ready; only once the suite and the plan are known good: started before, a refused eval
+            # imported the SDK for nothing, and whoever read its output waited for that (the server holds it)
+            from portagent.runtime.fork_server import warm_workers
 
-        try:
-            for task in plan.tasks:
-                if task.index in carried:
-                    restore(carried[task.index], task)
-        except BaseException:
-            if aside is not None:
-                console(stderr=True).print(
-                    f"the earlier results are kept in {aside}", markup=False, soft_wrap=True
+            warm_workers([t.provider for t in plan.tasks])
+        from portagent.runtime.limits import Scheduler, merged_limits
+
+        scheduler = Scheduler(
+            merged_limits(loaded.suite.limits, limits),
+            max_spend_usd=max_spend_usd,
+            live=mode == "live",
+        )
+        calibration = None
+        if any(g.spec.gate for t in plan.tasks for g in t.graders):
+            # a judge gates only when its agreement with human labels reaches the declared bar: measured
+            # (judge runs like any other), and the eval refused below it, before the results folder is touched
+            from portagent.runtime.eval_run import calibrate_eval
+            from portagent.runtime.judging import refuse_ungated
+
+            calibration = calibrate_eval(plan, workers=workers, gating_only=True)
+            refuse_ungated(calibration, str(suite))
+        carried: dict[int, Any] = {}
+        if reuse is not None:  # read before the results folder is emptied: --reuse may name --out itself
+            from portagent.runtime.reuse import carry_over, check_reusable
+
+            check_reusable(reuse)
+            carried = carry_over(plan.tasks, reuse, out_dir)
+            if mode == "replay":  # a carried run reads no cassette: only the others are parsed
+                check_readable([t for t in plan.tasks if t.index not in carried], loaded, cassettes)
+            if executor == "local" and len(carried) < len(plan.tasks):
+                from portagent.runtime.fork_server import warm_workers
+
+                warm_workers([t.provider for t in plan.tasks if t.index not in carried])
+        aside = None
+        if resume:
+            _check_resumable(out_dir)
+        else:
+            if (
+                carried and reuse is not None
+            ):  # --reuse of --out itself: the earlier results go aside, not away
+                from portagent.evals.report import check_out_dir
+                from portagent.runtime.reuse import set_aside
+
+                check_out_dir(out_dir, overwrite=overwrite)
+                aside = set_aside(out_dir, reuse)
+            prepare_out_dir(out_dir, overwrite=overwrite)
+        if carried:
+            from portagent.runtime.reuse import restore
+
+            try:
+                for task in plan.tasks:
+                    if task.index in carried:
+                        restore(carried[task.index], task)
+            except BaseException:
+                if aside is not None:
+                    console(stderr=True).print(
+                        f"the earlier results are kept in {aside}", markup=False, soft_wrap=True
+                    )
+                raise
+        if aside is not None:
+            import shutil
+
+            shutil.rmtree(aside, ignore_errors=True)
+        n = len(plan.tasks)
+        err = console(stderr=True)
+        where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+        label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
+        t0 = time.perf_counter()
+        warming = _ReportWarmUp()
+        if progress and err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[failing]} failing"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            ) as bar:
+                job = bar.add_task(label, total=n, failing=0)
+                failing = [0]
+
+                def tick(o: Any) -> None:
+                    warming.start()
+                    failing[0] += not o.score.passed
+                    bar.update(job, advance=1, failing=failing[0])
+
+                run = run_eval(
+                    plan,
+                    workers=workers,
+                    on_result=tick,
+                    resume=resume,
+                    calibration=calibration,
+                    scheduler=scheduler,
+                    executor=executor,
+                    address=address,
+                    carried=carried.keys(),
+                    run_timeout=run_timeout,
                 )
-            raise
-    if aside is not None:
-        import shutil
-
-        shutil.rmtree(aside, ignore_errors=True)
-    n = len(plan.tasks)
-    err = console(stderr=True)
-    where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
-    label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
-    t0 = time.perf_counter()
-    warming = _ReportWarmUp()
-    if progress and err.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[failing]} failing"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as bar:
-            job = bar.add_task(label, total=n, failing=0)
-            failing = [0]
-
-            def tick(o: Any) -> None:
-                warming.start()
-                failing[0] += not o.score.passed
-                bar.update(job, advance=1, failing=failing[0])
-
+        else:
+            err.print(label + " …")
             run = run_eval(
                 plan,
                 workers=workers,
-                on_result=tick,
+                on_result=lambda _o: warming.start(),
                 resume=resume,
                 calibration=calibration,
                 scheduler=scheduler,
@@ -479,61 +502,47 @@ def run_suite(
                 carried=carried.keys(),
                 run_timeout=run_timeout,
             )
-    else:
-        err.print(label + " …")
-        run = run_eval(
-            plan,
-            workers=workers,
-            on_result=lambda _o: warming.start(),
-            resume=resume,
-            calibration=calibration,
-            scheduler=scheduler,
-            executor=executor,
-            address=address,
-            carried=carried.keys(),
-            run_timeout=run_timeout,
+        scheduler.close()
+        refuse_broken_recordings(run.pool.outcomes, plan, loaded, cassettes, out_dir)
+        if scheduler.active:
+            run.scheduling = scheduler.report()
+            if scheduler.stopped:
+                skipped = sum(o.score.issue == "not_run" for o in run.pool.outcomes)
+                err.print(f"{skipped} run(s) {scheduler.stopped}", markup=False, highlight=False)
+        if run.pool.reused:
+            err.print(f"resumed: {run.pool.reused} finished run(s) kept, {n - run.pool.reused} run")
+        if reuse is not None:
+            err.print(
+                f"reused: {run.pool.carried} run(s) with unchanged inputs kept from {reuse}, "
+                f"{n - run.pool.carried} made",
+                markup=False,
+                highlight=False,
+            )
+        duration = time.perf_counter() - t0
+        warming.join()
+        results, decision, comparison = write_eval(
+            run,
+            out_dir,
+            started_at=started.isoformat(timespec="seconds"),
+            duration_s=duration,
+            baseline=baseline,
+            strict=strict,
         )
-    scheduler.close()
-    refuse_broken_recordings(run.pool.outcomes, plan, loaded, cassettes, out_dir)
-    if scheduler.active:
-        run.scheduling = scheduler.report()
-        if scheduler.stopped:
-            skipped = sum(o.score.issue == "not_run" for o in run.pool.outcomes)
-            err.print(f"{skipped} run(s) {scheduler.stopped}", markup=False, highlight=False)
-    if run.pool.reused:
-        err.print(f"resumed: {run.pool.reused} finished run(s) kept, {n - run.pool.reused} run")
-    if reuse is not None:
-        err.print(
-            f"reused: {run.pool.carried} run(s) with unchanged inputs kept from {reuse}, "
-            f"{n - run.pool.carried} made",
+        out_console = console()
+        print_summary(results, decision, comparison, out=out_console)
+        if results.result.judging is not None:
+            from portagent.evals.judging import judging_lines
+
+            for line in judging_lines(results.result.judging):
+                out_console.print(line, markup=False, highlight=False)
+        out_console.print(
+            f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
+            f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
+            "ci_gate.json)",
             markup=False,
             highlight=False,
         )
-    duration = time.perf_counter() - t0
-    warming.join()
-    results, decision, comparison = write_eval(
-        run,
-        out_dir,
-        started_at=started.isoformat(timespec="seconds"),
-        duration_s=duration,
-        baseline=baseline,
-        strict=strict,
-    )
-    out_console = console()
-    print_summary(results, decision, comparison, out=out_console)
-    if results.result.judging is not None:
-        from portagent.evals.judging import judging_lines
-
-        for line in judging_lines(results.result.judging):
-            out_console.print(line, markup=False, highlight=False)
-    out_console.print(
-        f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
-        f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
-        "ci_gate.json)",
-        markup=False,
-        highlight=False,
-    )
-    return results, decision, comparison
+        return results, decision, comparison
 
 
 def check_readable(tasks: Any, loaded: Any, root: str | Path) -> None:
@@ -741,7 +750,10 @@ def calibrate_suite(
 ) -> int:
     """``eval --calibrate``: each calibrated grader's agreement with its human labels; writes
     ``calibration.json`` into ``out`` when given. 0 when every grader that asks to gate may, else 1."""
+    import contextlib
+
     from portagent.contracts.loaded_suite import load_suite
+    from portagent.core.files import own_folder
     from portagent.evals.judging import calibration_lines
     from portagent.evals.report import prepare_out_dir, write_text
     from portagent.evals.report_terminal import console
@@ -749,21 +761,22 @@ def calibrate_suite(
 
     loaded = load_suite(suite)
     plan = plan_eval(loaded, mode=mode, cassettes=cassettes, emulator_script=emulator_script, calibrate=True)
-    if out is not None:
-        prepare_out_dir(out, overwrite=overwrite)
-    results = calibrate_eval(plan, workers=workers)
-    o = console()
-    for line in calibration_lines(results):
-        o.print(line, markup=False, highlight=False)
-    if out is not None:
-        import json
+    with own_folder(out, "--out") if out is not None else contextlib.nullcontext():
+        if out is not None:
+            prepare_out_dir(out, overwrite=overwrite)
+        results = calibrate_eval(plan, workers=workers)
+        o = console()
+        for line in calibration_lines(results):
+            o.print(line, markup=False, highlight=False)
+        if out is not None:
+            import json
 
-        payload = {
-            "kind": "calibration",
-            "suite_id": loaded.suite.suite_id,
-            "mode": mode,
-            "graders": [c.model_dump(mode="json") for c in results],
-        }
-        write_text(out / "calibration.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        o.print(f"calibration: {out}/calibration.json", markup=False, highlight=False)
+            payload = {
+                "kind": "calibration",
+                "suite_id": loaded.suite.suite_id,
+                "mode": mode,
+                "graders": [c.model_dump(mode="json") for c in results],
+            }
+            write_text(out / "calibration.json", json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+            o.print(f"calibration: {out}/calibration.json", markup=False, highlight=False)
     return 0 if all(c.eligible or not c.gate for c in results) else 1

@@ -193,65 +193,71 @@ def run(args: argparse.Namespace) -> int:
         lacking = sorted({c.case_id for c in loaded.cases if c.case_id not in loaded.emulator_scripts})
         if lacking:
             raise UsageError(f"{target}: no emulator_script for {', '.join(lacking)}; give --emulator SCRIPT")
-    tasks = plan_runs(
-        loaded,
-        mode=source,
-        providers=chosen,
-        repeats=args.repeats,
-        cassettes=args.out,
-        case_ids=split_csv(args.cases, "--case"),
-        check=False,
-    )
-    if script is not None:
-        tasks = [dataclasses.replace(t, emulator_script=script) for t in tasks]
-    only: RecordOnly = "missing" if args.missing else "drifted" if args.drifted else "all"
-    out = console()
-    if only != "missing":  # re-recording over a folder: did a tool change without a version bump?
-        _check_tool_versions(tasks, strict=args.strict, out=out)
-    out.print(
-        f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/",
-        markup=False,
-    )
-    counts = {"recorded": 0, "skipped": 0, "failed": 0}
+    # this process owns the cassette root until its recordings are placed: a second record (or an eval's
+    # --out) aiming at it is refused (exit 2) before anything is read to be replaced or written
+    from portagent.core.files import own_folder
 
-    def show(o: RecordOutcome) -> None:
-        counts[o.action] += 1
-        if o.action == "skipped" and only == "missing":
-            return
-        colour = {"recorded": "green", "skipped": "dim", "failed": "red"}[o.action]
-        out.print(f"[{colour}]{o.action:8}[/{colour}] {o.task.label}  ", end="")
-        out.print(shown_detail(o), markup=False, highlight=False)
-
-    from portagent.runtime.limits import Scheduler, merged_limits
-
-    scheduler = Scheduler(
-        merged_limits(loaded.suite.limits, args.limit),
-        max_spend_usd=args.max_spend_usd,
-        live=args.live,
-        whole="the recording",
-    )
-    made = _absent_folders(Path(args.out))  # this invocation creates them: removed again if left empty
-    try:
-        record_tasks(
-            tasks,
-            source=source,
-            only=only,
-            record_mode=args.record_mode,
-            emulator_script=script,
-            verify=not args.no_verify,
-            workers=args.workers,
-            on_result=show,
-            executor=args.executor,
-            address=args.address,
-            scheduler=scheduler,
+    with own_folder(Path(args.out), "--out"):
+        tasks = plan_runs(
+            loaded,
+            mode=source,
+            providers=chosen,
+            repeats=args.repeats,
+            cassettes=args.out,
+            case_ids=split_csv(args.cases, "--case"),
+            check=False,
         )
-    finally:
-        scheduler.close()
-        _remove_if_empty(made)
-    out.print(
-        f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed", markup=False
-    )
-    return 1 if counts["failed"] else 0
+        if script is not None:
+            tasks = [dataclasses.replace(t, emulator_script=script) for t in tasks]
+        only: RecordOnly = "missing" if args.missing else "drifted" if args.drifted else "all"
+        out = console()
+        if only != "missing":  # re-recording over a folder: did a tool change without a version bump?
+            _check_tool_versions(tasks, strict=args.strict, out=out)
+        out.print(
+            f"recording {len(tasks)} run folder(s) of {loaded.suite.suite_id} ({source}) into {args.out}/",
+            markup=False,
+        )
+        counts = {"recorded": 0, "skipped": 0, "failed": 0}
+
+        def show(o: RecordOutcome) -> None:
+            counts[o.action] += 1
+            if o.action == "skipped" and only == "missing":
+                return
+            colour = {"recorded": "green", "skipped": "dim", "failed": "red"}[o.action]
+            out.print(f"[{colour}]{o.action:8}[/{colour}] {o.task.label}  ", end="")
+            out.print(shown_detail(o), markup=False, highlight=False)
+
+        from portagent.runtime.limits import Scheduler, merged_limits
+
+        scheduler = Scheduler(
+            merged_limits(loaded.suite.limits, args.limit),
+            max_spend_usd=args.max_spend_usd,
+            live=args.live,
+            whole="the recording",
+        )
+        made = _absent_folders(Path(args.out))  # this invocation creates them: removed again if left empty
+        try:
+            record_tasks(
+                tasks,
+                source=source,
+                only=only,
+                record_mode=args.record_mode,
+                emulator_script=script,
+                verify=not args.no_verify,
+                workers=args.workers,
+                on_result=show,
+                executor=args.executor,
+                address=args.address,
+                scheduler=scheduler,
+            )
+        finally:
+            scheduler.close()
+            _remove_if_empty(made)
+        out.print(
+            f"{counts['recorded']} recorded, {counts['skipped']} skipped, {counts['failed']} failed",
+            markup=False,
+        )
+        return 1 if counts["failed"] else 0
 
 
 def shown_detail(o: RecordOutcome) -> str:

@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from portagent.core.files import own_folder
     from portagent.evals.report import decide, load_results, recorded_gate, write_reports
     from portagent.evals.report_terminal import console, print_summary
 
@@ -38,10 +41,17 @@ def run(args: argparse.Namespace) -> int:
         "junit",
         "html",
     )
-    results = load_results(args.results)
-    baseline, min_pass_rate, strict = recorded_gate(results)
-    decision, comparison = decide(results, baseline, min_pass_rate, strict=strict)
-    written = write_reports(results, decision, comparison, formats)
+    given = Path(args.results)
+    folder = given.parent if given.is_file() else given
+    if not folder.is_dir():
+        load_results(given)  # the refusal that names what is missing (exit 2); nothing to own
+    # this process owns the folder from the read to the last report written: an eval, record or report
+    # writing it now is not mixed with (exit 2), and none starts in it before this one is done
+    with own_folder(folder, "RESULTS"):
+        results = load_results(given)
+        baseline, min_pass_rate, strict = recorded_gate(results)
+        decision, comparison = decide(results, baseline, min_pass_rate, strict=strict)
+        written = write_reports(results, decision, comparison, formats)
     out = console()
     print_summary(results, decision, comparison, out=out)
     for path in written:
