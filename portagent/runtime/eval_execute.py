@@ -28,17 +28,47 @@ from portagent.runtime.eval_plan import (
 )
 from portagent.runtime.keys import live_key
 
-_BUNDLES: dict[Path, Any] = {}
+_BUNDLES: dict[Path, tuple[dict[Path, tuple[int, ...] | None], Any]] = {}
 _EMULATORS: dict[Path, Any] = {}
 _STACK = contextlib.ExitStack()
 
 
 def _bundle(path: Path) -> Any:
-    if path not in _BUNDLES:
-        from portagent.contracts.bundle import load_agent
+    """The agent at ``path``, loaded once per version of the files it was read from (its specs, tools files
+    and policies). Kept by path alone, a process that records, sees the spec edited and records again (a
+    notebook, a program calling the CLI) made the second recording with the first's spec, while its
+    verifying replay, in a fresh worker, read the new one: every run failed as a drift."""
+    hit = _BUNDLES.get(path)
+    if hit is not None and all(_file_version(f) == v for f, v in hit[0].items()):
+        return hit[1]
+    from portagent.contracts.bundle import load_agent
 
-        _BUNDLES[path] = load_agent(path)
-    return _BUNDLES[path]
+    bundle = load_agent(path)
+    _BUNDLES[path] = ({f: _file_version(f) for f in _read_from(bundle)}, bundle)
+    return bundle
+
+
+def _read_from(bundle: Any) -> set[Path]:
+    """The files ``load_agent`` read for ``bundle``: each agent's spec, tools files and policy file."""
+    from portagent.contracts.bundle import _tool_file
+
+    files: set[Path] = set()
+    for node in bundle.agents.values():
+        if node.path is not None:
+            files.add(node.path)
+            files.update(_tool_file(node.path.parent, ref) for ref in node.spec.tool_files)
+        if node.policy_path is not None:
+            files.add(node.policy_path)
+    return files
+
+
+def _file_version(path: Path) -> tuple[int, ...] | None:
+    """What changes when the file is rewritten (a rewrite within one clock tick too), None when it is gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size)
 
 
 def _emulator(path: Path) -> Any:
