@@ -64,6 +64,25 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from portagent.contracts.errors import UsageError
+    from portagent.core.files import own_folder
+
+    if args.min_pass_rate is not None and not 0.0 <= args.min_pass_rate <= 1.0:
+        raise UsageError(f"--min-pass-rate must be between 0 and 1, got {args.min_pass_rate:g}")
+    if args.baseline and args.no_baseline:
+        raise UsageError("--baseline and --no-baseline contradict each other: give one")
+    given = Path(args.results)
+    folder = given.parent if given.is_file() else given
+    if not folder.is_dir() or (args.out and Path(args.out).resolve().parent != folder.resolve()):
+        return _gate(args)  # nothing written into RESULTS (or a refusal naming what is missing): no owner
+    # written into RESULTS (its ci_gate.json, its reports rendered again): owned from the read to the last
+    # write, as eval, record and report own theirs — a writer there now is refused (exit 2), not mixed with
+    with own_folder(folder, "RESULTS"):
+        return _gate(args)
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from portagent.evals.report import (
         decide,
         gate_settings,
@@ -75,10 +94,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from portagent.evals.report_terminal import console
 
-    if args.min_pass_rate is not None and not 0.0 <= args.min_pass_rate <= 1.0:
-        raise UsageError(f"--min-pass-rate must be between 0 and 1, got {args.min_pass_rate:g}")
-    if args.baseline and args.no_baseline:
-        raise UsageError("--baseline and --no-baseline contradict each other: give one")
     results = load_results(args.results)
     out = console()
     recorded = results.meta.gate if results.meta is not None else None

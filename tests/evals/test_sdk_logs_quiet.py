@@ -12,9 +12,11 @@ library's records) the same eval prints the vendor records, so they are there to
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
 from _support import run_cli
 
 VENDOR_LINES = ("Traceback", "Node execution failed", "Error getting response", "How to fix")
@@ -38,35 +40,33 @@ def _drifted_project(tmp_path: Path) -> Path:
     return project
 
 
-def _eval(project: Path, out: str) -> tuple[int, str]:
-    code, out_text, err_text = run_cli(
-        "eval", str(project / "suite.yaml"), "--replay", "--cassettes", str(project / "cassettes"),
-        "--out", str(project / out), "--workers", "1", "--no-progress",
+def _eval(project: Path, log: str | None) -> subprocess.CompletedProcess[str]:
+    """The eval as a CI job runs it: a process of its own, whose workers come from its own fork server
+    (in this test process, workers forked from a fork server an earlier test started would write to
+    that test's captured stderr, and the check would prove nothing)."""
+    env = {k: v for k, v in os.environ.items() if k != "PORTAGENT_LOG"}
+    if log is not None:
+        env["PORTAGENT_LOG"] = log
+    return subprocess.run(
+        [sys.executable, "-m", "portagent", "eval", str(project / "suite.yaml"), "--replay",
+         "--cassettes", str(project / "cassettes"), "--out", str(project / f"results-{log}"),
+         "--workers", "1", "--no-progress"],
+        capture_output=True, text=True, env=env, cwd=project, timeout=300,
     )  # fmt: skip
-    return code, out_text + err_text
 
 
-def test_a_drifted_eval_prints_no_vendor_logs(tmp_path, capfd, monkeypatch):
-    monkeypatch.delenv("PORTAGENT_LOG", raising=False)
+def test_a_drifted_eval_prints_no_vendor_logs(tmp_path):
     project = _drifted_project(tmp_path)
-    capfd.readouterr()
-    code, said = _eval(project, "results")
-    printed = capfd.readouterr()
-    assert code == 1 and "recording drift" in said and "--drifted" in said, said
+    proc = _eval(project, None)
+    assert proc.returncode == 1 and "recording drift" in proc.stdout and "--drifted" in proc.stdout, proc
     for line in VENDOR_LINES:
-        assert line not in printed.err + printed.out, (line, printed.err[:2000])
+        assert line not in proc.stderr + proc.stdout, (line, proc.stderr[:2000])
 
 
-def test_portagent_log_shows_the_vendor_records_again(tmp_path, capfd, monkeypatch):
+def test_portagent_log_shows_the_vendor_records_again(tmp_path):
     project = _drifted_project(tmp_path)
-    monkeypatch.setenv("PORTAGENT_LOG", "warning")
-    capfd.readouterr()
-    code, said = _eval(project, "results")
-    printed = capfd.readouterr()
-    assert code == 1, said
-    assert "Node execution failed" in printed.err and "Error getting response" in printed.err, printed.err[
+    proc = _eval(project, "warning")
+    assert proc.returncode == 1, proc
+    assert "Node execution failed" in proc.stderr and "Error getting response" in proc.stderr, proc.stderr[
         :2000
     ]
-
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

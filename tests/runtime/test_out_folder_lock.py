@@ -165,3 +165,16 @@ def test_the_lock_is_never_in_the_folder_nor_left_beside_it(project):
     assert code == 0, out + err
     assert not [p for p in project.rglob("*") if "portagent-lock" in p.name]
     assert os.listdir(project / "results")  # the results are there
+
+
+def test_gate_is_refused_while_another_process_writes_the_folder(project, holder):
+    """gate writes RESULTS/ci_gate.json and renders the folder's reports again: owned like report's."""
+    results = project / "results"
+    before = _snapshot(results)
+    proc = _hold(results, holder)
+    code, out, err = run_cli("gate", str(results))
+    _refused(code, out, err, results, proc.pid)
+    assert _snapshot(results) == before
+    # its decision written elsewhere reads RESULTS only: not refused
+    code, out, err = run_cli("gate", str(results), "--out", str(project / "elsewhere.json"))
+    assert code in (0, 1) and (project / "elsewhere.json").is_file(), out + err
