@@ -9,6 +9,7 @@ blocks (or a cassette is missing), 2 on usage errors.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -456,6 +457,18 @@ def run_suite(
         label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
         t0 = time.perf_counter()
         warming = _ReportWarmUp()
+        go = functools.partial(
+            run_eval,
+            plan,
+            workers=workers,
+            resume=resume,
+            calibration=calibration,
+            scheduler=scheduler,
+            executor=executor,
+            address=address,
+            carried=carried.keys(),
+            run_timeout=run_timeout,
+        )
         if progress and err.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -476,32 +489,10 @@ def run_suite(
                     failing[0] += not o.score.passed
                     bar.update(job, advance=1, failing=failing[0])
 
-                run = run_eval(
-                    plan,
-                    workers=workers,
-                    on_result=tick,
-                    resume=resume,
-                    calibration=calibration,
-                    scheduler=scheduler,
-                    executor=executor,
-                    address=address,
-                    carried=carried.keys(),
-                    run_timeout=run_timeout,
-                )
+                run = go(on_result=tick)
         else:
             err.print(label + " …")
-            run = run_eval(
-                plan,
-                workers=workers,
-                on_result=lambda _o: warming.start(),
-                resume=resume,
-                calibration=calibration,
-                scheduler=scheduler,
-                executor=executor,
-                address=address,
-                carried=carried.keys(),
-                run_timeout=run_timeout,
-            )
+            run = go(on_result=lambda _o: warming.start())
         scheduler.close()
         refuse_broken_recordings(run.pool.outcomes, plan, loaded, cassettes, out_dir)
         if scheduler.active:

@@ -296,24 +296,23 @@ class ApprovalStore:
     def find(self, scope: str, tool: str, args_hash: str) -> ApprovalCard | None:
         """The newest card for this call (same scope, tool and arguments) not yet acted on — what a
         resumed run uses instead of asking again."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT card FROM approval_cards WHERE scope=? AND tool=? AND args_hash=? AND consumed_by IS NULL "
-                "AND status IN ('pending', 'approved', 'edited', 'rejected') ORDER BY rowid DESC LIMIT 1",
-                (scope, tool, args_hash),
-            ).fetchone()
-        if not row:
-            return None
-        card = self._card(row[0])
-        self._scopes[card.approval_id] = card.scope
-        return card
+        return self._newest(
+            scope,
+            tool,
+            args_hash,
+            "consumed_by IS NULL AND status IN ('pending', 'approved', 'edited', 'rejected')",
+        )
 
     def last_approved(self, scope: str, tool: str, args_hash: str) -> ApprovalCard | None:
         """The newest card that approved this call as the model made it (same scope, tool and arguments),
         used or not — what approved an effect whose outcome was lost (``approval_flow``)."""
+        return self._newest(scope, tool, args_hash, "status='approved'")
+
+    def _newest(self, scope: str, tool: str, args_hash: str, condition: str) -> ApprovalCard | None:
+        """The newest card of this call that meets ``condition`` (SQL over the row; constant text only)."""
         with self._lock:
             row = self._db.execute(
-                "SELECT card FROM approval_cards WHERE scope=? AND tool=? AND args_hash=? AND status='approved' "
+                f"SELECT card FROM approval_cards WHERE scope=? AND tool=? AND args_hash=? AND {condition} "
                 "ORDER BY rowid DESC LIMIT 1",
                 (scope, tool, args_hash),
             ).fetchone()
