@@ -6,7 +6,7 @@ the other repeats there against the emulator (``portagent record --missing``), t
 from 168 runs on 2 cores, issue 20) and every worker's peak memory (goal < 400 MB). Asserts nothing.
 
     python benchmarks/suite.py            # 6 repeats: 336 runs on openai + adk (504 with claude)
-    python benchmarks/suite.py --quick    # 3 repeats (CI smoke)
+    python benchmarks/suite.py --quick    # the 2 committed repeats: 168 runs, nothing to record (CI smoke)
 """
 
 from __future__ import annotations
@@ -114,10 +114,14 @@ def run_eval(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="3 repeats instead of 6 (CI smoke)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="the 2 committed repeats instead of 6, nothing recorded (CI smoke)",
+    )
     ap.add_argument("--repeats", type=int, help="repeats per case x provider x version")
     args = ap.parse_args()
-    repeats = args.repeats or (3 if args.quick else 6)
+    repeats = args.repeats or (2 if args.quick else 6)
     if not (CASSETTES / "support-desk").is_dir():
         print(
             f"no demo cassettes under {CASSETTES}: record them with "
