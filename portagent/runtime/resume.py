@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,21 +188,14 @@ def supersede_stale_cards(scope: str, pending: list[str], attempt: int, status: 
 def load_invocation(folder: Path, attempt: int) -> dict[str, Any] | None:
     """How the command line started a run: from its ``run.json``, else from the header of its latest
     journal (written when an attempt starts, so a run whose process died still has it)."""
-    from portagent.recording.journal import journal_file
-
     try:
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         if isinstance(record, dict) and isinstance(record.get("invocation"), dict):
             return dict(record["invocation"])
     except (OSError, ValueError):
         pass
-    for n in range(attempt, 0, -1):
-        try:
-            with journal_file(folder, n).open("rb") as f:
-                header = json.loads(f.readline())
-        except (OSError, ValueError):
-            continue
-        if isinstance(header, dict) and isinstance(header.get("invocation"), dict):
+    for header in _journal_headers(folder, attempt):
+        if isinstance(header.get("invocation"), dict):
             return dict(header["invocation"])
     return None
 
@@ -354,6 +348,11 @@ def refuse_another_request(
 
 def _journal_header(folder: Path, attempt: int) -> dict[str, Any]:
     """The header of the latest journal of a run that wrote no ``run.json`` (its process died first)."""
+    return next(_journal_headers(folder, attempt), {})
+
+
+def _journal_headers(folder: Path, attempt: int) -> Iterator[dict[str, Any]]:
+    """The readable headers of a run's journals, the latest attempt's first."""
     from portagent.recording.journal import journal_file
 
     for n in range(attempt, 0, -1):
@@ -363,5 +362,4 @@ def _journal_header(folder: Path, attempt: int) -> dict[str, Any]:
         except (OSError, ValueError):
             continue
         if isinstance(header, dict):
-            return header
-    return {}
+            yield header
