@@ -124,3 +124,16 @@ def raw_ending() -> type:
             return plan
 
     return RawEnding
+
+
+def folder_module(name: str, folder: Path) -> Any:
+    """The module ``name`` as a run of a spec in ``folder`` uses it: portagent loads a spec folder's
+    handler modules per folder, so ``import name`` may give another folder's module of that name (a copy
+    of the example that an earlier test in this process ran) — patching that one changes nothing."""
+    import sys
+
+    from portagent.core.handler_folders import load
+
+    loaded = load(name, str(folder))
+    assert loaded is not None, f"{folder} holds no module {name!r}"
+    return sys.modules[loaded]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _support import EXAMPLES, REPO, run_cli
+from _support import EXAMPLES, REPO, folder_module, run_cli
 
 from portagent.adapters.port import Endpoint
 from portagent.contracts.bundle import load_agent
@@ -110,9 +110,7 @@ def test_drift_changed_tool_description(recorded, tmp_path):
 
 
 def test_drift_changed_tool_result(recorded, tmp_path, monkeypatch):
-    sys.path.insert(0, str(SUPPORT))
-    import support_desk_handlers as h
-
+    h = folder_module("support_desk_handlers", SUPPORT)
     monkeypatch.setitem(h.RECORDS["EXP-42"], "balance_due", 999)
     monkeypatch.setitem(h.RECORDS["EXP-42"], "missing_documents", ["passport"])
     out = asyncio.run(replay_folder(AGENT, recorded))

@@ -283,7 +283,7 @@ def test_a_recording_the_replay_cannot_read_ends_the_eval_as_a_recording_error(
     switched off here to stand for that), comes back from the worker as the RecordingError it is: exit 1,
     one line naming the file, no report scored from a run never made (it said "run error", exit 3)."""
     if name == "cassette.yaml":
-        monkeypatch.setattr("portagent._cli.eval.check_readable", lambda *a: None, raising=False)
+        monkeypatch.setattr("portagent.runtime.eval_recordings.check_readable", lambda *a: None)
     cassettes, broken = _broken_copy(mini, tmp_path, name, "interactions: [\n")
     out = tmp_path / "results"
     code, stdout, err = _eval(mini["suite"], cassettes, out)
