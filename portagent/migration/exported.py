@@ -408,10 +408,10 @@ def reading_replies(vendor: str) -> Iterator[None]:
     if vendor != "openai":  # the other integrations keep such a call themselves (read_calls answers it)
         yield
         return
-    from portagent.adapters.langgraph import chat_models
+    from portagent.adapters.langgraph import replies
 
-    chat_models._read_responses_leniently()
-    with chat_models.reading_replies():
+    replies.read_responses_leniently()
+    with replies.reading_replies():
         yield
 
 
@@ -421,19 +421,9 @@ def read_chat_reply(create: Callable[..., Any], response: Any, *args: Any) -> An
     (``null``, ``["x"]``, ``"x"``) read with ``{}`` and then kept as invalid tool calls holding the model's
     text. Left to langchain-openai, ``null`` became ``{}`` (a valid call, traced as one) and the others failed
     the run (pydantic refuses ``args`` that are not a dict); the langgraph adapter reads them the same way."""
-    from portagent.adapters.langgraph import chat_models
+    from portagent.adapters.langgraph import replies
 
-    raw = response if isinstance(response, dict) else response.model_dump(warnings=False)
-    bad = {
-        c.get("id"): ((c.get("function") or {}).get("name"), c["function"]["arguments"])
-        for choice in raw.get("choices") or []
-        for c in (choice.get("message") or {}).get("tool_calls") or []
-        if chat_models._not_an_object((c.get("function") or {}).get("arguments"))
-    }
-    result = create(chat_models._with_empty_arguments(response, bad), *args)
-    if bad:
-        chat_models._as_invalid_calls(result.generations[0].message, bad)
-    return result
+    return replies.read_chat_reply(create, response, *args)
 
 
 def _validated(schema: dict[str, Any], final: Any) -> tuple[Any, bool]:

@@ -14,7 +14,7 @@ The graph (built once per run, shared by every agent of the spec):
   ``AGENT_TOOL_SCHEMA``; a ``transfer_to_<agent>`` call is a handoff: ``agent`` changes and the specialist
   continues the conversation (any delegation graph, cycles too);
 - a reply's tool calls run only when its vendor says it ended normally (finish ``tool_calls``:
-  ``chat_models.finish_reason``). One cut by the token limit (``length``), filtered (``content_filter``) or
+  ``replies.finish_reason``). One cut by the token limit (``length``), filtered (``content_filter``) or
   ended for any other reason (``other``) ends the run with its text, as on the other providers; its tool
   calls, possibly cut too, are not run (``model.call`` names them). One Gemini says is broken
   (``MALFORMED_FUNCTION_CALL``…: ``error``) is a provider error. A streamed reply that never reached its
@@ -60,19 +60,21 @@ from portagent.adapters.base import REGISTRY, AdapterOutcome, package_version
 from portagent.adapters.context_manifest import delegation_input
 from portagent.adapters.langgraph import rules
 from portagent.adapters.langgraph.chat_models import (
-    ORDER_KEY,
     PLAYED_WIRES,
     build_chat_model,
     cache_writes,
-    finish_reason,
     output_kwargs,
+    require_integration,
+    with_tools,
+)
+from portagent.adapters.langgraph.replies import (
+    ORDER_KEY,
+    finish_reason,
     prompt_blocked,
     read_calls,
     reading_replies,
     refusal_as_text,
-    require_integration,
     stream_finished,
-    with_tools,
     without_calls,
 )
 from portagent.adapters.port import ApprovalPause, RunSession, RunSignal
@@ -155,7 +157,7 @@ class _Graph:
         self.threads: list[str] = []
         self.model_calls = 0
         """Model calls so far in this run attempt: the stem of the ids given to calls without a stable
-        one (``chat_models.read_calls``), the same on record and replay."""
+        one (``replies.read_calls``), the same on record and replay."""
 
     # --- chat models ------------------------------------------------------------------------------
     def chat_model(self, agent: str) -> Any:
