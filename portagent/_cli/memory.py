@@ -155,8 +155,16 @@ def run(args: argparse.Namespace) -> int:
             except ValidationError as e:
                 raise UsageError(_first_problem(e)) from None
             owner = args.owner or _user()
-            record = store.write(write, owner=owner, written_by=f"cli:{_user()}")
-            print(f"stored {record.memory_id}  {record.scope}:{record.owner}")
+            done = store.write_fact(write, owner=owner, written_by=f"cli:{_user()}")
+            record = done.record
+            said = {
+                "stored": "",
+                "updated": "  ("
+                + ", ".join(f"{k} {old} -> {new}" for k, (old, new) in done.changes.items())
+                + ")",
+                "unchanged": "  (this fact from this source was already stored so)",
+            }[done.outcome]
+            print(f"{done.outcome} {record.memory_id}  {record.scope}:{record.owner}{said}")
             return 0
         if action == "edit":
             changes: dict[str, Any] = {
@@ -178,7 +186,12 @@ def run(args: argparse.Namespace) -> int:
                 record = store.edit(args.memory_id, **changes)
             except ValidationError as e:
                 raise UsageError(_first_problem(e)) from None
-            print(f"edited {record.memory_id}")
+            moved = (
+                ""
+                if record.memory_id == args.memory_id
+                else f" (now {record.memory_id}: its content changed)"
+            )
+            print(f"edited {args.memory_id}{moved}")
             return 0
         if action == "delete":
             record = store.delete(args.memory_id)

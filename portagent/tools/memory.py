@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -104,10 +106,17 @@ class MemoryWriteRefused(UsageError):
     """A write the memory policy refuses (missing source/scope/expiry, expired, paused, unknown supersedes)."""
 
 
+def nfc(text: str) -> str:
+    """``text`` in Unicode NFC. The gateway hands tools NFC arguments (docs/policies.md), while a terminal or a
+    macOS file may give NFD ("José" as ``e`` + combining accent): without one form, the same fact would be two
+    records and a recall would miss the one written in the other form."""
+    return unicodedata.normalize("NFC", text)
+
+
 def terms(text: str) -> list[str]:
     """Lower-cased words of two or more characters, stop words removed, in order, without repeats."""
     seen: dict[str, None] = {}
-    for w in re.findall(r"[\w][\w-]*", text.lower()):
+    for w in re.findall(r"[\w][\w-]*", nfc(text).lower()):
         if len(w) >= 2 and w not in STOP_WORDS:
             seen.setdefault(_stem(w), None)
     return list(seen)
@@ -159,6 +168,27 @@ def score(
         f"confidence {record.confidence:g}; source {record.source}; score {total:.3f}"
     )
     return round(total, 6), {k: round(v, 6) for k, v in parts.items()}, why
+
+
+WriteOutcome = Literal["stored", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write did to the store."""
+
+    record: MemoryRecord
+    """The record as stored now."""
+    outcome: WriteOutcome
+    """``stored`` a new record · ``updated`` the same fact was stored and this write changed its expiry,
+    confidence or type · ``unchanged`` the same fact was stored exactly so."""
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """For ``updated``: each changed field's (old, new) value."""
+
+
+def content_id(record: MemoryRecord) -> str:
+    """The id a record's current content (scope, owner, statement, source) has: a record's identity."""
+    return memory_id_for(record.scope, record.owner, record.statement, record.source)
 
 
 class MemoryStore:
@@ -234,15 +264,18 @@ class MemoryStore:
         """A person's correction (statement, source, confidence, expires_at, scope, type): re-validated.
 
         A new expiry already past is refused as ``write`` refuses it: it would leave an ``active`` record
-        that is never recalled. (A record that expired with time may still have other fields corrected.)"""
+        that is never recalled. (A record that expired with time may still have other fields corrected.)
+        A new statement or source gives the record the id of its new content (``_rekeyed``: a later write of
+        the old text is then a new record, one of the new text this one); refused when another record
+        already holds that content. The returned record carries the id it has now."""
         record = self._require(memory_id)
         allowed = {"statement", "source", "confidence", "expires_at", "type"}
         unknown = set(changes) - allowed
         if unknown:
             raise UsageError(f"cannot edit {', '.join(sorted(unknown))} of a memory")
         write = MemoryWrite(
-            statement=changes.get("statement", record.statement),
-            source=changes.get("source", record.source),
+            statement=nfc(changes.get("statement", record.statement)),
+            source=nfc(changes.get("source", record.source)),
             scope=record.scope,
             expires_at=changes.get("expires_at", record.expires_at),
             confidence=changes.get("confidence", record.confidence),
@@ -259,8 +292,39 @@ class MemoryStore:
         )
         MemoryRecord.model_validate(updated.model_dump())
         with self._guard():
-            self._put(updated)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                updated = self._rekeyed(updated) if content_id(updated) != memory_id else updated
+                self._put(updated)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
         return updated
+
+    def _rekeyed(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` under the id of its current content, its old row gone and every ``supersedes`` /
+        ``superseded_by`` pointing at it moved along (inside the caller's transaction).
+
+        The id is a hash of the content so that the same fact from the same source is one record: a record
+        kept under the id of a statement it no longer says would make a later write of that statement
+        "the same fact" (told stored, nothing stored), and a write of the new statement a second record.
+        Refused when another record already holds the new content: merging two records (which one's
+        confidence, expiry, retrievals?) is a person's decision, not the store's."""
+        old_id, new_id = record.memory_id, content_id(record)
+        other = self.get(new_id)
+        if other is not None:
+            raise MemoryWriteRefused(
+                f"this statement from this source is already memory {new_id} ({other.status}): nothing "
+                f"changed ('portagent memory delete {old_id}' keeps only that one, or edit it instead)"
+            )
+        moved = record.model_copy(update={"memory_id": new_id})
+        self._db.execute("DELETE FROM memories WHERE memory_id = ?", (old_id,))
+        for r in self.records():
+            links = {k: new_id for k in ("supersedes", "superseded_by") if getattr(r, k) == old_id}
+            if links:
+                self._put(r.model_copy(update=links))
+        return moved
 
     def delete(self, memory_id: str) -> MemoryRecord:
         record = self._require(memory_id)
@@ -277,14 +341,21 @@ class MemoryStore:
     # --- governed writes -----------------------------------------------------------------------------
 
     def write(self, write: MemoryWrite, *, owner: str, written_by: str) -> MemoryRecord:
+        """Store one memory (``write_fact``) and return the record as stored."""
+        return self.write_fact(write, owner=owner, written_by=written_by).record
+
+    def write_fact(self, write: MemoryWrite, *, owner: str, written_by: str) -> Written:
         """Store one memory. Refused when paused, already expired, or superseding an unknown record.
 
-        The same fact from the same source is one record, and a write of it must leave a record that
-        recall returns — the writer is told it was stored. So an earlier record that has since *expired*
-        is refreshed with this write's expiry, confidence and type (the writer states the fact holds again,
-        as an edited note does on ``memory import``); one that was *superseded* or *forgotten* (retired)
-        is refused with why, nothing written — reviving it would undo a deliberate decision, which is a
-        person's to take (``memory show``/``delete``), as ``memory import`` flags such a note."""
+        The same fact from the same source is one record (its id is a hash of scope, owner, statement and
+        source, kept in step with the record's content by ``edit``), and a write of it must leave a record
+        that recall returns, as this write describes it — the writer is told it was stored. So a stored
+        record with another expiry, confidence or type takes this write's (``updated``, with the changes: the
+        latest writer's word, as an edited note's on ``memory import``; one that had *expired* is recalled
+        again), an identical one is ``unchanged``; one that was *superseded* or *forgotten* (retired) is
+        refused with why, nothing written — reviving it would undo a deliberate decision, which is a person's
+        to take (``memory show``/``delete``), as ``memory import`` flags such a note. The check and the
+        write are one transaction, so two writers of one fact both see what the other left."""
         now = self.clock.now()
         if self.paused:
             raise MemoryWriteRefused("memory writes are paused by a person ('portagent memory pause')")
@@ -293,6 +364,7 @@ class MemoryStore:
             raise MemoryWriteRefused(f"expires_at {write.expires_at} is already past: nothing to remember")
         if not owner.strip():
             raise MemoryWriteRefused("a memory needs an owner")
+        write = write.model_copy(update={"statement": nfc(write.statement), "source": nfc(write.source)})
         record = MemoryRecord(
             memory_id=memory_id_for(write.scope, owner, write.statement, write.source),
             statement=write.statement,
@@ -319,26 +391,33 @@ class MemoryStore:
                         old.model_copy(update={"status": "superseded", "superseded_by": record.memory_id})
                     )
                 existing = self.get(record.memory_id)
+                if existing is not None and content_id(existing) != existing.memory_id:
+                    # edited before ``edit`` re-keyed records: it says something else now, so it moves to
+                    # its content's id and this write is a new record
+                    self._put(self._rekeyed(existing))
+                    existing = None
                 if existing is not None and existing.status != "active":
                     raise MemoryWriteRefused(self._not_recalled(existing))
-                if existing is not None and existing.expired(now):
-                    record = existing.model_copy(
-                        update={
-                            "expires_at": write.expires_at,
-                            "confidence": write.confidence,
-                            "type": write.type,
-                        }
-                    )
+                if existing is None:
                     self._put(record)
-                elif existing is not None:
-                    record = existing  # the same fact from the same source: one record
+                    done = Written(record, "stored")
                 else:
-                    self._put(record)
+                    changes = {
+                        k: (getattr(existing, k), getattr(write, k))
+                        for k in ("expires_at", "confidence", "type")
+                        if getattr(existing, k) != getattr(write, k)
+                    }
+                    if changes:
+                        record = existing.model_copy(update={k: new for k, (_, new) in changes.items()})
+                        self._put(record)
+                        done = Written(record, "updated", changes)
+                    else:
+                        done = Written(existing, "unchanged")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return record
+        return done
 
     @staticmethod
     def _not_recalled(existing: MemoryRecord) -> str:
@@ -453,12 +532,22 @@ def remember(
         raise ToolFailure("validation_error", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     store = _open()
     try:
-        record = store.write(write, owner=_owner(scope, ctx), written_by=f"run:{ctx.run_id}/{ctx.agent}")
+        done = store.write_fact(write, owner=_owner(scope, ctx), written_by=f"run:{ctx.run_id}/{ctx.agent}")
     except MemoryWriteRefused as e:
         raise ToolFailure("permission_denied" if "paused" in str(e) else "validation_error", str(e)) from None
     finally:
         store.close()
-    return {"memory_id": record.memory_id, "scope": record.scope, "owner": record.owner, "stored": True}
+    record = done.record
+    result: dict[str, Any] = {
+        "memory_id": record.memory_id,
+        "scope": record.scope,
+        "owner": record.owner,
+        "stored": True,
+        "outcome": done.outcome,
+    }
+    if done.changes:
+        result["changes"] = {k: {"was": old, "now": new} for k, (old, new) in done.changes.items()}
+    return result
 
 
 def recall(query: str, ctx: ToolContext, k: int = 5) -> dict[str, Any]:

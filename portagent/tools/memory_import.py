@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from portagent.contracts.errors import UsageError
 from portagent.contracts.memory import MemoryRecord, MemoryWrite, memory_id_for, parse_expiry
-from portagent.tools.memory import MemoryStore, MemoryWriteRefused
+from portagent.tools.memory import MemoryStore, MemoryWriteRefused, nfc
 
 REQUIRED_METADATA = ("type", "status", "date", "source")
 """Front-matter keys a note must have to be ingested (ch. 04)."""
@@ -248,8 +248,8 @@ def check_note(
     assert source is not None and statement is not None and note_expires is not None
     try:
         write = MemoryWrite(
-            statement=statement,
-            source=f"{source} (note {ref})",
+            statement=nfc(statement),
+            source=nfc(f"{source} (note {ref})"),
             scope=scope,
             expires_at=note_expires,
             confidence=float(note_confidence),
@@ -286,6 +286,13 @@ def plan_import(
     if ttl_days is not None and ttl_days < 1:
         raise UsageError(f"--ttl-days must be at least 1, got {ttl_days}")
     now = now or (store.clock.now() if store is not None else datetime.now(UTC))
+    # a note's date is never after today, so a ttl that fits from today fits from every note's date;
+    # past date.max the expiry cannot be written (and timedelta itself overflows near 10**9 days)
+    if ttl_days is not None and ttl_days > (date.max - now.date()).days:
+        raise UsageError(
+            f"--ttl-days {ttl_days} reaches past the year {date.max.year}: give at most "
+            f"{(date.max - now.date()).days}, or --expires never"
+        )
     if expires is not None:
         try:
             when = parse_expiry(expires)
@@ -301,7 +308,7 @@ def plan_import(
     existing = store.records(scope=scope, owner=owner) if store is not None else []
     for path in notes:
         rel = path.relative_to(folder).as_posix()
-        ref = f"{root}/{rel}"
+        ref = nfc(f"{root}/{rel}")
         mark = f" (note {ref})"
         earlier = sorted(
             (r for r in existing if r.status == "active" and r.source.endswith(mark)),

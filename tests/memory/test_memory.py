@@ -388,7 +388,8 @@ def test_cli_list_show_edit_search_delete_pause():
     code, out, _ = run_cli(
         "memory", "edit", memory_id, "--statement", "Refunds need the order id and a reason"
     )
-    assert code == 0
+    assert code == 0 and "(now mem_" in out  # a new statement: the id of the new content
+    memory_id = out.split("(now ")[1].split(":")[0]
     code, out, _ = run_cli("memory", "search", "refund reason")
     assert code == 0 and "matched 2/2 query terms" in out and "last retrieved never" in out
     code, out, _ = run_cli("memory", "search", "refund reason", "--json")
