@@ -459,7 +459,8 @@ def run_suite(
             shutil.rmtree(aside, ignore_errors=True)
         n = len(plan.tasks)
         err = console(stderr=True)
-        where = "Ray" if executor == "ray" else f"{workers} worker{'s' if workers != 1 else ''}"
+        shown = min(workers, n)  # the pool starts no more workers than runs
+        where = "Ray" if executor == "ray" else f"{shown} worker{'s' if shown != 1 else ''}"
         label = f"{loaded.suite.suite_id}: {n} runs ({mode}, {where})"
         t0 = time.perf_counter()
         warming = _ReportWarmUp()
@@ -535,8 +536,8 @@ def run_suite(
             for line in judging_lines(results.result.judging):
                 out_console.print(line, markup=False, highlight=False)
         out_console.print(
-            f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {workers} "
-            f"worker{'s' if workers != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
+            f"{n} runs in {duration:.1f} s ({n / duration:.1f} runs/s, {shown} "
+            f"worker{'s' if shown != 1 else ''}) · results: {out_dir}/ (report.html, report.md, junit.xml, "
             "ci_gate.json)",
             markup=False,
             highlight=False,

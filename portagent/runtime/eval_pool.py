@@ -342,6 +342,9 @@ def run_tasks(
     for task in tasks:
         if task.out_dir is not None:
             shutil.rmtree(task.out_dir, ignore_errors=True)
+    # no more workers than runs: each pool gives every worker it may start an end-of-queue mark, and
+    # `--workers 1000000000` put a billion of them in a queue before the first run (it never started)
+    workers = min(workers, max(len(tasks), 1))
     if executor == "ray" and not in_process:
         from portagent.runtime.ray_executor import run_ray
 

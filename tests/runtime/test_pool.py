@@ -54,6 +54,23 @@ def test_zero_workers_is_a_usage_error(tasks: list) -> None:
         run_tasks(tasks, workers=0)
 
 
+def test_more_workers_than_runs_starts_one_per_run(tasks: list) -> None:
+    """``--workers 1000000000`` hung before the first run: the pool queued an end-of-queue mark for every
+    worker it might start. It starts no more workers than runs (the eval's header says how many)."""
+    import threading
+
+    some = [t for t in tasks if t.repeat == 0 and t.provider == "openai"][:2]
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(run_tasks(some, workers=10**9)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert done, "the pool never finished"
+    report = done[0]
+    assert [o.index for o in report.outcomes] == [t.index for t in some]
+    assert all(o.score.passed for o in report.outcomes)
+    assert len(report.workers) <= len(some)
+
+
 def test_run_scope_is_per_run() -> None:
     assert run_scope("s", "a@1.0.0", "c", "openai", 3) == "eval:s:a@1.0.0:c:openai:r3"
 
