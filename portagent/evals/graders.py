@@ -155,14 +155,25 @@ def pairwise_prompt(spec: GraderSpec, task: str | Sequence[str], first: str, sec
     return "\n".join(parts)
 
 
-def read_verdict(spec: GraderSpec, output: Any) -> tuple[str, float, str] | str:
-    """(label, score, explanation) from a judge's final output, or why it is not a verdict."""
+def read_verdict(
+    spec: GraderSpec, output: Any, schema: dict[str, Any] | None = None
+) -> tuple[str, float, str] | str:
+    """(label, score, explanation) from a judge's final output, or why it is not a verdict.
+
+    ``schema`` is the judge's ``output_schema``: an output that breaks it (a required ``explanation``
+    missing, say — the judge run's ``output_valid`` is false) is no verdict, as a run whose output breaks
+    its schema is no pass. A rubric judge is asked for the anchor as both label and score: the two
+    disagreeing is a confused judge, not a verdict to pick one half of."""
     data = output
     if isinstance(output, str):
         try:
             data = json.loads(output)
         except ValueError:
             return f"the judge's output is not JSON: {output[:120]!r}"
+    if schema is not None:
+        problem = _schema_problem(data, schema)
+        if problem:
+            return problem
     if not isinstance(data, dict):
         return f"the judge's output is not an object: {str(data)[:120]!r}"
     label, score, explanation = (data.get(f) for f in VERDICT_FIELDS)
@@ -171,10 +182,41 @@ def read_verdict(spec: GraderSpec, output: Any) -> tuple[str, float, str] | str:
     if spec.type == "rubric":
         if float(score) not in RUBRIC_ANCHORS:
             return f"the judge's rubric score {score!r} is not an anchor (0, 0.5 or 1)"
+        if not _same_anchor(label, float(score)):
+            return (
+                f"the judge's rubric label {label!r} and score {score!r} name different anchors "
+                "(it was asked for the same number in both)"
+            )
         label = anchor_label(float(score))
     elif not isinstance(label, str) or label not in spec.label_set:
         return f"the judge's label {label!r} is not one of {spec.label_set}"
     return label, float(score), explanation if isinstance(explanation, str) else ""
+
+
+def _same_anchor(label: Any, score: float) -> bool:
+    """Does a rubric label name the anchor ``score`` is (``"1"``, ``"1.0"``, ``1``)?"""
+    if isinstance(label, bool) or not isinstance(label, str | int | float):
+        return False
+    try:
+        return float(label) == score
+    except ValueError:
+        return False
+
+
+def _schema_problem(output: Any, schema: dict[str, Any]) -> str | None:
+    """Why ``output`` breaks the judge's ``output_schema`` (the first error, with where), or None."""
+    from jsonschema import Draft202012Validator
+
+    try:
+        errors = sorted(
+            Draft202012Validator(schema).iter_errors(output), key=lambda e: [str(p) for p in e.path]
+        )
+    except Exception as e:  # an unusable schema (unresolvable $ref …): no output can be checked against it
+        return f"the judge's output_schema could not be applied: {type(e).__name__}: {e}"
+    if not errors:
+        return None
+    where = "/".join(str(p) for p in errors[0].path) or "(root)"
+    return f"the judge's output breaks its output_schema at {where}: {errors[0].message}"
 
 
 def verdict_passes(spec: GraderSpec, label: str, score: float) -> bool:

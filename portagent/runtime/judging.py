@@ -372,7 +372,7 @@ def _verdict(job: JudgeJob, outcome: RunOutcome | None, gate: bool) -> GraderRes
     }
     if outcome is None or outcome.error:
         return GraderResult(**base, error=f"the judge run failed: {outcome.error if outcome else 'not run'}")
-    read = read_verdict(spec, outcome.output)
+    read = read_verdict(spec, outcome.output, _judge_schema(job))
     if isinstance(read, str):
         return GraderResult(**base, error=read)
     label, score, explanation = read
@@ -384,10 +384,19 @@ def _verdict(job: JudgeJob, outcome: RunOutcome | None, gate: bool) -> GraderRes
 def _label(job: JudgeJob, outcome: RunOutcome | None) -> tuple[str | None, str]:
     if outcome is None or outcome.error:
         return None, f"the judge run failed: {outcome.error if outcome else 'not run'}"
-    read = read_verdict(job.grader.spec, outcome.output)
+    read = read_verdict(job.grader.spec, outcome.output, _judge_schema(job))
     if isinstance(read, str):
         return None, read
     return read[0], read[2]
+
+
+def _judge_schema(job: JudgeJob) -> dict[str, Any] | None:
+    """The judge's ``output_schema``, which its verdict must keep (``check_judges`` refused a judge
+    without one before anything ran). Read from the spec the judge run was made with: the run's own
+    ``output_valid`` is in its ``run.json``, which an eval without ``--out`` never writes."""
+    from portagent.contracts.bundle import load_agent
+
+    return load_agent(job.grader.judge.path).spec.output_schema
 
 
 def calibration_results(jobs: Sequence[JudgeJob], outcomes: dict[int, RunOutcome]) -> list[CalibrationResult]:

@@ -52,7 +52,10 @@ def test_read_verdict_refuses_what_is_not_a_verdict() -> None:
     assert read_verdict(JUDGE, '{"label": "pass", "score": 1, "explanation": "ok"}') == ("pass", 1.0, "ok")
     assert "not one of" in str(read_verdict(JUDGE, {"label": "maybe", "score": 0.5}))
     assert "not a number" in str(read_verdict(JUDGE, {"label": "pass", "score": True}))
-    assert read_verdict(RUBRIC, {"label": "whatever", "score": 0.5, "explanation": "x"}) == ("0.5", 0.5, "x")
+    assert read_verdict(RUBRIC, {"label": "0.5", "score": 0.5, "explanation": "x"}) == ("0.5", 0.5, "x")
+    assert read_verdict(RUBRIC, {"label": "1.0", "score": 1, "explanation": "x"}) == ("1", 1.0, "x")
+    assert "name different anchors" in str(read_verdict(RUBRIC, {"label": "whatever", "score": 0.5}))
+    assert "name different anchors" in str(read_verdict(RUBRIC, {"label": "0", "score": 1}))
     assert "not an anchor" in str(read_verdict(RUBRIC, {"label": "x", "score": 0.7}))
     assert "not JSON" in str(read_verdict(JUDGE, "pass"))
 
