@@ -14,7 +14,8 @@ the keywords it knows, and says False ("ask jsonschema") otherwise, never the op
   in portagent goes through it, so none pays the import or the metaschema walk for a common schema.
 
 Anything else (an unknown keyword, ``$ref``, a doubtful value) goes to ``jsonschema``, whose answers and
-error messages are the ones reported. Property tests hold each function to ``jsonschema`` on random
+error messages are the ones reported; ``schema_problem`` also refuses a ``$ref`` that does not resolve
+inside the schema (jsonschema's metaschema check never resolves one). Property tests hold each function to ``jsonschema`` on random
 schemas and values (``tests/contracts/test_schema_plain.py``, ``tests/tools/test_schema_shortcut.py``).
 """
 
@@ -334,4 +335,67 @@ def schema_problem(schema: Any) -> SchemaFault | None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
         return SchemaFault(e.message, tuple(e.absolute_path))
-    return None
+    return _unresolved_ref(schema)
+
+
+# -- references that point nowhere -------------------------------------------------------------------------
+
+_VALUE_KEYS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose value is data, not a schema: a ``$ref`` key inside them is not a reference."""
+_MAP_KEYS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names to schemas: a name there (``"const"``, ``"$ref"``) is not a keyword."""
+_ROOT_URI = "urn:portagent:schema"
+
+
+def _unresolved_ref(schema: Any) -> SchemaFault | None:
+    """The first ``$ref`` / ``$dynamicRef`` that does not resolve inside ``schema`` itself (or to a
+    metaschema jsonschema ships), else None.
+
+    The metaschema only says a reference is a string: ``check_schema`` never resolves one, so a schema
+    pointing at a missing ``$defs`` entry or at an ``http://`` URL passed every check and then failed
+    each call its own way (a provider error, a trace with no tool result, an MCP internal error).
+    Nothing is fetched: the registry holds only this schema and the specifications, with no retriever.
+    """
+    if not isinstance(schema, dict):
+        return None
+    from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+    from referencing import Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    root = Resource.from_contents(schema, default_specification=DRAFT202012)
+    base = root.id() or _ROOT_URI
+    resolver = REGISTRY.with_resource(base, root).resolver(base_uri=base)
+
+    def walk(node: Any, resolver: Any, path: tuple[str | int, ...], names: bool) -> SchemaFault | None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if (fault := walk(item, resolver, (*path, i), False)) is not None:
+                    return fault
+            return None
+        if not isinstance(node, dict):
+            return None
+        if not names:
+            if isinstance(node.get("$id"), str) and path:
+                resolver = resolver.in_subresource(Resource.from_contents(node, DRAFT202012))
+            for key in ("$ref", "$dynamicRef"):
+                ref = node.get(key)
+                if not isinstance(ref, str):
+                    continue
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    return SchemaFault(
+                        f"{key} {ref!r} does not resolve within the schema (a reference must point "
+                        "inside the schema itself: portagent never fetches one)",
+                        (*path, key),
+                    )
+        for key, value in node.items():
+            if not names and key in _VALUE_KEYS:
+                continue
+            inner = not names and key in _MAP_KEYS
+            if (fault := walk(value, resolver, (*path, key), inner)) is not None:
+                return fault
+        return None
+
+    return walk(schema, resolver, (), False)

@@ -58,7 +58,19 @@ def schema_errors(validator: Draft202012Validator, instance: Any) -> list[dict[s
     """Every error (not just the first), each with its dotted ``path``, ``message`` and ``rule``."""
     if plainly_valid(validator.schema, instance):
         return []
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (_path(e), str(e.validator)))
+    try:
+        errors = sorted(validator.iter_errors(instance), key=lambda e: (_path(e), str(e.validator)))
+    except Exception as e:  # a schema jsonschema cannot evaluate answers the call, never escapes
+        # ``schema_problem`` refuses the schemas known to do this (a ``$ref`` pointing nowhere) where schemas
+        # are checked; anything it misses must still end as the call's answer, or a provider run fails, a
+        # trace loses its tool.result, and an MCP client gets "Internal server error".
+        return [
+            {
+                "path": "",
+                "message": f"the schema cannot be evaluated: {type(e).__name__}: {e}",
+                "rule": "schema",
+            }
+        ]
     return [_detail(e) for e in errors]
 
 
