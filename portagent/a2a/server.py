@@ -340,21 +340,38 @@ async def _json(send: Any, payload: dict[str, Any]) -> None:
 
 
 def _log_entry(body: bytes, headers: dict[bytes, bytes]) -> dict[str, Any]:
+    """The request log's line for one call, read from the raw body before the SDK checks it: every
+    field is type-checked here, because a body the SDK refuses (``"text": null``, ``"parts": 5``) must
+    get the SDK's Invalid Request, not a 500 from the log (a value of the wrong type is left out)."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = {}
-    raw = data.get("params") if isinstance(data, dict) else None
-    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    found = params.get("message")
-    message: dict[str, Any] = found if isinstance(found, dict) else {}
-    task_id = params.get("id") or message.get("taskId") or message.get("task_id")
+    if not isinstance(data, dict):
+        data = {}
+    params = _as_dict(data.get("params"))
+    message = _as_dict(params.get("message"))
+    task_id = next(
+        (v for v in (params.get("id"), message.get("taskId"), message.get("task_id")) if _some_str(v)), None
+    )
+    parts = message.get("parts")
+    texts = [
+        p["text"] for p in (parts if isinstance(parts, list) else []) if _some_str(_as_dict(p).get("text"))
+    ]
     return {
-        "method": data.get("method") if isinstance(data, dict) else None,
+        "method": data["method"] if _some_str(data.get("method")) else None,
         "task_id": task_id,
         "traceparent": headers.get(b"traceparent", b"").decode("latin-1") or None,
-        "text": " ".join(p.get("text", "") for p in message.get("parts", []) if isinstance(p, dict))[:500],
+        "text": " ".join(texts)[:500],
     }
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _some_str(value: Any) -> bool:
+    return isinstance(value, str) and value != ""
 
 
 async def _plain(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
