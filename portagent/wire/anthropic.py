@@ -56,23 +56,33 @@ def _tool_result_text(content: Any) -> str:
     return text_of(content)
 
 
+def _system_text(system: Any) -> str:
+    """The text of a ``system`` field or message: a string, or a list of text blocks."""
+    if isinstance(system, list):
+        return "\n\n".join(text_of(b) for b in system if isinstance(b, Mapping))
+    return system if isinstance(system, str) else ""
+
+
 def parse_messages_request(body: Any) -> RequestView:
     """Parse a ``POST /v1/messages`` body."""
     body = require_mapping(body, "Messages request")
     system = body.get("system")
-    if isinstance(system, list):
-        system_text = "\n\n".join(text_of(b) for b in system if isinstance(b, Mapping))
-    elif isinstance(system, str):
-        system_text = system
-    else:
-        system_text = ""
+    system_text = _system_text(system)
     items: list[Item] = []
     for idx, msg in enumerate(require_list(body.get("messages"), "'messages'")):
         if not isinstance(msg, Mapping):
             raise WireFormatError(f"messages[{idx}] must be an object")
         role = msg.get("role")
+        if role == "system":
+            # Claude Code sends its environment notes as a system message among the turns for some models
+            # (the aliases ``opus``/``sonnet`` among them): instructions, not a turn of the conversation
+            extra = _system_text(_blocks(msg.get("content"), f"messages[{idx}].content"))
+            system_text = "\n\n".join(t for t in (system_text, extra) if t)
+            continue
         if role not in ("user", "assistant"):
-            raise WireFormatError(f"messages[{idx}].role must be 'user' or 'assistant', got {role!r}")
+            raise WireFormatError(
+                f"messages[{idx}].role must be 'user', 'assistant' or 'system', got {role!r}"
+            )
         blocks = _blocks(msg.get("content"), f"messages[{idx}].content")
         before = len(items)
         for block in blocks:

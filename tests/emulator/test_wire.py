@@ -139,6 +139,27 @@ def test_claude_code_system_reminders_are_removed() -> None:
     assert strip_system_reminders("a <system-reminder>x</system-reminder>") == "a"
 
 
+def test_a_system_message_among_the_turns_is_instructions() -> None:
+    """Claude Code sends a ``system`` message after the user's for some models: read into the system text,
+    not a turn (the turn count and the first user text are what scripts match on)."""
+    view = parse_messages_request(
+        {
+            "model": "claude-opus-5-5",
+            "system": [{"type": "text", "text": "You are a desk."}],
+            "messages": [
+                {"role": "user", "content": "Where is ORD-7?"},
+                {"role": "system", "content": [{"type": "text", "text": "# Environment\ncwd: /tmp"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Looking."}]},
+                {"role": "system", "content": "Today is Friday."},
+            ],
+        }
+    )
+    assert view.first_user_text() == "Where is ORD-7?"
+    assert view.assistant_turns() == 1
+    assert view.system == "You are a desk.\n\n# Environment\ncwd: /tmp\n\nToday is Friday."
+    assert [i.role for i in view.items] == ["user", "assistant"]
+
+
 def test_gemini_snake_case_and_adk_relayed_turns() -> None:
     """ADK rewrites another agent's turns as user "For context:" contents (adk _fencing.py)."""
     begin, end = "<<<BEGIN_QUOTED_AGENT_CONTENT>>>", "<<<END_QUOTED_AGENT_CONTENT>>>"

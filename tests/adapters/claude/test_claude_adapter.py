@@ -679,3 +679,26 @@ def test_replay_without_a_transport_cassette_is_refused(emu):
     with pytest.raises(UsageError, match="transport cassette"):
         asyncio.run(arun_full(AGENT, req, cfg))
     assert len(emu.requests()) == before  # refused before the CLI started
+
+
+@pytest.mark.parametrize("alias", ["opus", "sonnet"])
+def test_a_model_alias_whose_requests_carry_a_system_message_runs(
+    emu: Any, tmp_path: Path, alias: str
+) -> None:
+    """For the aliases ``opus``/``sonnet`` the CLI sends its environment notes as a message of role
+    ``system`` among the turns; the emulator refused it (``messages[1].role must be 'user' or 'assistant'``)
+    and the run failed with provider_error. It is read as instructions, not as a turn."""
+    import shutil
+
+    folder = tmp_path / "desk"
+    shutil.copytree(SUPPORT, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = folder / "agent.yaml"
+    spec.write_text(spec.read_text().replace("claude: claude-sonnet-4-6", f"claude: {alias}"))
+    before = len(emu.requests())
+    out = go(emu, TWO_TOOLS, agent=spec)
+    assert out.result.status == "completed", out.result.error
+    sent = emu.requests()[before:]
+    assert sent and all(r["body"]["model"] != "claude-sonnet-4-6" for r in sent)
+    roles = [m.get("role") for r in sent for m in r["body"]["messages"]]
+    assert "system" in roles  # what the CLI really sent: the case this test is about
+    assert of(out, "tool.result")  # the scripted conversation went on past the first reply
