@@ -5,7 +5,7 @@
 | ``name``, ``description``, ``instruction`` (a string) | AgentSpec ``name``, ``description``, ``instructions`` |
 | ``model`` (a string or a ``Gemini``) | ``models.adk`` |
 | ``generate_content_config.temperature`` / ``max_output_tokens`` | shared settings, forced |
-| a function, or ``FunctionTool(func)`` | ToolSpec: the SDK's own declaration (``parameters_json_schema``), handler ``.func`` |
+| a function, or ``FunctionTool(func)`` | ToolSpec: the SDK's own declaration (``parameters_json_schema``), handler ``.func`` (a shim through ``FunctionTool.run_async`` when ADK converts the arguments) |
 | ``FunctionTool(require_confirmation=True)`` | ``requires_approval: true`` + a policy rule |
 | ``AgentTool(agent)`` | delegation ``agent_as_tool`` |
 | ``sub_agents=[LlmAgent]`` | delegation ``handoff`` (ADK's ``transfer_to_agent``) |
@@ -47,6 +47,7 @@ from portagent.migration.importing import (
     wrong_type,
 )
 from portagent.migration.report import ImportReport
+from portagent.migration.shims import passes_json_through
 
 CALLBACKS = (
     "before_agent_callback",
@@ -292,25 +293,33 @@ class _Reader(ReaderState):
         )
         ctx_param = getattr(t, "_context_param_name", "tool_context")
         takes_ctx = takes_param(t.func, ctx_param)
-        if takes_ctx or takes_param(t.func, "context") or takes_param(t.func, "input_stream"):
+        reserved = takes_param(t.func, "context") or takes_param(t.func, "input_stream")
+        if takes_ctx or reserved or not passes_json_through(t.func, frozenset({ctx_param})):
+            # ADK converts the arguments before the call (a dict becomes the pydantic model the parameter
+            # names …): a shim calls the function through ADK's own FunctionTool.run_async.
             mod, _, attr = ref.partition(":")
             alias = source_alias(mod)
             self.shim_imports[mod] = f"import {mod} as {alias}"
+            converts = "gets its arguments converted as ADK's FunctionTool converts them"
             if takes_ctx:
                 why = (
                     f"takes ADK's {ctx_param}; it gets one whose state is portagent's per-session "
                     "ToolContext.state on every provider (agent_name, function_call_id, invocation_id "
-                    "too; nothing else)"
+                    f"too; nothing else), and {converts}"
                 )
-                head = f"{TC_PARAM}: ToolContext, **args"
-                extra = f"{ctx_param}=adk_context({TC_PARAM}), "
+                head, context = f"{TC_PARAM}: ToolContext, **args", f", adk_context({TC_PARAM})"
             else:
-                why = "has a parameter portagent's calling convention reserves"
-                head, extra = "**args", ""
+                why = (
+                    f"has a parameter portagent's calling convention reserves; it {converts}"
+                    if reserved
+                    else f"{converts} (pydantic models, lists of them …)"
+                )
+                head, context = "**args", ""
             tool.shim = (
                 f"async def {shim_function(name)}({head}):\n"
                 f'    """{mod}.{attr} {why}."""\n'
-                f"    return await call_original({alias}.{attr}, {extra}**args)\n"
+                "    from portagent.migration.shims import call_adk_tool\n\n"
+                f"    return await call_adk_tool({alias}.{attr}, args{context})\n"
             )
             self.report.add(
                 "review" if takes_ctx else "note",

@@ -7,10 +7,10 @@ What maps, and how:
 | ``name``, ``handoff_description``, ``instructions`` (a string) | AgentSpec ``name``, ``description``, ``instructions`` |
 | ``model`` (a string, or ``OpenAIResponsesModel`` / ``OpenAIChatCompletionsModel``) | ``models.openai`` (+ ``models.openai_api``) |
 | ``model_settings.temperature`` / ``max_tokens`` | shared settings, forced (the agent really used them) |
-| ``@function_tool`` ``FunctionTool`` | ToolSpec: ``params_json_schema`` as ``input_schema``, handler ``module:name.__wrapped__`` |
+| ``@function_tool`` ``FunctionTool`` | ToolSpec: ``params_json_schema`` as ``input_schema``, handler ``module:name.__wrapped__`` (a shim through the SDK's ``function_schema`` when it converts the arguments) |
 | ``needs_approval=True`` | ``requires_approval: true`` + a policy rule |
 | ``timeout_seconds`` | ``budgets.timeout_ms`` |
-| ``handoffs=[agent or handoff(agent)]`` | delegation ``handoff`` |
+| ``handoffs=[agent or handoff(agent)]`` | delegation ``handoff`` (a ``tool_name_override`` is reported) |
 | ``agent.as_tool(...)`` | delegation ``agent_as_tool`` |
 | ``output_type`` | ``output_schema`` (the SDK's own ``AgentOutputSchema(...).json_schema()``) |
 | ``mcp_servers`` (stdio / streamable HTTP) | ``mcp_servers`` (governed by the gateway, annotations not trusted) |
@@ -51,6 +51,7 @@ from portagent.migration.importing import (
     wrong_type,
 )
 from portagent.migration.report import ImportReport
+from portagent.migration.shims import passes_json_through
 
 _SHARED_SETTINGS = {"temperature": "temperature", "max_tokens": "max_tokens"}
 _IGNORED_SETTINGS = {"include_usage"}  # portagent's adapter sets it itself
@@ -328,30 +329,36 @@ class _Reader(ReaderState):
                 UNIMPORTABLE,
             )
             return None, None
-        takes_ctx = _takes_context(fn)
-        if not takes_ctx and not takes_param(fn, "context"):
+        takes_ctx = _takes_context(fn, t.strict_json_schema)
+        if not takes_ctx and not takes_param(fn, "context") and passes_json_through(fn):
             return expr_ref, None
+        # The SDK validates the JSON arguments with its own model of the signature and calls the function
+        # with what that model gives (a pydantic model, an enum, *args / **kwargs spread): a shim calls
+        # the function the same way, through the SDK's own function_schema.
         mod, _, attr = expr_ref.partition(":")
         alias = source_alias(mod)
         self.shim_imports[mod] = f"import {mod} as {alias}"
         fname = shim_function(name)
+        strict = bool(t.strict_json_schema)
         if takes_ctx:
             why = (
                 "takes openai-agents' run context first; it gets one whose .context reads and writes "
-                "portagent's per-session ToolContext.state on every provider"
+                "portagent's per-session ToolContext.state on every provider, and its arguments "
+                "converted as the SDK converts them"
             )
-            shim = (
-                f"async def {fname}({TC_PARAM}: ToolContext, **args):\n"
-                f'    """{mod}.{attr} {why}."""\n'
-                f"    return await call_original({alias}.{attr}, openai_context({TC_PARAM}), **args)\n"
-            )
+            head, context = f"{TC_PARAM}: ToolContext, **args", f", openai_context({TC_PARAM})"
         else:
-            why = "has a parameter named 'context', which portagent's calling convention reserves"
-            shim = (
-                f"async def {fname}(**args):\n"
-                f'    """{mod}.{attr} {why}."""\n'
-                f"    return await call_original({alias}.{attr}, **args)\n"
+            why = (
+                "gets its arguments converted as the SDK converts them (its function_schema model: "
+                "pydantic models, enums, dates, *args / **kwargs)"
             )
+            head, context = "**args", ""
+        shim = (
+            f"async def {fname}({head}):\n"
+            f'    """{mod}.{attr} {why}."""\n'
+            "    from portagent.migration.shims import call_openai_tool\n\n"
+            f"    return await call_openai_tool({alias}.{attr}, args{context}, strict={strict})\n"
+        )
         self.report.add(
             "note" if not takes_ctx else "review",
             subject,
@@ -387,6 +394,15 @@ class _Reader(ReaderState):
                 return
             sub = self.agent(target)
             draft.edges.append(DraftEdge("handoff", sub, h.tool_description or ""))
+            if h.tool_name != Handoff.default_tool_name(target):
+                # The spec has no field for a handoff tool's name: each provider names it from the agent.
+                self.report.add(
+                    "changed",
+                    f"handoff tool {h.tool_name!r} on agent {draft.name}",
+                    f"delegation handoff to {sub.name}; portagent names the handoff tool after the agent "
+                    f"({Handoff.default_tool_name(target)!r} on openai-agents), not "
+                    f"tool_name_override {h.tool_name!r}",
+                )
             on_handoff = _on_handoff(h)
             if on_handoff is not None:
                 self.report.add(
@@ -529,9 +545,11 @@ def _first_param(fn: Any) -> str | None:
         return None
 
 
-def _takes_context(fn: Any) -> bool:
+def _takes_context(fn: Any, strict: bool) -> bool:
+    """Whether the SDK passes ``fn`` its run context first, read as the SDK read it: with the tool's own
+    strictness (a strict schema refuses ``**kwargs``, so asking in strict mode answered no for them)."""
     try:
-        return bool(function_schema(fn).takes_context)
+        return bool(function_schema(fn, strict_json_schema=strict).takes_context)
     except Exception:
         return False
 

@@ -17,6 +17,12 @@ function unchanged and converts only at the boundary:
   called through its SDK's own entry point (``call`` / ``ainvoke``), so its arguments are checked and
   converted as the SDK does before the function sees them (a pydantic model, a date, an enum — never the
   raw JSON); what it returns is converted as above;
+- ``call_openai_tool`` / ``call_adk_tool``: an openai-agents ``@function_tool`` function or a google-adk
+  function tool gets its arguments as its SDK passes them: openai-agents' own ``function_schema`` model
+  and ``to_call_args`` (pydantic models, enums, dates, ``*args`` / ``**kwargs``), ADK's own
+  ``FunctionTool.run_async`` (its pydantic-model conversion, and the rest when ADK's argument validation
+  is switched on). ``passes_json_through`` tells the importers when no conversion can change anything,
+  so the handler can be the original function itself;
 - ``placeholder_keys``: the shim module imports the original modules inside it, so a program that builds
   an SDK client or a chat model at its top level (``ChatOpenAI()``, ``AsyncOpenAI()``, ``genai.Client()``
   raise without a key) imports in an emulator or replay run, which needs no key.
@@ -30,6 +36,8 @@ import inspect
 import json
 import os
 import threading
+import types
+import typing
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
@@ -159,6 +167,104 @@ async def call_langchain_tool(target: Any, args: dict[str, Any]) -> Any:
 
     tool = target if isinstance(target, BaseTool) else _as_langchain_tool(target)
     return await tool.ainvoke(args)
+
+
+_PLAIN_TYPES: tuple[Any, ...] = (str, int, float, bool, type(None), Any, object, list, dict)
+
+
+def _plain(hint: Any) -> bool:
+    """A type whose values both SDKs pass on as JSON gives them: text, numbers (an int for a float
+    parameter compares equal to the float the SDK would make of it), booleans, and lists, string-keyed
+    dicts, unions and literals of those. Anything else — a pydantic model, an enum, a date, a TypedDict,
+    ``Annotated`` metadata — may be converted, so it is not plain."""
+    if hint is inspect.Parameter.empty or any(hint is t for t in _PLAIN_TYPES):
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return all(type(a) in (str, int, bool) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return all(_plain(a) for a in args)
+    if origin is list:
+        return all(_plain(a) for a in args)
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _plain(args[1])
+    return False
+
+
+def passes_json_through(fn: Callable[..., Any], skip: frozenset[str] = frozenset()) -> bool:
+    """Whether calling ``fn(**arguments)`` with the tool call's JSON arguments gives it what its SDK would:
+    every parameter (but those in ``skip``, the SDK's context parameter) is keyword-bindable and plain
+    (``_plain``). False when in doubt: a shim through the SDK's conversion is then always right."""
+    try:
+        params = inspect.signature(fn).parameters
+        hints = typing.get_type_hints(fn, include_extras=True)  # Annotated metadata may convert
+    except Exception:  # unresolvable annotations, builtins: let the SDK's own code decide
+        return False
+    for name, p in params.items():
+        if name in skip:
+            continue
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return False
+        if not _plain(hints.get(name, p.annotation)):
+            return False
+    return True
+
+
+@functools.cache
+def _openai_schema(fn: Callable[..., Any], strict: bool) -> Any:
+    from agents.function_schema import function_schema
+
+    # function_tool builds the schema of a callable instance from its __call__ (its normalisation step)
+    obj: Any = fn
+    target = obj if inspect.isroutine(obj) or inspect.isclass(obj) else obj.__call__
+    return function_schema(target, use_docstring_info=False, strict_json_schema=strict)
+
+
+async def call_openai_tool(
+    fn: Callable[..., Any], /, args: dict[str, Any], context: Any = None, *, strict: bool
+) -> Any:
+    """Call an openai-agents ``@function_tool`` function as the SDK's ``on_invoke_tool`` does: the SDK's own
+    ``function_schema(fn, strict_json_schema=strict)`` model validates the arguments and its
+    ``to_call_args`` turns them into the call (a pydantic model, an enum, a date get one; ``*args`` and
+    ``**kwargs`` are spread), with ``context`` (the run context) first when the function takes one.
+    Arguments the SDK would refuse (its ``ModelBehaviorError``) are a ``validation_error``."""
+    import pydantic
+    from agents.exceptions import ModelBehaviorError
+
+    schema = _openai_schema(fn, strict)
+    try:
+        parsed = schema.params_pydantic_model(**args)
+        positional, keywords = schema.to_call_args(parsed)
+    except (pydantic.ValidationError, ModelBehaviorError) as e:
+        raise ToolFailure(
+            "validation_error", f"invalid arguments for {getattr(fn, '__name__', 'the tool')}: {e}"
+        ) from e
+    if schema.takes_context:
+        positional = [context, *positional]
+    return await call_original(fn, *positional, **keywords)
+
+
+@functools.cache
+def _adk_tool(fn: Callable[..., Any]) -> Any:
+    from google.adk.tools.function_tool import FunctionTool
+
+    return FunctionTool(fn)
+
+
+class _NoAdkContext:
+    """What ``FunctionTool.run_async`` is given for a function that takes no ADK context: it reads
+    ``function_call_id`` (falsy: no live input stream) and looks the rest up with defaults."""
+
+    function_call_id = None
+
+
+async def call_adk_tool(fn: Callable[..., Any], /, args: dict[str, Any], tool_context: Any = None) -> Any:
+    """Call a google-adk function tool through ADK's own ``FunctionTool(fn).run_async``: its arguments are
+    converted as ADK converts them (a dict becomes the pydantic model the parameter names, a list of
+    dicts a list of models …), ``tool_context`` (``adk_context``) is passed under the parameter ADK
+    detects for it. What ADK answers the model itself (``{"error": …}`` for a missing argument) is
+    returned as it is."""
+    return await _adk_tool(fn).run_async(args=args, tool_context=tool_context or _NoAdkContext())
 
 
 async def call_mcp_handler(handler: Callable[[dict[str, Any]], Any], args: dict[str, Any]) -> Any:
