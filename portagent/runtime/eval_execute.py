@@ -23,6 +23,7 @@ from portagent.runtime.eval_plan import (
     RunSignals,
     RunTask,
     approver_for,
+    options_extra,
     request_for,
     script_hash,
 )
@@ -335,7 +336,9 @@ class RecordingFailure(RunOutcome):
 
 async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
     """(RunOutput, recorded latency or None, source, warnings such as an SDK version change)."""
-    from portagent.adapters.port import Endpoint
+    from dataclasses import replace
+
+    from portagent.adapters.port import Endpoint, RunOptions
     from portagent.runtime.runner import RunConfig, arun_full
 
     bundle = _bundle(task.agent.path)
@@ -349,6 +352,9 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
         recorded = load_recorded(task.cassette)
         config, _ = replay_config(task.cassette, recorded, out_dir=task.out_dir, approver=approver)
         config.scope = task.scope
+        extra = options_extra(task.case, task.provider, task.repeat, bundle)
+        if extra:
+            config.options = replace(config.options, extra={**config.options.extra, **extra})
         output = await arun_full(bundle, request, config)
         changed = [f"recorded with another version: {c}" for c in version_changes(recorded.record)]
         changed += approval_notes(config)
@@ -399,9 +405,12 @@ async def _make_run(task: RunTask) -> tuple[Any, float | None, Any, list[str]]:
         )
     else:
         endpoint = Endpoint(source="live", mode="direct", api_key=live_key(task.provider, bundle))
+    options = RunOptions(extra=options_extra(task.case, task.provider, task.repeat, bundle))
     output = await arun_full(
         bundle,
         request,
-        RunConfig(endpoint=endpoint, approver=approver, out_dir=task.out_dir, scope=task.scope),
+        RunConfig(
+            endpoint=endpoint, approver=approver, out_dir=task.out_dir, scope=task.scope, options=options
+        ),
     )
     return output, None, endpoint.source, []

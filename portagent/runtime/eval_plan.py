@@ -196,6 +196,25 @@ def run_out_dir(results: Path, agent_label: str, case_id: str, provider: str, re
 def request_for(case: Case, provider: str, repeat: int, bundle: Any = None) -> Any:
     """The RunRequest a case asks for on ``provider`` (continuing ``case.thread`` under ``bundle``'s context
     budget when the case gives one)."""
+    request = _base_request(case, provider, repeat)
+    if case.thread and bundle is not None:  # issue 16: a case continuing a session thread
+        from portagent.runtime.sessions import thread_request
+
+        request = thread_request(bundle, request, case.thread)
+    return request
+
+
+def options_extra(case: Case, provider: str, repeat: int, bundle: Any) -> dict[str, Any]:
+    """The ``RunOptions.extra`` of a case's run: for a case continuing a thread, what its context budget
+    left out (the run's context manifest lists it, as for a run in a session)."""
+    if not case.thread:
+        return {}
+    from portagent.runtime.sessions import thread_options
+
+    return thread_options(bundle, _base_request(case, provider, repeat), case.thread)
+
+
+def _base_request(case: Case, provider: str, repeat: int) -> Any:
     from portagent.contracts.run import RunRequest
 
     ctx = case.context
@@ -204,7 +223,7 @@ def request_for(case: Case, provider: str, repeat: int, bundle: Any = None) -> A
         context["confidence"] = ctx.confidence
     if ctx.evidence:
         context["evidence"] = list(ctx.evidence)
-    request = RunRequest(
+    return RunRequest(
         input=case.input,
         provider=provider,
         case_id=case.case_id,
@@ -214,11 +233,6 @@ def request_for(case: Case, provider: str, repeat: int, bundle: Any = None) -> A
         env=ctx.env,
         context=context,
     )
-    if case.thread and bundle is not None:  # issue 16: a case continuing a session thread
-        from portagent.runtime.sessions import thread_request
-
-        request = thread_request(bundle, request, case.thread)
-    return request
 
 
 def approver_for(case: Case, suite_approver: str) -> Any:

@@ -113,9 +113,12 @@ async def stage_run(
     record_mode: str = "all",
     scope: str | None = None,
     ids: Any = None,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[Any, Path]:
     """Record one run into a fresh staging folder next to ``folder`` (nothing at ``folder`` changes).
-    Returns the RunOutput and the staging folder; the caller ``place``s or ``discard``s it."""
+    Returns the RunOutput and the staging folder; the caller ``place``s or ``discard``s it. ``extra``: the
+    run's ``RunOptions.extra`` (``eval_plan.options_extra``)."""
+    from portagent.adapters.port import RunOptions
     from portagent.runtime.runner import RunConfig, arun_full
     from portagent.tools.ledger import EffectLedger
 
@@ -146,7 +149,16 @@ async def stage_run(
         for stale in ("trace.jsonl", "run.json"):
             (tmp / stale).unlink(missing_ok=True)
         output = await arun_full(
-            agent, request, RunConfig(endpoint=ep, approver=approver, out_dir=tmp, scope=scope, ids=ids)
+            agent,
+            request,
+            RunConfig(
+                endpoint=ep,
+                approver=approver,
+                out_dir=tmp,
+                scope=scope,
+                ids=ids,
+                options=RunOptions(extra=dict(extra or {})),
+            ),
         )
         if output.result.status == "failed" and output.result.stop_reason == "sdk_error":
             raise RecordingError(f"recording {folder} failed: {output.result.error}")

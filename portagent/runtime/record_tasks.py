@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from portagent.adapters.base import REGISTRY
 from portagent.contracts.errors import PortagentError, UsageError
 from portagent.runtime.eval_execute import _bundle, _emulator, clear_run_state, close_emulators
-from portagent.runtime.eval_plan import RunOutcome, RunTask, approver_for, request_for, script_hash
+from portagent.runtime.eval_plan import (
+    RunOutcome,
+    RunTask,
+    approver_for,
+    options_extra,
+    request_for,
+    script_hash,
+)
 from portagent.runtime.eval_pool import run_tasks
 from portagent.runtime.fork_server import warm_workers
 from portagent.runtime.keys import live_key
@@ -365,4 +372,5 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
         record_mode=record_mode,
         scope=task.scope,
         ids=ids,
+        extra=options_extra(task.case, task.provider, task.repeat, bundle),
     )

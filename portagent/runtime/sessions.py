@@ -277,15 +277,33 @@ def thread_request(bundle: AgentBundle, request: RunRequest, thread: Sequence[An
     framed exactly as a run in a session is, under the root agent's ``max_context_tokens`` (``fit_history``;
     these turns have no traces, so what does not fit is left out, not compacted). The session id is
     ``case:<case_id>``; nothing is stored."""
+    return _thread(bundle, request, thread)[0]
+
+
+def thread_options(bundle: AgentBundle, request: RunRequest, thread: Sequence[Any]) -> dict[str, Any]:
+    """The ``RunOptions.extra`` of a run of ``thread_request(bundle, request, thread)``: what the budget
+    left out of the thread, for its context manifest — as a run in a session tells it
+    (``_with_session_context``). Without it the manifest of a case whose thread did not fit listed no
+    exclusion while its history block said turns were omitted. Empty when there is no thread."""
     if not thread:
-        return request
+        return {}
+    framed, fitted = _thread(bundle, request, thread)
+    assert framed.session_id is not None
+    return _session_option(framed.session_id, fitted)
+
+
+def _thread(
+    bundle: AgentBundle, request: RunRequest, thread: Sequence[Any]
+) -> tuple[RunRequest, FittedHistory]:
+    if not thread:
+        return request, FittedHistory([])
     session_id = f"case:{request.case_id or 'thread'}"
     turns = [
         Turn(seq=i, role=t.role, content=t.content, created_at="") for i, t in enumerate(thread, start=1)
     ]
     request = request.model_copy(update={"session_id": session_id})
     fitted = fit_history(bundle, request, turns)
-    return session_request(request, fitted.kept, omitted=len(turns) - len(fitted.kept))
+    return session_request(request, fitted.kept, omitted=len(turns) - len(fitted.kept)), fitted
 
 
 def export_session(session_id: str, turns: Sequence[Turn]) -> dict[str, Any]:
@@ -313,13 +331,18 @@ def _with_session_context(config: RunConfig | None, session_id: str, fitted: Fit
     """A copy of ``config`` telling the context manifest what the budget left out of the thread."""
     from dataclasses import replace
 
-    from portagent.adapters.context_manifest import SESSION_CONTEXT_OPTION
     from portagent.runtime.runner import RunConfig
 
     config = config or RunConfig()
-    context = {"session_id": session_id, "excluded": fitted.excluded, "compacted": fitted.compacted_part}
-    extra = {**config.options.extra, SESSION_CONTEXT_OPTION: context}
+    extra = {**config.options.extra, **_session_option(session_id, fitted)}
     return replace(config, options=replace(config.options, extra=extra))
+
+
+def _session_option(session_id: str, fitted: FittedHistory) -> dict[str, Any]:
+    from portagent.adapters.context_manifest import SESSION_CONTEXT_OPTION
+
+    context = {"session_id": session_id, "excluded": fitted.excluded, "compacted": fitted.compacted_part}
+    return {SESSION_CONTEXT_OPTION: context}
 
 
 def _absolute(trace_path: str | None, config: RunConfig) -> str | None:

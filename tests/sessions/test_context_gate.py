@@ -11,6 +11,7 @@ sent, not on portagent's own estimate. A stricter copy of the suite (same cases 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,19 @@ def test_the_example_suite_passes_its_context_gate_offline(tmp_path):
     assert "## Context tokens (baseline → candidate)" in md and "fewer input tokens" in md
     assert "context: openai:" in out and "gate: PASS" in out
     assert load(tmp_path / "r" / "ci_gate.json")["passed"] is True
+    # each candidate run's context manifest lists the turns its budget left out, as a run in a session's
+    # does: it listed none while its history block said "omitted" (the eval never told the manifest)
+    candidates = sorted((tmp_path / "r" / "runs" / "parcel_desk@1.1.0").glob("*/openai/r0/trace.jsonl"))
+    assert len(candidates) == 2
+    for trace in candidates:
+        events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+        started = next(e for e in events if e["type"] == "run.started")
+        [manifest] = [e for e in events if e["type"] == "context.manifest"]
+        omitted = int(re.search(r'omitted="(\d+)"', started["input"])[1])
+        [left_out] = manifest["excluded"]
+        case = trace.parent.parent.parent.name
+        assert left_out["source"] == f"session:case:{case}#1-{omitted}" and left_out["tokens"] > 0
+        assert "left out" in left_out["reason"]
 
 
 def test_the_candidate_request_left_the_oldest_turns_out(tmp_path):
