@@ -191,11 +191,36 @@ _MODEL_FIELDS = {
 """Where a provider's model id may be set, when more than ``models.<provider>`` (``ModelSettings.for_provider``)."""
 
 
+CLAUDE_CODE_ALIASES = frozenset({"sonnet", "opus", "haiku", "opusplan", "default", "inherit"})
+"""Model names Claude Code resolves itself (``sonnet``, ``opus[1m]``…): not model ids of the Messages API."""
+
+
+def claude_code_alias(model: str | None) -> bool:
+    """Whether ``model`` is one of Claude Code's own aliases (with or without a ``[…]`` suffix)."""
+    return bool(model) and str(model).partition("[")[0].strip().lower() in CLAUDE_CODE_ALIASES
+
+
 def model_lacks(bundle: AgentBundle, provider: str) -> list[Lack]:
-    """Every agent needs a model id for the provider (its own, or the root's)."""
+    """Every agent needs a model id for the provider (its own, or the root's). On ``anthropic`` that id may
+    not be a Claude Code alias reached through the ``models.claude`` fallback: the Messages API knows no
+    model ``opus``, and the run would fail at its first request."""
     out: list[Lack] = []
     for node in bundle.agents.values():
-        if not (node.spec.models.for_provider(provider) or bundle.spec.models.for_provider(provider)):
+        model = node.spec.models.for_provider(provider) or bundle.spec.models.for_provider(provider)
+        if provider == "anthropic" and claude_code_alias(model):
+            out.append(
+                Lack(
+                    "model id",
+                    f"agent {node.name!r} would run on anthropic as {model!r}, its models.claude: a Claude Code "
+                    "alias, which the Messages API does not know; set models.anthropic to a Claude model id "
+                    f"(e.g. claude-sonnet-4-6) in {_file(bundle, node)}",
+                    _file(bundle, node),
+                    "models.anthropic",
+                    kind="usage",
+                )
+            )
+            continue
+        if not model:
             out.append(
                 Lack(
                     "model id",

@@ -440,7 +440,10 @@ class _Reader(ReaderState):
             agent.models["claude"] = d.model
             if d.model in ("sonnet", "opus", "haiku"):
                 self.report.add(
-                    "note", f"model {d.model!r} of {name}", "a Claude Code alias, kept as models.claude"
+                    "note",
+                    f"model {d.model!r} of {name}",
+                    "a Claude Code alias, kept as models.claude; the Messages API knows no such model: set "
+                    "models.anthropic to run it on provider anthropic (validate --provider anthropic says so)",
                 )
         disallowed = set(d.disallowedTools or [])
         if d.tools is None:

@@ -122,3 +122,30 @@ def test_usage_errors(tmp_path):
     assert code == 2 and "agent spec not found" in err
     code, _, err = run_cli("port-check", str(CYCLE), "--to", "nowhere")
     assert code == 2
+
+
+def test_a_claude_code_alias_is_not_a_model_id_for_the_messages_api(tmp_path, monkeypatch):
+    """A Claude subagent's ``model="opus"`` is imported into models.claude, which provider anthropic falls
+    back to: port-check said "portable" and the run sent ``"model": "opus"``, which the Messages API does
+    not know. The alias is named, with the field that fixes it; a model id still falls back."""
+    (tmp_path / "cl_alias.py").write_text(
+        "from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions\n"
+        "opts = ClaudeAgentOptions(system_prompt='Coordinate.', model='claude-sonnet-4-6',\n"
+        "    agents={'researcher': AgentDefinition(description='Researches', prompt='Research things.',"
+        " model='opus')})\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli("import", "cl_alias:opts", "--from", "claude", "--out", str(out))
+    assert code == 0, stdout + stderr
+    report = (out / "import-report.md").read_text()
+    assert "a Claude Code alias" in report and "set models.anthropic" in report
+    code, text, _ = check(out / "agent.yaml", "anthropic")
+    assert code == 1, text
+    assert "'researcher' would run on anthropic as 'opus'" in text and "set models.anthropic" in text
+    code, text, _ = check(out / "agent.yaml", "claude")
+    assert code == 0 and "portable" in text  # Claude Code resolves its own aliases
+    sub = next(p for p in out.glob("*.yaml") if "researcher" in p.read_text() and p.name != "agent.yaml")
+    sub.write_text(sub.read_text().replace("claude: opus", "claude: claude-opus-4-1"))
+    code, text, _ = check(out / "agent.yaml", "anthropic")
+    assert code == 0 and "portable" in text, text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.capabilities import ANTHROPIC_DEFAULT_MAX_TOKENS
-from portagent.contracts.portability import Lack
+from portagent.contracts.portability import Lack, claude_code_alias
 
 DEFAULT_MAX_TOKENS = ANTHROPIC_DEFAULT_MAX_TOKENS
 """Sent when the spec sets no ``models.max_tokens``: the Messages API requires a value."""
@@ -41,6 +41,7 @@ def notes(bundle: AgentBundle) -> list[str]:
         )
     for name, node in bundle.agents.items():
         own = node.spec.models
-        if not (own.anthropic or models.anthropic) and (own.claude or models.claude):
+        claude = own.claude or models.claude
+        if not (own.anthropic or models.anthropic) and claude and not claude_code_alias(claude):
             out.append(f"anthropic: agent {name!r} has no models.anthropic; its models.claude id is used")
     return out
