@@ -2,7 +2,9 @@
 
 - Tools: exact name first, then tolerant: Claude Code exposes SDK MCP tools as
   ``mcp__<server>__<tool>`` (SDK_NOTES §4.3), so ``get_weather`` matches
-  ``mcp__weather__get_weather`` (and the other way round).
+  ``mcp__weather__get_weather`` (and the other way round). Only that prefix is taken off — the
+  server is the segment before the *first* ``__`` after ``mcp__`` (portagent's own server is
+  ``portagent``) — so a tool whose own name holds ``__`` (``get__order``) keeps it whole.
 - Handoffs, whatever the wire, by what the request declares:
   1. ``transfer_to_<agent>`` — openai-agents names a handoff tool
      ``transform_string_function_style("transfer_to_" + agent.name)`` (lower case, every
@@ -24,8 +26,21 @@ from portagent.contracts.emulator_script import Handoff
 from portagent.wire.items import RequestView
 
 
-def _base(name: str) -> str:
-    return name.rsplit("__", 1)[-1] if name.startswith("mcp__") else name
+def _strip_mcp(name: str) -> str | None:
+    """``<tool>`` of ``mcp__<server>__<tool>``, else None.
+
+    Cut after the server segment, never at the last ``__``: the tool's own name may hold ``__``
+    (``mcp__portagent__get__order`` is tool ``get__order``; the importer makes such names too)."""
+    if not name.startswith("mcp__"):
+        return None
+    server, sep, tool = name[len("mcp__") :].partition("__")
+    return tool if server and sep and tool else None
+
+
+def _same_tool(script_name: str, declared: str) -> bool:
+    """Whether two names differ only by Claude Code's ``mcp__<server>__`` prefix."""
+    s, d = _strip_mcp(script_name), _strip_mcp(declared)
+    return s == declared or d == script_name or (s is not None and s == d)
 
 
 def function_style(name: str) -> str:
@@ -37,8 +52,7 @@ def resolve_tool_name(script_name: str, declared: list[str]) -> tuple[str, str |
     """The declared name for a scripted tool, and a note when it is not declared."""
     if script_name in declared:
         return script_name, None
-    base = _base(script_name)
-    matches = [d for d in declared if _base(d) == base]
+    matches = [d for d in declared if _same_tool(script_name, d)]
     if matches:
         note = None
         if len(matches) > 1:
