@@ -64,7 +64,8 @@ MODELS = {models}
 MAX_TURNS = {max_turns}
 """portagent counts model calls itself (run.before_model_call); ADK's max_llm_calls is a backstop."""
 CONFIG = {config}
-"""Shared settings forced onto the model (models.force_shared_settings), or None."""
+"""Each agent's own shared settings forced onto its model (its spec's models.force_shared_settings); an agent not
+listed sends none."""
 AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "string"}}}}, "required": ["input"],
                      "additionalProperties": False}}
 """What an agent-as-tool takes (the same on every provider; ADK's own AgentTool declares "request")."""
@@ -188,7 +189,7 @@ def llm_agent(cb: Callbacks, name: str, description: str, instruction: str, tool
     cb.declared[name] = {{t.name for t in tools}}
     if output_schema is not None:
         cb.output_schemas[name] = output_schema
-    config = types.GenerateContentConfig(**CONFIG) if CONFIG else None
+    config = types.GenerateContentConfig(**CONFIG[name]) if name in CONFIG else None
     return LlmAgent(
         name=name, description=description, model=llm,
         instruction=lambda _ctx: instruction,  # a callable: a string would go through ADK's {{state}} templating
@@ -251,12 +252,11 @@ MAIN = main_block(
 
 
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
-    shared = bundle.spec.models
-    config = (
-        {"temperature": shared.temperature, "max_output_tokens": shared.max_tokens}
-        if shared.force_shared_settings
-        else None
-    )
+    config = {
+        name: {"temperature": node.spec.models.temperature, "max_output_tokens": node.spec.models.max_tokens}
+        for name, node in bundle.agents.items()
+        if node.spec.models.force_shared_settings
+    }
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,

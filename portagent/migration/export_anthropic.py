@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from portagent.adapters.anthropic.rules import DEFAULT_MAX_TOKENS, request_timeout_s
+from portagent.adapters.anthropic.rules import (
+    DEFAULT_MAX_TOKENS,
+    agent_max_tokens,
+    agent_temperature,
+    request_timeout_s,
+)
 from portagent.contracts.bundle import AgentBundle
 from portagent.migration.export import creation_order, literal, main_block, models_for, string_literal
 
@@ -57,12 +62,15 @@ ROOT = {root!r}
 MODELS = {models}
 """Model id of each agent (models.anthropic in the spec, else models.claude)."""
 MAX_TOKENS = {max_tokens}
-"""The Messages API requires max_tokens (models.max_tokens in the spec, else {default_max_tokens})."""
-TIMEOUT = anthropic.Timeout({timeout_s!r}, connect=5.0)
-"""How long one request may take. Given explicitly: unstreamed, the SDK refuses a request it expects to take
-over 10 minutes (an hour per 128k max_tokens) unless a timeout is given; this is that estimate, at least 10 min."""
+"""Each agent's max_tokens, which the Messages API requires (its spec's models.max_tokens, else the root's when it
+does not force its own settings, else {default_max_tokens})."""
+TIMEOUT_S = {timeout_s}
+"""How long one request of each agent may take. Given explicitly: unstreamed, the SDK refuses a request it expects
+to take over 10 minutes (an hour per 128k max_tokens) unless a timeout is given; this is that estimate, at least
+10 min."""
 TEMPERATURE = {temperature}
-"""Shared temperature forced onto the model (models.force_shared_settings), or None."""
+"""Each agent's own temperature forced onto its model (its spec's models.force_shared_settings); an agent not
+listed sends none."""
 AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "string"}}}}, "required": ["input"],
                      "additionalProperties": False}}
 """What an agent-as-tool takes (the same on every provider): the task as text."""
@@ -137,13 +145,14 @@ async def run_agent(run: ExportedRun, client: anthropic.AsyncAnthropic, agent: s
     schema = AGENTS[agent]["output_schema"]
     if schema is not None:
         params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
-    if TEMPERATURE is not None:
-        params["extra_body"] = {"temperature": TEMPERATURE}
+    if agent in TEMPERATURE:
+        params["extra_body"] = {"temperature": TEMPERATURE[agent]}
     history = list(messages)
     while True:
         run.before_model_call(agent)  # portagent's max_turns, counted before each request
         t0 = time.perf_counter()
-        message = await client.messages.create(model=MODELS[agent], max_tokens=MAX_TOKENS, timeout=TIMEOUT,
+        message = await client.messages.create(model=MODELS[agent], max_tokens=MAX_TOKENS[agent],
+                                               timeout=anthropic.Timeout(TIMEOUT_S[agent], connect=5.0),
                                                system=AGENTS[agent]["instructions"], messages=history, **params)
         usage = message.usage
         read, write = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
@@ -220,16 +229,17 @@ def agents_table(bundle: AgentBundle) -> list[str]:
 
 
 def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | None = None) -> str:
-    shared = bundle.spec.models
+    max_tokens = {name: agent_max_tokens(bundle, name) for name in bundle.agents}
+    temperatures = {name: agent_temperature(bundle, name) for name in bundle.agents}
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
         module=module or f"{bundle.root}_anthropic.py",
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "anthropic"), 9),
-        max_tokens=shared.max_tokens or DEFAULT_MAX_TOKENS,
-        timeout_s=request_timeout_s(shared.max_tokens or DEFAULT_MAX_TOKENS),
+        max_tokens=literal(max_tokens, 13),
+        timeout_s=literal({name: request_timeout_s(n) for name, n in max_tokens.items()}, 12),
         default_max_tokens=DEFAULT_MAX_TOKENS,
-        temperature=shared.temperature if shared.force_shared_settings else None,
+        temperature=literal({n: t for n, t in temperatures.items() if t is not None}, 14),
     )
     return out + AGENTS_HEAD + "\n" + "\n".join(agents_table(bundle)) + "\n}" + BODY + MAIN

@@ -72,7 +72,8 @@ OPENAI_API = {openai_api!r}
 MAX_TURNS = {max_turns}
 """portagent counts model calls itself (run.before_model_call); the recursion limit is a backstop."""
 SETTINGS = {settings}
-"""Shared settings forced onto the model (models.force_shared_settings), or None."""
+"""Each agent's own shared settings forced onto its model (its spec's models.force_shared_settings); an agent not
+listed sends none."""
 AGENT_TOOL_SCHEMA = {{"type": "object", "properties": {{"input": {{"type": "string"}}}}, "required": ["input"],
                      "additionalProperties": False}}
 """What an agent-as-tool takes (the same on every provider): the task as text."""
@@ -203,7 +204,7 @@ class Graph:
     def chat_model(self, agent: str) -> Any:
         if agent not in self.models:
             vendor, model_id = CHAT_MODELS[agent]
-            base = self.build(vendor, model_id)
+            base = self.build(agent, vendor, model_id)
             tools = [function(spec.name, spec.model_description(), spec.input_schema)
                      for spec in self.run.bundle.agents[agent].tools.values()]
             tools += [function(t, d, AGENT_TOOL_SCHEMA) for t, d in AGENTS[agent]["agent_tools"].items()]
@@ -214,9 +215,9 @@ class Graph:
             self.models[agent] = bound.bind(**output_kwargs(vendor, schema)) if schema is not None else bound
         return self.models[agent]
 
-    def build(self, vendor: str, model_id: str) -> Any:
+    def build(self, agent: str, vendor: str, model_id: str) -> Any:
         key = self.api_key
-        settings = SETTINGS or {}
+        settings = SETTINGS.get(agent, {})  # this agent's own, never the root's
         if vendor == "openai":
             import openai
             from langchain_openai import ChatOpenAI
@@ -443,11 +444,11 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         found = model_choice(node, root)
         assert found is not None, "port-check refuses a spec without a model for the target"
         chat_models[name] = found
-    settings = (
-        {"temperature": shared.temperature, "max_tokens": shared.max_tokens}
-        if shared.force_shared_settings
-        else None
-    )
+    settings = {
+        name: {"temperature": node.spec.models.temperature, "max_tokens": node.spec.models.max_tokens}
+        for name, node in bundle.agents.items()
+        if node.spec.models.force_shared_settings
+    }
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,

@@ -11,6 +11,7 @@ in the openai adapter (``StoppedReplies``: tests/migration/test_export_openai_ad
 from __future__ import annotations
 
 from portagent.adapters.openai.schema import strict_compatible
+from portagent.contracts.agent import ModelSettings
 from portagent.contracts.bundle import AgentBundle
 from portagent.migration.export import creation_order, literal, main_block, models_for, string_literal
 
@@ -396,7 +397,6 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
     api = bundle.spec.models.openai_api
     model_class = "OpenAIChatCompletionsModel" if api == "chat_completions" else "OpenAIResponsesModel"
     models = models_for(bundle, "openai")
-    shared = bundle.spec.models
     out = HEADER.format(
         root=bundle.root,
         spec=spec_label,
@@ -407,11 +407,6 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         max_turns=bundle.spec.budget.max_turns,
     )
     lines = [BUILD_HEAD.rstrip("\n")]
-    settings = (
-        f"ModelSettings(temperature={shared.temperature!r}, max_tokens={shared.max_tokens!r}, include_usage=True)"
-        if shared.force_shared_settings
-        else "ModelSettings(include_usage=True)"
-    )
     order = creation_order(bundle)
     for name in order:
         node = bundle.agents[name]
@@ -431,7 +426,7 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
             schema = node.spec.output_schema
             lines.append(f"        output_type=SpecOutput({literal(schema, 31)},")
             lines.append(f"                               strict={strict_compatible(schema)}),")
-        lines.append(f"        model_settings={settings},")
+        lines.append(f"        model_settings={_settings(node.spec.models)},")
         lines.append("    )")
     wiring = []
     for name in order:
@@ -455,3 +450,11 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         lines += wiring
     lines.append(f"    return {var(bundle.root)}")
     return out + "\n".join(lines) + "\n" + FOOTER + MAIN
+
+
+def _settings(shared: ModelSettings) -> str:
+    """One agent's own ``model_settings``: a handoff target or agent tool keeps its spec's temperature and
+    max_tokens, as the openai adapter runs it."""
+    if not shared.force_shared_settings:
+        return "ModelSettings(include_usage=True)"
+    return f"ModelSettings(temperature={shared.temperature!r}, max_tokens={shared.max_tokens!r}, include_usage=True)"

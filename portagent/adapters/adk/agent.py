@@ -358,7 +358,9 @@ class _Builder:
         if spec.output_schema is not None:
             self.callbacks.output_schemas[name] = spec.output_schema
         config = None
-        shared = self.session.bundle.spec.models
+        shared = (
+            spec.models
+        )  # this agent's own settings (a sub-agent's generate_content_config), not the root's
         if shared.force_shared_settings:
             config = types.GenerateContentConfig(
                 temperature=shared.temperature, max_output_tokens=shared.max_tokens

@@ -199,9 +199,6 @@ class _Loop:
     def __init__(self, session: RunSession, client: anthropic.AsyncAnthropic) -> None:
         self.session = session
         self.client = client
-        shared = session.bundle.spec.models
-        self.max_tokens = shared.max_tokens or rules.DEFAULT_MAX_TOKENS
-        self.temperature = shared.temperature if shared.force_shared_settings else None
         self.failure: Exception | None = None
         """An error raised inside an agent tool's run (the runner would turn it into a tool result)."""
 
@@ -224,8 +221,9 @@ class _Loop:
         extra: dict[str, Any] = {}
         if spec.output_schema is not None:
             extra["output_config"] = {"format": {"type": "json_schema", "schema": spec.output_schema}}
-        if self.temperature is not None:
-            extra["extra_body"] = {"temperature": self.temperature}
+        temperature = rules.agent_temperature(self.session.bundle, agent)
+        if temperature is not None:  # the agent's own: a sub-agent never runs at the root's temperature
+            extra["extra_body"] = {"temperature": temperature}
         cache = self.session.options.extra.get("anthropic_cache_control")
         if cache:
             extra["cache_control"] = cache
@@ -242,19 +240,20 @@ class _Loop:
         calls.runnable = {t.name for t in tools}
         history = list(messages)
         stopwatch = Stopwatch(session.clock)
+        max_tokens = rules.agent_max_tokens(session.bundle, agent)
         session.before_model_call(agent)
         stopwatch.start(agent)
         # One runner type per ``stream`` (messages, or message streams read to their final message).
         runner: Any = self.client.beta.messages.tool_runner(
             model=session.model_for(agent),
-            max_tokens=self.max_tokens,
+            max_tokens=max_tokens,
             system=session.bundle.agents[agent].spec.instructions,
             messages=list(messages),
             tools=tools,
             thread=False,
             stream=session.options.streaming,
             # explicit, so the SDK does not refuse a large max_tokens unstreamed (see rules.request_timeout_s)
-            timeout=anthropic.Timeout(rules.request_timeout_s(self.max_tokens), connect=5.0),
+            timeout=anthropic.Timeout(rules.request_timeout_s(max_tokens), connect=5.0),
             **self.params(agent),
         )
         last: Any = None

@@ -16,6 +16,21 @@ DEFAULT_MAX_TOKENS = ANTHROPIC_DEFAULT_MAX_TOKENS
 """Sent when the spec sets no ``models.max_tokens``: the Messages API requires a value."""
 
 
+def agent_max_tokens(bundle: AgentBundle, agent: str) -> int:
+    """The ``max_tokens`` ``agent``'s requests send: its own ``models.max_tokens``; when its spec does not
+    force its settings (a hand-written sub-agent without a limit of its own), the root's, as before; else the
+    default the Messages API requires. A sub-agent forcing its own settings never runs under the root's limit."""
+    own = bundle.agents[agent].spec.models
+    inherited = None if own.force_shared_settings else bundle.spec.models.max_tokens
+    return own.max_tokens or inherited or DEFAULT_MAX_TOKENS
+
+
+def agent_temperature(bundle: AgentBundle, agent: str) -> float | None:
+    """``agent``'s own forced temperature (never the root's), or None."""
+    own = bundle.agents[agent].spec.models
+    return own.temperature if own.force_shared_settings else None
+
+
 def request_timeout_s(max_tokens: int) -> float:
     """Seconds one Messages API request may take, given explicitly to the SDK. Unstreamed, the anthropic SDK
     refuses a request that may take longer than 10 minutes by its own estimate (an hour per 128k output

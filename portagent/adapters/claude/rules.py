@@ -44,15 +44,45 @@ def lacks(bundle: AgentBundle) -> list[Lack]:
                         kind="usage",
                     )
                 )
-    models = bundle.spec.models
-    if models.force_shared_settings and models.temperature is not None:
-        out.append(
-            Lack(
-                "a forced temperature",
-                "the Claude Code CLI has no temperature setting: set force_shared_settings: false or drop "
-                "models.temperature",
-                _file(bundle, bundle.node),
-                "models.temperature",
+    out += _settings_lacks(bundle)
+    return out
+
+
+def _forced_limit(node: AgentNode) -> int | None:
+    models = node.spec.models
+    return models.max_tokens if models.force_shared_settings else None
+
+
+def _settings_lacks(bundle: AgentBundle) -> list[Lack]:
+    """Each agent's own forced settings (a subagent's too: it runs with its own spec's settings elsewhere).
+    The CLI has no temperature at all, and one output limit for the whole process
+    (``CLAUDE_CODE_MAX_OUTPUT_TOKENS``, the root's): a subagent whose forced limit differs from it would
+    silently run under the root's."""
+    out: list[Lack] = []
+    root_limit = _forced_limit(bundle.node)
+    for name, node in bundle.agents.items():
+        models = node.spec.models
+        if models.force_shared_settings and models.temperature is not None:
+            out.append(
+                Lack(
+                    "a forced temperature",
+                    f"agent {name!r}: the Claude Code CLI has no temperature setting: set "
+                    "force_shared_settings: false or drop models.temperature",
+                    _file(bundle, node),
+                    "models.temperature",
+                )
             )
-        )
+        if name != bundle.root and _forced_limit(node) != root_limit:
+            own = _forced_limit(node)
+            out.append(
+                Lack(
+                    "a subagent's own max_tokens",
+                    f"agent {name!r} runs with max_tokens {own if own is not None else 'unset'} but the root "
+                    f"{bundle.root!r} with {root_limit if root_limit is not None else 'unset'}: the Claude Code "
+                    "CLI has one output-token limit for the root and all its subagents; give them the same "
+                    "forced models.max_tokens",
+                    _file(bundle, node),
+                    "models.max_tokens",
+                )
+            )
     return out

@@ -164,7 +164,7 @@ class _Graph:
         if agent in self.models:
             return self.models[agent]
         vendor, model_id = self.choice[agent]
-        base = build_chat_model(self.session, vendor, model_id, self.closers)
+        base = build_chat_model(self.session, agent, vendor, model_id, self.closers)
         schema = self.bundle.agents[agent].spec.output_schema
         api = self.session.options.openai_api or self.bundle.spec.models.openai_api
         output = output_kwargs(vendor, schema, api) if schema is not None else {}

@@ -40,9 +40,10 @@ def require_integration(vendor: str) -> Any:
         raise MissingExtraError("langgraph", package, "langgraph") from e
 
 
-def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: list[Any]) -> Any:
-    """The agent's LangChain chat model for ``vendor`` on the run's endpoint (its own HTTP client, closed by
-    ``closers`` at the end of the run)."""
+def build_chat_model(session: RunSession, agent: str, vendor: str, model_id: str, closers: list[Any]) -> Any:
+    """``agent``'s LangChain chat model for ``vendor`` on the run's endpoint (its own HTTP client, closed by
+    ``closers`` at the end of the run), with that agent's own forced settings: a sub-agent never runs at the
+    root's temperature or output limit."""
     from portagent.recording.player import transport_kwargs  # a replay: the cassette answers in process
 
     endpoint = session.endpoint
@@ -52,9 +53,11 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
         )  # the verdict says so first
     require_integration(vendor)
     key = api_key(session, vendor)
-    shared = session.bundle.spec.models
+    shared = session.bundle.agents[agent].spec.models
     temperature = shared.temperature if shared.force_shared_settings else None
     max_tokens = shared.max_tokens if shared.force_shared_settings else None
+    # unforced, a limit the Messages API requires falls back to the root's as before (a sub-agent without one)
+    unforced_limit = None if shared.force_shared_settings else session.bundle.spec.models.max_tokens
     streaming = session.options.streaming
     # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself: a server
     # root (``Endpoint`` keeps a ``…/v1`` given by the user as its root); each client adds its API version
@@ -75,7 +78,8 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
             base_url=url + "/v1" if url else None,
             http_async_client=http,
             # --openai-api (RunOptions) over the spec's models.openai_api, as on the openai provider
-            use_responses_api=(session.options.openai_api or shared.openai_api) == "responses",
+            use_responses_api=(session.options.openai_api or session.bundle.spec.models.openai_api)
+            == "responses",
             streaming=streaming,
             stream_usage=True,
             temperature=temperature,
@@ -98,7 +102,7 @@ def build_chat_model(session: RunSession, vendor: str, model_id: str, closers: l
             temperature=temperature,
             # the Messages API requires max_tokens: the spec's value when it has one, forced or not, as
             # the anthropic adapter sends it (same wire), else the same default
-            max_tokens=max_tokens or shared.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
+            max_tokens=max_tokens or shared.max_tokens or unforced_limit or ANTHROPIC_DEFAULT_MAX_TOKENS,
         )
     if vendor == "google_genai":
         from langchain_google_genai import ChatGoogleGenerativeAI

@@ -235,7 +235,7 @@ class _Builder:
             model=self.model(name),
             tools=[self.tool(name, t) for t in node.tools.values()],
             output_type=_SpecOutput(spec.output_schema) if spec.output_schema else None,
-            model_settings=self._settings(),
+            model_settings=self._settings(name),
         )
         self.agents[name] = agent  # registered before edges, so handoff cycles resolve
         handoffs: list[Agent[Any] | Handoff[Any, Any]] = []
@@ -289,10 +289,12 @@ class _Builder:
 
         return replace(tool, on_invoke_tool=invoke)
 
-    def _settings(self) -> Any:
+    def _settings(self, name: str) -> Any:
+        """``name``'s own shared settings: a handoff target or agent tool keeps its spec's temperature and
+        max_tokens (as its native ``model_settings``), never the root's."""
         from agents import ModelSettings
 
-        shared = self.session.bundle.spec.models
+        shared = self.session.bundle.agents[name].spec.models
         if not shared.force_shared_settings:
             return ModelSettings(include_usage=True)
         return ModelSettings(temperature=shared.temperature, max_tokens=shared.max_tokens, include_usage=True)
