@@ -143,6 +143,8 @@ class _Importer:
         self.recorder: TraceRecorder | None = None
         self.vendor: str | None = None
         self.costs: list[float | None] = []
+        self.without_usage: list[int] = []
+        """Interactions whose answer carried no usage: their tokens (and so the run's) are unknown."""
 
     def where(self, inter: Interaction) -> str:
         return f"{self.path}: interaction {inter.index} ({inter.method} {inter.uri})"
@@ -322,6 +324,10 @@ class _Importer:
     ) -> None:
         assert self.recorder is not None and self.vendor is not None
         u = resp.usage
+        if u is not None and not u.raw:
+            u = None  # ``"usage": {}`` says no more than a missing usage
+        if u is None:
+            self.without_usage.append(inter.index)
         tokens: _UsageFields = (
             {
                 "input_tokens": u.input_tokens,
@@ -333,15 +339,18 @@ class _Importer:
             if u
             else {}
         )
+        # No usage, no cost: pricing zero tokens would claim a computed cost of $0.
         self.costs.append(
             model_cost(
                 PROVIDER[self.vendor],
                 resp.model or req_model,
-                input_tokens=u.input_tokens if u else 0,
-                output_tokens=u.output_tokens if u else 0,
-                cache_read_tokens=u.cache_read_tokens if u else 0,
-                cache_write_tokens=u.cache_write_tokens if u else 0,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_write_tokens=u.cache_write_tokens,
             )
+            if u
+            else None
         )
         details = _drop_none(
             {
@@ -350,6 +359,7 @@ class _Importer:
                 "response_model": resp.model,
                 "finish_reason": resp.raw_finish_reason,
                 "usage": dict(u.raw) if u else None,
+                "tokens_unknown": None if u else True,
                 "stream": resp.stream or None,
                 "stream_incomplete": (not resp.complete) or None,
                 "recorded_at": inter.response_headers.get("date"),
@@ -446,7 +456,14 @@ class _Importer:
             tool_calls=len(rec.of_type("tool.call")),
             cost_usd=cost,
             cost_source="computed" if priced else "unknown",
-            provider_details=_drop_none({"calls_without_result": unanswered}),
+            provider_details=_drop_none(
+                {
+                    "calls_without_result": unanswered,
+                    # The token fields are plain counts (0 by default): say when they are not the truth.
+                    "tokens_unknown": True if self.without_usage else None,
+                    "interactions_without_usage": self.without_usage or None,
+                }
+            ),
             **totals,
         )
 
