@@ -34,9 +34,11 @@ the caller's trace id and name the caller's span as their parent (a malformed va
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -160,7 +162,7 @@ def result_text(
     when the card is bound to an MCP session (``client`` has ``session:``), that the retry must come in
     the same session (a one-shot client such as the Inspector CLI reconnects and is asked again)."""
     if obs.ok:
-        return json.dumps(model, ensure_ascii=False, sort_keys=True)
+        return json.dumps(_finite(model), ensure_ascii=False, sort_keys=True, allow_nan=False)
     text = f"{obs.error}: {obs.message}" if obs.message else str(obs.error)
     approval_id = model.get("approval_id")
     if approval_id is None and isinstance(obs.details, dict):
@@ -183,6 +185,18 @@ def result_text(
             )
         text += ")."
     return text
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and the infinities as null: JSON has no such numbers, and the structured
+    content and the trace (pydantic's JSON) already say null, so the text says the same observation."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def to_call_result(obs: Observation, home: Path | None = None, client: str | None = None) -> Any:
@@ -340,20 +354,47 @@ class GovernedServer:
         self.recorder.flush()
 
     def stop(self, reason: str = "server_stopped") -> None:
+        """End the session's trace. A call still without a ``tool.result`` was cut off when the session
+        ended (the client went away, or the process was stopped, mid-call: its task was cancelled): it
+        gets a ``handler_error`` result saying it was interrupted and that its effect is unknown (what
+        a run records for an MCP server that died mid-call), and the session ends ``cancelled`` /
+        ``interrupted`` instead of ``completed``, so the trace does not claim a call it never answered."""
         if not self._started:
             return
         self._started = False
+        interrupted = self._interrupted_calls()
+        for call in interrupted:
+            obs = Observation.failure(
+                "handler_error",
+                f"{call.tool} was interrupted: the session ended (the MCP client went away or the server "
+                "was stopped) before the call finished, so whether its effect happened is unknown",
+                {"interrupted": True},
+            )
+            self.recorder.emit(
+                "tool.result",
+                call_id=call.call_id,
+                tool=call.tool,
+                ok=False,
+                error=obs.error,
+                output=obs.to_model(),
+                agent=call.agent,
+            )
         self.recorder.emit(
             "run.completed",
             root=True,
-            status="completed",
-            stop_reason=reason,
+            status="cancelled" if interrupted else "completed",
+            stop_reason="interrupted" if interrupted else reason,
             tool_calls=self.calls,
             cost_usd=round(float(self.gateway.context.budget.tool_cost_usd), 8),
             cost_source="computed",
             duration_ms=round((self.clock.monotonic() - self._t0) * 1000, 3),
         )
         self.recorder.flush()
+
+    def _interrupted_calls(self) -> list[Any]:
+        """The ``tool.call`` events of this session that have no ``tool.result``."""
+        answered = {e.call_id for e in self.recorder.of_type("tool.result")}
+        return [e for e in self.recorder.of_type("tool.call") if e.call_id not in answered]
 
     # -- MCP handlers ----------------------------------------------------------------------------------
 
@@ -436,6 +477,15 @@ async def serve(
     HTTP only: ``auth_tokens`` (bearer tokens; each is a client identity), ``allow_hosts`` /
     ``allow_origins`` (added to the Host/Origin allowlist). A bind that is not loopback without a token
     is refused (UsageError) before anything listens, and so is a malformed allowlist entry."""
+    if trace_path is not None and trace_path.exists():
+        # one session is one trace: a second session appended to the file would export as one trace
+        if trace_path.is_dir():
+            raise UsageError(f"--trace {trace_path} is a folder: name the trace file to write")
+        if trace_path.stat().st_size:
+            raise UsageError(
+                f"--trace {trace_path}: the file exists and is not empty; one serve session is one trace, "
+                "so name a new file (or move the old trace away)"
+            )
     security = None
     if transport != "stdio":
         from portagent.mcp.http import transport_security
@@ -476,10 +526,19 @@ async def serve(
             say(
                 f"serving {len(governed.target.tools)} tools of {target.name} over stdio; trace {governed.trace_path}"
             )
-            _cancel_on_sigterm()
+            terminated = _cancel_on_sigterm()
             try:
                 async with stdio_server() as (read, write):
                     await server.run(read, write, server.create_initialization_options())
+            except asyncio.CancelledError:
+                if not terminated:
+                    raise
+                say("stopped by SIGTERM; session ended")
+            except BaseExceptionGroup as group:
+                _, rest = group.split(_client_gone)
+                if rest is not None:
+                    raise
+                say("the client went away (its end of stdio closed); session ended")
             finally:
                 governed.stop()
             return governed
@@ -503,16 +562,37 @@ def check_bind(host: str, tokens: Sequence[str]) -> None:
     )
 
 
-def _cancel_on_sigterm() -> None:
+def _client_gone(exc: BaseException) -> bool:
+    """An error of writing to (or reading from) a client that closed its end of stdio: the session's
+    end, not the server's failure (anyio's stream errors, or the OS's broken pipe / reset)."""
+    import anyio
+
+    return isinstance(
+        exc,
+        BrokenPipeError | ConnectionResetError | anyio.BrokenResourceError | anyio.ClosedResourceError,
+    )
+
+
+def _cancel_on_sigterm() -> list[bool]:
     """SIGTERM ends a stdio session like a closed stdin: the serving task is cancelled, so the trace
-    still ends with ``run.completed`` (the MCP client sends SIGTERM when stdin closing is not enough)."""
+    still ends with ``run.completed`` (the MCP client sends SIGTERM when stdin closing is not enough).
+    The list returned gets an item when SIGTERM came, so that cancellation is the session's normal end
+    (exit 0), not an error."""
     import asyncio
     import contextlib
     import signal
 
+    terminated: list[bool] = []
+
     task = asyncio.current_task()
     if task is not None:
+
+        def stop() -> None:
+            terminated.append(True)
+            task.cancel()
+
         with contextlib.suppress(
             NotImplementedError, RuntimeError, ValueError
         ):  # not the main thread / Windows
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+    return terminated
