@@ -22,9 +22,11 @@ JSON Schema; the gateway validates arguments against it before any call. ``budge
 ``call_timeout_s``.
 
 Listing once per run: each server's listing gets a fingerprint (tools, schemas, annotations, server
-name and version), recorded in ``run.started`` ``provider_details.mcp``. The last live listing of each
-server is kept in ``$PORTAGENT_HOME/mcp_listings.json``; a tool gone since then is reported (an
-``McpToolRemoved`` error event) and, not being declared, can never be called.
+name and version), recorded in ``run.started`` ``provider_details.mcp``. The last accepted live listing
+of each server is kept in ``$PORTAGENT_HOME/mcp_listings.json``, keyed by what decides what the server
+lists (name, command or URL, working folder, a hash of ``env``); a tool gone since then is reported (an
+``McpToolRemoved`` error event) and, not being declared, can never be called. A listing the run then
+refuses (an invalid schema, a bad or colliding name) is not kept.
 """
 
 from __future__ import annotations
@@ -160,20 +162,39 @@ def to_output(result: dict[str, Any]) -> Any:
 # --- wrapping -------------------------------------------------------------------------------------------
 
 
+ALLOW_SHOWN = 12
+"""At most this many tool names are written out in a suggested allow-list."""
+
+
+def _leave_out(server: _Server, tool: str) -> str:
+    """How to leave ``tool`` out: with the spec's allow-list, or — when it has none — the list to write."""
+    ref = server.ref
+    if ref.allow:
+        return f"leave {tool!r} out of mcp_servers[{ref.name}].allow"
+    keep = [str(t["name"]) for t in server.listed if t["name"] != tool]
+    if not keep:
+        return f"leave {tool!r} out with an mcp_servers[{ref.name}].allow list (it is the only tool listed)"
+    shown = ", ".join(json.dumps(n, ensure_ascii=False) for n in keep[:ALLOW_SHOWN])
+    more = f", … ({len(keep)} tools in all)" if len(keep) > ALLOW_SHOWN else ""
+    return (
+        f"leave {tool!r} out by listing the tools to keep in mcp_servers[{ref.name}]: allow: [{shown}{more}]"
+    )
+
+
 def _portable_name(server: _Server, tool: str) -> str:
     name = server.ref.portable_name(tool)
     if not re.match(TOOL_NAME_RE, name):
         raise McpConfigError(
             f"MCP server {server.ref.name!r}: tool {tool!r} becomes {name!r}, which is not a valid tool name "
             "(a letter first, then up to 63 letters, digits, '_' or '-'); set a shorter or letter-first "
-            f"mcp_servers[{server.ref.name}].prefix, or leave the tool out of 'allow'"
+            f"mcp_servers[{server.ref.name}].prefix, or {_leave_out(server, tool)}"
         )
     return name
 
 
 def _schema(server: _Server, tool: dict[str, Any]) -> dict[str, Any]:
     where = f"MCP server {server.ref.name!r} lists tool {tool['name']!r} with an invalid inputSchema"
-    hint = f"; fix the server, or leave the tool out with mcp_servers[{server.ref.name}].allow"
+    hint = f"; fix the server, or {_leave_out(server, tool['name'])}"
     schema = tool.get("inputSchema")
     if not isinstance(schema, dict):
         raise McpConfigError(f"{where}: expected a JSON object, got {type(schema).__name__}{hint}")
@@ -246,18 +267,26 @@ def _augment(bundle: AgentBundle, servers: dict[str, _Server]) -> tuple[AgentBun
     agents: dict[str, AgentNode] = {}
     for agent, node in bundle.agents.items():
         tools = dict(node.tools)
-        origin = {t: "the agent's own tools" for t in tools}
+        # ToolSpec name → (who has it, its MCP server or None for the agent's own tool)
+        origin: dict[str, tuple[str, str | None]] = {t: (f"the agent's own tool {t!r}", None) for t in tools}
         for ref in node.spec.mcp_servers:
             server = servers[ref.name]
             for tool in _select(server):
                 spec = _wrap(server, tool)
                 here = f"tool {tool['name']!r} of MCP server {ref.name!r}"
                 if spec.name in origin:
-                    raise McpConfigError(
-                        f"agent {agent!r}: {here} would be named {spec.name!r}, which {origin[spec.name]} already "
-                        f"use; set a distinct mcp_servers[{ref.name}].prefix"
+                    other, other_server = origin[spec.name]
+                    # Two tools of one server differ only in characters the name replaces by '_': a
+                    # prefix is added to both, so only leaving one out separates them.
+                    fix = (
+                        f"both come from that server, so no prefix separates them: {_leave_out(server, tool['name'])}"
+                        if other_server == ref.name
+                        else f"set a distinct mcp_servers[{ref.name}].prefix"
                     )
-                origin[spec.name] = here
+                    raise McpConfigError(
+                        f"agent {agent!r}: {here} would be named {spec.name!r}, which {other} already uses; {fix}"
+                    )
+                origin[spec.name] = (here, ref.name)
                 tools[spec.name] = spec
                 wrapped[bridge.ident_for(spec.name)] = _Wrapped(spec, ref.name, tool["name"])
         agents[agent] = replace(node, tools=tools)
@@ -268,28 +297,55 @@ def _augment(bundle: AgentBundle, servers: dict[str, _Server]) -> tuple[AgentBun
 
 
 def _identity(server: _Server) -> str:
+    """The memory's key: everything that decides what the server lists — its name, command or URL,
+    working folder and ``env`` (as written in the spec, hashed: a value may be a secret, and a
+    ``${NAME}`` reference keeps one key whatever the variable holds)."""
     ref = server.ref
-    return f"{ref.name} {describe(ref)} {server.base_dir if ref.command else ''}".strip()
+    key = f"{ref.name} {describe(ref)}"
+    if ref.command:
+        cwd = server.base_dir if ref.cwd is None else Path(os.path.normpath(server.base_dir / ref.cwd))
+        key += f" {cwd}"
+        if ref.env:
+            key += f" env={short_hash(ref.env)}"
+    return key
 
 
-def _compare_with_last_listing(servers: dict[str, _Server]) -> None:
-    """Remember each server's tool names; note the ones gone since the last live listing."""
+def _read_listings() -> tuple[Path, dict[str, Any]] | None:
     from portagent.core.home import state_file
 
     try:
         path = state_file(LISTINGS_FILE)
         known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        if not isinstance(known, dict):
-            known = {}
     except (OSError, ValueError) as e:
         log.warning("cannot read the MCP listing memory: %s", e)
+        return None
+    return path, known if isinstance(known, dict) else {}
+
+
+def _compare_with_last_listing(servers: dict[str, _Server]) -> None:
+    """Note each server's tools gone since its last remembered listing (nothing is written here)."""
+    read = _read_listings()
+    if read is None:
         return
+    known = read[1]
     for server in servers.values():
-        key = _identity(server)
-        names = sorted(t["name"] for t in server.listed)
-        before = (known.get(key) or {}).get("tools") or []
-        server.removed = sorted(set(before) - set(names))
-        known[key] = {"tools": names, "fingerprint": server.fingerprint}
+        names = {t["name"] for t in server.listed}
+        before = (known.get(_identity(server)) or {}).get("tools") or []
+        server.removed = sorted(set(before) - names)
+
+
+def _remember_listings(servers: dict[str, _Server]) -> None:
+    """Keep each server's tool names, once the run has accepted its listing (re-read first: other runs
+    may have written since this one read)."""
+    read = _read_listings()
+    if read is None:
+        return
+    path, known = read
+    for server in servers.values():
+        known[_identity(server)] = {
+            "tools": sorted(t["name"] for t in server.listed),
+            "fingerprint": server.fingerprint,
+        }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -501,6 +557,8 @@ async def open_sources(
             if mode != "verify":
                 _compare_with_last_listing(servers)
         sources.bundle, sources.tools = _augment(bundle, servers)
+        if mode in ("live", "record"):
+            _remember_listings(servers)  # only a listing the run accepted
         yield sources
         sources.save_recording()
     finally:
@@ -531,11 +589,18 @@ def remembered_listings(bundle: AgentBundle) -> dict[str, list[str]]:
 
 async def list_live(bundle: AgentBundle) -> dict[str, list[str]]:
     """Start (or reach) every MCP server of the bundle, list its tools and close it again: server name →
-    tool names as listed. The listing is remembered like a run's (``mcp_listings.json``); no tool is called."""
+    tool names as listed. The listing is remembered like a run's (``mcp_listings.json``) when a run would
+    accept it; no tool is called."""
     servers = _servers_of(bundle)
     try:
         await _connect(servers)
         _compare_with_last_listing(servers)
+        try:
+            _augment(bundle, servers)
+        except McpConfigError as e:
+            log.info("MCP listing not remembered: %s", e)
+        else:
+            _remember_listings(servers)
         return {name: [str(t["name"]) for t in server.listed] for name, server in servers.items()}
     finally:
         await asyncio.gather(
