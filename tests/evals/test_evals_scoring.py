@@ -281,7 +281,10 @@ def test_tokens_and_provenance_come_from_the_trace() -> None:
     )
 
 
-def test_an_output_schema_that_cannot_be_applied_fails_the_run_instead_of_crashing() -> None:
-    case = make_case(output_schema={"$ref": "https://example.invalid/schema.json"})
-    s = score_run(simple_run([], {"a": 1}), case)
-    assert not s.passed and s.notes[0].startswith("output_schema could not be applied")
+def test_an_output_schema_that_cannot_be_applied_is_refused_with_the_case() -> None:
+    """A reference the schema cannot resolve itself (portagent never fetches one) is refused when the case
+    is read, naming it — once this failed only at scoring, as a note on every run."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="https://example.invalid/schema.json' does not resolve"):
+        make_case(output_schema={"$ref": "https://example.invalid/schema.json"})
