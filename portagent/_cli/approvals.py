@@ -1,7 +1,9 @@
 """``portagent approvals list|show|approve|reject|edit``: decide approval cards after the fact.
 
 Works on ``$PORTAGENT_HOME/approvals.db`` (``--home`` overrides). A deferred run waits in
-``waiting_approval`` until its card is decided here; re-running the same request then resumes it.
+``waiting_approval`` until its card is decided here; a decision prints the one step that then carries on
+what asked for the card (``runtime.resume.next_step``: ``portagent resume RUN`` for a command-line run, a
+message on the task for an A2A task, the same tool call for an ``mcp serve`` client).
 
 ``show`` prints the card with its evidence: the run's user input(s) and earlier tool results (masked
 excerpts), the run's spend so far, and what runs on approval (tool, effect, arguments, idempotency key).
@@ -122,10 +124,12 @@ def _dispatch(store: Any, args: argparse.Namespace) -> int:
         if args.merge:
             new_args = {**store.get(args.approval_id).args, **new_args}
         card = store.edit(args.approval_id, new_args, reviewer=reviewer, note=args.note)
-    print(
-        f"{card.approval_id}: {card.status} by {card.reviewer}. Resume the run: portagent resume {card.run_id} "
-        "(or the same request with the same --idempotency-key)."
-    )
+    from portagent.runtime.resume import next_step
+    from portagent.runtime.runstore import RUNS_DB
+
+    # the step depends on what asked for the card (a CLI run, an A2A task, an mcp serve client)
+    step = next_step(card, store.path.parent / RUNS_DB)
+    print(f"{card.approval_id}: {card.status} by {card.reviewer}. Next: {step}.")
     return 0
 
 

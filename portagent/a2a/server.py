@@ -10,7 +10,8 @@ One task is one run, keyed by ``a2a:<task id>`` (the run's idempotency key):
   message on the same task resumes the same run through the runner's public ``arun_full`` with the
   same idempotency key — the runner does the resuming, nothing here re-implements it;
 - ``tasks/get`` / ``tasks/cancel`` are the SDK's, over its in-memory task store; a cancel cancels the
-  running run.
+  running run; a task cancelled while it waits for approval withdraws its cards (``superseded``) and
+  its run ends ``cancelled`` / ``cancelled_by_caller`` (run store and ``run.json``).
 
 HTTP safety (core/serving.py, the rules of ``mcp serve``'s HTTP transport): loopback by default; a
 non-loopback bind is refused without a bearer token; every request, the card included, must name an
@@ -215,7 +216,58 @@ class RunExecutor:
         current = context.current_task
         context_id = str(current.context_id if current is not None else context.context_id)
         updater = TaskUpdater(event_queue, str(context.task_id), context_id)
-        await updater.cancel(updater.new_agent_message(_text("canceled by the caller")))
+        withdrawn = await asyncio.to_thread(_cancel_paused_run, str(context.task_id))
+        note = "canceled by the caller" + (
+            f"; approval {', '.join(withdrawn)} withdrawn" if withdrawn else ""
+        )
+        await updater.cancel(updater.new_agent_message(_text(note)))
+
+
+CANCEL_REASON = "cancelled_by_caller"
+"""``stop_reason`` of a task's run that the caller cancelled (``tasks/cancel``)."""
+
+
+def _cancel_paused_run(task_id: str) -> list[str]:
+    """End the run of a task cancelled while it waits for approval: its pending cards move to
+    ``superseded`` (no reviewer can approve a call nobody will make), and the run store and ``run.json``
+    say ``cancelled`` — a later message on the key answers that result instead of resuming. Returns the
+    withdrawn card ids; a task whose run is not paused is left alone."""
+    from portagent.contracts.errors import ApprovalError
+    from portagent.core.files import write_text_atomic
+    from portagent.runtime.runstore import RunStore
+    from portagent.tools.approvals import ApprovalStore
+
+    key = KEY_PREFIX + task_id
+    runs = RunStore()
+    try:
+        prior = runs.get(key)
+        if prior is None or prior.status != "waiting_approval":
+            return []
+        result = {**(prior.result or {}), "status": "cancelled", "stop_reason": CANCEL_REASON}
+        result["pending_approvals"] = []
+        runs.finish(key, "cancelled", result, [])
+    finally:
+        runs.close()
+    withdrawn: list[str] = []
+    approvals = ApprovalStore()
+    try:
+        for approval_id in prior.pending:
+            try:
+                approvals.supersede(approval_id, f"A2A task {task_id} was canceled by the caller")
+                withdrawn.append(approval_id)
+            except ApprovalError:
+                continue  # already decided, or gone: nothing to withdraw
+    finally:
+        approvals.close()
+    record = Path(prior.trace_path).parent / "run.json" if prior.trace_path else None
+    if record is not None and record.is_file():
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            data["result"].update(status="cancelled", stop_reason=CANCEL_REASON, pending_approvals=[])
+            write_text_atomic(record, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # the run store already says cancelled; an unreadable record stays as it was
+    return withdrawn
 
 
 def _caller_trace(context: Any) -> Any:

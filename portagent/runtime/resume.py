@@ -200,6 +200,44 @@ def load_invocation(folder: Path, attempt: int) -> dict[str, Any] | None:
     return None
 
 
+A2A_SCOPE = "run:a2a:"
+"""Scope prefix of the run behind an A2A task (``a2a serve`` keys it ``a2a:<task id>``)."""
+
+
+def next_step(card: Any, runs_db: Path | None = None) -> str:
+    """The one step that carries on what asked for ``card`` once it is decided. It depends on where the
+    card came from, which its scope says: an A2A task's run (``run:a2a:<task>``) goes on when the caller
+    sends a message on the task; a run the command line started (its folder records how) by
+    ``portagent resume``; a run started through the API by the same request with the same key; a router
+    execution by the same ``portagent route --execute`` request; an eval run is never resumed; anything
+    else is an ``mcp serve`` namespace, where the client calls the tool again — there is no run to
+    resume. ``runs_db``: the run store of the state folder the card is in (default: ``$PORTAGENT_HOME``'s)."""
+    scope = str(card.scope or "")
+    if scope.startswith(A2A_SCOPE):
+        return f"send any message on A2A task {scope[len(A2A_SCOPE) :]} to resume its run"
+    if scope.startswith("route:"):
+        return "send the same 'portagent route --execute' request again"
+    if scope.startswith("eval:"):  # an eval run clears its scope's cards before it runs (eval_execute.py)
+        return "nothing: an eval run is judged as it stopped, and running the case again starts it over"
+    if not scope.startswith("run:"):
+        return f"the MCP client calls {card.tool} again with the same arguments"
+    from portagent.runtime.runstore import RunStore
+
+    if runs_db is not None and not runs_db.is_file():
+        return f"resume the run: portagent resume {card.run_id}"
+    store = RunStore(runs_db)
+    try:
+        prior = store.by_run_id(card.run_id)
+    finally:
+        store.close()
+    if prior is None:
+        return f"resume the run: portagent resume {card.run_id}"
+    folder = Path(prior.trace_path).parent if prior.trace_path else None
+    if folder is not None and load_invocation(folder, prior.attempt) is not None:
+        return f"resume the run: portagent resume {card.run_id}"
+    return f"send the same request again with the same idempotency key {prior.idempotency_key!r}"
+
+
 def require_decided(pending: list[str]) -> None:
     """Refuse to resume a paused run while one of its approvals is still pending (or unknown)."""
     from portagent.tools.approvals import ApprovalStore
@@ -211,8 +249,7 @@ def require_decided(pending: list[str]) -> None:
             if card.status == "pending":  # (an unknown id raises ApprovalError)
                 raise ApprovalError(
                     f"still waiting for approval {approval_id}: decide it with "
-                    f"'portagent approvals approve|reject|edit {approval_id}', then resume the run "
-                    "('portagent resume RUN_ID', or the same request with the same --idempotency-key)"
+                    f"'portagent approvals approve|reject|edit {approval_id}', then {next_step(card)}"
                 )
     finally:
         close = getattr(approvals, "close", None)
