@@ -145,6 +145,11 @@ def _find(run_id: str) -> tuple[Any, dict[str, Any]]:
             "or was interrupted (check the id 'portagent run' printed, and PORTAGENT_HOME)"
         )
     invocation = load_invocation(Path(prior.trace_path).parent, prior.attempt) if prior.trace_path else None
+    if invocation is None and (prior.idempotency_key or "").startswith("a2a:"):
+        raise UsageError(
+            f"run {run_id} is the run of A2A task {prior.idempotency_key[len('a2a:') :]}: it goes on when the "
+            "caller sends any message on that task ('portagent a2a serve' resumes it), not by portagent resume"
+        )
     if invocation is None:
         raise UsageError(
             f"run {run_id} was not started by 'portagent run' with a run folder, so how to start it again is "

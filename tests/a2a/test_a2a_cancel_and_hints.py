@@ -87,6 +87,10 @@ def test_hints_of_a_waiting_task_name_a_message_on_the_task_and_that_resumes_it(
     code, out, err = run_cli("approvals", "approve", card_id, "--reviewer", "dean")
     assert code == 0, err
     assert step in out and "portagent resume" not in out, out
+    # portagent resume of that run points at the task too (it said: the same request with the A2A key)
+    code, out, err = run_cli("resume", first["metadata"]["portagent"]["run_id"])
+    assert code == 2 and "sends any message on that task" in err and first["id"] in err, err
+    assert "--idempotency-key" not in err and "Traceback" not in err
     done = _send(url, "go on", first["id"])  # the step, followed
     assert done["status"]["state"] == "completed", done["status"]
     assert done["metadata"]["portagent"]["attempt"] == 2
