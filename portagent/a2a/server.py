@@ -172,6 +172,7 @@ class RunExecutor:
             endpoint=self.config.endpoint,
             approver="defer",
             out_dir=self.config.runs_dir / task_id,
+            cancel_stop_reason=CANCEL_REASON,  # tasks/cancel ends the run, recorded (not left resumable)
         )
         try:
             with joining(_caller_trace(context)):

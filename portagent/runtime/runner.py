@@ -90,6 +90,11 @@ class RunConfig:
     on_start: Callable[[str, Path | None], None] | None = None
     """Told the run id and its folder (None: memory only) once both are settled, before the attempt
     starts: a caller interrupted mid-run (Ctrl-C) can still say which run it was and where it wrote."""
+    cancel_stop_reason: str | None = None
+    """Set: a cancelled attempt ends the run — ``run.completed`` (``cancelled``, this stop reason), ``run.json``
+    and the run store written — before the cancellation goes on (an A2A ``tasks/cancel``: the caller is done
+    with it). Unset (the command line's Ctrl-C): the attempt stays interrupted, and ``portagent resume``
+    carries it on."""
 
 
 @dataclass
@@ -310,7 +315,8 @@ async def _arun_full(
             resumption,
         )
     except BaseException as e:
-        if store is not None:  # the attempt ended without a result: the next request reconciles it
+        if store is not None and _RECORDED_CANCEL not in getattr(e, "__notes__", ()):
+            # the attempt ended without a result: the next request reconciles it
             message = str(e) or type(e).__name__
             store.interrupt(
                 request.idempotency_key or "",
@@ -323,6 +329,10 @@ async def _arun_full(
         CURRENT.set(outer_span)
         if store is not None:
             store.close()
+
+
+_RECORDED_CANCEL = "portagent: the run was recorded as cancelled before this cancellation went on"
+"""The note on a cancellation that ``_run_attempt`` recorded (``RunConfig.cancel_stop_reason``)."""
 
 
 _STARTED: set[str] = set()
@@ -445,6 +455,7 @@ async def _run_attempt(
     stop_reason = "final_output"
     status = "completed"
     drive: asyncio.Future[AdapterOutcome] | None = None
+    cancelled: BaseException | None = None  # re-raised once the run is recorded (cancel_stop_reason)
     try:
         # its own task (its context changes stay there), awaited under asyncio.timeout: on Python 3.11
         # wait_for loses a cancellation (Ctrl-C) that lands as the task finishes (ruff TID251 bans it)
@@ -465,9 +476,12 @@ async def _run_attempt(
         status, stop_reason, error = failure_of(session, e)
     except Exception as e:  # SDK crash: the trace still ends with an error and run.completed
         status, stop_reason, error = failure_of(session, e)
-    except BaseException:  # Ctrl-C, a cancelled task: what the attempt did is kept in trace.jsonl
-        recorder.flush()
-        raise
+    except BaseException as e:  # Ctrl-C, a cancelled task: what the attempt did is kept in trace.jsonl
+        if config.cancel_stop_reason is None or not isinstance(e, asyncio.CancelledError):
+            recorder.flush()
+            raise
+        cancelled = e  # a final cancel: the run is recorded as cancelled below, then it goes on
+        status, stop_reason, error = "cancelled", config.cancel_stop_reason, "cancelled by the caller"
     finally:
         journal_summary = journal.close() if journal is not None else None
         # the task holds the adapter's exception, whose traceback holds this frame (and this frame the task):
@@ -559,6 +573,9 @@ async def _run_attempt(
         register_paused(run_id, scope, trace_path, result, pending)
     if resumption is not None:
         supersede_stale_cards(scope, pending, attempt, status)
+    if cancelled is not None:
+        cancelled.add_note(_RECORDED_CANCEL)  # arun_full: the run store already says cancelled
+        raise cancelled
     return RunOutput(result, list(recorder.events), record)
 
 

@@ -94,3 +94,92 @@ def test_hints_of_a_waiting_task_name_a_message_on_the_task_and_that_resumes_it(
     done = _send(url, "go on", first["id"])  # the step, followed
     assert done["status"]["state"] == "completed", done["status"]
     assert done["metadata"]["portagent"]["attempt"] == 2
+
+
+def test_cancel_of_a_working_task_records_its_run_as_cancelled(tmp_path: Path) -> None:
+    """A task cancelled while its run is working (the model is slow to answer): the run ends recorded —
+    ``run.completed`` cancelled / cancelled_by_caller, ``run.json``, the run store — not a trace holding only
+    ``run.started`` with no ``run.json`` (the runner keeps a Ctrl-C'd attempt resumable; a cancelled task is
+    finished)."""
+    import yaml
+    from _a2a_helpers import AGENT, SCRIPT
+
+    from portagent.a2a.server import ServeConfig, serve_in_thread
+    from portagent.adapters.base import REGISTRY
+    from portagent.adapters.port import Endpoint
+    from portagent.contracts.bundle import load_agent
+    from portagent.emulator import load_script
+    from portagent.emulator import serve as emulate
+
+    script = yaml.safe_load(Path(SCRIPT).read_text(encoding="utf-8"))
+    script.setdefault("defaults", {})["latency_ms"] = 3000  # every model answer takes 3 s
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(yaml.safe_dump(script), encoding="utf-8")
+
+    async def send_then_cancel(url: str) -> tuple[str, Any]:
+        from a2a.client import ClientConfig, create_client
+        from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest
+
+        http = httpx.AsyncClient(timeout=30)  # the stream stays open while the slow model answers
+        streaming = await create_client(url, ClientConfig(streaming=True, httpx_client=http))
+        plain = await create_client(url, ClientConfig(streaming=False))
+        task_id: list[str] = []
+
+        async def consume() -> None:
+            message = Message(
+                role=Role.ROLE_USER, message_id="slow-1", parts=[Part(text="What is the refund deadline?")]
+            )
+            async for event in streaming.send_message(SendMessageRequest(message=message)):
+                kind = event.WhichOneof("payload")
+                if kind == "task":
+                    task_id.append(event.task.id)
+                elif kind == "status_update":
+                    task_id.append(event.status_update.task_id)
+
+        reader = asyncio.create_task(consume())
+        try:
+            for _ in range(100):  # the task exists and its run is waiting on the model
+                if task_id or reader.done():
+                    break
+                await asyncio.sleep(0.05)
+            assert task_id, reader.exception() if reader.done() else "no task event in 5 s"
+            await asyncio.sleep(0.8)
+            canceled = await plain.cancel_task(CancelTaskRequest(id=task_id[0]))
+            await asyncio.sleep(1.0)  # the run records itself as it unwinds
+            return task_id[0], canceled
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+            await streaming.close()
+            await plain.close()
+            await http.aclose()
+
+    with emulate(load_script(slow)) as emu:
+        config = ServeConfig(
+            bundle=load_agent(AGENT),
+            provider="openai",
+            endpoint=Endpoint(
+                source="emulator", mode="direct", base_url=emu.base_url, api_key=REGISTRY["openai"].dummy_key
+            ),
+            runs_dir=tmp_path / "runs",
+            scopes=["email:send", "tickets:write"],
+        )
+        with serve_in_thread(config) as url:
+            task, canceled = asyncio.run(send_then_cancel(url))
+    from a2a.types import TaskState
+
+    assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+    folder = tmp_path / "runs" / task
+    events = [json.loads(line) for line in (folder / "trace.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert events[0]["type"] == "run.started" and events[-1]["type"] == "run.completed", [
+        e["type"] for e in events
+    ]
+    assert (events[-1]["status"], events[-1]["stop_reason"]) == ("cancelled", "cancelled_by_caller")
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert record["result"]["status"] == "cancelled"
+    runs = RunStore()
+    try:
+        prior = runs.get(f"a2a:{task}")
+    finally:
+        runs.close()
+    assert prior is not None and prior.status == "cancelled"
