@@ -36,24 +36,11 @@ def fact(statement: str, **kw: Any) -> MemoryWrite:
     return MemoryWrite(**{**base, **kw})
 
 
-def add(statement: str, *extra: str) -> tuple[int, str, str]:
+def add(statement: str, *extra: str, expires: str = "never", confidence: str = "0.9") -> tuple[int, str, str]:
     return run_cli(
-        "memory",
-        "add",
-        "--statement",
-        statement,
-        "--source",
-        "docs/r.md:1",
-        "--scope",
-        "project",
-        "--expires",
-        "never",
-        "--confidence",
-        "0.9",
-        "--owner",
-        "team",
-        *extra,
-    )
+        "memory", "add", "--statement", statement, "--source", "docs/r.md:1", "--scope", "project",
+        "--expires", expires, "--confidence", confidence, "--owner", "team", *extra,
+    )  # fmt: skip
 
 
 def listed() -> list[dict[str, Any]]:
@@ -160,42 +147,12 @@ def test_a_record_edited_by_an_older_version_is_rekeyed_on_the_next_write(tmp_pa
 def test_adding_a_stored_fact_with_new_confidence_and_expiry_updates_it():
     code, out, _ = add("Refunds take 14 days")
     memory_id = out.split()[1]
-    code, out, err = run_cli(
-        "memory",
-        "add",
-        "--statement",
-        "Refunds take 14 days",
-        "--source",
-        "docs/r.md:1",
-        "--scope",
-        "project",
-        "--expires",
-        "2999-01-01",
-        "--confidence",
-        "0.4",
-        "--owner",
-        "team",
-    )
+    code, out, err = add("Refunds take 14 days", expires="2999-01-01", confidence="0.4")
     assert code == 0, err
     assert out.startswith(f"updated {memory_id}") and "confidence 0.9 -> 0.4" in out, out
     (record,) = listed()
     assert (record["confidence"], record["expires_at"]) == (0.4, "2999-01-01")
-    code, out, _ = run_cli(
-        "memory",
-        "add",
-        "--statement",
-        "Refunds take 14 days",
-        "--source",
-        "docs/r.md:1",
-        "--scope",
-        "project",
-        "--expires",
-        "2999-01-01",
-        "--confidence",
-        "0.4",
-        "--owner",
-        "team",
-    )
+    code, out, _ = add("Refunds take 14 days", expires="2999-01-01", confidence="0.4")
     assert out.startswith(f"unchanged {memory_id}"), out
 
 
