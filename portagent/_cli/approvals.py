@@ -166,10 +166,14 @@ def _depth(value: Any) -> int:
 
 
 def _table(cards: list[Any]) -> str:
+    from portagent.core.terminal import printable
+
     if not cards:
         return "no approval cards"
     rows = [("ID", "STATUS", "TOOL", "SCOPE", "EXPIRES", "REASON")]
-    rows += [(c.approval_id, c.status, c.tool, c.scope, c.expires_at, c.reason[:60]) for c in cards]
+    rows += [
+        (c.approval_id, c.status, c.tool, c.scope, c.expires_at, printable(c.reason[:60])) for c in cards
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "  ".join(v.ljust(w) for v, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows

@@ -1,4 +1,4 @@
-"""``portagent memory list|show|search|add|import|edit|delete|pause|resume``: the human controls of the memory store.
+"""``portagent memory list|show|search|add|import|edit|delete|restore|pause|resume``: the human controls of the memory store.
 
 Works on ``$PORTAGENT_HOME/memory.db`` (``--home`` overrides), the store the memory tools (``remember``,
 ``recall``, ``forget``; docs/memory.md) write and read through the gateway.
@@ -84,6 +84,9 @@ def add_parser(sub: Any) -> None:
     delete = msub.add_parser("delete", help="delete a memory for good")
     delete.add_argument("memory_id", metavar="ID")
 
+    restore = msub.add_parser("restore", help="undo an agent's forget: the memory is recalled again")
+    restore.add_argument("memory_id", metavar="ID")
+
     msub.add_parser("pause", help="refuse every memory write (remember, forget, add) until resume")
     msub.add_parser("resume", help="allow memory writes again")
 
@@ -94,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
     from portagent.contracts.memory import MemoryWrite
     from portagent.core.home import portagent_home
+    from portagent.core.terminal import printable
     from portagent.tools.memory import MEMORY_DB, MemoryStore
 
     home = portagent_home(args.home)
@@ -104,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists() and action in ("list", "search"):
         print("[]" if args.json else f"no memories in {home}")
         return 0
-    if not path.exists() and action in ("show", "edit", "delete"):
+    if not path.exists() and action in ("show", "edit", "delete", "restore"):
         raise UsageError(f"no memory {args.memory_id!r} in {home}: 'portagent memory list' shows them")
     store = MemoryStore(path)
     try:
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             elif not records:
                 print(f"no memories in {home}")
             for r in [] if args.json else records:
-                print(f"{r.memory_id}  {r.scope}:{r.owner}  {r.status:<10}  {r.statement}")
+                print(printable(f"{r.memory_id}  {r.scope}:{r.owner}  {r.status:<10}  {r.statement}"))
             if store.paused and not args.json:
                 print("(memory writes are paused: 'portagent memory resume')")
             return 0
@@ -125,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                 print(record.model_dump_json(indent=2))
             else:
                 for key, value in record.model_dump().items():
-                    print(f"{key:<16} {value}")
+                    print(printable(f"{key:<16} {value}"))
             return 0
         if action == "search":
             if args.k < 1:
@@ -136,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
             elif not found:
                 print("no memory matches")
             for f in [] if args.json else found:
-                print(f"{f.score:.3f}  {f.record.memory_id}  {f.record.statement}")
-                print(f"       {f.explanation}; last retrieved {f.record.last_retrieved or 'never'}")
+                print(printable(f"{f.score:.3f}  {f.record.memory_id}  {f.record.statement}"))
+                print(
+                    printable(f"       {f.explanation}; last retrieved {f.record.last_retrieved or 'never'}")
+                )
             return 0
         if action == "add":
             if args.scope == "agent" and not args.owner:
@@ -195,7 +201,15 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if action == "delete":
             record = store.delete(args.memory_id)
-            print(f"deleted {record.memory_id}  ({record.statement})")
+            print(printable(f"deleted {record.memory_id}  ({record.statement})"))
+            return 0
+        if action == "restore":
+            record = store.restore(args.memory_id)
+            late = " (its expiry has passed: 'portagent memory edit --expires' to recall it)"
+            print(
+                printable(f"restored {record.memory_id}  ({record.statement})")
+                + (late if record.expired(store.clock.now()) else "")
+            )
             return 0
         if action in ("pause", "resume"):
             store.set_paused(action == "pause")
@@ -211,6 +225,7 @@ def _import(args: argparse.Namespace, path: Any) -> int:
     from pathlib import Path
 
     from portagent.contracts.errors import UsageError
+    from portagent.core.terminal import printable
     from portagent.tools.memory import MemoryStore
     from portagent.tools.memory_import import apply_import, plan_import
 
@@ -269,16 +284,15 @@ def _import(args: argparse.Namespace, path: Any) -> int:
         verb = "would store" if args.dry_run else "stored"
         for s in stored:
             replaces = f"  (supersedes {s['supersedes']})" if s["supersedes"] else ""
-            print(f"{verb:<11} {s['memory_id']}  {s['note']}  {s['statement']}{replaces}")
+            print(printable(f"{verb:<11} {s['memory_id']}  {s['note']}  {s['statement']}{replaces}"))
         for u in updated:
             changes = ", ".join(f"{k}={v}" for k, v in u["changes"].items())
-            print(
-                f"{'would update' if args.dry_run else 'updated':<11} {u['memory_id']}  {u['note']}  {changes}"
-            )
+            done = "would update" if args.dry_run else "updated"
+            print(printable(f"{done:<11} {u['memory_id']}  {u['note']}  {changes}"))
         for n in unchanged:
-            print(f"{'unchanged':<11} {n['memory_id']}  {n['note']}  (already stored)")
+            print(printable(f"{'unchanged':<11} {n['memory_id']}  {n['note']}  (already stored)"))
         for f in flagged:
-            print(f"{'flagged':<11} {f['note']}  {f['reason']}")
+            print(printable(f"{'flagged':<11} {f['note']}  {f['reason']}"))
         total = len(stored) + len(updated) + len(unchanged) + len(flagged)
         print(
             f"{total} notes: {len(stored)} {verb}, "

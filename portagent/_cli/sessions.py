@@ -66,6 +66,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
     from portagent.core.home import portagent_home
+    from portagent.core.terminal import printable
     from portagent.runtime.session_store import SESSIONS_DB, SqliteSessionStore, check_session_id
 
     if args.sessions_command == "check-handoff":
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                 for t in turns:
                     by = f" ({t.provider}, {t.run_id})" if t.role == "assistant" else ""
                     print(f"#{t.seq} {t.role}{by}  {t.created_at}")
-                    print("   " + t.content.replace("\n", "\n   "))
+                    print("   " + printable(t.content, lines=True).replace("\n", "\n   "))
             return 0
         if action == "export" and args.handoff:
             return _export_handoff(sid, turns, args)

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol, TextIO
 from portagent.contracts._base import args_hash as compute_args_hash
 from portagent.contracts.errors import ApprovalError, UsageError
 from portagent.contracts.policy import ApprovalCard
+from portagent.core.terminal import printable
 
 DecisionStatus = Literal["approved", "edited", "rejected", "deferred"]
 
@@ -234,7 +235,9 @@ def render_card(card: ApprovalCard, consumed_by: str | None = None) -> str:
         lines.append(f"effective  {js(card.effective_args)}")
     if consumed_by:
         lines.append(f"used by    {consumed_by}")
-    return "\n".join(lines)
+    # excerpts, reasons and arguments come from the model, tools and users: one card line each, with
+    # escape sequences shown, not obeyed (one could erase the IRREVERSIBLE line above it)
+    return "\n".join(printable(line) for line in lines)
 
 
 class InteractiveApprover:

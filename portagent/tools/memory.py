@@ -326,6 +326,29 @@ class MemoryStore:
                 self._put(r.model_copy(update=links))
         return moved
 
+    def restore(self, memory_id: str) -> MemoryRecord:
+        """A person's undo of an agent's ``forget`` (why ``forget`` is declared ``reversible``): the retired
+        record is active and recalled again, its retrieval history kept, ``updated_at`` set.
+
+        Only a forgotten record: an active one has nothing to undo, and a superseded one was replaced by a
+        newer record that recall returns instead — making both active would recall two answers to one
+        question, so the person edits or deletes the replacement. A record whose expiry has passed is
+        restored but still not recalled, and the caller is told (``expired``)."""
+        record = self._require(memory_id)
+        if record.status == "active":
+            raise UsageError(f"memory {memory_id} is active: there is no forget to undo")
+        if record.status == "superseded":
+            raise UsageError(
+                f"memory {memory_id} was superseded by {record.superseded_by}, not forgotten: 'restore' undoes "
+                f"a forget only (edit or delete {record.superseded_by} to change what is recalled)"
+            )
+        restored = record.model_copy(
+            update={"status": "active", "retired_reason": None, "updated_at": iso(self.clock.now())}
+        )
+        with self._guard():
+            self._put(restored)
+        return restored
+
     def delete(self, memory_id: str) -> MemoryRecord:
         record = self._require(memory_id)
         with self._guard():

@@ -303,7 +303,8 @@ def plan_import(
     notes = find_notes(folder)
     if not notes:
         raise UsageError(f"no Markdown notes (*.md) under {str(folder)!r}")
-    root = folder.resolve().name or "notes"
+    inside = folder.resolve()
+    root = inside.name or "notes"
     plan = ImportPlan(folder=folder, scope=scope, owner=owner)
     existing = store.records(scope=scope, owner=owner) if store is not None else []
     for path in notes:
@@ -314,6 +315,13 @@ def plan_import(
             (r for r in existing if r.status == "active" and r.source.endswith(mark)),
             key=lambda r: (r.created_at, r.memory_id),
         )
+        target = path.resolve()
+        if not target.is_relative_to(inside):
+            # a link (to a note, or to a folder holding it) out of the vault: importing from DIR reads DIR,
+            # not whatever a link in it points at (a shared drive, another vault, a home folder)
+            why = f"links to {target}, outside {str(folder)!r}: not read (copy the note into the folder)"
+            plan.flagged.append(Flagged(rel, why + _still_active(earlier)))
+            continue
         try:
             meta, body = split_front_matter(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError:

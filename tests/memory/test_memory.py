@@ -472,3 +472,57 @@ def test_cli_corrupt_store():
     con.close()
     code, _, err = run_cli("memory", "list")
     assert code == 2 and "damaged" in one_line(err)
+
+
+def test_cli_restore_undoes_an_agents_forget():
+    """``forget`` is declared reversible: ``memory restore`` makes a forgotten record recalled again. A
+    superseded record is not "forgotten" (its replacement is recalled), and an active one has no forget
+    to undo: both are refused with why, nothing changed."""
+    _, out, _ = add()
+    memory_id = out.split()[1]
+    s = MemoryStore()
+    try:
+        s.retire(memory_id, "outdated", owners={})
+    finally:
+        s.close()
+    code, out, _ = run_cli("memory", "search", "refund order", "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, err = run_cli("memory", "restore", memory_id)
+    assert code == 0 and f"restored {memory_id}" in out, err
+    code, out, _ = run_cli("memory", "search", "refund order", "--json")
+    assert [f["record"]["memory_id"] for f in json.loads(out)] == [memory_id]
+    code, out, _ = run_cli("memory", "show", memory_id, "--json")
+    shown = json.loads(out)
+    assert shown["status"] == "active" and shown["retired_reason"] is None and shown["updated_at"]
+    code, _, err = run_cli("memory", "restore", memory_id)
+    assert code == 2 and "is active" in one_line(err)
+    code, out, _ = add("--statement", "Refunds need the order id and a photo", "--supersedes", memory_id)
+    newer = out.split()[1]
+    code, _, err = run_cli("memory", "restore", memory_id)
+    assert code == 2 and f"superseded by {newer}" in one_line(err)
+    code, out, _ = run_cli("memory", "show", memory_id, "--json")
+    assert json.loads(out)["status"] == "superseded"
+
+
+def test_cli_restore_of_an_unknown_memory_is_a_usage_error():
+    code, _, err = run_cli("memory", "restore", "mem_ffffffffffffffff")
+    assert code == 2 and "no memory 'mem_ffffffffffffffff'" in one_line(err)
+
+
+def test_cli_listings_show_escape_sequences_instead_of_obeying_them():
+    """A statement is what an agent or a note wrote: printed raw, an escape sequence could erase or rewrite
+    the lines a person reads (and a bidi override reorder them). Text output shows them escaped, one record
+    per line; --json keeps the stored text exactly."""
+    hostile = "Refunds \x1b[2K\x1b[1Aneed\u202e the id\nmem_0000000000000000  project:x  active  fake"
+    code, out, err = add("--statement", hostile)
+    assert code == 0, err
+    memory_id = out.split()[1]
+    for argv in (("list",), ("show", memory_id), ("search", "refunds"), ("delete", memory_id)):
+        code, out, err = run_cli("memory", *argv)
+        assert code == 0, err
+        assert "\x1b" not in out and "\u202e" not in out, argv
+        assert "\\x1b[2K" in out and "\\u202e" in out and "\\x0a" in out, (argv, out)
+        assert "mem_0000000000000000" not in out.splitlines()[0][:20], argv
+    _, out, _ = add("--statement", hostile)
+    code, out, _ = run_cli("memory", "list", "--json")
+    assert json.loads(out)[0]["statement"] == hostile

@@ -387,3 +387,21 @@ def test_a_date_that_does_not_exist_is_flagged_not_a_crash(tmp_path: Path) -> No
     )
     assert code == 1 and "bad-date.md" in out + err and "cannot be read" in out + err
     assert "Traceback" not in out + err
+
+
+def test_a_note_linked_from_outside_the_folder_is_flagged_not_read(tmp_path: Path) -> None:
+    """Importing DIR reads DIR: a link in it to a note elsewhere (a file link, or a note reached through a
+    linked folder) is flagged and never stored, whatever the note outside says."""
+    outside = write_vault(tmp_path / "elsewhere", {"private.md": GOOD["policies/refunds.md"]})
+    vault = write_vault(tmp_path / "vault", {"policies/refunds.md": GOOD["policies/refunds.md"]})
+    (vault / "linked.md").symlink_to(outside / "private.md")
+    (vault / "inbox").mkdir()
+    (vault / "inbox" / "shared").symlink_to(outside, target_is_directory=True)
+    (vault / "inbox" / "own.md").symlink_to(vault / "policies" / "refunds.md")  # inside: read as usual
+    code, doc, err = import_(vault)
+    assert code == 1, err
+    flagged = {f["note"]: f["reason"] for f in doc["flagged"]}
+    assert list(flagged) == ["linked.md"] and "outside" in flagged["linked.md"], flagged
+    assert str(outside / "private.md") in flagged["linked.md"]
+    assert sorted(s["note"] for s in doc["stored"]) == ["inbox/own.md", "policies/refunds.md"]
+    assert all("elsewhere" not in r.source for r in records())

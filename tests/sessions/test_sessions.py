@@ -257,6 +257,25 @@ def test_cli_clear_all_and_empty_home():
     assert code == 0 and "cleared 0 sessions" in out
 
 
+def test_cli_show_escapes_what_a_model_wrote_but_keeps_its_lines():
+    """A turn is what a user or model wrote: escape sequences and bidi overrides in it are shown escaped,
+    not obeyed by the terminal; its own lines and tabs stay lines and tabs. --json keeps the text as stored."""
+    answer = "Line one\x1b]0;owned\x07\n\tline two\u202e"
+    store = SqliteSessionStore()
+    try:
+        store.append(
+            "esc", [("user", "hi"), ("assistant", answer)], provider="openai", run_id="r1", agent="a"
+        )
+    finally:
+        store.close()
+    code, out, err = run_cli("sessions", "show", "esc")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "   Line one\\x1b]0;owned\\x07\n   \tline two\\u202e" in out
+    code, out, _ = run_cli("sessions", "show", "esc", "--json")
+    assert json.loads(out)[1]["content"] == answer
+
+
 # --- bad input: one message, non-zero exit, nothing written -------------------------------------------
 
 

@@ -150,3 +150,17 @@ def test_budget_spent_shows_on_the_card():
     approval_id = _card([], spent=0.25, scope="s2")
     spend = ApprovalStore().get(approval_id).spend
     assert spend is not None and spend.cost_usd == pytest.approx(0.25) and spend.tool_calls == 0
+
+
+def test_the_renderer_shows_escape_sequences_instead_of_obeying_them():
+    """What the reviewer reads comes from users, tools and the model: an escape sequence in it could erase
+    the IRREVERSIBLE line above it or move the cursor, a bidi override reorder the words. Each card line
+    shows them escaped and stays one line (a newline in an excerpt cannot fake the next line)."""
+    card = ApprovalStore().get(_card(["files"]))
+    item = card.inputs[0].model_copy(update={"excerpt": "ok\x1b[1A\x1b[2K\nrun        fake\u202e"})
+    hostile = card.model_copy(update={"inputs": [item], "reason": "needs\x9b2J a look"})
+    shown = render_card(hostile)
+    assert "\x1b" not in shown and "\x9b" not in shown and "\u202e" not in shown
+    assert "user     input: ok\\x1b[1A\\x1b[2K\\x0arun        fake\\u202e" in shown
+    assert "reason     needs\\x9b2J a look" in shown
+    assert sum(line.startswith("run ") for line in shown.splitlines()) == 1
