@@ -84,7 +84,10 @@ class _Chat:
         self.emulator: Any = None
 
     def say(self, text: str) -> None:
-        sys.stdout.write(text + "\n")
+        from portagent.core.terminal import printable
+
+        # answers and errors carry what the model and tools wrote: escape sequences shown, not obeyed
+        sys.stdout.write(printable(text, lines=True) + "\n")
         sys.stdout.flush()
 
     def check_key(self, provider: str) -> None:

@@ -319,35 +319,38 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _print_summary(output: Any) -> None:
+    from portagent.core.terminal import printable
+
+    def show(line: str) -> None:  # what the model, tools and errors wrote: escapes shown, not obeyed
+        print(printable(line))
+
     r = output.result
     decisions = {e.call_id: e.decision for e in output.events if e.type == "permission.decision"}
     results = {e.call_id: e for e in output.events if e.type == "tool.result"}
-    print(f"status     {r.status} ({r.stop_reason})  run {r.run_id}  attempt {r.attempt}")
+    show(f"status     {r.status} ({r.stop_reason})  run {r.run_id}  attempt {r.attempt}")
     if output.record is not None:  # provenance: live / endpoint (with its URL) / emulator / replay (of …)
         m = output.record.manifest
         where = f" (recorded: {m.recorded_source})" if m.recorded_source else ""
-        print(f"source     {m.source}{where}" + (f"  {m.base_url}" if m.base_url else ""))
+        show(f"source     {m.source}{where}" + (f"  {m.base_url}" if m.base_url else ""))
     if r.stop_reason == "interrupted" and r.error:  # no events: the attempt died with its process
-        print(f"error      {r.error}")
+        show(f"error      {r.error}")
     for e in output.events:
         if e.type == "tool.call":
             res = results.get(e.call_id)
             state = "ok" if res is not None and res.ok else (res.error if res is not None else "no result")
-            print(
-                f"tool       {e.call_id} {e.tool}  decision={decisions.get(e.call_id, '-')}  result={state}"
-            )
+            show(f"tool       {e.call_id} {e.tool}  decision={decisions.get(e.call_id, '-')}  result={state}")
         elif e.type == "handoff":
-            print(f"handoff    {e.from_agent} -> {e.to_agent} ({e.kind})")
+            show(f"handoff    {e.from_agent} -> {e.to_agent} ({e.kind})")
         elif e.type == "error":
-            print(f"error      {e.error_type}: {e.message}")
+            show(f"error      {e.error_type}: {e.message}")
     u = r.usage
     cost = "unknown" if r.cost_usd is None else f"${r.cost_usd:.6f} ({r.cost_source})"
-    print(f"tokens     in={u.input_tokens} out={u.output_tokens} model_calls={u.model_calls}")
+    show(f"tokens     in={u.input_tokens} out={u.output_tokens} model_calls={u.model_calls}")
     cold = " (cold start: includes the SDK's one-time start-up)" if r.cold_start else ""
-    print(f"cost       {cost}   duration {r.duration_ms} ms{cold}")
+    show(f"cost       {cost}   duration {r.duration_ms} ms{cold}")
     if r.pending_approvals:
         for a in r.pending_approvals:
-            print(
+            show(
                 f"approval   {a} pending: portagent approvals approve|reject|edit {a}, then "
                 + (
                     f"portagent resume {r.run_id}"
@@ -356,6 +359,6 @@ def _print_summary(output: Any) -> None:
                 )
             )
     if r.final_output is not None:
-        print(f"final      {r.final_output}")
+        print("final      " + printable(str(r.final_output), lines=True))
     if r.trace_path:
         print(f"trace      {r.trace_path}")

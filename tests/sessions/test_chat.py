@@ -62,3 +62,21 @@ def test_chat_bad_input_is_one_message(monkeypatch, tmp_path):
     assert code == 2 and "OPENAI_API_KEY" in err and "Traceback" not in err
     code, _, err = chat(monkeypatch, [], "--session", "bad id")
     assert code == 2 and "is not valid" in err
+
+
+def test_chat_shows_the_models_escape_sequences_escaped(monkeypatch, tmp_path):
+    """The chat prints the model's answers: an escape sequence in one (clear the screen, retitle the
+    window) or a bidi override is shown escaped, its lines kept."""
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "kind: emulator-script\nschema_version: 1\nname: esc\nconversations:\n  - name: esc\n"
+        '    match: {first_user_regex: "Hi"}\n'
+        '    turns:\n      - text: "Done.\\e[2J\\e]0;owned\\a\\nSecond line \\u202e."\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("Hi\n/history\n"))
+    agent = Path(__file__).resolve().parent / "data" / "thread.yaml"
+    code, out, err = run_cli("chat", str(agent), "--provider", "openai", "--emulator", str(script))
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "thread> Done.\\x1b[2J\\x1b]0;owned\\x07\nSecond line \\u202e." in out

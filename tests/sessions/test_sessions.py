@@ -276,6 +276,34 @@ def test_cli_show_escapes_what_a_model_wrote_but_keeps_its_lines():
     assert json.loads(out)[1]["content"] == answer
 
 
+def test_cli_run_prints_the_models_escape_sequences_escaped(tmp_path):
+    """``portagent run`` prints the model's answer: an escape sequence in it (clear the screen, retitle
+    the window) is shown, not obeyed, and its lines stay lines; the session keeps the answer as sent."""
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "kind: emulator-script\nschema_version: 1\nname: esc\nconversations:\n  - name: esc\n"
+        '    match: {first_user_regex: "Hi"}\n    turns:\n      - text: "Done.\\e[2J\\e]0;owned\\a\\nSecond line \\u202e."\n',
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(
+        "run",
+        str(AGENT),
+        "--provider",
+        "openai",
+        "--emulator",
+        str(script),
+        "--session",
+        "esc",
+        "--input",
+        "Hi",
+    )
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "final      Done.\\x1b[2J\\x1b]0;owned\\x07\nSecond line \\u202e." in out
+    code, out, _ = run_cli("sessions", "show", "esc", "--json")
+    assert json.loads(out)[1]["content"] == "Done.\x1b[2J\x1b]0;owned\x07\nSecond line \u202e."
+
+
 # --- bad input: one message, non-zero exit, nothing written -------------------------------------------
 
 
