@@ -68,6 +68,14 @@ class CalibrationResult(Contract):
     """Every example with both labels."""
     cost_usd: float = 0.0
     """What the calibration's judge runs cost."""
+    runs: int = 0
+    """Judge runs made (an example whose run was never started is not one)."""
+    cost_unknown: int = 0
+    """Judge runs whose cost is unknown."""
+    input_tokens: int = 0
+    """The judge runs' input tokens."""
+    output_tokens: int = 0
+    """The judge runs' output tokens."""
 
 
 def cohen_kappa(pairs: Sequence[tuple[str, str]], labels: Sequence[str]) -> float | None:
@@ -92,9 +100,14 @@ def confusion(items: Sequence[CalibrationItem], labels: Sequence[str]) -> dict[s
 
 
 def calibrate(
-    spec: GraderSpec, judge: str, items: Sequence[CalibrationItem], cost_usd: float = 0.0
+    spec: GraderSpec,
+    judge: str,
+    items: Sequence[CalibrationItem],
+    cost_usd: float = 0.0,
+    usage: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> CalibrationResult:
-    """Agreement of a grader's judge with its human labels, and whether it may gate."""
+    """Agreement of a grader's judge with its human labels, and whether it may gate. ``usage``: the judge
+    runs made, those of unknown cost, their input and output tokens."""
     labels = spec.label_set
     n = len(items)
     judged = [i for i in items if i.judge is not None]
@@ -118,6 +131,10 @@ def calibrate(
         reason=reason,
         items=list(items),
         cost_usd=round(cost_usd, 6),
+        runs=usage[0],
+        cost_unknown=usage[1],
+        input_tokens=usage[2],
+        output_tokens=usage[3],
     )
 
 

@@ -186,6 +186,14 @@ def _plan_judging(
 
     calibrated = calibration_graders(tasks, loaded)
     if calibrate and not calibrated:
+        named = {g.name for case in loaded.cases for g in loaded.suite.graders_of(case)}
+        unnamed = [g.name for g in loaded.suite.graders if g.calibration and g.name not in named]
+        if unnamed:
+            raise UsageError(
+                f"{loaded.path}: --calibrate measures the graders the cases use, and no case names "
+                f"{', '.join(unnamed)} (the suite's only graders with calibration): name it in a case's "
+                "expect.graders (gate: false reports its verdicts without gating), record, then calibrate"
+            )
         raise UsageError(
             f"{loaded.path}: --calibrate needs a grader with calibration (human-labelled answers); "
             "none of the suite's graders has any"

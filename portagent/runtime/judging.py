@@ -182,8 +182,9 @@ def _pairs(tasks: Sequence[RunTask], rg: ResolvedGrader) -> list[tuple[str, str,
 
 
 def calibration_graders(tasks: Sequence[RunTask], loaded: LoadedSuite | None = None) -> list[ResolvedGrader]:
-    """Distinct graders with human labels: those of the planned cases (and every suite grader, given
-    the suite)."""
+    """Distinct graders with human labels: those of the planned cases (given the suite, those of every
+    case, planned or not). A suite grader that no case names is not among them: nothing records its
+    judge runs (``record_jobs`` records the graders of the cases' answers)."""
     found: dict[str, ResolvedGrader] = {}
     pools: list[Sequence[ResolvedGrader]] = [t.graders for t in tasks]
     if loaded is not None:
@@ -408,11 +409,11 @@ def calibration_results(jobs: Sequence[JudgeJob], outcomes: dict[int, RunOutcome
     out = []
     for group in by_grader.values():
         rg = group[0].grader
-        items, cost = [], 0.0
+        items = []
+        made = _made([outcomes.get(j.task.index) for j in group])
         for j in group:
             o = outcomes.get(j.task.index)
             label, why = _label(j, o)
-            cost += (o.score.cost_usd or 0.0) if o is not None else 0.0
             items.append(
                 CalibrationItem(
                     index=j.example,
@@ -422,8 +423,22 @@ def calibration_results(jobs: Sequence[JudgeJob], outcomes: dict[int, RunOutcome
                     error=None if label is not None else why,
                 )
             )
-        out.append(calibrate(rg.spec, f"{rg.judge.label} on {rg.spec.provider}", items, cost))
+        costs = [o.score.cost_usd for o in made]
+        usage = (
+            len(made),
+            sum(c is None for c in costs),
+            sum(o.score.usage.input_tokens for o in made),
+            sum(o.score.usage.output_tokens for o in made),
+        )
+        cost = sum(c for c in costs if c is not None)
+        out.append(calibrate(rg.spec, f"{rg.judge.label} on {rg.spec.provider}", items, cost, usage))
     return out
+
+
+def _made(outcomes: Sequence[RunOutcome | None]) -> list[RunOutcome]:
+    """The judge runs that were made: not those missing, nor those the eval never started (``not_run``,
+    e.g. stopped by ``--max-spend-usd``), which cost nothing and used no tokens."""
+    return [o for o in outcomes if o is not None and o.score.issue != "not_run"]
 
 
 def refuse_ungated(results: Sequence[CalibrationResult], suite: str) -> None:
@@ -466,14 +481,14 @@ def fold(
                 )
     new_scores = {i: with_graders(s, verdicts.get(i, [])) for i, s in scores.items()}
     pairwise, pair_costs = _pairwise(jobs, outcomes)
-    judged = [outcomes[j.task.index] for j in jobs if j.task.index in outcomes]
+    judged = _made([outcomes.get(j.task.index) for j in jobs])
     costs = [o.score.cost_usd for o in judged]
     totals = (  # calibration runs count as judging too
-        len(judged) + sum(c.examples for c in calibration),
+        len(judged) + sum(c.runs for c in calibration),
         sum(c for c in costs if c is not None) + sum(c.cost_usd for c in calibration),
-        sum(c is None for c in costs),
-        sum(o.score.usage.input_tokens for o in judged),
-        sum(o.score.usage.output_tokens for o in judged),
+        sum(c is None for c in costs) + sum(c.cost_unknown for c in calibration),
+        sum(o.score.usage.input_tokens for o in judged) + sum(c.input_tokens for c in calibration),
+        sum(o.score.usage.output_tokens for o in judged) + sum(c.output_tokens for c in calibration),
     )
     graders: dict[str, tuple[str, Any, bool]] = {}
     for t in tasks:

@@ -233,10 +233,13 @@ def test_eval_replays_judges_offline_and_reports_them(judged: dict[str, Path], t
     judging = report["judging"]
     # judging cost is its own: 4 verdicts + 4 pair orders + 4 calibration answers
     assert judging["runs"] == 12 and judging["cost_usd"] > 0
+    # every judge run's tokens, the calibration's included (the judge script: 300 in, 30 out per run)
+    assert (judging["input_tokens"], judging["output_tokens"], judging["cost_unknown"]) == (3600, 360, 0)
     agent_cost = sum(r["cost_usd"] for r in report["runs"])
     assert abs(sum(g["total_cost_usd"] for g in report["by_provider"]) - agent_cost) < 1e-9
     (cal,) = judging["calibration"]
     assert (cal["accuracy"], cal["kappa"], cal["eligible"]) == (1.0, 1.0, True)
+    assert (cal["runs"], cal["input_tokens"], cal["output_tokens"]) == (4, 1200, 120)
     # the judge always picks answer 1: every pair is order-dependent, position bias +1
     pair = next(p for p in judging["pairwise"] if p["case_id"] == "refund")
     assert (pair["wins_a"], pair["wins_b"], pair["inconsistent"]) == (0, 0, 1)
@@ -316,3 +319,29 @@ def test_grader_spec_mistakes_are_one_message(
     suite = write_suite(judged["agent"], "suite_bad.yaml", **change)
     code, stdout, err = _eval(judged, tmp_path / "x", suite=suite)
     assert code in (1, 2) and message in err and "Traceback" not in err, err
+
+
+def test_judge_runs_the_spend_cap_never_started_are_not_counted(
+    judged: dict[str, Path], tmp_path: Path
+) -> None:
+    """A judge run the eval never started (``not_run``: the spend cap was reached) cost nothing and used no
+    tokens: the judging block counts only the runs made, as its tokens show."""
+    out = tmp_path / "capped"
+    code, stdout, err = _eval(judged, out, "--max-spend-usd", "0.0001")
+    assert "Traceback" not in err, err
+    report = json.loads((out / "report.json").read_text())
+    judging = report["judging"]
+    made = judging["input_tokens"] // 300
+    assert judging["runs"] == made and judging["output_tokens"] == 30 * made, judging
+    assert judging["cost_unknown"] == 0, judging  # a run never started has no unknown cost either
+    assert 4 <= made < 12, judging  # calibration ran; the cap stopped some judge runs, not counted as made
+
+
+def test_calibrate_names_a_calibrated_grader_no_case_uses(judged: dict[str, Path], tmp_path: Path) -> None:
+    """``--calibrate`` measures the graders the cases use: a suite whose only calibrated grader no case
+    names is told that, not that no grader has human labels."""
+    cases = [{**c, "expect": {**c["expect"], "graders": ["better"]}} for c in SUITE["cases"]]
+    suite = write_suite(judged["agent"], "suite_unnamed.yaml", cases=cases)
+    code, stdout, err = _eval(judged, tmp_path / "cal", "--calibrate", suite=suite)
+    assert code == 2 and "Traceback" not in err, stdout + err
+    assert "no case names correct" in err and "expect.graders" in err and "none of" not in err
