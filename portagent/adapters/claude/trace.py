@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,15 +39,19 @@ from claude_agent_sdk import (
     ResultMessage,
     StreamEvent,
     SystemMessage,
+    TextBlock,
     ToolUseBlock,
     UserMessage,
 )
 
 from portagent.adapters._shared import elapsed_ms
+from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import RunSession
 from portagent.wire.finish import vendor_finish
 
 SYNTHETIC_MODEL = "<synthetic>"
+_API_ERROR = re.compile(r"API Error: (\d{3})\b")
+"""How the CLI's synthetic error text gives the HTTP status of a failed model request."""
 
 WAIT_S = 10.0
 """How long a hook waits for the model call that asked for its tool before going on anyway."""
@@ -180,7 +185,11 @@ class ClaudeTrace:
             self._record(call)
 
     def _on_assistant(self, message: AssistantMessage) -> None:
-        if message.model == SYNTHETIC_MODEL or not message.message_id:
+        if message.model == SYNTHETIC_MODEL:
+            if message.parent_tool_use_id:
+                self._subagent_failed(message)
+            return
+        if not message.message_id:
             return
         mid = message.message_id
         tool_ids = [b.id for b in message.content if isinstance(b, ToolUseBlock)]
@@ -210,6 +219,25 @@ class ClaudeTrace:
         if tool_ids:  # tool_use blocks close a response: record it now so its tools can be decided
             call.has_tool_use = True
             self._flush_pending()
+
+    def _subagent_failed(self, message: AssistantMessage) -> None:
+        """A subagent's model request failed: the CLI writes its error text in the subagent's thread and
+        hands it to the coordinator as the Agent tool's result, so the run goes on (and may complete). The
+        failure is recorded as the ``error`` event a failed model request of any other adapter leaves —
+        ``http_<status>`` when the text gives one — under the subagent's name; no model call is."""
+        text = " ".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+        thread = message.parent_tool_use_id
+        agent = self.threads.get(thread, self.root) if thread else self.root
+        status = _API_ERROR.search(text)
+        code = int(status.group(1)) if status else None
+        self.session.record_error(
+            f"http_{code}" if code else "provider_error",
+            f"the subagent {agent}'s model request failed; Claude Code gave the coordinator its error "
+            f"as the {agent} result: {text or message.error or 'no message'}",
+            retryable=REGISTRY[self.session.provider].retryable(code) if code else False,
+            agent=agent,
+            details={"parent_tool_use_id": thread, "cli_error": message.error},
+        )
 
     def thread_done(self, tool_use_id: str | None, usage: Any) -> None:
         """The Agent tool finished (``PostToolUse``): its result carries the subagent's *last* response

@@ -565,6 +565,26 @@ def test_agent_as_tool_subagent(emu2):
     assert "Agent" in {t["name"] for t in root["body"]["tools"]}
 
 
+def test_a_subagent_whose_model_request_fails_leaves_an_error_event(emu2):
+    """The subagent's request is refused (400: the emulator has no conversation for it). Claude Code hands
+    the API error to the coordinator as the Agent tool's result and the coordinator answers, so the run
+    completes — and the trace says what failed, under the subagent's name, as any adapter's failed
+    request does (it said nothing: a completed run with no error event)."""
+    out = go(emu2, "Ask billing something nobody scripted.")
+    sub = [
+        x
+        for x in emu2.requests()
+        if "A billing question with no script" in json.dumps(x["body"]["messages"][0])
+    ]
+    assert sub and {x["status"] for x in sub} == {400}  # what the CLI sent for the subagent, and got
+    assert out.result.status == "completed" and "API Error: 400" in (out.result.final_output or "")
+    (err,) = of(out, "error")
+    assert (err.agent, err.error_type, err.retryable) == ("billing_specialist", "http_400", False)
+    assert "billing_specialist's model request failed" in err.message and "API Error: 400" in err.message
+    assert err.provider_details["parent_tool_use_id"]  # the Agent call it ran for
+    assert [c.agent for c in of(out, "model.call")] == ["support_desk", "support_desk"]  # no call from it
+
+
 def test_delegation_outside_the_spec_is_refused(emu2):
     out = go(emu2, "Ask a general agent about EXP-42.")
     assert out.result.status == "completed" and of(out, "handoff") == []
