@@ -487,7 +487,12 @@ class EmulatorScript(_Model):
 
 def load_script(path: str | os.PathLike[str]) -> EmulatorScript:
     """Load and validate a script file (YAML or JSON); problems raise ``SpecError`` naming file,
-    field path and line (``portagent.contracts.loader``)."""
+    field path and line (``portagent.contracts.loader``). No file there is the user's mistake in naming
+    it (``UsageError``, exit 2), whichever command was given it — not a script with problems (exit 1)."""
+    from portagent.contracts.errors import UsageError
     from portagent.contracts.loader import load_spec_file
 
+    if not os.path.isfile(path):
+        folder = " (it is a folder)" if os.path.isdir(path) else ""
+        raise UsageError(f"{os.fspath(path)}: emulator script not found{folder}")
     return load_spec_file(os.fspath(path), EmulatorScript)

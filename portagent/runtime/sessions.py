@@ -346,11 +346,13 @@ def _session_option(session_id: str, fitted: FittedHistory) -> dict[str, Any]:
 
 
 def _absolute(trace_path: str | None, config: RunConfig) -> str | None:
-    """The run's trace as an absolute path (recorded runs name it relative to their folder)."""
+    """The run's trace as an absolute path. Recorded and replayed runs name it relative to their folder
+    (``run_record.trace_ref``); any other run gives the path it wrote, relative to the working folder when
+    ``--out`` was relative (joining ``--out`` to it again named ``out/out/trace.jsonl``)."""
     if trace_path is None:
         return None
     path = Path(trace_path)
-    if not path.is_absolute() and config.out_dir is not None:
+    if not path.is_absolute() and config.out_dir is not None and config.endpoint.mode in ("record", "replay"):
         path = config.out_dir / path
     return str(path.resolve())
 

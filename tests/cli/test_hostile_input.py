@@ -248,6 +248,12 @@ def test_missing_files_and_bad_settings_are_usage_errors(tmp_path, monkeypatch):
         (["run", agent, "--provider", "openai", "--emulator", str(tmp_path / "no.yaml"), "--input", "hi"],
          "emulator script not found"),
         (["route", str(tmp_path / "no.yaml"), str(tmp_path / "no2.yaml")], "router spec not found"),
+        # every command taking an emulator script, not only those that check it first
+        (["chat", agent, "--provider", "openai", "--emulator", str(tmp_path / "no.yaml")],
+         "emulator script not found"),
+        (["a2a", "serve", agent, "--provider", "openai", "--emulator", str(tmp_path)],
+         "emulator script not found (it is a folder)"),
+        (["emulate", "--script", str(tmp_path / "no.yaml")], "not found"),
         (["init", str(tmp_path / "afile" / "sub")], f"{tmp_path / 'afile'} is a file, not a folder"),
     ]  # fmt: skip
     for argv, message in cases:

@@ -250,6 +250,24 @@ def test_cli_run_session_list_show_export_clear(tmp_path):
     assert code == 2 and "no session 'cli-thread'" in err
 
 
+def test_cli_run_with_a_relative_out_stores_where_the_trace_is(tmp_path, monkeypatch):
+    """``--out out`` (relative): the thread keeps the trace's real path, so a handoff export (and history
+    compaction, which reads the same traces) finds it; it stored ``out/out/trace.jsonl``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli_run("openai", 1, "rel-out", "--out", "out")
+    assert code == 0, err
+    assert (tmp_path / "out" / "trace.jsonl").is_file()
+    code, out, _ = run_cli("sessions", "show", "rel-out", "--json")
+    (answer,) = [t for t in json.loads(out) if t["role"] == "assistant"]
+    assert answer["trace_path"] == str((tmp_path / "out" / "trace.jsonl").resolve())
+    handoff = tmp_path / "handoff.json"
+    code, out, err = run_cli(
+        "sessions", "export", "rel-out", "--handoff", "--owner", "ana", "--done-when", "answered",
+        "--limit", "none", "--decision", "scope: refunds", "--out", str(handoff),
+    )  # fmt: skip
+    assert code == 0 and handoff.is_file(), err
+
+
 def test_cli_clear_all_and_empty_home():
     code, out, _ = run_cli("sessions", "list")
     assert code == 0 and "no sessions" in out
