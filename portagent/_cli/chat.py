@@ -219,8 +219,21 @@ class _Chat:
                 api_key=live_key(self.provider, self.bundle, needs=f"--live on {self.provider} needs"),
             )
         options = RunOptions(extra={"context_manifest": True} if self.args.context_manifest else {})
-        config = RunConfig(endpoint=endpoint, approver=self.args.approver, options=options, persist=True)
         request = RunRequest(input=text, provider=self.provider, session_id=self.session_id)
+        # how this line was run, as `portagent run` records it: a card deferred here is decided later with
+        # `portagent approvals`, and `portagent resume RUN_ID` (which reads this) finishes the run
+        from portagent._cli.run import invocation_of
+
+        how = argparse.Namespace(
+            **{**vars(self.args), "provider": self.provider, "stream": False, "openai_api": None}
+        )
+        config = RunConfig(
+            endpoint=endpoint,
+            approver=self.args.approver,
+            options=options,
+            persist=True,
+            invocation=invocation_of(how, request),
+        )
         self.say(f"… {self.provider} {self._model()} thinking")
         return await arun_in_session(self.bundle, request, config, on_event=self._status)
 

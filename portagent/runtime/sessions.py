@@ -36,6 +36,7 @@ from portagent.contracts.session import (
     TURN_OPEN,
     Turn,
     frame_history,
+    split_framed,
 )
 from portagent.runtime.session_store import SessionStore, check_session_id, open_session_store
 
@@ -247,7 +248,7 @@ async def arun_in_session(
     owned = store is None
     sessions: SessionStore = store if store is not None else open_session_store()
     try:
-        history = sessions.turns(session_id)
+        history = _as_when_paused(request, sessions.turns(session_id))
         fitted = fit_history(bundle, request, history)
         config = _with_session_context(config, session_id, fitted)
         run_request = session_request(
@@ -270,6 +271,43 @@ async def arun_in_session(
     finally:
         if owned:
             sessions.close()
+
+
+def _as_when_paused(request: RunRequest, history: list[Turn]) -> list[Turn]:
+    """The thread a paused run of this request was framed with, when the thread has grown since.
+
+    A run waiting for approval (or interrupted) goes on from its journal, which replays the model's earlier
+    answers only to the request they answered, and its decided card belongs to that request: framed with
+    turns added since (another exchange of the thread completed meanwhile), it would be another request,
+    refused (``resume.refuse_another_request``) — with no way left to finish the approved call. Its
+    framed input says how many turns the thread had (``turns`` + ``omitted`` of its history block), and
+    turns are only ever appended, so the thread as it was is the first that many. The resumed run's
+    exchange is then added after the newer turns, as it completes. A thread cleared since is left as it
+    stands (the refusal says the request differs)."""
+    if not request.idempotency_key or not history:
+        return history
+    from portagent.core.home import state_file
+    from portagent.runtime.runstore import RUNS_DB, RunStore
+
+    path = state_file(RUNS_DB, create=False)
+    if not path.is_file():
+        return history
+    store = RunStore(path)
+    try:
+        prior = store.get(request.idempotency_key)
+    finally:
+        store.close()
+    if prior is None or prior.status not in ("waiting_approval", "interrupted") or not prior.trace_path:
+        return history
+    try:
+        run = json.loads((Path(prior.trace_path).parent / "run.json").read_text(encoding="utf-8"))
+        sent = run["manifest"]["request"]["input"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return history
+    first = sent[0] if isinstance(sent, list) and sent else sent
+    framed = split_framed(first) if isinstance(first, str) else None
+    had = framed.turns + framed.omitted if framed is not None else 0
+    return history[:had] if had < len(history) else history
 
 
 def thread_request(bundle: AgentBundle, request: RunRequest, thread: Sequence[Any]) -> RunRequest:

@@ -146,3 +146,60 @@ def test_a_resumed_first_run_of_a_session_creates_the_thread(tmp_path):
     code, out, err = run_cli("sessions", "show", "new-thread", "--json")
     assert code == 0, err
     assert [t["role"] for t in json.loads(out)] == ["user", "assistant"]
+
+
+def test_a_paused_session_run_resumes_after_the_thread_moved_on(tmp_path):
+    """The thread gets another exchange while a run of it waits for approval. Resuming that run frames it
+    with the thread as it was when it paused (the journal replays the model's answers to that request, and
+    the card was decided for it): the approved refund runs once, and the exchange is added after the newer
+    one. It was refused as "started with a different input", and every command offered failed the same
+    way, so the approved card could never be used."""
+    p = _project(tmp_path / "shop")
+    run = ("run", str(p / "agent.yaml"), "--provider", "openai", "--emulator", str(p / "emulator.yaml"))
+    code, out, err = run_cli(*run, "--session", "desk", "--input", "Hello")
+    assert code == 0, out + err
+    code, out, err = run_cli(*run, "--session", "desk", "--input", "Refund ORD-7", "--approver", "defer")
+    assert code == 0 and "waiting_approval" in out, out + err
+    run_id = out.split(" run ", 1)[1].split()[0]
+    approval_id = next(ln.split()[1] for ln in out.splitlines() if ln.startswith("approval "))
+    code, out, err = run_cli(*run, "--session", "desk", "--input", "Anything new?")  # the thread moves on
+    assert code == 0 and "session    desk  4 turns, turns added" in out, out + err
+    assert run_cli("approvals", "approve", approval_id)[0] == 0
+
+    code, out, err = run_cli("resume", run_id)
+    assert code == 0, out + err
+    assert "status     completed" in out and "final      Refunded: 20" in out
+    code, out, _ = run_cli("sessions", "show", "desk", "--json")
+    assert [(t["role"], t["content"]) for t in json.loads(out)][-4:] == [
+        ("user", "Anything new?"),
+        ("assistant", "Hi there."),
+        ("user", "Refund ORD-7"),
+        ("assistant", "Refunded: 20"),
+    ]
+    assert (p / "refunds.log").read_text() == "ORD-7 20\n"  # the approved refund, once
+    started = [e for e in _trace(run_id) if e["type"] == "run.started"]
+    assert len(started) == 2 and started[0]["input"] == started[1]["input"]
+    assert "Anything new?" not in started[1]["input"]  # framed as when it paused
+
+
+def test_a_card_deferred_in_chat_is_finished_by_portagent_resume(tmp_path, monkeypatch):
+    """``chat`` asks approvals inline; one deferred there is decided later with ``portagent approvals``,
+    whose next step is ``portagent resume RUN`` — which needs to know how the chat ran the line. It did
+    not (the step offered was a key the chat cannot send), so a deferred chat card could never be used."""
+    import io
+
+    p = _project(tmp_path / "shop")
+    monkeypatch.setattr("sys.stdin", io.StringIO("Refund ORD-7\nd\n"))
+    code, out, err = run_cli(
+        "chat", str(p / "agent.yaml"), "--provider", "openai", "--emulator", str(p / "emulator.yaml"),
+        "--session", "desk",
+    )  # fmt: skip
+    assert code == 0 and "[waiting_approval" in out, out + err
+    approval_id = next(w for w in out.split() if w.startswith("apr_"))
+    run_id = next(w for w in out.replace("]", " ").split() if w.startswith("run_"))
+    code, out, err = run_cli("approvals", "approve", approval_id)
+    assert code == 0 and f"portagent resume {run_id}" in out, out + err
+    code, out, err = run_cli("resume", run_id)
+    assert code == 0 and "final      Refunded: 20" in out, out + err
+    assert "session    desk  2 turns, turns added" in out
+    assert (p / "refunds.log").read_text() == "ORD-7 20\n"
