@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from portagent.contracts.agent import Budget
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.router import RouteDecision, RouteRequest, RouterSpec
@@ -209,6 +210,16 @@ class _Done:
     summary: dict[str, Any]
 
 
+def _request_budget(req: RouteRequest) -> Budget:
+    """The run's budget from the request's. ``max_cost_usd: 0`` asks for free routes only — a limit of
+    nothing, not "no limit" — so a tool that costs anything is refused. ``Budget`` itself rejects a zero
+    cost limit (an agent that may spend nothing could not call its model), so that one limit is built
+    without its check; ``RunBudget`` compares against it like any other."""
+    if req.max_cost_usd > 0:
+        return Budget(max_cost_usd=req.max_cost_usd)
+    return Budget.model_construct(max_cost_usd=0.0)
+
+
 def _handler_scope(executor: RouteExecutor) -> contextlib.AbstractContextManager[Any]:
     """Handlers (``module:function`` strings) resolve as in an agent's run (``contracts/bundle.py``
     ``plan_handlers``): in the folder of the tools file that declared the tool first, then the router spec's
@@ -229,7 +240,6 @@ async def _execute(
     spec: RouterSpec, req: RouteRequest, decision: RouteDecision, executor: RouteExecutor, rec: TraceRecorder
 ) -> _Done:
     """Run the decided route (then its fallbacks while one fails before a useful result) in ``rec``'s run."""
-    from portagent.contracts.agent import Budget
     from portagent.contracts.policy import PolicyRule
     from portagent.core.budgets import RunBudget
     from portagent.tools.context import GatewayContext
@@ -249,7 +259,7 @@ async def _execute(
         if gates.get(r) == "review" and by_id[r].kind in EXECUTED_KINDS
     ]
     policy = executor.policy.model_copy(update={"rules": [*review, *executor.policy.rules]})
-    budget = RunBudget(Budget(max_cost_usd=req.max_cost_usd or None))
+    budget = RunBudget(_request_budget(req))
     ctx = GatewayContext(
         run_id=rec.run_id,
         scope=f"route:{spec.name}",

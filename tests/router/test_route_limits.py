@@ -1,0 +1,128 @@
+"""``portagent route``: the request's limits hold as written, a route runs no tool stronger than it says,
+and what the router writes (cards, run summaries, ``--out``) says what really happened. What really ran
+is read from the handlers' own log (``$ROUTE_TEST_LOG``), never from the trace alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _support import run_cli
+
+from portagent.tracing.recorder import read_trace
+
+TOOLS = """\
+kind: tools
+schema_version: 1
+tools:
+  - name: paid
+    description: Costs money.
+    effect: read
+    cost_usd: 0.5
+    input_schema: {type: object, properties: {q: {type: string}}, required: [q]}
+    handler: h:ok
+  - name: free
+    description: Costs nothing.
+    effect: read
+    input_schema: {type: object, properties: {q: {type: string}}, required: [q]}
+    handler: h:ok
+  - name: flaky
+    description: Always fails.
+    effect: read
+    input_schema: {type: object, properties: {q: {type: string}}, required: [q]}
+    handler: h:boom
+  - name: send_mail
+    description: Sends an email.
+    effect: external_effect
+    idempotency: {required: true, key_template: "{q}"}
+    input_schema: {type: object, properties: {q: {type: string}}, required: [q]}
+    handler: h:ok
+"""
+
+HANDLERS = """\
+import json, os
+
+
+def ok(q):
+    with open(os.environ["ROUTE_TEST_LOG"], "a") as f:
+        f.write(json.dumps({"q": q}) + "\\n")
+    return {"ok": q}
+
+
+def boom(q):
+    raise RuntimeError("down")
+"""
+
+
+@pytest.fixture
+def ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The handlers' log: one JSON line per call that really reached a handler."""
+    log = tmp_path / "handlers.jsonl"
+    monkeypatch.setenv("ROUTE_TEST_LOG", str(log))
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    (tmp_path / "tools.yaml").write_text(TOOLS)
+    (tmp_path / "h.py").write_text(HANDLERS)
+    return log
+
+
+def _calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _router(folder: Path, name: str, routes: list[str], extra: str = "") -> str:
+    path = folder / f"{name}.router.yaml"
+    lines = [f"kind: router\nschema_version: 1\nname: {name}\ntool_files: [tools.yaml]\n{extra}registry:"]
+    lines += [f"  - {r}" for r in routes]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _requests(folder: Path, name: str, *requests: str) -> str:
+    path = folder / name
+    path.write_text("requests:\n" + "".join(f"  - {r}\n" for r in requests))
+    return str(path)
+
+
+def test_a_zero_cost_budget_runs_nothing_that_costs_money(ran: Path, tmp_path: Path) -> None:
+    # the capability says it is free, its tool costs 0.5: the request's budget of 0 must still hold
+    router = _router(
+        tmp_path,
+        "zero",
+        [
+            "{route_id: local.paid, kind: local_tool, target: paid, owner: o, p95_latency_ms: 10, quality: 0.9, effect: read}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: broke, effect: read, max_latency_ms: 1000, max_cost_usd: 0, args: {q: broke}}",
+        "{request_id: rich, effect: read, max_latency_ms: 1000, max_cost_usd: 1, args: {q: rich}}",
+    )
+    out = tmp_path / "o"
+    code, printed, err = run_cli("route", router, reqs, "--execute", "--out", str(out))
+    assert code == 0, err
+    assert "paid failed: budget_exhausted" in printed
+    done = read_trace(out / "broke" / "trace.jsonl")[-1]
+    assert (done.status, done.stop_reason, done.cost_usd) == ("budget_exhausted", "max_cost_usd", 0.0)
+    assert _calls(ran) == [{"q": "rich"}]  # the zero budget ran nothing; a budget of 1 paid 0.5
+
+
+def test_a_zero_cost_budget_still_runs_a_free_tool(ran: Path, tmp_path: Path) -> None:
+    router = _router(
+        tmp_path,
+        "zero",
+        [
+            "{route_id: local.free, kind: local_tool, target: free, owner: o, p95_latency_ms: 10, quality: 0.9, effect: read}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: q1, effect: read, max_latency_ms: 1000, max_cost_usd: 0, args: {q: hi}}",
+    )
+    code, _, err = run_cli("route", router, reqs, "--execute", "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    done = read_trace(tmp_path / "o" / "q1" / "trace.jsonl")[-1]
+    assert (done.status, done.stop_reason) == ("completed", "route_executed")
+    assert _calls(ran) == [{"q": "hi"}]
