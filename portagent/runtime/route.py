@@ -34,7 +34,7 @@ from typing import Any
 from portagent.contracts.agent import Budget
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import PermissionPolicy
-from portagent.contracts.router import RouteDecision, RouteRequest, RouterSpec
+from portagent.contracts.router import RouteDecision, RouteRequest, RouterSpec, effect_rank
 from portagent.contracts.tool import ToolSpec
 from portagent.core.clock import Clock, IdFactory
 from portagent.core.versions import PORTAGENT_VERSION
@@ -74,7 +74,8 @@ class RouteExecutor:
 
 def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
     """The router's ``tool_files`` and ``policy`` (relative to its spec); every ``local_tool`` route's
-    ``target`` must name one of those tools (UsageError otherwise, before anything runs)."""
+    ``target`` must name one of those tools, whose effect is no higher than the route's (UsageError otherwise,
+    before anything runs)."""
     from portagent.contracts.loader import load_spec_file
     from portagent.contracts.tool import ToolSet
 
@@ -104,6 +105,14 @@ def load_executor(spec: RouterSpec, spec_path: str | Path) -> RouteExecutor:
             raise UsageError(
                 f"router {spec.name}: route {cap.route_id} runs tool {cap.target or '(no target)'!r}, "
                 f"which no tool_files entry defines (tools: {known})"
+            )
+        tool = tools.get(cap.target) if cap.kind in EXECUTED_KINDS else None
+        if tool is not None and effect_rank(tool.effect) > effect_rank(cap.effect):
+            # the gate judges the route's declared effect: a read route running a mail-sending tool would
+            # pass a read request's least-privilege check and send the mail
+            raise UsageError(
+                f"router {spec.name}: route {cap.route_id} is declared effect {cap.effect}, but its tool "
+                f"{tool.name!r} has effect {tool.effect}; declare the route's effect as at least the tool's"
             )
     return RouteExecutor(tools, policy, base, tool_folders)
 

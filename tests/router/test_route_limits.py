@@ -126,3 +126,33 @@ def test_a_zero_cost_budget_still_runs_a_free_tool(ran: Path, tmp_path: Path) ->
     done = read_trace(tmp_path / "o" / "q1" / "trace.jsonl")[-1]
     assert (done.status, done.stop_reason) == ("completed", "route_executed")
     assert _calls(ran) == [{"q": "hi"}]
+
+
+def test_a_route_declared_weaker_than_its_tool_is_refused_before_anything_runs(
+    ran: Path, tmp_path: Path
+) -> None:
+    # declared read, the tool sends mail: a read request would pass the least-privilege gate and send it
+    router = _router(
+        tmp_path,
+        "eff",
+        [
+            "{route_id: local.lookup, kind: local_tool, target: send_mail, owner: o, p95_latency_ms: 10, quality: 0.9, effect: read}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: q1, effect: read, max_latency_ms: 1000, max_cost_usd: 1, args: {q: hi}}",
+    )
+    out = tmp_path / "o"
+    code, printed, err = run_cli("route", router, reqs, "--execute", "--out", str(out))
+    assert code == 2 and printed == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (
+        "route local.lookup is declared effect read, but its tool 'send_mail' has effect external_effect"
+        in err
+    )
+    assert _calls(ran) == [] and not out.exists()
+    # a route declaring its tool's effect (or higher) is accepted
+    Path(router).write_text(Path(router).read_text().replace("effect: read}", "effect: external_effect}"))
+    assert run_cli("route", router, reqs, "--execute", "--out", str(out))[0] == 0
