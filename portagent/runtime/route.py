@@ -38,7 +38,7 @@ from portagent.contracts.router import RouteDecision, RouteRequest, RouterSpec, 
 from portagent.contracts.tool import ToolSpec
 from portagent.core.clock import Clock, IdFactory
 from portagent.core.versions import PORTAGENT_VERSION
-from portagent.tools.router import route
+from portagent.tools.router import review_causes, route
 from portagent.tracing.recorder import TraceRecorder
 
 ROUTER_PROVIDER = "router"
@@ -262,7 +262,7 @@ async def _execute(
             id=f"router-review:{r}",
             tool=by_id[r].target,
             decision="approval_required",
-            reason=f"router {spec.name}: route {r} needs review ({decision.reason})",
+            reason=f"router {spec.name}: route {r} needs review ({'; '.join(review_causes(spec, by_id[r], req))})",
         )
         for r in chosen
         if gates.get(r) == "review" and by_id[r].kind in EXECUTED_KINDS

@@ -132,13 +132,23 @@ def gate(spec: RouterSpec, cap: Capability, req: RouteRequest) -> tuple[GateOutc
         reasons.append(REASON_VALID)
     if stop:
         return "stop", reasons
-    if req.environment == "prod" and cap.effect in spec.review_in_prod:
-        return "review", reasons
-    if cap.kind == "a2a_agent" and cap.effect in spec.review_a2a:
-        return "review", reasons
-    if slow and spec.latency_gate == "review":
+    if review_causes(spec, cap, req):
         return "review", reasons
     return "run", reasons
+
+
+def review_causes(spec: RouterSpec, cap: Capability, req: RouteRequest) -> list[str]:
+    """Why a candidate that is not stopped needs a person's approval (empty: it may run): its effect in
+    ``prod``, a sending/publishing A2A agent, a p95 over the latency budget. Said on the route's approval
+    card, where the decision's own reason would describe another route."""
+    causes: list[str] = []
+    if req.environment == "prod" and cap.effect in spec.review_in_prod:
+        causes.append(f"{cap.effect} effect in prod")
+    if cap.kind == "a2a_agent" and cap.effect in spec.review_a2a:
+        causes.append(f"{cap.effect} effect on an A2A agent")
+    if cap.p95_latency_ms > req.max_latency_ms and spec.latency_gate == "review":
+        causes.append(REASON_SLOW)
+    return causes
 
 
 def route(spec: RouterSpec, req: RouteRequest) -> RouteDecision:

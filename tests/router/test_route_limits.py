@@ -156,3 +156,48 @@ def test_a_route_declared_weaker_than_its_tool_is_refused_before_anything_runs(
     # a route declaring its tool's effect (or higher) is accepted
     Path(router).write_text(Path(router).read_text().replace("effect: read}", "effect: external_effect}"))
     assert run_cli("route", router, reqs, "--execute", "--out", str(out))[0] == 0
+
+
+def test_a_fallback_routes_approval_card_gives_that_routes_reason_for_review(
+    ran: Path, tmp_path: Path
+) -> None:
+    # the best route runs and fails; its fallback is over the latency budget, so it needs review
+    router = _router(
+        tmp_path,
+        "rev",
+        [
+            "{route_id: local.fast, kind: local_tool, target: flaky, owner: o, p95_latency_ms: 10, quality: 0.9, effect: read}",
+            "{route_id: local.slow, kind: local_tool, target: free, owner: o, p95_latency_ms: 5000, quality: 0.4, effect: read}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: q1, effect: read, max_latency_ms: 1000, max_cost_usd: 1, args: {q: hi}}",
+    )
+    code, printed, err = run_cli("route", router, reqs, "--execute")
+    assert code == 0, err
+    assert "local.slow → free waits for approval" in printed
+    code, listed, err = run_cli("approvals", "list", "--json")
+    assert code == 0, err
+    (card,) = json.loads(listed)
+    assert card["reason"] == "router rev: route local.slow needs review (over the p95 latency budget)"
+    assert _calls(ran) == []
+
+
+def test_a_review_in_prod_card_names_the_effect_and_environment(ran: Path, tmp_path: Path) -> None:
+    router = _router(
+        tmp_path,
+        "prod",
+        [
+            "{route_id: local.mail, kind: local_tool, target: send_mail, owner: o, p95_latency_ms: 10, quality: 0.9, effect: external_effect}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: q1, effect: external_effect, environment: prod, max_latency_ms: 1000, max_cost_usd: 1, args: {q: hi}}",
+    )
+    assert run_cli("route", router, reqs, "--execute")[0] == 0
+    (card,) = json.loads(run_cli("approvals", "list", "--json")[1])
+    assert card["reason"] == "router prod: route local.mail needs review (external_effect effect in prod)"
