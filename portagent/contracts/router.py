@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from portagent.contracts._base import Contract
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, Effect
@@ -42,12 +42,19 @@ DEFAULT_EFFECT_RISK: dict[Effect, float] = {
 ``read`` and ``draft``."""
 
 
+class _Finite(Contract):
+    """A router input: every number finite. YAML's ``.inf``/``.nan`` pass ``ge=0`` checks but the decimal
+    score cannot use them (``route`` failed with a traceback where ``validate`` had said ok)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
 def effect_rank(effect: Effect) -> int:
     """1 for ``read`` … 6 for ``privileged_operation``: the order of ``contracts.tool.EFFECTS``."""
     return EFFECTS.index(effect) + 1
 
 
-class RouteWeights(Contract):
+class RouteWeights(_Finite):
     """``R = α·S + β·Q + γ·A − δ·L − ε·C − ζ·K`` (design source ch. 09), rounded half-up to ``places``.
 
     The defaults are the book's code (0.32/0.25/0.16/0.10/0.08/0.09, 3 places); its worked example uses
@@ -69,7 +76,7 @@ class RouteWeights(Contract):
     """Decimal places of a score (half-up: 0.455 → 0.46, as the book prints, not Python's 0.45)."""
 
 
-class Capability(Contract):
+class Capability(_Finite):
     """One entry of the capability registry: a route with what it costs, risks and needs."""
 
     route_id: Annotated[str, Field(pattern=ROUTE_ID_RE)]
@@ -103,7 +110,7 @@ class Capability(Contract):
     """The route's effect on the world (its least-privilege class)."""
 
 
-class RouteRequest(Contract):
+class RouteRequest(_Finite):
     """What is asked of the router: ``q`` and the budget ``B`` of ``o(q, s, C, P, B)``."""
 
     request_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
@@ -127,7 +134,7 @@ class RouteRequest(Contract):
     """The arguments the chosen route is called with when the router executes it (``route --execute``)."""
 
 
-class RouterSpec(Contract):
+class RouterSpec(_Finite):
     """``kind: router``: a capability registry, the score's weights and the gates' settings."""
 
     kind: Literal["router"] = "router"

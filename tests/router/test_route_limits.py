@@ -201,3 +201,44 @@ def test_a_review_in_prod_card_names_the_effect_and_environment(ran: Path, tmp_p
     assert run_cli("route", router, reqs, "--execute")[0] == 0
     (card,) = json.loads(run_cli("approvals", "list", "--json")[1])
     assert card["reason"] == "router prod: route local.mail needs review (external_effect effect in prod)"
+
+
+@pytest.mark.parametrize(
+    ("route_latency", "request_latency", "where"),
+    [(".inf", "1000", "registry.0.p95_latency_ms"), ("10", ".inf", "requests.0.max_latency_ms")],
+)
+def test_an_infinite_number_is_one_clear_problem_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route_latency: str, request_latency: str, where: str
+) -> None:
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    router = _router(
+        tmp_path,
+        "u",
+        [
+            f"{{route_id: a, kind: mcp_tool, owner: o, p95_latency_ms: {route_latency}, quality: 0.5, effect: read}}"
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        f"{{request_id: r1, effect: read, max_latency_ms: {request_latency}, max_cost_usd: 1}}",
+    )
+    out = tmp_path / "o"
+    code, printed, err = run_cli("route", router, reqs, "--out", str(out))
+    assert code == 1 and printed == "" and "Traceback" not in err
+    assert f"[{where}]: Input should be a finite number (got inf)" in err
+    assert not out.exists()
+
+
+def test_validate_refuses_non_finite_numbers_in_a_router(tmp_path: Path) -> None:
+    router = tmp_path / "nan.router.yaml"
+    router.write_text(
+        "kind: router\nschema_version: 1\nname: w\nweights: {semantic: .nan}\neffect_risk: {read: .inf}\n"
+        "registry:\n  - {route_id: a, kind: mcp_tool, owner: o, p95_latency_ms: 1, cost_usd: .inf, quality: .nan,"
+        " effect: read}\n"
+    )
+    code, printed, err = run_cli("validate", str(router))
+    printed += err
+    assert code == 1
+    for where in ("weights.semantic", "effect_risk.read", "registry.0.cost_usd", "registry.0.quality"):
+        assert f"[{where}]: Input should be a finite number" in printed
