@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,16 +88,81 @@ def _load(path: Path, match_body: bool) -> _Parsed:
         hit = _CACHE.get(cache_key)
     if hit is not None and hit[0] == version:
         return hit[1]
+    if not path.is_file():
+        raise RecordingError(f"{path}: not a cassette file (a folder is in its place); re-record it")
     try:
         requests, responses, *_ = _ScanningPersister.load_cassette(str(path), yamlserializer)
-    except CassetteNotFoundError:  # empty file: vcrpy treats it as a cassette with nothing in it
-        requests, responses = [], []
+    except CassetteNotFoundError as e:  # vcrpy reads an empty file as no cassette: it was emptied
+        raise RecordingError(f"{path}: empty cassette (truncated or emptied by hand); re-record it") from e
+    _check_version(path)
+    _check_bodies(path, responses)
     parsed = _Parsed(list(requests), list(responses), match_body)
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
         _CACHE[cache_key] = (version, parsed)
     return parsed
+
+
+_VERSION = re.compile(r"^version:[ \t]*['\"]?([^'\"\s#]+)", re.M)
+
+
+def _check_version(path: Path) -> None:
+    """vcrpy writes ``version: 1`` and reads any number without a word: a cassette of another format
+    version would play as if it were this one. Refused, naming it (the top-level key of the file)."""
+    found = _VERSION.findall(path.read_text(encoding="utf-8", errors="replace"))
+    if found and found[-1] != "1":
+        raise RecordingError(
+            f"{path}: cassette format version {found[-1]} (this portagent reads vcrpy's version 1); "
+            "re-record it"
+        )
+
+
+def _check_bodies(path: Path, responses: list[Any]) -> None:
+    """Refuse a cassette whose recorded answer is not what its content type says: a JSON body, or an
+    event stream's ``data:`` lines, that do not parse were cut or edited by hand. Played back, the SDK
+    failed on it (``JSONDecodeError``, exit 3: a CI job retries what a broken file never mends, and an
+    eval blamed the agent for the tools it then never called); a ``RecordingError`` names the file and
+    the interaction (exit 1). Compressed or binary bodies are left to the SDK."""
+    import json
+
+    for n, response in enumerate(responses, 1):
+        headers = {str(k).lower(): v for k, v in (response.get("headers") or {}).items()}
+        if _header(headers, "content-encoding") not in ("", "identity"):
+            continue
+        body = (response.get("body") or {}).get("string")
+        if isinstance(body, bytes):
+            try:
+                body = body.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        if not isinstance(body, str) or not body.strip():
+            continue
+        kind = _header(headers, "content-type")
+        if "json" in kind:
+            payloads = [body]
+        elif "event-stream" in kind:
+            payloads = [
+                line[5:].strip()
+                for line in body.splitlines()
+                if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]")
+            ]
+        else:
+            continue
+        for payload in payloads:
+            try:
+                json.loads(payload)
+            except ValueError as e:
+                raise RecordingError(
+                    f"{path}: the response of interaction {n} is not valid JSON ({e}): the cassette "
+                    "is damaged (a hand edit or a truncated copy); re-record it"
+                ) from None
+
+
+def _header(headers: dict[str, Any], name: str) -> str:
+    """A recorded header's first value, lower-cased ('' when absent)."""
+    value = headers.get(name)
+    return str(value[0] if isinstance(value, list) and value else value or "").lower()
 
 
 class CassettePlayer:

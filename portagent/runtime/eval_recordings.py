@@ -49,7 +49,7 @@ def unreadable(path: Path, provider: str) -> str | None:
     if provider == "claude":
         return _unreadable_transport(path, text)
     if not text.strip():
-        return None  # vcrpy reads an empty file as no cassette: the replay reports what it lacks
+        return f"{path}: empty cassette (truncated or emptied by hand)"
     import yaml
 
     try:
@@ -67,6 +67,9 @@ def unreadable(path: Path, provider: str) -> str | None:
         return f"{path}: not a readable cassette ({type(e).__name__}: {' '.join(str(e).split())})"
     if not _vcr_shape(root):
         return f"{path}: not a vcrpy cassette (no 'interactions' list of request/response pairs)"
+    version = _field(root, "version")
+    if version is not None and getattr(version, "value", None) != "1":
+        return f"{path}: cassette format version {getattr(version, 'value', '?')} (portagent reads version 1)"
     return None
 
 
@@ -91,18 +94,19 @@ def _unreadable_transport(path: Path, text: str) -> str | None:
     return None
 
 
+def _field(node: Any, key: str) -> Any:
+    """The value node of ``key`` in a composed YAML mapping (None: not a mapping, or no such key)."""
+    from yaml import MappingNode
+
+    return next((v for k, v in node.value if k.value == key), None) if isinstance(node, MappingNode) else None
+
+
 def _vcr_shape(root: Any) -> bool:
     """What vcrpy reads from a cassette: a mapping whose ``interactions`` is a list of mappings, each with a
     ``request`` and a ``response`` mapping."""
     from yaml import MappingNode, SequenceNode
 
-    def field(node: Any, key: str) -> Any:
-        return (
-            next((v for k, v in node.value if k.value == key), None)
-            if isinstance(node, MappingNode)
-            else None
-        )
-
+    field = _field
     interactions = field(root, "interactions")
     if not isinstance(interactions, SequenceNode):
         return False

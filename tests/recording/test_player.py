@@ -267,3 +267,57 @@ def test_a_replay_that_asks_its_mcp_servers_live_is_not_guarded(
     assert live_mcp_in_replay(RunOptions(extra={"mcp_replay": "live"}))
     monkeypatch.setenv("PORTAGENT_MCP_REPLAY", "live")
     assert live_mcp_in_replay(RunOptions())
+
+
+# -- a damaged cassette is a recording error naming it, never a run error ----------------------------
+
+
+def _damage(cassette: Path, how: str) -> None:
+    import yaml
+
+    if how == "empty":
+        cassette.write_text("")
+    elif how == "folder":
+        cassette.unlink()
+        cassette.mkdir()
+    else:
+        doc = yaml.safe_load(cassette.read_text())
+        if how == "version":
+            doc["version"] = 99
+        else:
+            body = doc["interactions"][-1]["response"]["body"]
+            body["string"] = "garbage{" if how == "garbage" else body["string"][: len(body["string"]) // 2]
+        cassette.write_text(yaml.safe_dump(doc))
+
+
+@pytest.mark.parametrize(
+    ("how", "why"),
+    [
+        ("garbage", "the response of interaction 3 is not valid JSON"),
+        ("cut", "the response of interaction 3 is not valid JSON"),
+        ("empty", "empty cassette"),
+        ("folder", "not a cassette file"),
+        ("version", "cassette format version 99"),
+    ],
+)
+@pytest.mark.parametrize("provider", ["openai", "adk"])
+def test_a_damaged_cassette_is_a_recording_error_naming_it(
+    provider: str, how: str, why: str, recorded: dict[str, Path], tmp_path: Path
+) -> None:
+    """A response body cut short or edited, an emptied file, a folder in its place, another format
+    version: replayed, each failed inside the SDK (``JSONDecodeError``, exit 3 — what a CI job retries,
+    and an eval blamed the agent for the tools it never called) or was read as drift (or played as if it
+    were version 1). Each is one ``RecordingError`` naming the file: exit 1."""
+    from _support import run_cli
+
+    folder = tmp_path / provider
+    shutil.copytree(recorded[provider], folder)
+    cassette = folder / "cassette.yaml"
+    _damage(cassette, how)
+    code, out, err = run_cli(
+        "run", str(SUPPORT / "agent.yaml"), "--provider", provider, "--replay", str(folder),
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert code == 1, out + err
+    assert f"{cassette}: {why}" in err and "Traceback" not in err, err
+    assert "drift" not in (out + err).lower()

@@ -258,6 +258,8 @@ def _broken_copy(mini: dict[str, Path], tmp_path: Path, name: str, text: str) ->
     [
         ("interactions: [\n", "not a readable cassette (YAML: did not find expected node content, line 2"),
         ("version: 1\nrequests: []\n", "not a vcrpy cassette"),
+        ("", "empty cassette"),
+        ("interactions: []\nversion: 99\n", "cassette format version 99"),
     ],
 )
 def test_an_unreadable_cassette_is_refused_before_anything_runs(
