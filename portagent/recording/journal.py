@@ -4,8 +4,9 @@ A run with a run folder sends its model traffic through a loopback proxy (``reco
 journal mode) in front of the endpoint. Each exchange is one line of ``journal/attempt-<n>.jsonl``,
 written and ``fsync``-ed before the answer's last chunk reaches the SDK, so a crash loses at most the
 exchange in flight. The lines use vcrpy's request/response form, scrubbed like a cassette: credential
-headers and query parameters dropped, every string passed through the secret scanner (a response that
-had to be masked is marked ``masked`` — it can no longer be replayed as it was).
+headers and query parameters dropped, every string passed through the secret scanner — a streamed
+answer also as the text its events spell together (``mask_split_secrets``) — and a response that had to
+be masked is marked ``masked``: it can no longer be replayed as it was, so a resume refuses it.
 
 A resumed attempt is given the exchanges of the attempt before it, up to the call that paused it
 (``replay_plan``): the proxy serves those first, byte for byte, without reaching the endpoint — so the
@@ -91,6 +92,71 @@ def _model_of(body: Any) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def _strings(value: Any, path: tuple[Any, ...] = ()) -> Any:
+    """Every string in a JSON value, with where it is: (path, its container, its key or index, text)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, str):
+            yield (*path, key), value, key, item
+        else:
+            yield from _strings(item, (*path, key))
+
+
+def mask_split_secrets(raw: str) -> str:
+    """A streamed (SSE) answer with every secret that only its events together spell masked, piece by
+    piece; ``raw`` itself when there is none.
+
+    A streamed answer is many small events, each carrying a piece of the text or of a tool call's
+    arguments (Anthropic's ``delta.text``/``delta.partial_json``, OpenAI chat's ``choices[].delta``, the
+    Responses API's ``delta``, Gemini's ``parts[].text``), cut wherever the vendor's tokens fall: a key
+    the model wrote arrives as ``"use sk-proj-abcd"``, ``"efgh…"``, ``"…6789 now"``, and a scanner
+    reading the body sees no key anywhere. So the pieces of each field (the same place in every event)
+    are joined in order — the text the SDK rebuilds — and scanned as one; every piece holding part of a
+    secret has that part replaced by the mask, and its event is written again. The answer is then no
+    longer the one received, so the caller marks it ``masked``: it is never served again."""
+    from portagent.core.secrets import MASK_PREFIX, scan
+
+    if "data:" not in raw:
+        return raw
+    lines = raw.split("\n")
+    events: dict[int, Any] = {}
+    fields: dict[tuple[Any, ...], list[tuple[int, Any, Any, str]]] = {}
+    for number, line in enumerate(lines):
+        if not line.startswith("data:"):
+            continue
+        try:
+            data = json.loads(line[5:])
+        except ValueError:  # ``data: [DONE]``, or not JSON
+            continue
+        events[number] = data
+        for where, holder, key, text in _strings(data):
+            fields.setdefault(where, []).append((number, holder, key, text))
+    changed: set[int] = set()
+    for pieces in fields.values():
+        if len(pieces) < 2 or len({text for *_, text in pieces}) == 1:  # one piece, or a repeated id
+            continue
+        joined = "".join(text for *_, text in pieces)
+        findings = scan(joined)
+        start = 0
+        for number, holder, key, text in pieces if findings else ():
+            end = start + len(text)
+            hits = [f for f in findings if f.start < end and f.end > start]
+            if hits:
+                parts, pos = [], start
+                for f in hits:
+                    parts += [joined[pos : max(f.start, start)], f"{MASK_PREFIX}{f.kind}]"]
+                    pos = min(f.end, end)
+                holder[key] = "".join([*parts, joined[pos:end]])
+                changed.add(number)
+            start = end
+    if not changed:
+        return raw
+    for number in changed:
+        cr = "\r" if lines[number].endswith("\r") else ""
+        lines[number] = "data: " + json.dumps(events[number], ensure_ascii=False, separators=(",", ":")) + cr
+    return "\n".join(lines)
+
+
 @dataclass
 class RunJournal:
     """The journal of one attempt, being written; optionally primed with exchanges to replay."""
@@ -158,7 +224,7 @@ class RunJournal:
         masked = False
         raw = _text(response.get("body", {}).get("string"))
         if isinstance(raw, str):
-            shown = mask_text(raw)
+            shown = mask_text(mask_split_secrets(raw))
             masked = shown != raw
             raw = shown
         line = {
