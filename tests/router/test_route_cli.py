@@ -41,8 +41,8 @@ def test_route_json_and_out_folder_hold_the_receipts(tmp_path: Path) -> None:
     assert len({e.trace_id for e in events}) == 1
     code, shown, _ = run_cli("trace", "show", str(out_dir / "r2" / "trace.jsonl"))
     assert code == 0 and "route        r2 review -> a2a.becas.review_case" in shown
-    # the same folder may receive a second routing
-    assert run_cli("route", ROUTER, REQUESTS, "--out", str(out_dir))[0] == 0
+    # the same folder may receive a second routing, when asked to replace the first
+    assert run_cli("route", ROUTER, REQUESTS, "--out", str(out_dir), "--overwrite")[0] == 0
 
 
 def _case(case_id: str, route: str | None) -> Case:
@@ -96,5 +96,7 @@ def test_out_must_be_a_folder_of_its_own(tmp_path: Path) -> None:
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     code, _, err = run_cli("route", ROUTER, REQUESTS, "--out", str(other))
-    assert code == 2 and "other files" in err
+    assert code == 2 and "folder is not empty; pass --overwrite" in err
+    code, _, err = run_cli("route", ROUTER, REQUESTS, "--out", str(other), "--overwrite")
+    assert code == 2 and "not a route results folder (no decisions.json)" in err
     assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]

@@ -34,7 +34,7 @@ def _calls(log: Path) -> list[dict]:
 
 
 def _route(out: Path) -> tuple[int, str, str]:
-    return run_cli("route", ROUTER, REQUESTS, "--execute", "--out", str(out))
+    return run_cli("route", ROUTER, REQUESTS, "--execute", "--out", str(out), "--overwrite")
 
 
 def test_the_chosen_route_runs_in_the_requests_run_and_the_evals_judge_it(ran: Path, tmp_path: Path) -> None:

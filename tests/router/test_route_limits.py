@@ -242,3 +242,58 @@ def test_validate_refuses_non_finite_numbers_in_a_router(tmp_path: Path) -> None
     assert code == 1
     for where in ("weights.semantic", "effect_risk.read", "registry.0.cost_usd", "registry.0.quality"):
         assert f"[{where}]: Input should be a finite number" in printed
+
+
+def test_reusing_an_out_folder_needs_overwrite_and_leaves_no_stale_request_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+    router = _router(
+        tmp_path,
+        "u",
+        ["{route_id: a, kind: mcp_tool, owner: o, p95_latency_ms: 10, quality: 0.5, effect: read}"],
+    )
+    first = _requests(
+        tmp_path,
+        "first.yaml",
+        "{request_id: old1, effect: read, max_latency_ms: 100, max_cost_usd: 1}",
+        "{request_id: old2, effect: read, max_latency_ms: 100, max_cost_usd: 1}",
+    )
+    second = _requests(
+        tmp_path, "second.yaml", "{request_id: new1, effect: read, max_latency_ms: 100, max_cost_usd: 1}"
+    )
+    out = tmp_path / "o"
+    assert run_cli("route", router, first, "--out", str(out))[0] == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    # without --overwrite: refused, as eval --out is, and nothing in the folder changes
+    code, printed, err = run_cli("route", router, second, "--out", str(out))
+    assert code == 2 and printed == "" and "Traceback" not in err
+    assert "folder is not empty; pass --overwrite to replace the results in it" in err
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    # with --overwrite: the folder holds the new route only
+    assert run_cli("route", router, second, "--out", str(out), "--overwrite")[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["decisions.json", "new1"]
+    assert [d["request_id"] for d in json.loads((out / "decisions.json").read_text())] == ["new1"]
+
+
+def test_the_approval_hint_says_how_to_rerun_into_the_same_out_folder(ran: Path, tmp_path: Path) -> None:
+    router = _router(
+        tmp_path,
+        "prod",
+        [
+            "{route_id: local.mail, kind: local_tool, target: send_mail, owner: o, p95_latency_ms: 10, quality: 0.9, effect: external_effect}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "req.yaml",
+        "{request_id: q1, effect: external_effect, environment: prod, max_latency_ms: 1000, max_cost_usd: 1, args: {q: hi}}",
+    )
+    out = str(tmp_path / "o")
+    code, printed, _ = run_cli("route", router, reqs, "--execute", "--out", out)
+    assert code == 0 and "then run this command again with --overwrite)" in printed
+    (card,) = json.loads(run_cli("approvals", "list", "--json")[1])
+    assert run_cli("approvals", "approve", card["approval_id"], "--reviewer", "ana")[0] == 0
+    code, printed, _ = run_cli("route", router, reqs, "--execute", "--out", out, "--overwrite")
+    assert code == 0 and "local.mail → send_mail ok" in printed
+    assert _calls(ran) == [{"q": "hi"}]
