@@ -61,8 +61,12 @@ def traces_url(endpoint: str, protocol: str = "http/protobuf") -> str:
         raise UsageError(f"--otlp-endpoint {endpoint!r}: expected an http:// or https:// URL")
     if protocol == "grpc":
         return endpoint
-    url = endpoint.rstrip("/")
-    return url if url.endswith("/v1/traces") else url + "/v1/traces"
+    from urllib.parse import urlunsplit
+
+    # the path gets /v1/traces, not the end of the URL: a query (``?tenant=acme``) stays a query
+    path = parts.path.rstrip("/")
+    path = path if path.endswith("/v1/traces") else path + "/v1/traces"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
 
 
 @contextmanager
@@ -157,13 +161,24 @@ def send_otlp(
         detail = (
             f"HTTP {resp.status_code} {resp.reason or ''}".rstrip() + (f": {body}" if body else "") + hint
         )
-        raise ProviderError(f"cannot export to OTLP endpoint {url}: {detail}", status=resp.status_code)
+        raise ProviderError(
+            _masked(f"cannot export to OTLP endpoint {url}: {detail}", headers), status=resp.status_code
+        )
     err = seen.get("error")
     if err is not None:
         reason = _short_error(err)
     else:
         reason = logged[-1] if logged else "the exporter reported a failure"
-    raise ProviderError(f"cannot export to OTLP endpoint {url}: {reason}")
+    raise ProviderError(_masked(f"cannot export to OTLP endpoint {url}: {reason}", headers))
+
+
+def _masked(message: str, headers: dict[str, str] | None) -> str:
+    """The failure message with the credentials it may carry masked: the endpoint's userinfo or key in
+    its query, and the ``--otlp-header`` values (a backend may echo the key it refused in its answer)."""
+    from portagent.core.secrets import mask_text
+
+    values = [part for v in (headers or {}).values() for part in (v, v.split()[-1] if v.split() else v)]
+    return mask_text(message, extra=[v for v in values if len(v) >= 8])
 
 
 def _short_error(err: BaseException) -> str:

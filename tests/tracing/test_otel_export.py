@@ -37,7 +37,7 @@ PLANTED = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub-token-shap
 class Receiver:
     """A loopback OTLP/HTTP endpoint answering ``status`` and keeping (path, headers, body) of each POST."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, echo: str | None = None) -> None:
         self.status = status
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
         outer = self
@@ -47,6 +47,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 outer.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 payload = b"" if outer.status == 200 else b"unsupported"
+                if echo is not None:  # a backend quoting what it refused
+                    payload = f"rejected {echo}: {self.headers.get(echo)}".encode()
                 self.send_response(outer.status)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -272,6 +274,29 @@ def test_endpoint_refusing_is_one_message_exit_3(resumed_trace: Path, status: in
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     # 415 is final: one POST. 5xx is transient: the exporter retries inside --otlp-timeout, never after.
     assert (sent == 1 if status == 415 else 1 <= sent <= 2) and took < 5
+
+
+def test_the_endpoint_keeps_its_query_and_the_message_masks_credentials(resumed_trace: Path) -> None:
+    """``/v1/traces`` goes on the path (a query stays a query); a refusal's message masks the URL's
+    userinfo and the ``--otlp-header`` value a backend echoed back."""
+    token = "Bearer otlp-tok-9f8e7d6c5b4a3210"
+    with Receiver(status=401, echo="authorization") as rx:
+        endpoint = rx.url.replace("http://", "http://ops:s3cr3t-Pa55w0rd@") + "/?tenant=acme"
+        code, out, err = run_cli(
+            "trace", "export", str(resumed_trace), "--otlp-endpoint", endpoint,
+            "--otlp-header", f"Authorization={token}", "--otlp-timeout", "1",
+        )  # fmt: skip
+    assert code == 3 and "HTTP 401" in err, err
+    assert [path for path, _, _ in rx.requests][:1] == ["/v1/traces?tenant=acme"]
+    assert "s3cr3t-Pa55w0rd" not in err and "otlp-tok-9f8e7d6c5b4a3210" not in err, err
+    assert "[REDACTED" in err and "tenant=acme" in err
+    with Receiver(status=401, echo="authorization") as rx:  # no userinfo: the header is what is sent
+        code, out, err = run_cli(
+            "trace", "export", str(resumed_trace), "--otlp-endpoint", rx.url,
+            "--otlp-header", f"Authorization={token}", "--otlp-timeout", "1",
+        )  # fmt: skip
+    assert code == 3 and rx.requests[0][1]["authorization"] == token
+    assert "rejected authorization" in err and "otlp-tok-9f8e7d6c5b4a3210" not in err, err
 
 
 def test_closed_port_is_one_message_exit_3(resumed_trace: Path) -> None:
