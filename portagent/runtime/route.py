@@ -296,7 +296,9 @@ async def _execute(
                     "why": f"{cap.kind} routes are not executed by portagent route",
                 }
             )
-            stop_reason = "route_decided"
+            # handed on, as when it is the decision's own route: after a failed local route this is the
+            # fallback the request ends on, not a failure of the run
+            status, stop_reason = "completed", "route_decided"
             break
         obs = await gateway.call(cap.target, dict(req.args))
         tried.append({"route": route_id, "tool": cap.target, "ok": obs.ok, "error": obs.error})
@@ -315,7 +317,7 @@ async def _execute(
         status, stop_reason = "failed", "route_failed"
         if obs.error not in FALLBACK_ERRORS:
             break
-    summary = {"routes": tried, "fell_back": len([t for t in tried if "tool" in t]) > 1}
+    summary = {"routes": tried, "fell_back": len(tried) > 1}  # moved past the chosen route, run or not
     return _Done(status, stop_reason, round(budget.cost_usd, 8), budget.tool_calls, summary)
 
 

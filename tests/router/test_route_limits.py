@@ -297,3 +297,33 @@ def test_the_approval_hint_says_how_to_rerun_into_the_same_out_folder(ran: Path,
     code, printed, _ = run_cli("route", router, reqs, "--execute", "--out", out, "--overwrite")
     assert code == 0 and "local.mail → send_mail ok" in printed
     assert _calls(ran) == [{"q": "hi"}]
+
+
+def test_a_failed_local_route_handed_on_to_an_mcp_fallback_says_so_in_run_completed(
+    ran: Path, tmp_path: Path
+) -> None:
+    router = _router(
+        tmp_path,
+        "rr",
+        [
+            "{route_id: local.flaky, kind: local_tool, target: flaky, tags: [faq], owner: o, p95_latency_ms: 10, quality: 0.9, effect: read}",
+            "{route_id: mcp.x, kind: mcp_tool, target: x.y, tags: [faq], owner: o, p95_latency_ms: 10, quality: 0.5, effect: read}",
+        ],
+    )
+    reqs = _requests(
+        tmp_path,
+        "q.yaml",
+        "{request_id: q1, required_tags: [faq], effect: read, max_latency_ms: 1000, max_cost_usd: 0.1, args: {q: hi}}",
+    )
+    out = tmp_path / "o"
+    code, printed, err = run_cli("route", router, reqs, "--execute", "--out", str(out))
+    assert code == 0, err
+    done = read_trace(out / "q1" / "trace.jsonl")[-1]
+    execution = done.final_output["execution"]
+    assert [(s["route"], s.get("ok"), s.get("executed", True)) for s in execution["routes"]] == [
+        ("local.flaky", False, True),
+        ("mcp.x", None, False),
+    ]
+    # it moved on to the MCP route, which is handed on as when the router chooses it first
+    assert (done.status, done.stop_reason, execution["fell_back"]) == ("completed", "route_decided", True)
+    assert done.tool_calls == 1
