@@ -15,7 +15,8 @@ the governed call of the chosen ``local_tool`` route — the design source's ch.
   ``max_cost_usd``) as for any tool call;
 - ``review``: the same call, but the policy gets a rule making that tool need a person's approval: the
   run ends ``waiting_approval`` with the card; after ``approvals approve`` the same command runs it
-  (the card is found by scope ``route:<router>``, tool and arguments) — once: the effect ledger;
+  (the card is found by scope ``route:<router>:<request_id>:<input hash>``, tool and arguments: a card
+  binds its own request only) — once: the effect ledger;
 - a route that fails before a useful result (``handler_error``, ``timeout``, ``rate_limited``) falls
   back to the decision's ``fallbacks`` (equal or lower effect only) in order;
 - ``stop``: nothing runs;
@@ -219,6 +220,19 @@ class _Done:
     summary: dict[str, Any]
 
 
+def route_scope(spec: RouterSpec, req: RouteRequest) -> str:
+    """The approval scope of a request's executed routes: ``route:<router>:<request_id>:<input hash>``.
+
+    A reviewer approves a call for the request on the card (its input, user scope, environment are the
+    card's evidence), not for any request that happens to pass the same arguments to the same tool: a
+    request with another id or another input makes a card of its own, and only the same request run
+    again finds the decided card. The hash covers the whole request, as ``run.started`` records it."""
+    from portagent.contracts._base import canonical_json, sha256_hex
+
+    digest = sha256_hex(canonical_json(req.model_dump(mode="json", exclude_defaults=True)))[:12]
+    return f"route:{spec.name}:{req.request_id}:{digest}"
+
+
 def _request_budget(req: RouteRequest) -> Budget:
     """The run's budget from the request's. ``max_cost_usd: 0`` asks for free routes only — a limit of
     nothing, not "no limit" — so a tool that costs anything is refused. ``Budget`` itself rejects a zero
@@ -271,7 +285,7 @@ async def _execute(
     budget = RunBudget(_request_budget(req))
     ctx = GatewayContext(
         run_id=rec.run_id,
-        scope=f"route:{spec.name}",
+        scope=route_scope(spec, req),
         provider=ROUTER_PROVIDER,
         agent=spec.name,
         actor="user",

@@ -327,3 +327,47 @@ def test_a_failed_local_route_handed_on_to_an_mcp_fallback_says_so_in_run_comple
     # it moved on to the MCP route, which is handed on as when the router chooses it first
     assert (done.status, done.stop_reason, execution["fell_back"]) == ("completed", "route_decided", True)
     assert done.tool_calls == 1
+
+
+def test_a_route_approval_binds_the_request_it_was_given_for(ran: Path, tmp_path: Path) -> None:
+    router = _router(
+        tmp_path,
+        "prod",
+        [
+            "{route_id: local.mail, kind: local_tool, target: send_mail, owner: o, p95_latency_ms: 10, quality: 0.9, effect: external_effect}",
+        ],
+    )
+    ask = "effect: external_effect, environment: prod, max_latency_ms: 1000, max_cost_usd: 1, args: {q: hi}"
+    mine = _requests(
+        tmp_path, "mine.yaml", f"{{request_id: q1, text: mail my advisor, user_scope: [me], {ask}}}"
+    )
+    other = _requests(
+        tmp_path, "other.yaml", f"{{request_id: q2, text: mail the dean, user_scope: [them], {ask}}}"
+    )
+    same_id = _requests(
+        tmp_path, "same_id.yaml", f"{{request_id: q1, text: mail the dean, user_scope: [them], {ask}}}"
+    )
+    assert run_cli("route", router, mine, "--execute")[0] == 0
+    (card,) = json.loads(run_cli("approvals", "list", "--json")[1])
+    assert "mail my advisor" in card["inputs"][0]["excerpt"]
+    assert run_cli("approvals", "approve", card["approval_id"], "--reviewer", "ana")[0] == 0
+    # another request with the same tool and arguments (other id, or same id and other input) asks anew
+    for requests in (other, same_id):
+        code, printed, err = run_cli("route", router, requests, "--execute")
+        assert code == 0 and "waits for approval" in printed, err
+    assert _calls(ran) == []
+    cards = json.loads(run_cli("approvals", "list", "--json")[1])
+    assert [(c["status"], c["approval_id"] == card["approval_id"]) for c in cards] == [
+        ("approved", True),
+        ("pending", False),
+        ("pending", False),
+    ]
+    # the request it was given for, run again, uses it
+    code, printed, _ = run_cli("route", router, mine, "--execute")
+    assert code == 0 and "local.mail → send_mail ok" in printed
+    assert _calls(ran) == [{"q": "hi"}]
+    assert [c["scope"].split(":")[:3] for c in cards] == [
+        ["route", "prod", "q1"],
+        ["route", "prod", "q2"],
+        ["route", "prod", "q1"],
+    ]
