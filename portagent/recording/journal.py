@@ -14,8 +14,10 @@ model's earlier turns, and the paused tool call with its exact arguments, come b
 forwards everything after to the endpoint. Its own journal holds the replayed exchanges too (marked
 ``replayed``), so each attempt's journal is the whole conversation of that attempt.
 
-Line 1 is a header (``portagent_journal``, run id, attempt, provider); then one line per exchange, in
-completion order, each with ``seq`` — its arrival order, the order replay follows.
+Line 1 is a header (``portagent_journal``, run id, attempt, provider, and how the command line started
+the run, masked as ``run.json`` masks it); then one line per exchange, in completion order, each with
+``seq`` — its arrival order, the order replay follows. A base URL's credentials (``user:pass@``, a
+``?token=``) are in neither: masked in the header, dropped from every exchange's ``uri`` (``shown_uri``).
 
 Durability: each line is in the kernel before the SDK gets the answer's end, so a process that dies
 (``kill -9`` included) loses at most the exchange in flight; the file is ``fsync``-ed when the attempt
@@ -29,11 +31,12 @@ import base64
 import hashlib
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from portagent.contracts.errors import UsageError
 
@@ -90,6 +93,23 @@ def _model_of(body: Any) -> str | None:
         return None
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, str) else None
+
+
+def shown_uri(uri: str) -> str:
+    """``uri`` as the journal keeps it: without the credentials a base URL may carry (``user:pass@``,
+    dropped whole — a lone user name is often the token itself), credential query parameters dropped
+    (``scrub_url``), and any other secret-looking value masked. Replay matches a request's query in this
+    form too (``RunJournal.take``). The netloc gets no ``[REDACTED:…]``: brackets there are an IPv6 host
+    to ``urlsplit``, which would refuse the line."""
+    from portagent.core.secrets import mask_text
+    from portagent.recording.scrub import scrub_url
+
+    parts = urlsplit(scrub_url(uri))
+    netloc = parts.netloc.rpartition("@")[2]
+    return mask_text(urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)))
+
+
+_URL_USERINFO = re.compile(r"(://)[^\s/@\"'\\]+@")
 
 
 def _strings(value: Any, path: tuple[Any, ...] = ()) -> Any:
@@ -192,9 +212,7 @@ class RunJournal:
     def take(self, method: str, path: str, query: str, body: bytes, seq: int) -> dict[str, Any] | None:
         """The earlier attempt's answer to this request, if one is still to be replayed: the first
         unplayed exchange with the same method, path and query (and model, when several wait)."""
-        from portagent.recording.scrub import scrub_url
-
-        query = urlsplit(scrub_url(f"http://journal{path}?{query}")).query if query else query
+        query = urlsplit(shown_uri(f"http://journal{path}?{query}")).query if query else query
         with self._lock:
             if not self.replay:
                 return None
@@ -231,7 +249,7 @@ class RunJournal:
             "seq": seq,
             "request": {
                 "method": req["method"],
-                "uri": req["uri"],
+                "uri": shown_uri(req["uri"]),
                 "headers": mask_data(req.get("headers") or {}),
                 "body": mask_text(body) if isinstance(body, str) else body,
             },
@@ -250,10 +268,13 @@ class RunJournal:
         self._write(line)
 
     def failed(self, seq: int, why: str) -> None:
-        """A request that never got an answer (the endpoint could not be reached)."""
+        """A request that never got an answer (the endpoint could not be reached). ``why`` names the
+        endpoint: its URL's credentials are dropped, as from every ``uri``."""
+        from portagent.core.secrets import mask_text
+
         with self._lock:
             self.failed_count += 1
-        self._write({"seq": seq, "failed": why})
+        self._write({"seq": seq, "failed": mask_text(_URL_USERINFO.sub(r"\1", why))})
 
     def mark_pause(self) -> None:
         """The attempt paused for approval: the requests that arrived so far are what a resume replays."""

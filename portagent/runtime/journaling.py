@@ -82,6 +82,7 @@ def open_journal(
     upstream = endpoint.base_url or default_upstream(provider, bundle)
     if upstream is None:
         return None
+    from portagent.core.secrets import mask_data
     from portagent.recording.http_proxy import HttpProxy
     from portagent.recording.journal import RunJournal, journal_file
     from portagent.runtime.provenance import shown_url
@@ -96,7 +97,12 @@ def open_journal(
             "attempt": attempt,
             "provider": provider,
             "upstream": shown_url(upstream),
-            **({"invocation": invocation} if (invocation := invocation_for(config, resumption)) else {}),
+            # masked as run.json masks it: a --base-url may carry credentials (``u:pass@``, ``?token=``)
+            **(
+                {"invocation": mask_data(invocation)}
+                if (invocation := invocation_for(config, resumption))
+                else {}
+            ),
         },
         replay=list(resumption.kept) if resumption is not None else [],
     ).open()
