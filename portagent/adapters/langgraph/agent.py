@@ -31,8 +31,11 @@ stops there and returns it under ``__interrupt__``, and the run ends ``waiting_a
 by re-running with the same idempotency key (ADR 0007: the ledger keeps effects from repeating), not with
 ``Command(resume=…)``, which needs the same process and checkpointer.
 
-Tracing: LangSmith tracing stays off unless its environment variables turn it on; portagent sets nothing
-and sends nothing besides the model endpoint.
+Tracing: LangSmith tracing is off for portagent's runs, even when ``LANGSMITH_TRACING`` (or
+``LANGCHAIN_TRACING_V2``) is set for other work in the environment — as openai-agents' exporter is replaced and
+Claude Code runs without non-essential traffic: a run sends nothing besides the model endpoint (the upload
+would carry prompts, tool arguments and results unmasked). The run's own trace exports to any OTLP backend
+(``portagent trace export``).
 """
 
 from __future__ import annotations
@@ -405,13 +408,16 @@ class LangGraphAdapter:
         graph.final_agent = session.bundle.root
         final: Any = None
         history: list[Any] = []
+        from langsmith import tracing_context
+
         try:
-            for i, text in enumerate(session.request.messages):
-                # one thread per run: each user message continues the checkpointed conversation
-                history = [HumanMessage(text)]
-                final = await graph.run(
-                    graph.final_agent if i else session.bundle.root, history, thread="root"
-                )
+            with tracing_context(enabled=False):  # no LangSmith upload, whatever the environment says
+                for i, text in enumerate(session.request.messages):
+                    # one thread per run: each user message continues the checkpointed conversation
+                    history = [HumanMessage(text)]
+                    final = await graph.run(
+                        graph.final_agent if i else session.bundle.root, history, thread="root"
+                    )
             session.check_stopped()
         except GraphRecursionError:
             session.check_stopped()
