@@ -76,6 +76,9 @@ MODELS = {models}
 """Model id of each agent (models.claude in the spec)."""
 MAX_TURNS = {max_turns}
 """portagent counts model calls itself (run.before_model_call); the CLI's max_turns is a backstop."""
+MAX_OUTPUT_TOKENS = {max_output_tokens}
+"""The root's forced output limit (models.max_tokens), or None: Claude Code takes one limit for the whole
+process, from CLAUDE_CODE_MAX_OUTPUT_TOKENS, as portagent's claude adapter sets it."""
 SERVER = "portagent"
 PREFIX = f"mcp__{{SERVER}}__"
 """The model sees each ToolSpec as mcp__portagent__<name>."""
@@ -240,6 +243,7 @@ def options(gov: Governance, home: Path, base_url: str | None, api_key: str,
         env={{"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "TMPDIR": str(home / "tmp"),
              "CLAUDE_CODE_TMPDIR": str(home / "tmp"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
              "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1", "CLAUDE_CODE_MAX_RETRIES": "2",
+             **({{"CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(MAX_OUTPUT_TOKENS)}} if MAX_OUTPUT_TOKENS else {{}}),
              "ANTHROPIC_BASE_URL": endpoint_root(base_url) or "https://api.anthropic.com", "ANTHROPIC_API_KEY": api_key}},
     )
 
@@ -313,6 +317,9 @@ def render(bundle: AgentBundle, spec_expr: str, spec_label: str, module: str | N
         spec_expr=spec_expr,
         models=literal(models_for(bundle, "claude"), 9),
         max_turns=bundle.spec.budget.max_turns,
+        max_output_tokens=(
+            bundle.spec.models.max_tokens if bundle.spec.models.force_shared_settings else None
+        ),
         tools=literal(tools, 8),
         builtins=literal(builtins, 11),
         delegates=literal(delegates, 12),

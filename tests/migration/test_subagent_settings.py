@@ -10,6 +10,7 @@ settings (Claude Code: no temperature, one output limit per process), the verdic
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,23 @@ def test_claude_refuses_a_subagent_setting_it_cannot_apply(tmp_path):
         code, out, err = run_cli("validate", str(spec), "--provider", "claude")
         assert code != 0, out + err
         assert "creative" in out + err and words in out + err
+
+
+def test_the_exported_claude_program_applies_the_roots_output_limit(emu, tmp_path):
+    """Claude Code takes one output limit for the process (CLAUDE_CODE_MAX_OUTPUT_TOKENS): portagent's claude
+    adapter sets the root's forced ``max_tokens`` there, and the exported program now does too — it sent
+    Claude Code's own default, so the exported agent answered with another limit than the spec's."""
+    spec = bundle(
+        tmp_path / "spec", "agent_as_tool", sub_models={"max_tokens": 50, "force_shared_settings": True}
+    )
+    root = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    root["models"] = {"claude": "claude-sonnet-4-6", "max_tokens": 50, "force_shared_settings": True}
+    spec.write_text(yaml.safe_dump(root), encoding="utf-8")
+    module = tmp_path / "desk_claude.py"
+    code, _, err = run_cli("export", str(spec), "--to", "claude", "--out", str(module))
+    assert code == 0, err
+    events = run_exported(module, "claude", "poem tool please", emu, tmp_path)
+    assert [e.status for e in events if e.type == "run.completed"] == ["completed"]
+    sent = [(json.dumps(r["body"].get("system")), r["body"].get("max_tokens")) for r in emu.requests()]
+    assert sent and all(limit == 50 for _, limit in sent), sent  # every request the CLI made
+    assert any(ROOT_TEXT in system for system, _ in sent)
