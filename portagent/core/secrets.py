@@ -11,7 +11,8 @@ Three sources of findings, merged into spans of text:
   fine-grained GitHub ``github_pat_`` tokens, AWS secret access keys next to an ``aws…key`` name,
   ``Bearer``/``Basic`` credentials, PEM private-key blocks and password-like assignments
   (``password=…``, ``"api_key": "…"``);
-- the values of the current ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variables, in
+- the values of the current ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD`` variables, and
+  those portagent hands on to an MCP server's ``env`` from ``${NAME}`` (:func:`protect_variable`), in
   their encoded forms and in any text once its JSON escapes and percent-encoding are undone, level after
   level (:func:`scan`: a tool output travels JSON-encoded inside a JSON body).
 
@@ -198,16 +199,53 @@ def _encodings(value: str) -> set[str]:
 
 
 def env_secret_values() -> list[str]:
-    """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy), in their
-    plain and encoded forms (base64, percent-encoded, JSON-escaped), longest first.
+    """Values of the current secret-named variables worth protecting (≥ 8 chars, not a dummy), those
+    handed to :func:`protect_variable` included, in their plain and encoded forms (base64, percent-encoded,
+    JSON-escaped), longest first.
 
     Read on every mask (a variable set mid-run is protected from then on), but worked out once per
     distinct environment: the trace recorder masks every event."""
     return list(_current_env_values())
 
 
-_LAST_ENV: tuple[dict[Any, Any], tuple[str, ...]] | None = None
-"""The environment last worked out (a copy of ``os.environ``'s encoded entries) and its protected values."""
+NOT_SECRET_VARIABLES: frozenset[str] = frozenset(
+    {
+        "PATH", "HOME", "USER", "USERNAME", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
+        "TMPDIR", "TMP", "TEMP", "PWD", "OLDPWD", "HOSTNAME", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+        "NODE_PATH", "NODE_ENV", "JAVA_HOME", "GOPATH", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    }
+)  # fmt: skip
+"""Variables :func:`protect_variable` declines (with ``LC_*`` and ``XDG_*``): an MCP spec passes ``PATH`` or
+``HOME`` on as it passes a token, and masking a path everywhere would hide what a trace is read for."""
+
+_PROTECTED: frozenset[str] = frozenset()
+"""Variables :func:`protect_variable` was given in this process (replaced, never changed: maskers read it
+unlocked)."""
+
+
+def protect_variable(name: str) -> bool:
+    """Treat the variable ``name`` as secret-named from now on in this process: its value (whatever it
+    is at each mask, as for ``*_TOKEN``) is masked by every writer and refused by ``record``. For the
+    variables portagent itself hands on whatever they are called: an MCP server's
+    ``env: {API_TOKEN: "${WEATHER_AUTH}"}`` exists so that no secret is written in the spec, and the
+    server may echo it back.
+
+    The variable, not its value, is remembered: one unset or changed later protects nothing or its new
+    value, so a long-lived process (a server, a test session) does not go on masking a value that was
+    once a server's setting. A well-known non-secret variable (:data:`NOT_SECRET_VARIABLES`) is
+    declined. True when the variable is protected now."""
+    global _PROTECTED
+    upper = name.upper()
+    if upper in NOT_SECRET_VARIABLES or upper.startswith(("LC_", "XDG_")):
+        return False
+    if name not in _PROTECTED:
+        _PROTECTED = _PROTECTED | {name}
+    return True
+
+
+_LAST_ENV: tuple[dict[Any, Any], frozenset[str], tuple[str, ...]] | None = None
+"""The environment last worked out (a copy of ``os.environ``'s encoded entries), the protected variables
+of that moment and the values to look for."""
 
 
 def _current_env_values() -> tuple[str, ...]:
@@ -215,29 +253,34 @@ def _current_env_values() -> tuple[str, ...]:
     # last time costs a few microseconds; building a key from it (or decoding every variable through
     # ``items()``) on each of a run's hundreds of masks would cost ten times more.
     global _LAST_ENV
+    protected = _PROTECTED
     raw = getattr(os.environ, "_data", None)
     if not isinstance(raw, dict):
-        return _env_values(frozenset(os.environ.items()))
+        return _env_values(frozenset(os.environ.items()), protected)
     last = _LAST_ENV
-    if last is not None and last[0] == raw:
-        return last[1]
+    if last is not None and last[1] is protected and last[0] == raw:
+        return last[2]
     snapshot = dict(raw)
-    values = _env_values_raw(frozenset(snapshot.items()))
-    _LAST_ENV = (snapshot, values)
+    values = _env_values_raw(frozenset(snapshot.items()), protected)
+    _LAST_ENV = (snapshot, protected, values)
     return values
 
 
 @lru_cache(maxsize=8)
-def _env_values_raw(environment: frozenset[tuple[Any, Any]]) -> tuple[str, ...]:
+def _env_values_raw(
+    environment: frozenset[tuple[Any, Any]], protected: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
     decode = os.fsdecode
-    return _env_values(frozenset((decode(k), decode(v)) for k, v in environment))
+    return _env_values(frozenset((decode(k), decode(v)) for k, v in environment), protected)
 
 
 @lru_cache(maxsize=8)
-def _env_values(environment: frozenset[tuple[str, str]]) -> tuple[str, ...]:
+def _env_values(
+    environment: frozenset[tuple[str, str]], protected: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
     values: set[str] = set()
     for name, value in environment:
-        if _secret_env_name(name) and len(value) >= 8 and value not in ALLOWED_DUMMIES:
+        if (name in protected or _secret_env_name(name)) and len(value) >= 8 and value not in ALLOWED_DUMMIES:
             values.update(_encodings(value))
     return tuple(sorted(values, key=lambda v: (-len(v), v)))
 

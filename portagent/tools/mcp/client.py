@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from portagent.contracts.agent import McpServerRef
+from portagent.core import secrets
 from portagent.tools.mcp.errors import McpConfigError, McpServerError
 
 CONNECTION_CLOSED = -32000
@@ -41,7 +42,11 @@ def describe(ref: McpServerRef) -> str:
 
 
 def expand_env(ref: McpServerRef) -> dict[str, str]:
-    """``env`` with ``${NAME}`` replaced from portagent's environment (a missing one is an error)."""
+    """``env`` with ``${NAME}`` replaced from portagent's environment (a missing one is an error).
+
+    Each variable put in is secret-named from then on (``secrets.protect_variable``), whatever it is called:
+    ``${NAME}`` exists so that no secret is written in the spec, and a server that echoes it back (an
+    error message, a ``whoami``) would otherwise put it in cassette.yaml, mcp.json and trace.jsonl."""
     out: dict[str, str] = {}
     for key, value in ref.env.items():
         missing = [m.group(1) for m in _VAR.finditer(value) if m.group(1) not in os.environ]
@@ -50,6 +55,8 @@ def expand_env(ref: McpServerRef) -> dict[str, str]:
                 f"MCP server {ref.name!r}: env {key} refers to ${{{missing[0]}}}, which is "
                 "not set in portagent's environment"
             )
+        for m in _VAR.finditer(value):
+            secrets.protect_variable(m.group(1))
         out[key] = _VAR.sub(lambda m: os.environ[m.group(1)], value)
     return out
 
