@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -522,14 +522,18 @@ async def serve(
         if transport == "stdio":
             from mcp.server.stdio import stdio_server
 
+            from portagent.mcp.stdin import claimed_stdin
+
             governed.start("stdio", details)
+            terminated = _cancel_on_sigterm()  # before the line a client may wait for to send SIGTERM
             say(
                 f"serving {len(governed.target.tools)} tools of {target.name} over stdio; trace {governed.trace_path}"
             )
-            terminated = _cancel_on_sigterm()
             try:
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
+                # the lines are read on the event loop, not in a thread: SIGTERM ends an idle session too
+                with claimed_stdin() as lines:
+                    async with stdio_server(stdin=cast(Any, lines)) as (read, write):  # None: its own
+                        await server.run(read, write, server.create_initialization_options())
             except asyncio.CancelledError:
                 if not terminated:
                     raise

@@ -203,6 +203,40 @@ def test_sigterm_during_a_call_ends_the_session_with_exit_0(tmp_path: Path) -> N
     assert not read_trace(trace)[3].ok  # the handler sleeps 20 s: the call was cut off
 
 
+def test_sigterm_ends_an_idle_session_whose_stdin_is_still_open(tmp_path: Path) -> None:
+    """An idle session (no call, the client's end of stdin open) and SIGTERM sent the moment the server
+    says it is serving. The server read stdin in a thread SIGTERM could not stop, so it ran on until the
+    client wrote or closed stdin (a client waiting for it to end killed it, the trace without
+    ``run.completed``); and the handler was installed after that line, so a SIGTERM right then killed
+    it (exit -15). Now it ends at once: exit 0, the session recorded."""
+    spec = _spec(tmp_path / "spec")
+    trace = tmp_path / "serve.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "portagent", "mcp", "serve", str(spec), "--trace", str(trace)],
+        cwd=spec.parent,
+        env=_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    try:
+        line = b""
+        while b"serving" not in line:
+            line = proc.stderr.readline()
+            assert line, "the server ended before serving"
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: nothing else tells it to stop
+        code = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0
+    events = read_trace(trace)
+    assert [e.type for e in events] == ["run.started", "run.completed"]
+    assert (events[-1].status, events[-1].stop_reason) == ("completed", "server_stopped")
+
+
 def test_a_call_cut_off_when_the_client_leaves_is_recorded_as_interrupted(tmp_path: Path) -> None:
     """A client speaking the 2025-06-18 protocol over raw stdio pipes (the mcp library's Client offers no
     way to leave mid-call without waiting) closes both pipes while a call runs: the server cancels the
