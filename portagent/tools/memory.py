@@ -40,6 +40,7 @@ from portagent.contracts.memory import (
     parse_expiry,
 )
 from portagent.core.clock import Clock, SystemClock, iso
+from portagent.core.secrets import mask_text
 from portagent.tools.observations import ToolFailure
 from portagent.tools.tool_context import ToolContext
 
@@ -107,16 +108,23 @@ class MemoryWriteRefused(UsageError):
 
 
 def nfc(text: str) -> str:
-    """``text`` in Unicode NFC. The gateway hands tools NFC arguments (docs/policies.md), while a terminal or a
-    macOS file may give NFD ("José" as ``e`` + combining accent): without one form, the same fact would be two
-    records and a recall would miss the one written in the other form."""
-    return unicodedata.normalize("NFC", text)
+    """``text`` as memory keeps it: Unicode NFC with every secret masked.
+
+    NFC: the gateway hands tools NFC arguments (docs/policies.md), while a terminal or a macOS file may give
+    NFD ("José" as ``e`` + combining accent): without one form, the same fact would be two records and a
+    recall would miss the one written in the other form.
+
+    Masked (``core/secrets.py``, as runs.db, approvals.db, sessions.db and ledger.db keep theirs): an agent
+    asked to remember "the deploy key is …", a person's ``memory add`` or a note on ``memory import`` must
+    not leave the key in memory.db, which every recall and listing reads. Ids are worked out from this form
+    (here and by ``memory import``'s plan), so the same fact with the same secret is still one record."""
+    return mask_text(unicodedata.normalize("NFC", text))
 
 
 def terms(text: str) -> list[str]:
     """Lower-cased words of two or more characters, stop words removed, in order, without repeats."""
     seen: dict[str, None] = {}
-    for w in re.findall(r"[\w][\w-]*", nfc(text).lower()):
+    for w in re.findall(r"[\w][\w-]*", unicodedata.normalize("NFC", text).lower()):
         if len(w) >= 2 and w not in STOP_WORDS:
             seen.setdefault(_stem(w), None)
     return list(seen)
@@ -462,7 +470,7 @@ class MemoryStore:
         record = self.get(memory_id)
         if record is None or owners.get(record.scope, record.owner) != record.owner:
             raise ToolFailure("not_found", f"no memory {memory_id!r} visible to this agent")
-        updated = record.model_copy(update={"status": "retired", "retired_reason": reason})
+        updated = record.model_copy(update={"status": "retired", "retired_reason": nfc(reason)})
         with self._guard():
             self._put(updated)
         return updated
