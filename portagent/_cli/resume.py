@@ -25,6 +25,12 @@ def add_parser(sub: Any) -> None:
         help="who decides new approval cards in the resumed attempt (default: the run's own approver)",
     )
     p.add_argument("--out", help="write the whole run (every attempt) into this folder from now on")
+    p.add_argument(
+        "--base-url",
+        help="a --live run's endpoint URL again, with the credentials it carried (user:password@, ?token=): "
+        "portagent stores them nowhere. Only that endpoint is accepted; the provider's base-URL variable "
+        "(OPENAI_BASE_URL …) set to it works too",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,12 +77,26 @@ def run(args: argparse.Namespace) -> int:
     info = REGISTRY[provider]
     started: list[tuple[str, Path | None]] = []
 
+    if args.base_url and not where.get("live"):
+        raise UsageError(f"--base-url: run {args.run_id} ran against the emulator, not a --live endpoint")
+    base_url: str | None = None
+    if where.get("live"):
+        from portagent.runtime.provenance import base_url_from_env, base_url_variable
+        from portagent.runtime.resume import resume_base_url
+
+        stored = where.get("base_url")
+        base_url = resume_base_url(
+            args.run_id,
+            str(stored) if stored else None,
+            args.base_url,
+            base_url_variable(provider, bundle),
+            base_url_from_env(provider, bundle),
+        )
+
     async def go() -> Any:
         if where.get("live"):
             key = live_key(provider, bundle, needs=f"run {args.run_id} runs --live: resuming it needs")
-            return await _run(
-                Endpoint(source="live", mode="direct", base_url=where.get("base_url"), api_key=key)
-            )
+            return await _run(Endpoint(source="live", mode="direct", base_url=base_url, api_key=key))
         script_path = Path(str(where.get("emulator") or ""))
         if not script_path.is_file():
             raise UsageError(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint, endpoint_root
+from portagent.core.secrets import MASK_PREFIX
 
 if TYPE_CHECKING:
     from portagent.contracts.bundle import AgentBundle
@@ -25,16 +26,41 @@ OFFICIAL_HOSTS: dict[str, tuple[str, ...]] = {
 and ``eu.api.openai.com`` count): a live run pointed anywhere else is labelled ``endpoint``."""
 
 
+def _without_userinfo(url: str) -> str:
+    """``url`` without its ``user:pass@``, taken off as text: ``urlsplit`` cannot read a netloc whose
+    userinfo was masked (``u:[REDACTED:url-credentials]@host`` looks like a broken IPv6 host to it)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    return f"{scheme}://{rest[:end].rpartition('@')[2]}{rest[end:]}"
+
+
 def shown_url(url: str) -> str:
-    """``url`` without credentials, query or fragment (what a manifest may record)."""
+    """``url`` without credentials, query or fragment (what a manifest may record); a URL whose
+    credentials were already masked reads the same as the URL they were masked in."""
     from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
+    parts = urlsplit(_without_userinfo(url))
     host = parts.hostname or ""
     netloc = f"[{host}]" if ":" in host else host
     if parts.port is not None:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two base URLs name one endpoint: the same scheme, host, port and path once credentials and
+    query are left out and ``…/v1`` is read as the server root (``endpoint_root``). Either may be masked
+    (``run.json`` keeps a ``--base-url`` with its credentials masked); another password is the same
+    endpoint."""
+    return endpoint_root(shown_url(a)) == endpoint_root(shown_url(b))
+
+
+def withheld_credentials(url: str | None) -> bool:
+    """Whether ``url`` is a base URL as ``run.json`` keeps it with the credentials it carried masked
+    (``user:pass@``, ``?token=``): they are stored nowhere, so it cannot be called as it is."""
+    return bool(url) and MASK_PREFIX in str(url)
 
 
 def live_source(provider: str, base_url: str | None) -> str:
@@ -44,7 +70,7 @@ def live_source(provider: str, base_url: str | None) -> str:
         return "live"
     from urllib.parse import urlsplit
 
-    parts = urlsplit(base_url if "://" in base_url else f"https://{base_url}")
+    parts = urlsplit(_without_userinfo(base_url if "://" in base_url else f"https://{base_url}"))
     host = (parts.hostname or "").lower().rstrip(".")
     for h in OFFICIAL_HOSTS.get(provider, ()):
         if parts.scheme == "https" and (host == h or host.endswith(("." + h, "-" + h))):
@@ -52,7 +78,9 @@ def live_source(provider: str, base_url: str | None) -> str:
     return "endpoint"
 
 
-def _base_url_from_env(provider: str, bundle: AgentBundle | None) -> str | None:
+def base_url_variable(provider: str, bundle: AgentBundle | None) -> str | None:
+    """The environment variable a run on ``provider`` takes its base URL from (``OPENAI_BASE_URL`` …): for
+    ``langgraph`` the variable of the one vendor its chat models speak; None when there is no one."""
     wire: str | None = provider
     if provider == "langgraph" and bundle is not None:
         from portagent.adapters.langgraph.rules import wires
@@ -60,7 +88,12 @@ def _base_url_from_env(provider: str, bundle: AgentBundle | None) -> str | None:
         spoken = wires(bundle)
         wire = spoken[0] if len(spoken) == 1 else None
     info = REGISTRY.get(wire) if wire is not None else None
-    return (os.environ.get(info.base_url_env) if info is not None else None) or None
+    return info.base_url_env if info is not None else None
+
+
+def base_url_from_env(provider: str, bundle: AgentBundle | None) -> str | None:
+    name = base_url_variable(provider, bundle)
+    return (os.environ.get(name) if name else None) or None
 
 
 def labelled(
@@ -84,7 +117,7 @@ def labelled(
             rec = endpoint.source
         return dataclasses.replace(endpoint, source="replay"), {"recorded_source": rec}
     if endpoint.source in ("live", "endpoint"):
-        url = endpoint_root(endpoint.base_url or _base_url_from_env(provider, bundle))
+        url = endpoint_root(endpoint.base_url or base_url_from_env(provider, bundle))
         endpoint = dataclasses.replace(endpoint, source=live_source(provider, url), base_url=url)
         if url:
             extra["base_url"] = shown_url(url)

@@ -200,6 +200,45 @@ def load_invocation(folder: Path, attempt: int) -> dict[str, Any] | None:
     return None
 
 
+def resume_base_url(
+    run_id: str, stored: str | None, given: str | None, variable: str | None, from_env: str | None
+) -> str | None:
+    """The base URL ``portagent resume`` calls for a ``--live`` run: ``stored`` as ``run.json`` kept it,
+    else (when credentials it carried were masked there, as they always are) the same endpoint with its
+    credentials from ``given`` (``resume --base-url``) or ``from_env`` (the provider's base-URL
+    ``variable``). ``given`` for another endpoint, or masked credentials and no URL to take them from:
+    ``UsageError`` (exit 2), naming the endpoint without its credentials and how to give them."""
+    from portagent.contracts.errors import UsageError
+    from portagent.runtime.provenance import same_endpoint, shown_url, withheld_credentials
+
+    for url, what in ((given, "--base-url"), (from_env, variable)):
+        try:
+            shown_url(url or "")
+        except ValueError as e:  # urlsplit: a bad IPv6 host or port
+            if what == "--base-url":
+                raise UsageError(f"--base-url: not a URL portagent can call ({e})") from None
+            from_env = None  # a variable the run cannot use is no source of credentials
+    if given:
+        if stored and not same_endpoint(stored, given):
+            raise UsageError(
+                f"--base-url {shown_url(given)} is not the endpoint run {run_id} was started with "
+                f"({shown_url(stored)}): a run is resumed against its own endpoint (its journal holds that "
+                "endpoint's answers); give that URL, or run the request again with a new --idempotency-key"
+            )
+        return given
+    if not withheld_credentials(stored):
+        return stored
+    assert stored is not None
+    if from_env and same_endpoint(stored, from_env):
+        return from_env
+    where = f"{variable} (set to that endpoint's URL)" if variable else "the environment"
+    raise UsageError(
+        f"run {run_id} was started with --base-url {shown_url(stored)} carrying credentials "
+        "(user:password@ or a key in its query), which portagent never stores; give that URL again, "
+        f"credentials and all: portagent resume {run_id} --base-url 'URL', or set it in {where}"
+    )
+
+
 A2A_SCOPE = "run:a2a:"
 """Scope prefix of the run behind an A2A task (``a2a serve`` keys it ``a2a:<task id>``)."""
 
