@@ -256,6 +256,7 @@ def test_claude_refuses_a_subagent_setting_it_cannot_apply(tmp_path):
         assert "creative" in out + err and words in out + err
 
 
+@pytest.mark.slow  # starts the Claude Code CLI
 def test_the_exported_claude_program_applies_the_roots_output_limit(emu, tmp_path):
     """Claude Code takes one output limit for the process (CLAUDE_CODE_MAX_OUTPUT_TOKENS): portagent's claude
     adapter sets the root's forced ``max_tokens`` there, and the exported program now does too — it sent
