@@ -404,11 +404,11 @@ def refuse_another_request(
             {**(stored.get("request") or {}), "provider": stored.get("provider")},
             {**(invocation.get("request") or {}), "provider": invocation.get("provider")},
         )
-        same_endpoint = (stored.get("endpoint") or {}) == (invocation.get("endpoint") or {})
-        if not same_endpoint and not any(d.startswith("a different endpoint") for d in differs):
-            note(
-                f"a different endpoint ({stored.get('endpoint')}; this request: {invocation.get('endpoint')})"
-            )
+        # the stored endpoint had its credentials masked (run.json), this one has them: both are compared,
+        # and named, without them
+        was_at, now_at = _shown_endpoint(stored.get("endpoint")), _shown_endpoint(invocation.get("endpoint"))
+        if was_at != now_at and not any(d.startswith("a different endpoint") for d in differs):
+            note(f"a different endpoint ({was_at}; this request: {now_at})")
         if (stored.get("options") or {}) != (invocation.get("options") or {}):
             note(
                 f"different SDK options ({stored.get('options')}; this request: {invocation.get('options')})"
@@ -420,6 +420,24 @@ def refuse_another_request(
             f"{', '.join(differs)}; use another key for this request, or `portagent resume {run_id}` to "
             "continue that run as it was started"
         )
+
+
+def _shown_endpoint(endpoint: Any) -> dict[str, Any]:
+    """An invocation's endpoint as compared and named: a ``base_url`` as its server root without
+    credentials or query (``provenance.shown_url``), so a URL masked in ``run.json`` and the same URL
+    typed again with its credentials are one endpoint, and a refusal never prints a password."""
+    from portagent.adapters.port import endpoint_root
+    from portagent.runtime.provenance import shown_url
+
+    shown = dict(endpoint) if isinstance(endpoint, dict) else {}
+    if isinstance(shown.get("base_url"), str):
+        try:
+            shown["base_url"] = endpoint_root(shown_url(shown["base_url"]))
+        except ValueError:  # not a URL urlsplit reads (a bad port): compared, and named, masked
+            from portagent.core.secrets import mask_data
+
+            shown["base_url"] = mask_data(shown["base_url"])
+    return shown
 
 
 def _journal_header(folder: Path, attempt: int) -> dict[str, Any]:

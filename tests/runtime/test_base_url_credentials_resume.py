@@ -176,3 +176,28 @@ def test_a_base_url_that_is_no_url_is_one_message() -> None:
     assert resume_base_url("r1", stored, None, "OPENAI_BASE_URL", f"http://u:{PASSWORD}@127.0.0.1:8") == (
         f"http://u:{PASSWORD}@127.0.0.1:8"
     )
+
+
+def test_the_same_run_command_again_resumes_and_another_endpoint_is_named_without_its_password(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = REGISTRY["openai"]
+    monkeypatch.setenv(info.key_env, info.dummy_key)
+    monkeypatch.delenv(info.base_url_env, raising=False)
+    out = tmp_path / "out"
+    with serve(load_script(agent / "emulator.yaml")) as emu, portagent_home(tmp_path / "home"):
+        url = _credentialed(emu.base_url)
+        _start(agent, "openai", url, out)
+        argv = ["run", str(agent / "agent.yaml"), "--provider", "openai", "--live", "--input", INPUT,
+                "--approver", "defer", "--idempotency-key", "k-cred", "--out", str(out)]  # fmt: skip
+
+        with serve(load_script(agent / "emulator.yaml")) as elsewhere:
+            code, stdout, stderr = run_cli(*argv, "--base-url", _credentialed(elsewhere.base_url))
+        assert code == 2 and "a different endpoint" in stderr, stdout + stderr
+        assert PASSWORD not in stdout + stderr and "[REDACTED" not in stderr
+        assert _sent(agent) == []
+
+        code, stdout, stderr = run_cli(*argv, "--base-url", url)
+        assert code == 0 and "completed" in stdout, stdout + stderr
+        assert PASSWORD not in stdout + stderr
+    assert _sent(agent) == ['"the parcel left on Monday"']
