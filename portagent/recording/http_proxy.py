@@ -37,7 +37,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from portagent.contracts.errors import RecordingError
 from portagent.recording.scrub import SECRET_HEADERS, refuse_if_secret, scrub_url
@@ -96,6 +96,34 @@ class ForwardGate(Protocol):
         """The whole answer, once relayed."""
 
 
+def _upstream(url: str) -> tuple[SplitResult, str, str | None]:
+    """The upstream a base URL names, as the SDK's own HTTP client would call it without the proxy:
+    where to connect (scheme, host, port and the server root's path — nothing that is a credential, so
+    neither the Host header nor a message can show one), the query to add to every request, and the
+    ``Authorization`` header its userinfo stands for.
+
+    httpx (every vendor SDK's client) sends a URL's ``user:pass@`` as Basic auth, percent-decoded, in place
+    of the client's own ``Authorization`` (``Client._build_request_auth``); the SDKs that take a base URL
+    with a query keep that query on each request (google-genai). The path is read as a server root like
+    ``adapters.port.endpoint_root`` reads a base URL (a room this one cannot import): ``…/v1?token=x`` kept
+    its ``/v1`` there because the URL ends in its query, and each SDK adds ``/v1`` itself (``/v1/v1/…``)."""
+    import base64
+    from urllib.parse import unquote
+
+    parts = urlsplit(url.strip().rstrip("/"))
+    path = parts.path.rstrip("/")
+    for suffix in ("/v1beta", "/v1alpha", "/v1"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)].rstrip("/")
+            break
+    authorization = None
+    if parts.username or parts.password:
+        userpass = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        authorization = "Basic " + base64.b64encode(userpass.encode("utf-8")).decode("ascii")
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc, path=path, query="", fragment=""), parts.query, authorization
+
+
 class HttpProxy:
     """A loopback reverse proxy that records (or replays) the Claude Code CLI's HTTP traffic.
 
@@ -123,7 +151,7 @@ class HttpProxy:
         if not root:
             raise ValueError("the proxy needs an upstream URL")
         self.mode = mode
-        self.upstream = urlsplit(root.rstrip("/"))
+        self.upstream, self.upstream_query, self.authorization = _upstream(root)
         self.cassette = Path(cassette) if cassette is not None else None
         self.api_key = api_key
         self.journal = journal
@@ -140,6 +168,13 @@ class HttpProxy:
         self._route: str | None = None
         if mode == "replay":
             self._load()
+
+    def target(self, path: str) -> str:
+        """Where a request the client sent to ``path`` (its own path and query) goes on the upstream: under
+        the upstream's root path, with the upstream URL's query (``?token=…``) before the client's own."""
+        own_path, _, own_query = path.partition("?")
+        query = "&".join(q for q in (self.upstream_query, own_query) if q)
+        return self.upstream.path + own_path + ("?" + query if query else "")
 
     def next_seq(self) -> int:
         """The arrival number of a request (0, 1, …): the order a journal keeps."""
@@ -314,8 +349,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._replay(proxy)
                 return
             if proxy.journal is not None:
-                url = urlsplit(self.path)
-                kept = proxy.journal.take(self.command, proxy.upstream.path + url.path, url.query, body, seq)
+                url = urlsplit(proxy.target(self.path))
+                kept = proxy.journal.take(self.command, url.path, url.query, body, seq)
                 if kept is not None:  # an earlier attempt's answer, served as it was received
                     self._serve(kept)
                     return
@@ -350,9 +385,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers["Accept-Encoding"] = "identity"  # text bodies in the cassette; SSE is not compressed anyway
         headers["Host"] = up.netloc
+        if proxy.authorization is not None:  # the base URL's user:pass@, sent as the SDK's client sends it
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = proxy.authorization
         conn_cls = http.client.HTTPSConnection if up.scheme == "https" else http.client.HTTPConnection
         conn = conn_cls(up.hostname or "", up.port, timeout=600)
-        target = up.path + self.path
+        target = proxy.target(self.path)
         try:
             if proxy.gate is not None:
                 proxy.gate.before_forward(body)
