@@ -98,7 +98,7 @@ def get_order(order_id: str) -> dict[str, Any]:
 '''
 
 POLICY = """\
-# What the agent may do, decided by portagent's gateway on every provider (docs/policy.md).
+# What the agent may do, decided by portagent's gateway on every provider (docs/policies.md).
 # Without a rule, effect classes decide: read/compute allow, writes need approval, privileged deny.
 kind: policy
 schema_version: 1
@@ -180,7 +180,7 @@ Then make it yours:
    `portagent record suite.yaml --providers openai,claude,adk --emulator --out cassettes --drifted`.
 4. Run on a real provider with `--live` instead of `--emulator` (it needs that provider's API key).
 
-`portagent schema` writes JSON Schemas for editors; docs/evals.md, docs/policy.md and docs/emulator.md
+`portagent schema` writes JSON Schemas for editors; docs/evals.md, docs/policies.md and docs/emulator.md
 describe every field.
 """
 

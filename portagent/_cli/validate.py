@@ -55,5 +55,6 @@ def run(args: argparse.Namespace) -> int:
     summary = f"{total - bad} of {total} spec file{'s' if total != 1 else ''} valid"
     if skipped:
         summary += f" ({skipped} other file{'s' if skipped != 1 else ''} skipped: not specs)"
-    print(summary, file=sys.stderr if bad else sys.stdout)
+    if bad or not args.quiet:  # --quiet: problems only (a clean run prints nothing)
+        print(summary, file=sys.stderr if bad else sys.stdout)
     return 1 if bad else 0

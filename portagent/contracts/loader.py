@@ -626,20 +626,30 @@ def validate_document(
 
 
 def iter_spec_files(paths: list[str]) -> list[Path]:
-    """Expand files and folders into spec files (sorted, hidden folders skipped)."""
+    """Expand files and folders into spec files (sorted, hidden folders skipped). A file reached twice —
+    named and inside a named folder, or as ``agent.yaml`` and ``./agent.yaml`` — is listed once, where it
+    was first reached, so every count over the list counts files (a shell glob beside its folder gave
+    "7 of 7 valid" for 5 files)."""
     out: list[Path] = []
+    seen: set[Path] = set()
+
+    def add(f: Path) -> None:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out.extend(
-                sorted(
-                    f
-                    for f in p.rglob("*")
-                    if f.is_file()
-                    and f.suffix in SPEC_SUFFIXES
-                    and not any(part.startswith(".") for part in f.relative_to(p).parts)
-                )
-            )
+            for f in sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.suffix in SPEC_SUFFIXES
+                and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            ):
+                add(f)
         else:
-            out.append(p)
+            add(p)
     return out

@@ -282,6 +282,11 @@ def _failed(prev: RecordOutcome, why: str) -> RecordOutcome:
     return RecordOutcome(prev.task, "failed", why + kept)
 
 
+EMULATOR_MISTAKE = "portagent emulator: "
+"""How the emulator's own refusals begin (no conversation matches, a script that ran out of turns, a request
+it cannot read): a script's mistake, never a scripted fault (those answer in the vendor's words)."""
+
+
 def _record_one(
     task: RunTask, source: str, record_mode: str, script_override: Path | None, *, for_scheduler: bool = False
 ) -> RecordOutcome:
@@ -297,9 +302,21 @@ def _record_one(
         why = "".join(traceback.format_exception_only(type(e), e)).strip()
     else:
         r = output.result
+        first = (r.error or "").splitlines()[0] if r.error else ""
+        first = first if len(first) <= 200 else first[:199] + "…"
+        if source == "emulator" and r.status == "failed" and EMULATOR_MISTAKE in (r.error or ""):
+            # the script has no answer for this run (no conversation matches, one ran out of turns): the
+            # recording holds the emulator's complaint, not the agent's behaviour — a failed recording
+            from portagent.runtime.record import discard
+
+            discard(staging)
+            why = f"the emulator script cannot answer this run: {first}"
+            return RecordOutcome(
+                task, "failed", why, run=unrunnable(task, why, t0) if for_scheduler else None
+            )
         detail = r.status + (f" ({r.stop_reason})" if r.stop_reason != "final_output" else "")
-        if r.status == "failed" and r.error:
-            detail += f": {r.error.splitlines()[0][:200]}"
+        if r.status == "failed" and first:
+            detail += f": {first}"
         run = scored(task, output.events, r, None, source, [], t0) if for_scheduler else None
         return RecordOutcome(task, "recorded", detail, staging, run)
     return RecordOutcome(task, "failed", why, run=unrunnable(task, why, t0) if for_scheduler else None)

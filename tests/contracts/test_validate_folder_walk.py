@@ -8,6 +8,7 @@ lost its ``kind:``, and a file named on its own is always checked.
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from _support import EXAMPLES, REPO, run_cli
@@ -167,3 +168,27 @@ def test_output_kinds_are_the_models_kinds():
 
     kinds = {m.model_fields["kind"].default for m in (SuiteResult, Comparison, GateDecision, EvalMeta)}
     assert kinds == set(OUTPUT_KINDS)
+
+
+def test_a_file_reached_twice_is_checked_and_counted_once(tmp_path: Path, monkeypatch) -> None:
+    """``validate agent.yaml ./agent.yaml .`` (a shell glob beside its folder) checked and counted the
+    same file three times ("7 of 7 valid" for 5 files)."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("init", "p")[0] == 0
+    monkeypatch.chdir(tmp_path / "p")
+    code, out, err = run_cli("validate", "agent.yaml", "./agent.yaml", ".")
+    assert code == 0, err
+    files = len([p for p in (tmp_path / "p").rglob("*") if p.suffix in (".yaml", ".json")])
+    assert out.count("ok       agent.yaml") == 1 and out.count("agent.yaml (agent)") == 1, out
+    assert f"{files} of {files} spec files valid" in out, out
+
+
+def test_quiet_prints_problems_only(tmp_path: Path, monkeypatch) -> None:
+    """``--quiet``: "print problems only" — a clean check prints nothing (it printed the summary)."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("init", "p")[0] == 0
+    code, out, err = run_cli("validate", "p", "-q")
+    assert (code, out, err) == (0, "", "")
+    (tmp_path / "p" / "policy.yaml").write_text("kind: policy\nschema_version: 1\nrules: 3\n")
+    code, out, err = run_cli("validate", "p", "-q")
+    assert code == 1 and out == "" and "policy.yaml" in err and "valid" in err  # problems, then the count
