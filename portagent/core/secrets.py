@@ -91,6 +91,9 @@ _OWN_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("bearer-token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/\-]{16,}=*)"), 1),
     ("basic-auth", re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
     ("url-credentials", re.compile(r"://[^\s/:@\"'\\]+:([^\s/@\"'\\]+)@"), 1),
+    # a token given as the whole userinfo (``https://TOKEN@host``, as GitHub and many webhooks take one); a
+    # short user name alone (``ssh://git@host``) is not a credential
+    ("url-credentials", re.compile(r"://([^\s/:@\"'\\]{16,})@"), 1),
     (
         "url-query-credential",
         re.compile(

@@ -451,6 +451,17 @@ def test_a_credential_in_a_url_query_is_masked() -> None:
     assert mask_text(ordinary) == ordinary
 
 
+def test_a_token_given_as_a_urls_whole_userinfo_is_masked() -> None:
+    """``http://TOKEN@host/v1`` (a token as the user name, no password) stayed in run.json in clear: only
+    ``user:password@`` was a URL credential. A short user name alone (``ssh://git@host``) is left."""
+    token = "ghp_" + "Zk81mQp0Xw2Lr7Ty" + "Aa11"
+    for url in (f"http://{token}@127.0.0.1:8080/v1", f"https://x{token[4:]}@hooks.example/in"):
+        masked = mask_data({"base_url": url})["base_url"]
+        assert token[4:] not in masked and "[REDACTED:" in masked and masked.endswith(url.split("@")[1]), url
+    ordinary = "ssh://git@github.com/org/repo.git"
+    assert mask_text(ordinary) == ordinary
+
+
 def test_the_environment_is_read_at_each_mask(monkeypatch: pytest.MonkeyPatch) -> None:
     """The protected values are worked out once per distinct environment: a variable set, changed or
     removed between two masks is honoured by the second (a run may set one mid-way)."""
