@@ -87,10 +87,19 @@ def close_emulators() -> None:
     _EMULATORS.clear()
 
 
+_SCOPES_MADE: set[str] = set()
+"""The run scopes this process has made a run of (``clear_run_state``)."""
+
+
 def clear_run_state(scope: str) -> None:
-    """Forget the effects and approval cards of a previous run with the same scope."""
+    """Forget what a previous run with the same scope left: its effects, its approval cards and, when this
+    process made it, the state its handlers keep in their modules (``forget_handler_modules``)."""
     from portagent.tools.approvals import ApprovalStore
     from portagent.tools.ledger import EffectLedger
+
+    if scope in _SCOPES_MADE:
+        forget_handler_modules()
+    _SCOPES_MADE.add(scope)
 
     ledger = EffectLedger()
     try:
@@ -102,6 +111,27 @@ def clear_run_state(scope: str) -> None:
         approvals.clear_scope(scope)
     finally:
         approvals.close()
+
+
+def forget_handler_modules() -> None:
+    """Take the modules portagent loaded from spec folders (handlers, the helpers they import) out of
+    ``sys.modules``, so the next run imports them afresh, as a fresh worker process would.
+
+    Why: a handler may keep state in its module (the support desk numbers tickets per run scope), and a
+    scope is the same each time a planned run is made (suite, agent, case, provider, repeat). ``eval``
+    makes each scope once per worker process, and its workers end with it; a process that makes the same
+    scope again — the pytest plugin replaying a suite given both with ``--portagent-suite`` and a marker,
+    an in-process eval or recording run twice from a test or a notebook — found the first run's state:
+    the second replay sent ``TCK-0002`` where the cassette holds ``TCK-0001`` and failed as a drift, and a
+    second recording would have written it into the cassette. A module imported from an installed package
+    or ``PYTHONPATH`` is not a spec folder's and keeps its state (docs/reports.md)."""
+    import sys
+
+    from portagent.core.handler_folders import MARK
+
+    for name, module in list(sys.modules.items()):
+        if isinstance(getattr(module, "__dict__", {}).get(MARK), str):
+            sys.modules.pop(name, None)
 
 
 def execute(task: RunTask) -> RunOutcome:
