@@ -159,7 +159,14 @@ def http_hooks(session: RunSession, retry_note: str) -> dict[str, list[Any]]:
     journal is held by the journal's proxy instead) — each request held until the provider's rate allows
     it, each 429/503/529 pausing the provider, each whole answer's tokens owed to its token rate (a
     streamed answer is not read here: its tokens reach the scheduler with the run's model calls)."""
-    hooks: dict[str, list[Any]] = {"response": [http_error_hook(session, retry_note)]}
+    hooks: dict[str, list[Any]] = {"response": [http_error_hook(session, retry_note)], "request": []}
+    query = session.endpoint.sdk_query
+    if query:  # the base URL's query, on every request (``Endpoint.sdk_url`` left it out of the SDK's URL)
+
+        async def with_query(request: Any) -> None:
+            request.url = request.url.copy_merge_params(query)
+
+        hooks["request"].append(with_query)
     gate = session.request_gate
     if gate is None:
         return hooks
@@ -175,7 +182,7 @@ def http_hooks(session: RunSession, retry_note: str) -> dict[str, list[Any]]:
             await response.aread()  # kept by the response: the SDK reads the same bytes
             gate.on_complete(response.status_code, response.content)
 
-    hooks["request"] = [before]
+    hooks["request"].append(before)
     hooks["response"].append(after)
     return hooks
 

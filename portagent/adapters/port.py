@@ -87,11 +87,13 @@ def endpoint_root(base_url: str | None) -> str | None:
     forms reach the same paths and ``…/v1`` never becomes ``…/v1/v1/responses``. None or blank: None."""
     if not base_url or not base_url.strip():
         return None
-    url = base_url.strip().rstrip("/")
+    url, mark, query = base_url.strip().partition("?")  # a query (a gateway's key, a tenant) stays as it is
+    url = url.rstrip("/")
     for suffix in ("/v1beta", "/v1alpha", "/v1"):
         if url.endswith(suffix):
-            return url[: -len(suffix)].rstrip("/")
-    return url
+            url = url[: -len(suffix)].rstrip("/")
+            break
+    return url + mark + query
 
 
 @dataclass
@@ -127,6 +129,23 @@ class Endpoint:
     def client_url(self) -> str | None:
         """Where the SDK's model client connects: the journal's proxy when there is one, else ``base_url``."""
         return self.journal_url or self.base_url
+
+    @property
+    def sdk_url(self) -> str | None:
+        """``client_url`` without its query, for a vendor SDK's ``base_url``: the openai and anthropic
+        clients join their own path after the whole base URL, so a ``?token=…`` in it sent
+        ``…?token=…/v1/responses`` (404). The query goes on each request instead (``sdk_query``, added by
+        ``adapters._shared.http_hooks``), as the journal's proxy adds it when the run keeps a journal."""
+        url = self.client_url
+        return url.partition("?")[0] if url else url
+
+    @property
+    def sdk_query(self) -> list[tuple[str, str]]:
+        """The query of ``client_url`` (empty for the journal's proxy, which adds the endpoint's itself)."""
+        from urllib.parse import parse_qsl
+
+        url = self.client_url or ""
+        return parse_qsl(url.partition("?")[2], keep_blank_values=True)
 
 
 @dataclass

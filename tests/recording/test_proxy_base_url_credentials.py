@@ -127,6 +127,26 @@ def test_a_versioned_base_url_with_a_query_is_called_at_its_root(
     assert [(m, p, q) for m, p, q, *_ in journaled] == [("POST", "/v1/responses", {"token": TOKEN})]
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "adk", "langgraph"])
+def test_a_versioned_base_url_with_a_query_works_with_and_without_a_journal(
+    agent: Path, provider: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``…/v1?token=…&tenant=…`` (a gateway's key, a tenant): without a journal the openai and anthropic
+    clients joined their path after the query (``?token=…/v1/responses``, 404), so such a URL worked only
+    through the journal's proxy. The SDK now gets the URL without its query and each request carries it:
+    both runs complete and send the same paths and query."""
+    info = REGISTRY[provider]
+    monkeypatch.setenv(info.key_env, info.dummy_key)
+    monkeypatch.delenv(info.base_url_env, raising=False)
+    with serve(load_script(agent / "emulator.yaml")) as emu, portagent_home(tmp_path / "home"):
+        url = f"{emu.base_url}/v1?token={TOKEN}&tenant=acme"
+        direct = _sent(emu, provider, url, agent, tmp_path / "direct", journal=False)
+        journaled = _sent(emu, provider, url, agent, tmp_path / "journaled", journal=True)
+    assert direct and all(q == {"token": TOKEN, "tenant": "acme"} for _, _, q, *_ in direct), direct
+    assert all(not p.startswith("/v1/v1") and "?" not in p for _, p, *_ in direct), direct
+    assert journaled == direct
+
+
 def test_a_credentialed_query_base_url_still_replays_on_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -304,7 +304,7 @@ class _Builder:
         # given for both.
         tls = tls_context()
         options = types.HttpOptions(
-            base_url=endpoint.client_url or None,
+            base_url=endpoint.sdk_url or None,  # its query goes on each request (http_hooks)
             httpx_async_client=self.http,
             client_args={"verify": tls},
             async_client_args={"verify": tls, "ssl": tls},

@@ -491,7 +491,7 @@ class AnthropicAdapter:
             api_key=endpoint.api_key or REGISTRY["anthropic"].dummy_key,
             # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself
             # a server root (``Endpoint`` keeps one): the SDK adds /v1/messages itself
-            base_url=endpoint.client_url,
+            base_url=endpoint.sdk_url,  # its query goes on each request (http_hooks)
             http_client=http,
             max_retries=int(retries) if retries is not None else anthropic.DEFAULT_MAX_RETRIES,
             # anthropic 2.14 makes OTel spans and propagates trace context by default: portagent writes its

@@ -62,7 +62,7 @@ def build_chat_model(session: RunSession, agent: str, vendor: str, model_id: str
     # the run journal's proxy when the run keeps one (resume replays it), else the endpoint itself: a server
     # root (``Endpoint`` keeps a ``…/v1`` given by the user as its root); each client adds its API version
     # (ChatOpenAI's base URL takes it here), never ``/v1/v1/…``
-    url = endpoint.client_url
+    url = endpoint.sdk_url  # its query goes on each request (http_hooks)
     if vendor == "openai":
         import openai
 

@@ -176,7 +176,7 @@ class _Builder:
         endpoint = session.endpoint
         # The endpoint is a server root (``Endpoint`` keeps a ``…/v1`` given by the user as its root); the
         # OpenAI client wants the ``/v1`` in its base URL (``AsyncOpenAI(base_url=…/v1)``).
-        root = endpoint.client_url
+        root = endpoint.sdk_url  # its query goes on each request (http_hooks)
         base_url = root + "/v1" if root else None
         # One client per run: async clients are bound to the loop that created them. The SDK's own
         # retries are kept (max_retries=2) so a 429 is retried natively and shows up as extra requests
