@@ -11,14 +11,14 @@ request log says they sent.
 from __future__ import annotations
 
 import asyncio
-import sys
-import textwrap
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from _support import portagent_home, run_cli
+from note_agent import note_turns, sent, write_note_agent
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint
@@ -152,54 +152,10 @@ def test_a_credentialed_query_base_url_still_replays_on_resume(
 ) -> None:
     """The query the proxy adds is part of what a resumed attempt matches on, in the journal's masked
     form: the paused call is replayed, not asked of the model again."""
-    root = tmp_path / "agent"
-    root.mkdir()
-    (root / "proxy_query_tools.py").write_text(
-        textwrap.dedent(
-            """
-            from pathlib import Path
-
-            def send_note(note):
-                with Path(__file__).with_name("sent.log").open("a") as f:
-                    f.write(note + "\\n")
-                return {"sent": True}
-            """
-        )
+    conversation = {"name": "note", "match": {"first_user": "hi"}, "turns": note_turns("sent once")}
+    root = write_note_agent(
+        tmp_path / "agent", "proxy_query_tools", SPEC["models"], [conversation], monkeypatch
     )
-    spec = {
-        **SPEC,
-        "tools": [
-            {
-                "name": "send_note",
-                "description": "Send a note.",
-                "effect": "external_effect",
-                "idempotency": {"required": True, "key_field": "note"},
-                "input_schema": {
-                    "type": "object",
-                    "properties": {"note": {"type": "string"}},
-                    "required": ["note"],
-                },
-                "handler": "proxy_query_tools:send_note",
-            }
-        ],
-    }
-    script = {
-        **SCRIPT,
-        "conversations": [
-            {
-                "name": "note",
-                "match": {"first_user": "hi"},
-                "turns": [
-                    {"tool_calls": [{"name": "send_note", "arguments": {"note": "sent once"}}]},
-                    {"text": "Sent."},
-                ],
-            }
-        ],
-    }
-    (root / "agent.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    (root / "emulator.yaml").write_text(yaml.safe_dump(script, sort_keys=False))
-    monkeypatch.syspath_prepend(str(root))
-    sys.modules.pop("proxy_query_tools", None)
     info = REGISTRY["openai"]
     monkeypatch.setenv(info.key_env, info.dummy_key)
     monkeypatch.delenv(info.base_url_env, raising=False)
@@ -218,15 +174,13 @@ def test_a_credentialed_query_base_url_still_replays_on_resume(
             "--input", "hi", "--approver", "defer", "--idempotency-key", "k-q", "--out", str(out),
         )  # fmt: skip
         assert code == 0 and "completed" in stdout, stdout + stderr
-        sent = emu.requests()
-    import json
-
+        requests = emu.requests()
     record = json.loads((out / "run.json").read_text())
     second = record["attempts"][1]["journal"]
     assert second["replayed"] >= 1 and "unplayed" not in second and "not_in_journal" not in second
-    assert (root / "sent.log").read_text().splitlines() == ["sent once"]
-    assert all(r["query"] == {"token": TOKEN, "tenant": "acme"} for r in sent)
-    assert all(r["headers"].get("authorization") == "Basic <masked>" for r in sent)
+    assert sent(root) == ["sent once"]
+    assert all(r["query"] == {"token": TOKEN, "tenant": "acme"} for r in requests)
+    assert all(r["headers"].get("authorization") == "Basic <masked>" for r in requests)
     for path in out.rglob("*"):
         if path.is_file():
             text = path.read_text(errors="replace")

@@ -9,83 +9,25 @@ the emulator (a free port, the password in the URL's userinfo), approved, then r
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 from _support import portagent_home, run_cli
+from note_agent import note_turns, sent, write_note_agent
 
 from portagent.adapters.base import REGISTRY
 from portagent.emulator import load_script, serve
 
 PASSWORD = "Zk81mQp0Xw2Lr7Ty"
 INPUT = "Send the plain note."
-
-HANDLERS = """
-import json
-from pathlib import Path
-
-def send_note(note):
-    with Path(__file__).with_name("sent.log").open("a") as f:
-        f.write(json.dumps(note) + "\\n")
-    return {"sent": True}
-"""
-
-SPEC = {
-    "kind": "agent",
-    "schema_version": 1,
-    "name": "noter",
-    "version": "1.0.0",
-    "instructions": "Send the note.",
-    "models": {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-6"},
-    "tools": [
-        {
-            "name": "send_note",
-            "description": "Send a note.",
-            "effect": "external_effect",
-            "idempotency": {"required": True, "key_field": "note"},
-            "input_schema": {
-                "type": "object",
-                "properties": {"note": {"type": "string"}},
-                "required": ["note"],
-            },
-            "handler": "base_url_resume_tools:send_note",
-        }
-    ],
-}
-
-SCRIPT = {
-    "kind": "emulator-script",
-    "schema_version": 1,
-    "conversations": [
-        {
-            "name": "plain",
-            "match": {"first_user": INPUT},
-            "turns": [
-                {"tool_calls": [{"name": "send_note", "arguments": {"note": "the parcel left on Monday"}}]},
-                {"text": "Sent."},
-            ],
-        }
-    ],
-}
+NOTE = "the parcel left on Monday"
 
 
 @pytest.fixture
 def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "agent"
-    root.mkdir()
-    (root / "base_url_resume_tools.py").write_text(textwrap.dedent(HANDLERS))
-    (root / "agent.yaml").write_text(yaml.safe_dump(SPEC, sort_keys=False))
-    (root / "emulator.yaml").write_text(yaml.safe_dump(SCRIPT, sort_keys=False))
-    monkeypatch.syspath_prepend(str(root))
-    sys.modules.pop("base_url_resume_tools", None)
-    from portagent.tools import handlers
-
-    for ref in [r for r in handlers._CACHE if r.startswith("base_url_resume_tools:")]:
-        handlers._CACHE.pop(ref)
-    return root
+    models = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-6"}
+    conversation = {"name": "plain", "match": {"first_user": INPUT}, "turns": note_turns(NOTE)}
+    return write_note_agent(tmp_path / "agent", "base_url_resume_tools", models, [conversation], monkeypatch)
 
 
 def _credentialed(base_url: str, password: str = PASSWORD) -> str:
@@ -105,11 +47,6 @@ def _start(agent: Path, provider: str, url: str, out: Path) -> tuple[str, str]:
     return run_id, stdout + stderr
 
 
-def _sent(agent: Path) -> list[str]:
-    log = agent / "sent.log"
-    return log.read_text().splitlines() if log.exists() else []
-
-
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_resume_asks_for_the_credentials_and_takes_them_from_base_url(
     agent: Path, provider: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -127,19 +64,19 @@ def test_resume_asks_for_the_credentials_and_takes_them_from_base_url(
         assert "Traceback" not in stderr and PASSWORD not in stdout + stderr
         assert "credentials" in stderr and "--base-url" in stderr and info.base_url_env in stderr
         assert f"{emu.base_url}/v1" in stderr  # the endpoint, named without its credentials
-        assert _sent(agent) == []
+        assert sent(agent) == []
 
         # another endpoint (another port) is not the run's: refused, its password not shown either
         other = _credentialed("http://127.0.0.1:9", "Other-Secret-0042")
         code, stdout, stderr = run_cli("resume", run_id, "--base-url", other)
         assert code == 2 and "not the endpoint" in stderr, stdout + stderr
         assert "Other-Secret-0042" not in stdout + stderr and PASSWORD not in stdout + stderr
-        assert _sent(agent) == []
+        assert sent(agent) == []
 
         code, stdout, stderr = run_cli("resume", run_id, "--base-url", url)
         assert code == 0 and "completed" in stdout, stdout + stderr
         assert PASSWORD not in stdout + stderr
-    assert _sent(agent) == ['"the parcel left on Monday"']
+    assert sent(agent) == [NOTE]
     for path in (tmp_path / "out").rglob("*"):
         if path.is_file():
             assert PASSWORD not in path.read_text(errors="replace"), path
@@ -160,7 +97,7 @@ def test_resume_takes_the_credentials_from_the_base_url_variable_of_that_endpoin
         monkeypatch.setenv(info.base_url_env, url.removesuffix("/v1"))  # the same endpoint as its root
         code, stdout, stderr = run_cli("resume", run_id)
         assert code == 0 and "completed" in stdout, stdout + stderr
-    assert _sent(agent) == ['"the parcel left on Monday"']
+    assert sent(agent) == [NOTE]
 
 
 def test_a_base_url_that_is_no_url_is_one_message() -> None:
@@ -195,9 +132,9 @@ def test_the_same_run_command_again_resumes_and_another_endpoint_is_named_withou
             code, stdout, stderr = run_cli(*argv, "--base-url", _credentialed(elsewhere.base_url))
         assert code == 2 and "a different endpoint" in stderr, stdout + stderr
         assert PASSWORD not in stdout + stderr and "[REDACTED" not in stderr
-        assert _sent(agent) == []
+        assert sent(agent) == []
 
         code, stdout, stderr = run_cli(*argv, "--base-url", url)
         assert code == 0 and "completed" in stdout, stdout + stderr
         assert PASSWORD not in stdout + stderr
-    assert _sent(agent) == ['"the parcel left on Monday"']
+    assert sent(agent) == [NOTE]

@@ -11,74 +11,17 @@ unstreamed one, and still replay a streamed journal without a secret byte for by
 from __future__ import annotations
 
 import json
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 from _support import portagent_home, run_cli
+from note_agent import note_turns, sent, write_note_agent
 
 from portagent.recording.journal import mask_split_secrets
 
 KEY = "sk-proj-Q7vLm2Rt9XkW4pZs8NbY3cHd6JfG1aUe"
 """A key of OpenAI's shape that no variable holds: only the pattern scanner can find it."""
-
-HANDLERS = """
-import json
-from pathlib import Path
-
-def send_note(note):
-    with Path(__file__).with_name("sent.log").open("a") as f:
-        f.write(json.dumps(note) + "\\n")
-    return {"sent": True}
-"""
-
-SPEC = {
-    "kind": "agent",
-    "schema_version": 1,
-    "name": "noter",
-    "version": "1.0.0",
-    "instructions": "Send the note.",
-    "models": {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"},
-    "tools": [
-        {
-            "name": "send_note",
-            "description": "Send a note.",
-            "effect": "external_effect",
-            "idempotency": {"required": True, "key_field": "note"},
-            "input_schema": {
-                "type": "object",
-                "properties": {"note": {"type": "string"}},
-                "required": ["note"],
-            },
-            "handler": "journal_secret_tools:send_note",
-        }
-    ],
-}
-
-SCRIPT = {
-    "kind": "emulator-script",
-    "schema_version": 1,
-    "conversations": [
-        {
-            "name": "key",
-            "match": {"first_user": "arg key"},
-            "turns": [
-                {"tool_calls": [{"name": "send_note", "arguments": {"note": f"use {KEY} now please ok"}}]},
-                {"text": "Sent."},
-            ],
-        },
-        {
-            "name": "plain",
-            "match": {"first_user": "plain note"},
-            "turns": [
-                {"tool_calls": [{"name": "send_note", "arguments": {"note": "the parcel left on Monday"}}]},
-                {"text": "Sent."},
-            ],
-        },
-    ],
-}
+NOTE = "the parcel left on Monday"
 
 WIRES = {
     "anthropic": ["--provider", "anthropic"],
@@ -89,18 +32,12 @@ WIRES = {
 
 @pytest.fixture
 def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "agent"
-    root.mkdir()
-    (root / "journal_secret_tools.py").write_text(textwrap.dedent(HANDLERS))
-    (root / "agent.yaml").write_text(yaml.safe_dump(SPEC, sort_keys=False))
-    (root / "emulator.yaml").write_text(yaml.safe_dump(SCRIPT, sort_keys=False))
-    monkeypatch.syspath_prepend(str(root))
-    sys.modules.pop("journal_secret_tools", None)
-    from portagent.tools import handlers
-
-    for ref in [r for r in handlers._CACHE if r.startswith("journal_secret_tools:")]:
-        handlers._CACHE.pop(ref)
-    return root
+    models = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-6", "adk": "gemini-2.5-flash"}
+    conversations = [
+        {"name": "key", "match": {"first_user": "arg key"}, "turns": note_turns(f"use {KEY} now please ok")},
+        {"name": "plain", "match": {"first_user": "plain note"}, "turns": note_turns(NOTE)},
+    ]
+    return write_note_agent(tmp_path / "agent", "journal_secret_tools", models, conversations, monkeypatch)
 
 
 def _deferred(agent: Path, wire: str, text: str, out: Path) -> tuple[str, str]:
@@ -150,7 +87,7 @@ def test_a_key_split_across_stream_events_is_masked_and_not_replayed(
         code, stdout, stderr = run_cli("resume", run_id)
         assert code == 2, stdout + stderr
         assert "masked" in stderr and "--idempotency-key" in stderr and "Traceback" not in stderr
-        assert not (agent / "sent.log").exists()
+        assert sent(agent) == []
 
 
 @pytest.mark.parametrize("wire", ["anthropic", "openai-chat"])
@@ -166,7 +103,7 @@ def test_a_streamed_journal_without_a_secret_still_replays(agent: Path, wire: st
     record = json.loads((out / "run.json").read_text())
     first, second = record["attempts"][0]["journal"], record["attempts"][1]["journal"]
     assert "masked" not in first and second["replayed"] == first["paused_after"] >= 1
-    assert (agent / "sent.log").read_text().splitlines() == ['"the parcel left on Monday"']
+    assert sent(agent) == [NOTE]
 
 
 def _sse(*deltas: str, crlf: bool = False) -> str:

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 from _support import portagent_home, run_cli
+from note_agent import note_turns, sent, write_note_agent
 
 from portagent.adapters.base import REGISTRY
 from portagent.adapters.port import Endpoint
@@ -30,77 +28,21 @@ from portagent.runtime.runner import RunConfig, arun_full
 
 PASSWORD = "Zk81mQp0Xw2Lr7Ty"
 INPUT = "Send the plain note."
+NOTE = "the parcel left on Monday"
 PROVIDERS = [pytest.param(p, marks=pytest.mark.slow) if p == "claude" else p for p in REGISTRY]
 
-HANDLERS = """
-import json
-from pathlib import Path
 
-def send_note(note):
-    with Path(__file__).with_name("sent.log").open("a") as f:
-        f.write(json.dumps(note) + "\\n")
-    return {"sent": True}
-"""
-
-SPEC = {
-    "kind": "agent",
-    "schema_version": 1,
-    "name": "noter",
-    "version": "1.0.0",
-    "instructions": "Send the note.",
-    "models": {
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    models = {
         "openai": "gpt-4.1-mini",
         "claude": "claude-sonnet-4-6",
         "anthropic": "claude-sonnet-4-6",
         "adk": "gemini-2.5-flash",
         "langgraph": "openai:gpt-4.1-mini",
-    },
-    "tools": [
-        {
-            "name": "send_note",
-            "description": "Send a note.",
-            "effect": "external_effect",
-            "idempotency": {"required": True, "key_field": "note"},
-            "input_schema": {
-                "type": "object",
-                "properties": {"note": {"type": "string"}},
-                "required": ["note"],
-            },
-            "handler": "journal_url_tools:send_note",
-        }
-    ],
-}
-
-SCRIPT = {
-    "kind": "emulator-script",
-    "schema_version": 1,
-    "conversations": [
-        {
-            "name": "plain",
-            "match": {"first_user": INPUT},
-            "turns": [
-                {"tool_calls": [{"name": "send_note", "arguments": {"note": "the parcel left on Monday"}}]},
-                {"text": "Sent."},
-            ],
-        }
-    ],
-}
-
-
-@pytest.fixture
-def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "agent"
-    root.mkdir()
-    (root / "journal_url_tools.py").write_text(textwrap.dedent(HANDLERS))
-    (root / "agent.yaml").write_text(yaml.safe_dump(SPEC, sort_keys=False))
-    (root / "emulator.yaml").write_text(yaml.safe_dump(SCRIPT, sort_keys=False))
-    monkeypatch.syspath_prepend(str(root))
-    sys.modules.pop("journal_url_tools", None)
-    from portagent.tools import handlers
-
-    for ref in [r for r in handlers._CACHE if r.startswith("journal_url_tools:")]:
-        handlers._CACHE.pop(ref)
-    return root
+    }
+    conversation = {"name": "plain", "match": {"first_user": INPUT}, "turns": note_turns(NOTE)}
+    return write_note_agent(tmp_path / "agent", "journal_url_tools", models, [conversation], monkeypatch)
 
 
 def _with_credentials(base_url: str) -> str:
@@ -146,7 +88,7 @@ def test_base_url_credentials_stay_out_of_the_journal_and_resume_replays(
     first, second = record["attempts"][0]["journal"], record["attempts"][1]["journal"]
     assert second["replayed"] == first["paused_after"] - first.get("failed", 0) >= 1
     assert "unplayed" not in second and "not_in_journal" not in second
-    assert (agent / "sent.log").read_text().splitlines() == ['"the parcel left on Monday"']
+    assert sent(agent) == [NOTE]
     assert len(emu.requests()) > before  # the run went on against the endpoint after the replay
     for path in out.rglob("*"):
         if path.is_file():
