@@ -340,22 +340,31 @@ class CaseFailed(Exception):
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``portagent_run`` from the test's ``portagent_suite`` marker. A mistake in the suite is
+    one collection error naming the test (pytest shows a ``CollectError`` as its message alone, as for
+    ``--portagent-suite``): raised as anything else, pytest printed a traceback through pluggy."""
+    from portagent.contracts.errors import PortagentError
+
     marker = metafunc.definition.get_closest_marker("portagent_suite")
     if marker is None or "portagent_run" not in metafunc.fixturenames:
         return
+    where = f"{metafunc.definition.nodeid}: @pytest.mark.portagent_suite"
     if not marker.args:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: portagent_suite needs the suite path")
+        raise pytest.Collector.CollectError(f"{where}: give the suite path")
     suite = Path(marker.args[0])
     if not suite.is_absolute():
         suite = Path(metafunc.definition.path).parent / suite if not suite.exists() else suite
     record = bool(metafunc.config.getoption("portagent_record"))
-    groups = list(
-        plan_case_runs(
-            suite,
-            record=record,
-            cassettes=marker.kwargs.get("cassettes", "cassettes"),
-            providers=marker.kwargs.get("providers"),
-            role=marker.kwargs.get("role", "all"),
+    try:
+        groups = list(
+            plan_case_runs(
+                suite,
+                record=record,
+                cassettes=marker.kwargs.get("cassettes", "cassettes"),
+                providers=marker.kwargs.get("providers"),
+                role=marker.kwargs.get("role", "all"),
+            )
         )
-    )
+    except PortagentError as e:
+        raise pytest.Collector.CollectError(f"{where}: {e.render()}") from None
     metafunc.parametrize("portagent_run", groups, ids=[g.param_id for g in groups])

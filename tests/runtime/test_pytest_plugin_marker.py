@@ -1,0 +1,49 @@
+"""The ``portagent_suite`` marker of the pytest plugin: a mistake in its suite is one collection error
+naming the test (no traceback, non-zero exit). Runs pytest in a subprocess: a fresh interpreter loading
+the plugin from its entry point is what a user's ``pytest`` is."""
+
+from __future__ import annotations
+
+import pytest
+from _support import EXAMPLES, PYTESTER_INI, REPO
+
+pytest_plugins = ["pytester"]
+
+SUITE = EXAMPLES / "support_desk" / "suite.yaml"
+CASSETTES = REPO / "cassettes"
+
+
+def _marked(pytester: pytest.Pytester, arguments: str) -> pytest.RunResult:
+    pytester.makeini(PYTESTER_INI)
+    pytester.makepyfile(
+        test_desk=f"""
+        import pytest
+
+        @pytest.mark.portagent_suite({arguments})
+        def test_desk(portagent_run):
+            portagent_run.check()
+        """
+    )
+    return pytester.runpytest_subprocess("-q")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            "'no_such/suite.yaml'",
+            "no_such/suite.yaml: file not found",
+        ),
+        (f"{str(SUITE)!r}, providers=['opena']", "provider(s) opena not in suite 'support-desk'"),
+    ],
+    ids=["missing-suite", "unknown-provider"],
+)
+def test_a_bad_suite_or_provider_is_one_message_without_traceback(
+    pytester: pytest.Pytester, arguments: str, message: str
+) -> None:
+    result = _marked(pytester, arguments)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert "test_desk.py::test_desk: @pytest.mark.portagent_suite: " in out and message in out, out
+    assert "Traceback" not in out and "pluggy" not in out
+    assert len(out.splitlines()) < 12, out  # the message, pytest's headers; not a 35-line traceback
