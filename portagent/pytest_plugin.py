@@ -67,7 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--portagent-agent",
         default="all",
-        choices=["all", "agent", "baseline", "candidate"],
+        choices=_ROLES,
         help="only the agent version with this role (default: all)",
     )
 
@@ -339,32 +339,91 @@ class CaseFailed(Exception):
 # -- the marker -------------------------------------------------------------------------------------
 
 
+_ROLES = ("all", "agent", "baseline", "candidate")
+"""The roles an agent version has in a suite (``--portagent-agent`` and the marker's ``role``)."""
+_MARKER_KWARGS = ("providers", "cassettes", "role")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``portagent_run`` from the test's ``portagent_suite`` marker. A mistake in the suite is
-    one collection error naming the test (pytest shows a ``CollectError`` as its message alone, as for
-    ``--portagent-suite``): raised as anything else, pytest printed a traceback through pluggy."""
+    """Parametrize ``portagent_run`` from the test's ``portagent_suite`` marker. A mistake in the marker
+    or the suite is one collection error naming the test (pytest shows a ``CollectError`` as its message
+    alone, as for ``--portagent-suite``): raised as anything else, pytest printed a traceback through
+    pluggy, and a mistyped role planned nothing, which pytest skipped ("got empty parameter set") with
+    exit 0."""
     from portagent.contracts.errors import PortagentError
 
     marker = metafunc.definition.get_closest_marker("portagent_suite")
     if marker is None or "portagent_run" not in metafunc.fixturenames:
         return
     where = f"{metafunc.definition.nodeid}: @pytest.mark.portagent_suite"
-    if not marker.args:
-        raise pytest.Collector.CollectError(f"{where}: give the suite path")
-    suite = Path(marker.args[0])
-    if not suite.is_absolute():
-        suite = Path(metafunc.definition.path).parent / suite if not suite.exists() else suite
-    record = bool(metafunc.config.getoption("portagent_record"))
     try:
+        suite, cassettes, providers, role = _marker_arguments(
+            marker, metafunc.config.rootpath, Path(metafunc.definition.path).parent
+        )
         groups = list(
             plan_case_runs(
                 suite,
-                record=record,
-                cassettes=marker.kwargs.get("cassettes", "cassettes"),
-                providers=marker.kwargs.get("providers"),
-                role=marker.kwargs.get("role", "all"),
+                record=bool(metafunc.config.getoption("portagent_record")),
+                cassettes=str(cassettes),
+                providers=providers,
+                role=role,
             )
         )
+    except _MarkerError as e:
+        raise pytest.Collector.CollectError(f"{where}: {e}") from None
     except PortagentError as e:
         raise pytest.Collector.CollectError(f"{where}: {e.render()}") from None
+    if not groups:
+        raise pytest.Collector.CollectError(
+            f"{where}: suite {str(suite)!r} plans no run"
+            + (f" of an agent version with role {role!r}" if role != "all" else "")
+            + (f" on {', '.join(providers)}" if providers else "")
+        )
     metafunc.parametrize("portagent_run", groups, ids=[g.param_id for g in groups])
+
+
+class _MarkerError(Exception):
+    """A ``portagent_suite`` marker given wrong arguments (the message says which and what is expected)."""
+
+
+def _marker_arguments(
+    marker: pytest.Mark, rootdir: Path, test_folder: Path
+) -> tuple[Path, Path, list[str] | None, str]:
+    """(suite, cassettes, providers, role) of a ``portagent_suite`` marker, checked: a wrong argument is a
+    ``_MarkerError`` saying what is expected. A relative suite path is looked for from the working
+    directory, then from the test file's folder."""
+    import os
+
+    if len(marker.args) != 1 or not isinstance(marker.args[0], (str, os.PathLike)):
+        raise _MarkerError(
+            "give the suite path as its one positional argument, e.g. "
+            "portagent_suite('suite.yaml', providers=['openai'])"
+            + ("" if len(marker.args) <= 1 else f" (got {len(marker.args)}: the others go by name)")
+        )
+    unknown = sorted(set(marker.kwargs) - set(_MARKER_KWARGS))
+    if unknown:
+        raise _MarkerError(
+            f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+            f"(it takes {', '.join(_MARKER_KWARGS)})"
+        )
+    providers = marker.kwargs.get("providers")
+    if providers is not None and (
+        isinstance(providers, str)
+        or not isinstance(providers, (list, tuple))
+        or not providers
+        or not all(isinstance(p, str) and p.strip() for p in providers)
+    ):
+        raise _MarkerError(
+            f"providers must be a non-empty list of provider names, e.g. providers=['openai'], "
+            f"got {providers!r}"
+        )
+    role = marker.kwargs.get("role", "all")
+    if role not in _ROLES:
+        raise _MarkerError(f"role must be one of {', '.join(_ROLES)}, got {role!r}")
+    cassettes = marker.kwargs.get("cassettes", "cassettes")
+    if not isinstance(cassettes, (str, os.PathLike)) or not str(cassettes):
+        raise _MarkerError(f"cassettes must be a folder path, got {cassettes!r}")
+    suite = Path(marker.args[0])
+    if not suite.is_absolute():
+        suite = test_folder / suite if not suite.exists() else suite
+    return suite, Path(cassettes), [p.strip() for p in providers] if providers else None, role

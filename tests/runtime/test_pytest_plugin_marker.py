@@ -1,6 +1,7 @@
-"""The ``portagent_suite`` marker of the pytest plugin: a mistake in its suite is one collection error
-naming the test (no traceback, non-zero exit). Runs pytest in a subprocess: a fresh interpreter loading
-the plugin from its entry point is what a user's ``pytest`` is."""
+"""The ``portagent_suite`` marker of the pytest plugin: a mistake in its arguments or its suite is one
+collection error naming the test (no traceback, non-zero exit, never a silently skipped test). Runs
+pytest in a subprocess: a fresh interpreter loading the plugin from its entry point is what a user's
+``pytest`` is."""
 
 from __future__ import annotations
 
@@ -25,6 +26,38 @@ def _marked(pytester: pytest.Pytester, arguments: str) -> pytest.RunResult:
         """
     )
     return pytester.runpytest_subprocess("-q")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (  # a typo planned no run: pytest skipped the test ("got empty parameter set") and exited 0
+            f"{str(SUITE)!r}, providers=['openai'], role='baselin'",
+            "role must be one of all, agent, baseline, candidate, got 'baselin'",
+        ),
+        (  # a string was read as a list of letters: "provider(s) o, p, e, n, a, i not in suite"
+            f"{str(SUITE)!r}, providers='openai'",
+            "providers must be a non-empty list of provider names, e.g. providers=['openai'], got 'openai'",
+        ),
+        (  # an argument the marker does not take was ignored: every case ran
+            f"{str(SUITE)!r}, providers=['openai'], cases=['refund-rule']",
+            "unknown argument cases (it takes providers, cassettes, role)",
+        ),
+        (  # two positional arguments: the second was ignored
+            f"{str(SUITE)!r}, ['openai']",
+            "give the suite path as its one positional argument",
+        ),
+    ],
+    ids=["role-typo", "providers-string", "unknown-argument", "two-positional"],
+)
+def test_a_wrong_marker_argument_is_one_collection_error(
+    pytester: pytest.Pytester, arguments: str, message: str
+) -> None:
+    result = _marked(pytester, arguments)
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # 1 error during collection
+    out = result.stdout.str()  # (plain text: fnmatch would read the brackets as a pattern)
+    assert f"test_desk.py::test_desk: @pytest.mark.portagent_suite: {message}" in out, out
+    assert "Traceback" not in out and "empty parameter set" not in out and "SKIPPED" not in out
 
 
 @pytest.mark.parametrize(
