@@ -76,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "portagent_suite(path, providers=None, cassettes='cassettes', role='all'): parametrize the "
-        "test's 'portagent_run' argument with every case x provider x agent version of the suite",
+        "test's 'portagent_run' argument with every case x provider x agent version of the suite "
+        "(relative paths: from pytest's rootdir, else from the test file's folder)",
     )
     config.addinivalue_line(
         "markers", "portagent: an eval case x provider item collected from a portagent suite"
@@ -390,8 +391,14 @@ def _marker_arguments(
     marker: pytest.Mark, rootdir: Path, test_folder: Path
 ) -> tuple[Path, Path, list[str] | None, str]:
     """(suite, cassettes, providers, role) of a ``portagent_suite`` marker, checked: a wrong argument is a
-    ``_MarkerError`` saying what is expected. A relative suite path is looked for from the working
-    directory, then from the test file's folder."""
+    ``_MarkerError`` saying what is expected.
+
+    A relative suite path is looked for from pytest's rootdir (the folder of ``pytest.ini`` or
+    ``pyproject.toml``, pytest's header shows it), then from the test file's folder; a relative
+    ``cassettes`` is taken from the same folder the suite was found from. Neither depends on the folder
+    pytest is launched from when the project has such a file: the suite used to be looked for from the
+    working directory, then the test file's folder, and the cassettes always from the working directory,
+    so one test passed or failed depending on where pytest ran."""
     import os
 
     if len(marker.args) != 1 or not isinstance(marker.args[0], (str, os.PathLike)):
@@ -424,6 +431,13 @@ def _marker_arguments(
     if not isinstance(cassettes, (str, os.PathLike)) or not str(cassettes):
         raise _MarkerError(f"cassettes must be a folder path, got {cassettes!r}")
     suite = Path(marker.args[0])
+    base = rootdir
     if not suite.is_absolute():
-        suite = test_folder / suite if not suite.exists() else suite
-    return suite, Path(cassettes), [p.strip() for p in providers] if providers else None, role
+        found = next((b for b in (rootdir, test_folder) if (b / suite).is_file()), None)
+        if found is None:
+            raise _MarkerError(
+                f"suite file not found: {str(suite)!r} is neither in pytest's rootdir ({rootdir}) nor in "
+                f"the test file's folder ({test_folder})"
+            )
+        base, suite = found, Path(os.path.normpath(found / suite))
+    return suite, base / cassettes, [p.strip() for p in providers] if providers else None, role
