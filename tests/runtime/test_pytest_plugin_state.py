@@ -46,3 +46,39 @@ def test_a_case_replayed_twice_in_one_session_replays_as_it_does_alone(pytester:
     # the suite's items run first, then the marker's: each of the 8 runs is made twice in the process
     result.assert_outcomes(passed=16, deselected=40)
     assert "TCK-0002" not in result.stdout.str()
+
+
+def test_a_case_recorded_twice_in_one_session_records_as_it_does_alone(pytester: pytest.Pytester) -> None:
+    """Recording happens in the pytest process too: the second recording of a scope found the first's
+    tickets and wrote ``TCK-0002`` into the cassette, which every later replay (a fresh process) drifts
+    from."""
+    pytester.makeini(PYTESTER_INI)
+    cassettes = pytester.mkdir("recorded")
+    pytester.makepyfile(
+        test_desk=f"""
+        import pytest
+
+        @pytest.mark.portagent_suite(
+            {str(SUITE)!r}, providers=["openai"], cassettes={str(cassettes)!r}, role="baseline"
+        )
+        def test_desk(portagent_run):
+            portagent_run.check()
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--portagent-record",
+        "--portagent-suite",
+        str(SUITE),
+        "--portagent-cassettes",
+        str(cassettes),
+        "--portagent-providers",
+        "openai",
+        "--portagent-agent",
+        "baseline",
+        "-k",
+        "ticket-approved",
+        "test_desk.py",
+    )
+    result.assert_outcomes(passed=4, deselected=52)  # 2 repeats, recorded by the suite then the marker
+    written = [p for p in cassettes.rglob("*") if p.is_file() and "TCK-0002" in p.read_text("utf-8")]
+    assert written == []
