@@ -2,6 +2,8 @@
 
     run        → span ``invoke_agent {agent}``   (gen_ai.operation.name = invoke_agent, usage, cost)
     attempt    → span ``attempt {n}`` under it, only when the trace holds several attempts (a resumed run)
+                 (the agent span's usage and cost are the last ``run.completed``'s: a resumed attempt's
+                 totals already hold the exchanges it replayed, whose chat spans carry no usage or cost)
     model.call → span ``chat {model}``           (usage incl. cache/reasoning tokens, cost, response id)
     tool.call  → span ``execute_tool {tool}``    (gen_ai.tool.name / call.id / type)
     permission.decision, approval.*, budget.exceeded, error, handoff → span events
@@ -191,9 +193,6 @@ def export_spans(
         api.SpanKind.INTERNAL,
         None if several else first.span_id,
     )
-    totals = {"in": 0, "out": 0, "cache_read": 0, "cache_write": 0, "reasoning": 0}
-    cost: float | None = 0.0
-    cost_sources: set[str] = set()
     final: Any = None
     for n, group in enumerate(attempts, 1):
         head = group[0]
@@ -213,28 +212,23 @@ def export_spans(
             group, parent, start, prov, api, include_content=include_content, clean=clean, end=end
         )
         if end is not None:
-            totals["in"] += end.input_tokens
-            totals["out"] += end.output_tokens
-            totals["cache_read"] += end.cache_read_tokens
-            totals["cache_write"] += end.cache_write_tokens
-            totals["reasoning"] += end.reasoning_tokens
-            cost = None if cost is None or end.cost_usd is None else cost + end.cost_usd
-            cost_sources.add(end.cost_source)
             final = end
         if several:
             _finish(parent, end, group[-1], api)
-    root.set_attribute("gen_ai.usage.input_tokens", totals["in"])
-    root.set_attribute("gen_ai.usage.output_tokens", totals["out"])
-    if totals["cache_read"]:
-        root.set_attribute("gen_ai.usage.cache_read.input_tokens", totals["cache_read"])
-    if totals["cache_write"]:
-        root.set_attribute("gen_ai.usage.cache_creation.input_tokens", totals["cache_write"])
-    if totals["reasoning"]:
-        root.set_attribute("gen_ai.usage.reasoning.output_tokens", totals["reasoning"])
+    # The run's totals are the last run.completed's, as run.json reports them: a resumed attempt's totals
+    # already hold the exchanges it replayed from the journal, so adding up the attempts counted those twice.
     if final is not None:
-        if cost is not None:
-            root.set_attribute("portagent.cost_usd", round(cost, 10))
-        root.set_attribute("portagent.cost_source", "/".join(sorted(cost_sources)))
+        root.set_attribute("gen_ai.usage.input_tokens", final.input_tokens)
+        root.set_attribute("gen_ai.usage.output_tokens", final.output_tokens)
+        if final.cache_read_tokens:
+            root.set_attribute("gen_ai.usage.cache_read.input_tokens", final.cache_read_tokens)
+        if final.cache_write_tokens:
+            root.set_attribute("gen_ai.usage.cache_creation.input_tokens", final.cache_write_tokens)
+        if final.reasoning_tokens:
+            root.set_attribute("gen_ai.usage.reasoning.output_tokens", final.reasoning_tokens)
+        if final.cost_usd is not None:
+            root.set_attribute("portagent.cost_usd", round(final.cost_usd, 10))
+        root.set_attribute("portagent.cost_source", final.cost_source)
         root.set_attribute("portagent.attempts", len(attempts))
         if include_content and final.final_output is not None:
             reason = "stop" if final.status == "completed" else final.stop_reason
@@ -306,6 +300,31 @@ _ATTEMPT_FIELDS = ("attempt", "resumed", "previous_status", "journal", "replays"
 """What a ``route.decision`` event carries onto the run span (the router's receipt)."""
 
 
+def _usage(e: Any) -> dict[str, Any]:
+    """A model call's GenAI usage attributes and its ``portagent.cost_usd`` (when its model is priced)."""
+    attrs: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": e.input_tokens,
+        "gen_ai.usage.output_tokens": e.output_tokens,
+    }
+    if e.cache_read_tokens:
+        attrs["gen_ai.usage.cache_read.input_tokens"] = e.cache_read_tokens
+    if e.cache_write_tokens:
+        attrs["gen_ai.usage.cache_creation.input_tokens"] = e.cache_write_tokens
+    if e.reasoning_tokens:
+        attrs["gen_ai.usage.reasoning.output_tokens"] = e.reasoning_tokens
+    price = model_cost(
+        e.provider,
+        e.model,
+        input_tokens=e.input_tokens,
+        output_tokens=e.output_tokens,
+        cache_read_tokens=e.cache_read_tokens,
+        cache_write_tokens=e.cache_write_tokens,
+    )
+    if price is not None:
+        attrs["portagent.cost_usd"] = round(price, 10)
+    return attrs
+
+
 def _attempt_children(
     group: Sequence[Any],
     parent: Any,
@@ -318,32 +337,25 @@ def _attempt_children(
     end: Any,
 ) -> None:
     tools: dict[str, Any] = {}
+    # A resumed attempt's first ``replays`` model calls were served from the journal of the attempt before
+    # (``attempt.started``; the journal replays its kept exchanges before the run goes on to the endpoint):
+    # they were paid for, and are already on a chat span, in that attempt.
+    replays = next((e.replays for e in group if e.type == "attempt.started"), 0)
     for e in group:
         if e.type == "model.call":
             attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": prov,
                 "gen_ai.request.model": e.model,
-                "gen_ai.usage.input_tokens": e.input_tokens,
-                "gen_ai.usage.output_tokens": e.output_tokens,
                 "gen_ai.agent.name": e.agent,
             }
-            if e.cache_read_tokens:
-                attrs["gen_ai.usage.cache_read.input_tokens"] = e.cache_read_tokens
-            if e.cache_write_tokens:
-                attrs["gen_ai.usage.cache_creation.input_tokens"] = e.cache_write_tokens
-            if e.reasoning_tokens:
-                attrs["gen_ai.usage.reasoning.output_tokens"] = e.reasoning_tokens
-            price = model_cost(
-                e.provider,
-                e.model,
-                input_tokens=e.input_tokens,
-                output_tokens=e.output_tokens,
-                cache_read_tokens=e.cache_read_tokens,
-                cache_write_tokens=e.cache_write_tokens,
-            )
-            if price is not None:
-                attrs["portagent.cost_usd"] = round(price, 10)
+            if replays > 0:
+                replays -= 1
+                attrs["portagent.replayed"] = (
+                    True  # no usage, no cost: a backend summing spans counts it once
+                )
+            else:
+                attrs.update(_usage(e))
             if e.response_id:
                 attrs["gen_ai.response.id"] = e.response_id
             if e.finish_reason:

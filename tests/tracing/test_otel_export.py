@@ -181,16 +181,20 @@ def test_protobuf_export_decoded_with_the_official_definitions(resumed_trace: Pa
     # The recorded span ids are kept (a re-export carries the same ids).
     assert {s.span_id.hex() for s in chats} == {e["span_id"] for e in model_calls}
 
-    # GenAI conventions: chat usage and cost; totals on the agent span are the sum of its chats.
+    # GenAI conventions: chat usage and cost (none on an exchange replayed from the journal: it is on
+    # the first attempt's span); totals on the agent span are the run's, the sum of its chats.
     for s in chats:
         a = _attrs(s)
         assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"]
-        assert a["gen_ai.usage.input_tokens"] > 0 and "portagent.cost_usd" in a
+        assert a.get("portagent.replayed") or (
+            a["gen_ai.usage.input_tokens"] > 0 and "portagent.cost_usd" in a
+        )
         assert s.kind == s.SPAN_KIND_CLIENT
-    assert ra["gen_ai.usage.input_tokens"] == sum(_attrs(s)["gen_ai.usage.input_tokens"] for s in chats)
-    assert ra["gen_ai.usage.output_tokens"] == sum(_attrs(s)["gen_ai.usage.output_tokens"] for s in chats)
+    usage = [_attrs(s) for s in chats]
+    assert ra["gen_ai.usage.input_tokens"] == sum(a.get("gen_ai.usage.input_tokens", 0) for a in usage)
+    assert ra["gen_ai.usage.output_tokens"] == sum(a.get("gen_ai.usage.output_tokens", 0) for a in usage)
     done = [e for e in events if e["type"] == "run.completed"]
-    assert ra["portagent.cost_usd"] == pytest.approx(sum(e["cost_usd"] for e in done))
+    assert ra["portagent.cost_usd"] == pytest.approx(done[-1]["cost_usd"])
     ticket = [s for s in tools if s.name == "execute_tool create_ticket"]
     assert len(ticket) == 2  # deferred in attempt 1, run in attempt 2
     first_try, second_try = sorted(ticket, key=lambda s: s.start_time_unix_nano)
