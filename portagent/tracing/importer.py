@@ -83,19 +83,24 @@ class _Pairing:
     """Tool calls waiting for their result, and the results already seen in earlier requests."""
 
     pending: list[_Pending] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
+    seen: dict[str, int] = field(default_factory=dict)
+    """How many results of each key earlier requests carried."""
 
     @staticmethod
     def key(item: Item, position: int) -> str:
         return f"id:{item.call_id}" if item.call_id else f"pos:{position}:{item.name}"
 
     def new_results(self, view: RequestView) -> list[Item]:
-        """Tool results this request carries that no earlier request did (history is resent)."""
+        """Tool results this request carries that no earlier request did (history is resent). Counted per
+        key, in order: a vendor may give a later turn's call an id an earlier one had (``call_0`` again),
+        and the second result under that id is new, not the first one resent."""
         out = []
+        here: dict[str, int] = {}
         for position, item in enumerate(view.tool_results()):
             key = self.key(item, position)
-            if key not in self.seen:
-                self.seen.add(key)
+            here[key] = here.get(key, 0) + 1
+            if here[key] > self.seen.get(key, 0):
+                self.seen[key] = here[key]
                 out.append(item)
         return out
 

@@ -163,7 +163,11 @@ def read_cassette(path: str | Path) -> tuple[list[Interaction], bytes]:
         )
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise RecordingError(f"{path}: not a vcrpy cassette (expected a mapping with an 'interactions' list)")
-    version = data.get("version", CASSETTE_VERSION)
+    if "version" not in data:  # vcrpy writes it after the interactions: a file cut short lost it
+        raise RecordingError(
+            f"{path}: no 'version' (vcrpy writes version {CASSETTE_VERSION} at the end); is the cassette truncated?"
+        )
+    version = data["version"]
     if version != CASSETTE_VERSION:
         raise RecordingError(
             f"{path}: cassette format version {version!r} is not supported "
@@ -202,10 +206,10 @@ def _interaction(path: Path, index: int, entry: Any) -> Interaction:
         elif body is None and "content" in resp:  # vcrpy < 5 httpx stubs stored ``content``
             body = resp["content"]
         resp_body = _decode(body, resp_headers, f"{where} response", extra)
-    status = resp.get("status")
+    status = resp.get("status", resp.get("status_code"))
     code = status.get("code") if isinstance(status, Mapping) else status
-    if code is None:
-        code = 200
+    if code is None:  # every recorder writes one: a response without it was cut off
+        raise RecordingError(f"{where}: response has no status code; is the cassette truncated?")
     try:
         code = int(code)
     except (TypeError, ValueError):
