@@ -9,11 +9,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
-from portagent.contracts.trace import parse_event
+from portagent.contracts.trace import TRACE_SCHEMA_VERSION, parse_event
 
 
 def load_trace_file(path: str | Path) -> list[Any]:
     p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{path}: a folder, not a trace file (a run's trace is its trace.jsonl)")
     if not p.is_file():
         raise UsageError(f"{path}: no such trace file")
     events = []
@@ -25,7 +27,15 @@ def load_trace_file(path: str | Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            events.append(parse_event(json.loads(line)))
+            raw = json.loads(line)
+            version = raw.get("schema_version", TRACE_SCHEMA_VERSION) if isinstance(raw, dict) else None
+            if version != TRACE_SCHEMA_VERSION and isinstance(raw, dict):
+                # read as this version, it would show, diff and export what another format means otherwise
+                problem = (
+                    f"trace format version {version!r} (this portagent reads version {TRACE_SCHEMA_VERSION})"
+                )
+                raise SpecError([SpecProblem(str(path), "schema_version", problem, n)])
+            events.append(parse_event(raw))
         except json.JSONDecodeError as e:
             raise SpecError([SpecProblem(str(path), "", f"line is not JSON: {e.msg}", n, e.colno)]) from None
         except ValidationError as e:
