@@ -11,7 +11,9 @@
 Content (``gen_ai.input.messages``/``gen_ai.output.messages`` on the agent span, ``gen_ai.tool.call.arguments``/
 ``.result`` on tool spans) is opt-in, as the conventions mark it, and masked by the one secret scanner
 (``core/secrets.py``, the scanner behind ``recording/scrub.py``) and then the caller's ``redact``.
-Cost has no GenAI attribute yet: it is ``portagent.cost_usd`` (with ``portagent.cost_source``).
+Cost has no GenAI attribute yet: it is ``portagent.cost_usd`` (with ``portagent.cost_source``). Usage and
+cost that are unknown (an imported answer without usage) are left out, with ``portagent.tokens_unknown``,
+never written as 0: on the chat span, and on the agent span, whose totals would be a partial sum.
 
 Spans are built with the OpenTelemetry SDK (``portagent[otel]``) under the trace's own W3C trace id, with
 the recorded timestamps and the recorded span ids (a re-export carries the same ids). They are encoded by
@@ -217,7 +219,12 @@ def export_spans(
             _finish(parent, end, group[-1], api)
     # The run's totals are the last run.completed's, as run.json reports them: a resumed attempt's totals
     # already hold the exchanges it replayed from the journal, so adding up the attempts counted those twice.
-    if final is not None:
+    # When a model call's usage is unknown the run's token counts are a partial sum: the agent span then
+    # carries none and says ``portagent.tokens_unknown`` (a backend would show the partial sum as the total).
+    unknown = any(_tokens_unknown(e) for e in events if e.type in ("model.call", "run.completed"))
+    if unknown:
+        root.set_attribute("portagent.tokens_unknown", True)
+    elif final is not None:
         root.set_attribute("gen_ai.usage.input_tokens", final.input_tokens)
         root.set_attribute("gen_ai.usage.output_tokens", final.output_tokens)
         if final.cache_read_tokens:
@@ -226,6 +233,7 @@ def export_spans(
             root.set_attribute("gen_ai.usage.cache_creation.input_tokens", final.cache_write_tokens)
         if final.reasoning_tokens:
             root.set_attribute("gen_ai.usage.reasoning.output_tokens", final.reasoning_tokens)
+    if final is not None:
         if final.cost_usd is not None:
             root.set_attribute("portagent.cost_usd", round(final.cost_usd, 10))
         root.set_attribute("portagent.cost_source", final.cost_source)
@@ -300,6 +308,11 @@ _ATTEMPT_FIELDS = ("attempt", "resumed", "previous_status", "journal", "replays"
 """What a ``route.decision`` event carries onto the run span (the router's receipt)."""
 
 
+def _tokens_unknown(e: Any) -> bool:
+    """The event's token counts are not the truth (an imported answer without usage): its 0s mean unknown."""
+    return bool(e.provider_details.get("tokens_unknown"))
+
+
 def _usage(e: Any) -> dict[str, Any]:
     """A model call's GenAI usage attributes and its ``portagent.cost_usd`` (when its model is priced)."""
     attrs: dict[str, Any] = {
@@ -349,11 +362,11 @@ def _attempt_children(
                 "gen_ai.request.model": e.model,
                 "gen_ai.agent.name": e.agent,
             }
-            if replays > 0:
+            if replays > 0:  # no usage, no cost: a backend summing the spans counts the exchange once
                 replays -= 1
-                attrs["portagent.replayed"] = (
-                    True  # no usage, no cost: a backend summing spans counts it once
-                )
+                attrs["portagent.replayed"] = True
+            elif _tokens_unknown(e):  # an answer without usage (``trace import``): not 0 tokens for $0
+                attrs["portagent.tokens_unknown"] = True
             else:
                 attrs.update(_usage(e))
             if e.response_id:
