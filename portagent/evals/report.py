@@ -230,6 +230,11 @@ def load_results(path: str | Path, *, need_runs: bool = True) -> Results:
             f"{folder}: incomplete results: {what}; every run report.json lists needs its trace.jsonl and "
             "run.json. Give the whole folder 'portagent eval --out' wrote, or run the eval again"
         )
+    if need_runs:  # a damaged trace is refused here, before gate or report writes anything
+        for r in result.runs:
+            p = r.provenance
+            if p.run_id:
+                load_events(results.trace_path(p.agent, p.agent_version, p.case_id, p.provider, p.repeat))
     return results
 
 
@@ -497,34 +502,66 @@ def write_reports(
     from portagent.evals.report_md import render_markdown
 
     folder = results.folder
-    written = []
+    # Every report is rendered before the first is written: one that cannot be rendered (a damaged
+    # trace) leaves the folder's reports as they were, never some of them new and the others old.
+    models: list[tuple[Path, Any]] = []
     if "json" in formats:
-        written.append(write_json(folder / "ci_gate.json", gate_decision))
+        models.append((folder / "ci_gate.json", gate_decision))
         if comparison is not None:
-            written.append(write_json(folder / "comparison.json", comparison))
+            models.append((folder / "comparison.json", comparison))
+    texts: list[tuple[Path, str]] = []
     if "md" in formats:
-        written.append(write_text(folder / "report.md", render_markdown(results, gate_decision, comparison)))
+        texts.append((folder / "report.md", render_markdown(results, gate_decision, comparison)))
     if "junit" in formats:
-        written.append(write_text(folder / "junit.xml", render_junit(results, gate_decision)))
+        texts.append((folder / "junit.xml", render_junit(results, gate_decision)))
     if "html" in formats:
-        written.append(write_text(folder / "report.html", render_html(results, gate_decision, comparison)))
+        texts.append((folder / "report.html", render_html(results, gate_decision, comparison)))
+    written = [write_json(path, model) for path, model in models]
+    written += [write_text(path, text) for path, text in texts]
     return written
 
 
 def load_events(path: Path) -> list[Any]:
-    """A run's trace events (empty when the file is missing or unreadable: the report says so)."""
+    """A run's trace events (empty when the file is missing: ``load_results`` refuses a folder without a
+    trace a run needs, and a run that could not be made wrote none).
+
+    A line that is not a trace event, or a file that cannot be read, is a ``UsageError`` naming the file
+    and the line: skipping it would render the run without the events it held (its tool calls, its end)
+    as if that were the whole run."""
     from portagent.contracts.trace import parse_event
 
     if not path.is_file():
         return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise UsageError(f"{path}: cannot read this run's trace ({why})") from None
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 may sit inside a JSON string
         if line.strip():
             try:
                 out.append(parse_event(json.loads(line)))
-            except (ValueError, ValidationError):
-                continue
+            except (ValueError, ValidationError) as e:
+                raise UsageError(
+                    f"{path}: line {n} is not a trace event ({_why(e)}); the run's trace is damaged: "
+                    "restore it, or run the eval again"
+                ) from None
     return out
+
+
+def _why(e: ValueError | ValidationError) -> str:
+    """The first reason a trace line was refused, in one short phrase."""
+    if isinstance(e, ValidationError):
+        first = e.errors()[0]
+        if first["type"] in ("union_tag_invalid", "union_tag_not_found"):  # not the long list of types
+            tag = first["input"].get("type") if isinstance(first["input"], dict) else None
+            return "no 'type' field" if tag is None else f"no event type {tag!r}"
+        loc = ".".join(str(x) for x in first["loc"]) or "the event"
+        return f"{loc}: {first['msg']}"
+    if isinstance(e, json.JSONDecodeError):
+        return f"not JSON: {e.msg} at column {e.colno}"
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
 def write_eval(
