@@ -1,36 +1,68 @@
 """Comparing normalized traces across providers and versions.
 
 ``VOLATILE_FIELDS`` is the one list of fields that legitimately differ between two runs of the same
-script: ids, timestamps, latencies, vendor ids and anything under ``provider_details``. ``normalize``
-removes exactly those; ``equivalent`` compares what must match across providers (tool sequence,
-arguments, results, permission decisions, approvals, route, final output, status) and reports each
-difference readably. A test mutates every other field and checks that the traces then differ.
+script: ids, timestamps, latencies, the repeat number, vendor ids and anything under
+``provider_details``, wherever they are nested (an approval card, a tool's output, a final output
+quoting it). ``normalize`` rewrites exactly those — an id as its kind and order of first appearance, so
+a different *structure* of ids still shows — and ``equivalent`` compares what must match across
+providers (tool sequence, arguments, results, permission decisions, approvals, route, final output,
+status) and reports each difference readably. A test mutates every other field and checks that the
+traces then differ.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-VOLATILE_FIELDS: frozenset[str] = frozenset(
+ID_FIELDS: frozenset[str] = frozenset(
     {
         "run_id",
         "trace_id",
         "span_id",
         "parent_span_id",
+        "response_id",
+        "approval_id",
+        "effect_id",
+    }
+)
+"""Per-run ids: drawn afresh by every run, so only *which* id a value is matters (the same approval
+resolved, the same effect reused), never its text."""
+
+TIMING_FIELDS: frozenset[str] = frozenset(
+    {
         "ts",
+        "created_at",
+        "expires_at",
+        "decided_at",
         "latency_ms",
         "duration_ms",
         "cold_start",  # timing provenance: whether the process had run this provider before
-        "response_id",
-        "provider_details",
-        "approval_id",
+        "repeat",  # which repeat of the case this run was (r0, r1 …)
     }
 )
-"""Removed before any comparison or byte-identical replay check (documented in docs/traces.md)."""
+"""Per-run clock readings and run counters: only whether they are set matters."""
+
+VOLATILE_FIELDS: frozenset[str] = (ID_FIELDS - {"effect_id"}) | TIMING_FIELDS | {"provider_details"}
+"""The fields that legitimately differ between two runs of the same script (documented in
+docs/traces.md). ``normalize`` first rewrites every id and timing at any depth (an approval card, a
+tool's output, a final output quoting it) — an id as its kind and order of first appearance
+(``<approval_id#1>``), so that which id is which still counts while its text does not; a timing as
+``<ts>``; ``provider_details`` (vendor mechanics) goes — then removes these from the events' top
+level, the trace's own bookkeeping (which run, span and time an event belongs to, which the event
+order already carries). ``effect_id`` is kept, rewritten: whether a call made an effect and which
+one a duplicate call reused is behaviour."""
+
+# Per-run values inside free text (a final output quoting a tool result, a vendor's hand-back text).
+_ID_IN_TEXT = re.compile(r"\b(run|apr|eff)_[0-9a-f]{12,32}\b")
+_ID_PREFIX_KIND = {"run": "run_id", "apr": "approval_id", "eff": "effect_id"}
+_AGENT_ID_IN_TEXT = re.compile(r"\b(agentId: )([0-9a-f]{8,})\b")  # Claude Code's subagent hand-back
+_TIMING_IN_TEXT = re.compile(r"\b(duration_ms|latency_ms): \d+(?:\.\d+)?")
+_CARD_SCOPE = "scope"  # an approval card's scope names the run (…:openai:r0)
 
 PROVIDER_FIELDS: frozenset[str] = frozenset(
     {"provider", "sdk", "sdk_version", "model", "source", "recorded_source", "mode"}
@@ -74,9 +106,71 @@ def _as_dict(event: dict[str, Any] | BaseModel) -> dict[str, Any]:
     return event.model_dump(mode="json")
 
 
+class _Ids:
+    """The per-run ids of one trace, each mapped to its kind and order of first appearance."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, str] = {}
+        self._counts: dict[str, int] = {}
+
+    def add(self, kind: str, value: Any) -> None:
+        if not isinstance(value, str) or not value or value in self.tokens:
+            return
+        self._counts[kind] = self._counts.get(kind, 0) + 1
+        self.tokens[value] = f"<{kind}#{self._counts[kind]}>"
+
+    def collect(self, value: Any, key: str | None = None, parent: str | None = None) -> None:
+        if isinstance(value, dict):
+            for k in sorted(value):
+                if k != "provider_details":
+                    self.collect(value[k], k, key)
+        elif isinstance(value, list):
+            for v in value:
+                self.collect(v, key, parent)
+        elif isinstance(value, str):
+            if key in ID_FIELDS:
+                self.add(key, value)
+            elif key == _CARD_SCOPE and parent == "card":
+                self.add("scope", value)
+            for m in _ID_IN_TEXT.finditer(value):
+                self.add(_ID_PREFIX_KIND[m.group(1)], m.group(0))
+            for m in _AGENT_ID_IN_TEXT.finditer(value):
+                self.add("agent_id", m.group(2))
+
+    def rewrite(self, value: Any, key: str | None = None, parent: str | None = None) -> Any:
+        if isinstance(value, dict):
+            return {k: self.rewrite(v, k, key) for k, v in value.items() if k != "provider_details"}
+        if isinstance(value, list):
+            return [self.rewrite(v, key, parent) for v in value]
+        if value is None:  # an id or timing that is not set stays distinct from one that is
+            return value
+        if key in TIMING_FIELDS:
+            return f"<{key}>"
+        if not isinstance(value, str):
+            return value
+        if value in self.tokens and (key in ID_FIELDS or (key == _CARD_SCOPE and parent == "card")):
+            return self.tokens[value]
+        return self._text(value)
+
+    def _text(self, text: str) -> str:
+        text = _ID_IN_TEXT.sub(lambda m: self.tokens.get(m.group(0), m.group(0)), text)
+        text = _AGENT_ID_IN_TEXT.sub(lambda m: m.group(1) + self.tokens.get(m.group(2), m.group(2)), text)
+        return _TIMING_IN_TEXT.sub(lambda m: f"{m.group(1)}: <{m.group(1)}>", text)
+
+
+def canonical(events: list[Any]) -> list[dict[str, Any]]:
+    """Events as dicts with every per-run id and timing rewritten (see ``VOLATILE_FIELDS``) and
+    ``provider_details`` removed at any depth; every other field kept."""
+    ds = [_as_dict(e) for e in events]
+    ids = _Ids()
+    for d in ds:
+        ids.collect(d)
+    return [ids.rewrite(d) for d in ds]
+
+
 def normalize(events: list[Any], *, drop: frozenset[str] = VOLATILE_FIELDS) -> list[dict[str, Any]]:
-    """Events as dicts without the volatile fields (order kept)."""
-    return [{k: v for k, v in _as_dict(e).items() if k not in drop} for e in events]
+    """Events as canonical dicts (``canonical``) without the volatile fields at top level (order kept)."""
+    return [{k: v for k, v in e.items() if k not in drop} for e in canonical(events)]
 
 
 def normalized_jsonl(events: list[Any]) -> str:

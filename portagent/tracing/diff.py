@@ -13,7 +13,9 @@ subsequence), so an inserted or deleted call does not shift every later step int
 The final output is compared as text (a unified diff), with the run status and route. Whether the
 two traces are **equivalent** is ``tracing.compare.equivalent`` (volatile fields — ids, timestamps,
 latencies, vendor details — ignored; across providers, vendor mechanics ignored too), so the verdict
-is the one the equivalence check gives, and the steps show where it comes from.
+is the one the equivalence check gives, and the steps show where it comes from. Steps and final
+outputs are shown as that check compares them: per-run ids rewritten as their kind and order of first
+appearance (``<effect_id#1>``), timings as ``<ts>``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from portagent.tracing.compare import _as_dict, equivalent
+from portagent.tracing.compare import _as_dict, canonical, equivalent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -263,13 +265,16 @@ def diff_traces(a: list[Any], b: list[Any], *, across_providers: bool | None = N
         pb = {_as_dict(e).get("provider") for e in b}
         across_providers = pa != pb
     eq = equivalent(a, b, across_providers=across_providers)
-    fa, sa, ra = _final(a)
-    fb, sb, rb = _final(b)
+    # Steps and final outputs are shown with per-run ids rewritten (``<effect_id#1>``), as the
+    # equivalence check compares them: an effect id quoted in a final output is no difference.
+    ca, cb = canonical(a), canonical(b)
+    fa, sa, ra = _final(ca)
+    fb, sb, rb = _final(cb)
     final_diff = list(difflib.unified_diff(_text(fa), _text(fb), "A", "B", lineterm="", n=1))
     return TraceDiff(
         equivalent=bool(eq),
         differences=list(eq.differences),
-        steps=align(steps_of(a), steps_of(b)),
+        steps=align(steps_of(ca), steps_of(cb)),
         status=(sa, sb),
         route=(ra, rb),
         final_output_diff=final_diff,
