@@ -145,7 +145,8 @@ def utc_stamp(ns: int) -> str:
 def read_trace(path: str | Path) -> list[Any]:
     """Load a ``trace.jsonl`` file into TraceEvents."""
     out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    # JSON Lines end at "\n" only: splitlines() also cuts at U+2028/U+0085, which a JSON string may hold raw
+    for line in Path(path).read_text(encoding="utf-8").split("\n"):
         if line.strip():
             out.append(parse_event(json.loads(line)))
     return out

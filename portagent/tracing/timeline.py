@@ -20,7 +20,7 @@ def load_trace_file(path: str | Path) -> list[Any]:
         raise UsageError(f"{path}: no such trace file")
     events = []
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = p.read_text(encoding="utf-8").split("\n")  # not splitlines(): a string may hold U+2028 raw
     except UnicodeDecodeError:
         raise SpecError([SpecProblem(str(path), "", "not UTF-8 text")]) from None
     for n, line in enumerate(lines, 1):

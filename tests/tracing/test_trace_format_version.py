@@ -50,3 +50,17 @@ def test_a_trace_of_another_format_version_is_refused_by_every_reader(tmp_path: 
 def test_a_folder_given_as_a_trace_file_is_named_as_one(tmp_path: Path) -> None:
     code, _, err = run_cli("trace", "show", str(tmp_path))
     assert code == 2 and "a folder, not a trace file" in err
+
+
+def test_an_event_holding_a_line_separator_is_read_whole(tmp_path: Path) -> None:
+    """A JSON string may hold U+2028 (or U+0085) unescaped, as the recorder writes non-ASCII text; reading
+    lines with splitlines() cut such an event in two and refused a valid trace."""
+    from portagent.tracing.recorder import read_trace
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(
+        json.dumps({**EVENT, "model": "gpt\u2028x\u0085y"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    assert [e.model for e in read_trace(trace)] == ["gpt\u2028x\u0085y"]
+    code, out, err = run_cli("trace", "show", str(trace))
+    assert code == 0 and "run started" in out, err
