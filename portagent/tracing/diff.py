@@ -1,13 +1,14 @@
 """``trace diff``: two traces side by side — aligned trajectories and the final output, readable.
 
 Each trace becomes a list of **steps**, one per tool call in call order: the tool, its arguments,
-the permission decision (and rule), the approval outcome and the result (``ok`` or the error code).
+the permission decision (and rule), the approval outcome and the result (``ok`` or the error code,
+and the tool's output, compared but not shown unless it changed).
 The two step lists are aligned on tool names (``difflib.SequenceMatcher``: the longest matching
 subsequence), so an inserted or deleted call does not shift every later step into a "difference":
 
 - ``same``: the same tool with the same arguments, decision, approval and result;
 - ``changed``: the same tool at an aligned position, with what differs (``args.to: "a" → "b"``,
-  ``decision: deny → allow`` …);
+  ``decision: deny → allow``, ``result.output.balance: 180 → 181`` …);
 - ``inserted`` (only in B) / ``deleted`` (only in A).
 
 The final output is compared as text (a unified diff), with the run status and route. Whether the
@@ -43,6 +44,8 @@ class Step:
     rule: str | None
     approval: str | None
     result: str | None
+    output: Any = None
+    """The tool result's output: compared, so a changed result is a changed step, not shown in the label."""
 
     def label(self) -> str:
         bits = [f"{self.tool}({_short(self.args)})"]
@@ -178,8 +181,9 @@ def steps_of(events: list[Any]) -> list[Step]:
         cid = e["call_id"]
         d = decisions.get(cid)
         r = results.get(cid)
-        result = None
+        result, output = None, None
         if r is not None:
+            output = r.get("output")
             result = "ok" if r.get("ok") else f"error {r.get('error')}"
             if r.get("duplicate"):
                 result += " (duplicate)"
@@ -191,6 +195,7 @@ def steps_of(events: list[Any]) -> list[Step]:
                 rule=d.get("rule") if d else None,
                 approval=approvals.get(cid),
                 result=result,
+                output=output,
             )
         )
     return out
@@ -220,6 +225,8 @@ def _step_changes(a: Step, b: Step) -> list[str]:
         out.append(f"approval: {a.approval} → {b.approval}")
     if a.result != b.result:
         out.append(f"result: {a.result} → {b.result}")
+    if a.output != b.output:
+        out += _value_changes("result.output", a.output, b.output)
     return out
 
 
