@@ -159,9 +159,34 @@ def _n(i: int | None) -> str:
     return "" if i is None else str(i + 1)
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def _short(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """A value as JSON (a string quoted, so ``"123124"`` is not the number 123124), cut to ``limit``."""
+    text = _json(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _change(a: Any, b: Any, limit: int = 60) -> str:
+    """``a → b`` that shows the difference: two long values are cut around where they first differ,
+    not both to the same prefix."""
+    ta, tb = _json(a), _json(b)
+    if len(ta) <= limit and len(tb) <= limit:
+        return f"{ta} → {tb}"
+    strings = isinstance(a, str) and isinstance(b, str)
+    ra, rb = (a, b) if strings else (ta, tb)
+    at = next((i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y), min(len(ra), len(rb)))
+    start = max(0, at - limit // 3)
+
+    def window(text: str) -> str:
+        piece = text[start : start + limit]
+        shown = _json(piece) if strings else piece
+        return ("…" if start else "") + shown + ("…" if start + limit < len(text) else "")
+
+    where = f"character {at + 1}" + ("" if strings else " of the JSON")
+    return f"{window(ra)} → {window(rb)} (first difference at {where})"
 
 
 def steps_of(events: list[Any]) -> list[Step]:
@@ -212,7 +237,7 @@ def _value_changes(prefix: str, a: Any, b: Any) -> list[str]:
             elif a[k] != b[k]:
                 out += _value_changes(f"{prefix}.{k}", a[k], b[k])
         return out
-    return [f"{prefix}: {_short(a)} → {_short(b)}"]
+    return [f"{prefix}: {_change(a, b)}"]
 
 
 def _step_changes(a: Step, b: Step) -> list[str]:

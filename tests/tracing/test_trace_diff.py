@@ -66,7 +66,7 @@ def test_a_changed_argument_names_the_field(tmp_path: Path) -> None:
             e["args"] = {**e["args"], "query": "refund deadline"}
     code, out, _ = run_cli("trace", "diff", str(_write(tmp_path, "a", a)), str(_write(tmp_path, "b", b)))
     assert code == 1
-    assert "~ 2→2" in out and "args.query: required documents → refund deadline" in out
+    assert "~ 2→2" in out and 'args.query: "required documents" → "refund deadline"' in out
     assert "= 1: get_student_record" in out  # the other step is unchanged
 
 
