@@ -18,7 +18,7 @@ them in the full run and the next one does), each test taking its largest time::
     .venv/bin/python tests/slow_tests.py --fixtures /tmp/fixtures /tmp/full.xml /tmp/fast.xml
 
 The threshold is low (0.15 s) because the fast loop is the suite's cheap majority: on 2 cores it keeps about
-2 470 of 3 660 tests — every adapter, floor and contract — in one to two and a half minutes. A run prints, at its end,
+2 530 of 3 840 tests — every adapter, floor and contract — in one to two and a half minutes. A run prints, at its end,
 the unmarked tests that took ``Marks.UNMARKED_S`` or more.
 """
 
