@@ -419,6 +419,14 @@ def recorded_gate(results: Results) -> tuple[Results | None, float | None, bool]
     against other results) would silently write another decision."""
     import hashlib
 
+    if results.meta is None and (results.folder / "ci_gate.json").is_file():
+        # the folder holds a decision but not how it was made: deciding again with the defaults would
+        # rewrite it (another baseline, threshold, strictness) while "report" promises to re-render only
+        raise UsageError(
+            f"{results.folder}: has a gate decision (ci_gate.json) but no eval.json, which records how it was "
+            "decided; 'portagent report' re-renders a decision and never makes another one. Restore eval.json, "
+            f"or write the results again with 'portagent eval … --out {results.folder} --overwrite'"
+        )
     settings = results.meta.gate if results.meta is not None else None
     if settings is None:
         return None, None, False

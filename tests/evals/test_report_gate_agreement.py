@@ -200,3 +200,16 @@ def test_a_plain_gate_after_eval_baseline_decides_as_the_eval_did(gated: Path, t
     (work / "base" / "report.json").write_text((work / "base" / "report.json").read_text() + "\n")
     code, out, err = _cli(home, "gate", str(cand))
     assert code == 2 and "has changed since" in err and "--no-baseline" in err, (out, err)
+
+
+def test_rerender_refuses_a_decision_whose_eval_json_is_gone(gated: Path, tmp_path: Path) -> None:
+    """Without eval.json the folder no longer says how its decision was made (baseline, threshold,
+    strictness): ``report`` re-decided it with the defaults and rewrote ci_gate.json (12 reasons became 4,
+    the version comparison gone). It refuses now, naming the way back, and writes nothing."""
+    work = _copy(gated, tmp_path)
+    cand = work / "cand"
+    (cand / "eval.json").unlink()
+    before = {p.name: p.read_bytes() for p in cand.iterdir() if p.is_file()}
+    code, out, err = _cli(tmp_path / "home", "report", str(cand))
+    assert code == 2 and "no eval.json" in err and "Traceback" not in err, (out, err)
+    assert {p.name: p.read_bytes() for p in cand.iterdir() if p.is_file()} == before
