@@ -3,7 +3,7 @@
 Runs every case × provider × repeat × agent version of the suite through a pool of worker processes,
 scores each run, writes the results folder (report.json, eval.json, ci_gate.json, report.md,
 junit.xml, report.html, runs/) and prints a summary table. Exit 0 when the gate passes, 1 when it
-blocks (or a cassette is missing), 2 on usage errors.
+blocks (or a cassette is missing), 2 on usage errors, 3 when only run or provider errors block it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
         help="run a suite on its providers and agent versions, score it, gate it",
         description="Run every case x provider x repeat x agent version of a suite, score each run, "
         "write the results folder and its reports. Exit 0 when the gate passes, 1 when "
-        "it blocks, 2 on usage errors.",
+        "it blocks, 2 on usage errors, 3 when only run or provider errors block it (nothing was measured: "
+        "a retry may pass).",
     )
     p.add_argument("suite", help="suite file (kind: suite)")
     src = p.add_mutually_exclusive_group(required=True)
