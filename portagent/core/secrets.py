@@ -25,17 +25,16 @@ A masked secret reads ``[REDACTED:<kind>]``: the same input always gives the sam
 from __future__ import annotations
 
 import base64
-import codecs
-import functools
 import importlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
+
+from portagent.core.encoded import Finding, found_in_views, literal_findings, may_be_encoded_in
 
 MASK_PREFIX = "[REDACTED:"
 
@@ -142,15 +141,6 @@ _DS_PLUGINS: tuple[tuple[str, str, str], ...] = (
     ("telegram_token", "TelegramBotTokenDetector", "telegram-token"),
     ("twilio", "TwilioKeyDetector", "twilio-key"),
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One secret in a text: where it is and what it looks like."""
-
-    start: int
-    end: int
-    kind: str
 
 
 @lru_cache(maxsize=1)
@@ -304,16 +294,17 @@ def scan(
     """Every secret in ``text``, as non-overlapping spans in order. ``env``: the protected variable
     values (read from the environment when not given).
 
-    The text is searched as it is and in each of its decoded views (:func:`_views`: JSON string escapes
-    undone once, twice…, percent-encoding undone): a tool output is JSON-encoded inside a JSON request
-    body, so a secret holding a quote or a backslash is written with two or more levels of escapes that
-    no list of the value's encodings can foresee. A finding in a view is mapped back to the span of the
-    text it was decoded from (whole escape sequences), so masking it keeps the JSON valid.
+    The text is searched as it is and in each of its decoded views (``core.encoded``: JSON string
+    escapes undone once, twice…, percent-encoding undone): a tool output is JSON-encoded inside a JSON
+    request body, so a secret holding a quote or a backslash is written with two or more levels of
+    escapes that no list of the value's encodings can foresee. A finding in a view is mapped back to the
+    span of the text it was decoded from (whole escape sequences), so masking it keeps the JSON valid.
 
     Masking runs on every trace event, so by default a value is looked for in the views only when it has
     a character an encoder escapes and its longest run of characters none escapes is in ``text``
-    (:func:`_may_be_encoded_in`). ``thorough`` (what ``record`` uses before it writes anything) looks for
-    every value in every view, also one whose letters an unusual encoder wrote as ``\\u0041`` or ``%41``."""
+    (``encoded.may_be_encoded_in``). ``thorough`` (what ``record`` uses before it writes anything) looks
+    for every value in every view, also one whose letters an unusual encoder wrote as ``\\u0041`` or
+    ``%41``."""
     if not text:
         return []
     values = [s for s in (extra or []) if s and len(s) >= 4] + list(
@@ -321,9 +312,9 @@ def scan(
     )
     found = _scan_one(text, values)
     if values and ("\\" in text or "%" in text):
-        wanted = values if thorough else [v for v in values if _may_be_encoded_in(v, text)]
+        wanted = values if thorough else [v for v in values if may_be_encoded_in(v, text)]
         if wanted:
-            found += _found_in_views(text, wanted)
+            found += found_in_views(text, wanted)
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
     merged: list[Finding] = []
     for f in found:
@@ -336,147 +327,9 @@ def scan(
     return merged
 
 
-_MAX_VIEWS = 16
-"""Bound on the decoded views of one text (levels of escaping seen in practice: two or three)."""
-
-_JSON_ESCAPE = re.compile(
-    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([\"\\/bfnrt]))"
-)
-_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
-
-
-_Decoder = Callable[[re.Match[str]], list[tuple[str, int]]]
-"""A match of an escape → the characters it stands for, each at its offset in the match."""
-
-
-def _unescape_json(m: re.Match[str]) -> list[tuple[str, int]]:
-    """The character a JSON escape stands for (a surrogate pair: one character), at the escape's start."""
-    high, low, unit, simple = m.groups()
-    if high is not None:
-        return [(chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00)), 0)]
-    if unit is not None:
-        return [(chr(int(unit, 16)), 0)]
-    return [(_SIMPLE_ESCAPES[simple], 0)]
-
-
-def _unescape_percent(m: re.Match[str]) -> list[tuple[str, int]]:
-    """The characters of a run of ``%XX`` bytes (UTF-8), each at the offset of its first byte's ``%``."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    out: list[tuple[str, int]] = []
-    start = 0
-    for i in range(0, len(m.group(0)), 3):
-        chars = decoder.decode(bytes.fromhex(m.group(0)[i + 1 : i + 3]))
-        out += [(c, start) for c in chars]
-        if chars:
-            start = i + 3
-    out += [(c, start) for c in decoder.decode(b"", final=True)]
-    return out
-
-
-def _plain(decode: _Decoder, m: re.Match[str]) -> str:
-    return "".join(c for c, _ in decode(m))
-
-
-def _decoded(
-    text: str, pattern: re.Pattern[str], decode: _Decoder, pos: list[int] | None
-) -> tuple[str, list[int]] | None:
-    """``text`` with every match of ``pattern`` decoded, and where each of its characters came from:
-    character ``i`` of the result stands for ``text[p[i]:p[i + 1]]`` (``p`` mapped through ``pos``,
-    the offsets of ``text`` itself in the original, when given), always whole escape sequences. None when
-    nothing matches."""
-    parts: list[str] = []
-    offsets: list[int] = []
-    last = 0
-    for m in pattern.finditer(text):
-        parts.append(text[last : m.start()])
-        offsets.extend(range(last, m.start()))
-        for char, at in decode(m):
-            parts.append(char)
-            offsets.append(m.start() + at)
-        last = m.end()
-    if not parts:
-        return None
-    parts.append(text[last:])
-    offsets.extend(range(last, len(text) + 1))
-    decoded = "".join(parts)
-    if pos is not None:
-        offsets = [pos[o] for o in offsets]
-    return decoded, offsets
-
-
-def _found_in_views(text: str, values: list[str]) -> list[Finding]:
-    """The protected values found in the decoded views of ``text`` (JSON string escapes and
-    percent-encoding undone, one level at a time, in every order), as spans of ``text``.
-
-    Only literal values are looked for there: the key-shaped patterns match characters no encoder escapes.
-    A view is built as plain text first (``re.sub``); the offsets mapping it back to ``text`` only when a
-    value is found in it (the recorder masks every event: most texts hold escapes and no secret)."""
-    decoders = (("\\", _JSON_ESCAPE, _unescape_json), ("%", _PERCENT_RUN, _unescape_percent))
-    found: list[Finding] = []
-    seen = {text}
-    # each view: its text and the decoders that lead to it from ``text``
-    frontier: list[tuple[str, tuple[int, ...]]] = [(text, ())]
-    views = 0
-    while frontier and views < _MAX_VIEWS:
-        nxt: list[tuple[str, tuple[int, ...]]] = []
-        for current, chain in frontier:
-            for i, (gate, pattern, decode) in enumerate(decoders):
-                if gate not in current or views >= _MAX_VIEWS:
-                    continue
-                view = pattern.sub(functools.partial(_plain, decode), current)
-                if view in seen:
-                    continue
-                seen.add(view)
-                views += 1
-                nxt.append((view, (*chain, i)))
-                hits = [v for v in values if v in view]
-                if not hits:
-                    continue
-                mapped, pos = text, list(range(len(text) + 1))
-                for step in (*chain, i):
-                    _, pat, dec = decoders[step]
-                    result = _decoded(mapped, pat, dec, pos)
-                    assert result is not None
-                    mapped, pos = result
-                found += [Finding(pos[f.start], pos[f.end], f.kind) for f in _scan_values(mapped, hits)]
-        frontier = nxt
-    return found
-
-
-_NEVER_ESCAPED = re.compile(r"[A-Za-z0-9_.~-]+")
-"""Characters no JSON or URL encoder in common use escapes (JSON escapes quotes, backslashes and control
-characters, with ``ensure_ascii`` anything beyond ASCII, some encoders ``/`` or ``<>&``; percent-encoding
-anything but these)."""
-
-
-@lru_cache(maxsize=256)
-def _anchor(value: str) -> str | None:
-    """The longest run of never-escaped characters in ``value`` ("" when it has none), or None when the
-    value is made of them only: then every encoder writes it as it is, and the plain search finds it."""
-    if _NEVER_ESCAPED.fullmatch(value):
-        return None
-    return max(_NEVER_ESCAPED.findall(value), key=len, default="")
-
-
-def _may_be_encoded_in(value: str, text: str) -> bool:
-    anchor = _anchor(value)
-    return anchor is not None and anchor in text
-
-
-def _scan_values(text: str, values: list[str]) -> list[Finding]:
-    found: list[Finding] = []
-    for value in values:
-        start = text.find(value)
-        while start != -1:
-            found.append(Finding(start, start + len(value), "env-value"))
-            start = text.find(value, start + len(value))
-    return found
-
-
 def _scan_one(text: str, values: list[str]) -> list[Finding]:
     """The findings of :func:`scan` in one text as written (overlapping, unsorted)."""
-    found = _scan_values(text, values)
+    found = literal_findings(text, values)
     patterns = _patterns()
     if patterns and _any_gate() is not None and _any_gate().search(text) is None:
         patterns = ()  # no pattern can match anywhere in this text
