@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.memory import MemoryWrite
     from portagent.core.home import portagent_home
     from portagent.core.terminal import printable
-    from portagent.tools.memory import MEMORY_DB, MemoryStore
+    from portagent.tools.memory_store import MEMORY_DB, MemoryStore
 
     home = portagent_home(args.home)
     path = home / MEMORY_DB
@@ -226,8 +226,8 @@ def _import(args: argparse.Namespace, path: Any) -> int:
 
     from portagent.contracts.errors import UsageError
     from portagent.core.terminal import printable
-    from portagent.tools.memory import MemoryStore
     from portagent.tools.memory_import import apply_import, plan_import
+    from portagent.tools.memory_store import MemoryStore
 
     if args.scope == "agent" and not args.owner:
         raise UsageError("--owner AGENT is required for an agent-scope memory")

@@ -189,7 +189,7 @@ def check_state_stores() -> None:
     from portagent.core.home import APPROVALS_DB, LEDGER_DB, state_file
     from portagent.tools.approvals import ApprovalStore
     from portagent.tools.ledger import EffectLedger
-    from portagent.tools.memory import MEMORY_DB, MemoryStore
+    from portagent.tools.memory_store import MEMORY_DB, MemoryStore
 
     stores: tuple[tuple[str, Any], ...] = (
         (APPROVALS_DB, ApprovalStore),

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from portagent.contracts.errors import UsageError
 from portagent.contracts.memory import MemoryRecord, MemoryWrite, memory_id_for, parse_expiry
-from portagent.tools.memory import MemoryStore, MemoryWriteRefused, nfc
+from portagent.tools.memory_store import MemoryStore, MemoryWriteRefused, nfc
 
 REQUIRED_METADATA = ("type", "status", "date", "source")
 """Front-matter keys a note must have to be ingested (ch. 04)."""

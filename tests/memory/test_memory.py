@@ -25,7 +25,7 @@ from portagent.contracts.memory import MemoryWrite, RetrievalWeights
 from portagent.contracts.run import RunRequest
 from portagent.core.clock import FixedClock, IdFactory
 from portagent.runtime.runner import RunConfig, arun_full
-from portagent.tools.memory import MemoryStore, MemoryWriteRefused
+from portagent.tools.memory_store import MemoryStore, MemoryWriteRefused
 
 DATA = Path(__file__).resolve().parent / "data"
 SCRIPT = DATA / "script.yaml"

@@ -18,7 +18,8 @@ from _support import run_cli
 
 from portagent.contracts.memory import MemoryWrite, memory_id_for
 from portagent.core.home import portagent_home
-from portagent.tools.memory import MemoryStore, MemoryWriteRefused, recall, remember
+from portagent.tools.memory import recall, remember
+from portagent.tools.memory_store import MemoryStore, MemoryWriteRefused
 from portagent.tools.tool_context import ToolContext
 
 NFC_NAME = "José handles refunds"

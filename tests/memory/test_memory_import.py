@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from _support import run_cli
 
-from portagent.tools.memory import MemoryStore, recall
+from portagent.tools.memory import recall
 from portagent.tools.memory_import import note_statement, split_front_matter
+from portagent.tools.memory_store import MemoryStore
 from portagent.tools.tool_context import ToolContext
 
 GOOD = {

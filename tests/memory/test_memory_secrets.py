@@ -13,7 +13,7 @@ import yaml
 from _support import run_cli
 
 from portagent.contracts.memory import MemoryWrite
-from portagent.tools.memory import MemoryStore
+from portagent.tools.memory_store import MemoryStore
 
 KEY = "sk-proj-" + "abcdefghijklmnopqrstuvwxyz0123"
 ENV_VALUE = "zq9Xv7Lm" + "Pp42Rt"
