@@ -23,7 +23,23 @@ def cassettes(pytester: pytest.Pytester) -> str:
     return str(CASSETTES)
 
 
-def test_suite_items_replay_green_for_the_baseline(pytester: pytest.Pytester, cassettes: str) -> None:
+def test_suite_items_replay_green_for_the_baseline_located_at_their_case_line_and_in_junit(
+    pytester: pytest.Pytester, cassettes: str
+) -> None:
+    """One pytest run of the baseline's items (was two: every item, then ``-k refund-rule`` for the
+    locations): each item replays green, is located at its case's line in suite.yaml, and the JUnit XML
+    carries that file and line."""
+    lines = SUITE.read_text(encoding="utf-8").splitlines()
+    refund_line = next(i for i, x in enumerate(lines, 1) if x.strip() == "- case_id: refund-rule")
+    pytester.makeconftest(
+        """
+        def pytest_collection_finish(session):
+            for item in session.items:
+                path, line, name = item.location
+                print("LOC", item.nodeid.split("::", 1)[1], line)
+        """
+    )
+    junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(
         "--portagent-suite",
         str(SUITE),
@@ -34,11 +50,22 @@ def test_suite_items_replay_green_for_the_baseline(pytester: pytest.Pytester, ca
         "--portagent-agent",
         "baseline",
         "-v",
+        "-s",
+        f"--junitxml={junit}",
     )
     result.assert_outcomes(passed=28)  # 14 cases x 2 repeats: one item per case x provider x repeat
     result.stdout.fnmatch_lines(
         ["*suite.yaml::refund-rule?openai-r0? PASSED*", "*suite.yaml::refund-rule?openai-r1? PASSED*"]
     )
+    # item.location's line is 0-based (pytest's convention): the case's own line in suite.yaml
+    result.stdout.fnmatch_lines([f"LOC refund-rule[[]openai-r0[]] {refund_line - 1}"])
+    import xml.etree.ElementTree as ET
+
+    case = ET.parse(junit).getroot().find(".//testcase[@name='refund-rule[openai-r0]']")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["file"] == str(SUITE) and props["line"] == str(refund_line)
+    assert (props["case_id"], props["provider"], props["repeat"]) == ("refund-rule", "openai", "0")
 
 
 def test_candidate_items_fail_with_the_gate_notes(pytester: pytest.Pytester, cassettes: str) -> None:
@@ -94,8 +121,9 @@ def test_marker_parametrizes_a_test(pytester: pytest.Pytester, cassettes: str) -
             assert all(o.score.passed for o in portagent_run.outcomes)
     """
     )
-    result = pytester.runpytest_subprocess("-q")
-    result.assert_outcomes(passed=28)
+    # all 28 items (14 cases x 2 repeats) are made by the marker; two of them run (ADK replays cost)
+    result = pytester.runpytest_subprocess("-q", "-k", "refund-rule")
+    result.assert_outcomes(passed=2, deselected=26)
 
 
 def test_bad_suite_is_a_collection_error_without_traceback(pytester: pytest.Pytester) -> None:
@@ -170,43 +198,3 @@ def test_record_then_replay_through_pytest(pytester: pytest.Pytester) -> None:
     replayed = pytester.runpytest_subprocess(*args)
     replayed.assert_outcomes(passed=1, failed=1)
     replayed.stdout.fnmatch_lines(["FAILED *suite.yaml::refund-wrong?openai-r0?*"])
-
-
-def test_items_are_located_at_their_case_line_and_junit_carries_file_and_line(
-    pytester: pytest.Pytester, cassettes: str
-) -> None:
-    lines = SUITE.read_text(encoding="utf-8").splitlines()
-    refund_line = next(i for i, x in enumerate(lines, 1) if x.strip() == "- case_id: refund-rule")
-    pytester.makeconftest(
-        """
-        def pytest_collection_finish(session):
-            for item in session.items:
-                path, line, name = item.location
-                print("LOC", item.nodeid.split("::", 1)[1], line)
-        """
-    )
-    junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_subprocess(
-        "--portagent-suite",
-        str(SUITE),
-        "--portagent-cassettes",
-        cassettes,
-        "--portagent-providers",
-        "openai",
-        "--portagent-agent",
-        "baseline",
-        "-k",
-        "refund-rule",
-        "-s",
-        f"--junitxml={junit}",
-    )
-    result.assert_outcomes(passed=2, deselected=26)
-    # item.location's line is 0-based (pytest's convention): the case's own line in suite.yaml
-    result.stdout.fnmatch_lines([f"LOC refund-rule[[]openai-r0[]] {refund_line - 1}"])
-    import xml.etree.ElementTree as ET
-
-    case = ET.parse(junit).getroot().find(".//testcase[@name='refund-rule[openai-r0]']")
-    assert case is not None
-    props = {p.get("name"): p.get("value") for p in case.iter("property")}
-    assert props["file"] == str(SUITE) and props["line"] == str(refund_line)
-    assert (props["case_id"], props["provider"], props["repeat"]) == ("refund-rule", "openai", "0")
