@@ -664,28 +664,42 @@ def test_timeout_stops_the_cli_at_once_and_cleans_up(emu2, tmp_path):
     assert list(runs.iterdir()) == []
 
 
+EQUIVALENCE_QUESTIONS = (
+    TWO_TOOLS,
+    "Email ana.garcia@gmail.com that her DNI is missing.",
+    "Look up case 42 with payments.",
+    "Search the handbook for everything about fees.",
+)
+
+
+def _equivalence_trace(emu: Any, provider: str, q: str) -> Any:
+    # (A ticket's effect_id comes from the id factory, whose draw count differs between SDKs.)
+    req = RunRequest(input=q, provider=provider, scopes=["tickets:write", "email:send"])
+    cfg = RunConfig(
+        endpoint=Endpoint(base_url=emu.base_url, api_key="sk-dummy"),
+        approver="auto-approve",
+        clock=FixedClock(),
+        ids=IdFactory("seed"),
+        scope=f"equivalence:{provider}:{q}",
+    )
+    return asyncio.run(arun_full(AGENT, req, cfg)).events
+
+
+@pytest.fixture(scope="module")
+def claude_equivalence_traces(emu: Any) -> dict[str, Any]:
+    """Claude's trace of each question, made once and compared with each other provider's (its run is the
+    same for every comparison: same question, clock, id seed and emulator scope)."""
+    return {q: _equivalence_trace(emu, "claude", q) for q in EQUIVALENCE_QUESTIONS}
+
+
 @pytest.mark.parametrize("other", ["openai", "adk"])
-def test_same_script_gives_equivalent_traces_across_providers(emu, other):
+def test_same_script_gives_equivalent_traces_across_providers(
+    emu: Any, claude_equivalence_traces: dict[str, Any], other: str
+) -> None:
     from portagent.tracing.compare import equivalent
 
-    for q in (
-        TWO_TOOLS,
-        "Email ana.garcia@gmail.com that her DNI is missing.",
-        "Look up case 42 with payments.",
-        "Search the handbook for everything about fees.",
-    ):
-        # (A ticket's effect_id comes from the id factory, whose draw count differs between SDKs.)
-        traces = {}
-        for provider in ("claude", other):
-            req = RunRequest(input=q, provider=provider, scopes=["tickets:write", "email:send"])
-            cfg = RunConfig(
-                endpoint=Endpoint(base_url=emu.base_url, api_key="sk-dummy"),
-                approver="auto-approve",
-                clock=FixedClock(),
-                ids=IdFactory("seed"),
-                scope=f"equivalence:{provider}:{q}",
-            )
-            traces[provider] = asyncio.run(arun_full(AGENT, req, cfg)).events
+    for q in EQUIVALENCE_QUESTIONS:
+        traces = {"claude": claude_equivalence_traces[q], other: _equivalence_trace(emu, other, q)}
         verdict = equivalent(traces["claude"], traces[other])
         assert verdict, f"{q!r}:\n{verdict.report()}"
 
