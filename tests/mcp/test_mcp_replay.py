@@ -57,6 +57,28 @@ def _replay(agent, folder, tmp_path, name="replay"):
         return asyncio.run(asyncio.wait_for(replay_folder(agent, folder, out_dir=tmp_path / name), 120))
 
 
+@pytest.fixture(scope="module")
+def sunny(tmp_path_factory):
+    """One openai recording made while the weather server answers "sunny", shared by the tests that only
+    start from such a recording (was one recording each); each works on its own copy of the folder."""
+    tmp = tmp_path_factory.mktemp("sunny")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MCP_TEST_LOG", str(tmp / "mcp-calls.jsonl"))
+        mp.setenv("MCP_TEST_MODE", "")
+        mp.setenv("MCP_TEST_FORECAST", "sunny")
+        agent = _agent(tmp)
+        recorded = _record(agent, tmp / "cass" / "openai" / "r0", "openai", tmp)
+    assert recorded.result.status == "completed" and recorded.result.final_output == "Paris: sunny."
+    return tmp
+
+
+def _sunny_copy(sunny, tmp_path):
+    """The shared agent and a copy of its openai recording in ``tmp_path`` (the same path below it)."""
+    folder = tmp_path / "cass" / "openai" / "r0"
+    shutil.copytree(sunny / "cass" / "openai" / "r0", folder)
+    return load_agent(sunny / "agent" / "weather_desk.yaml"), folder
+
+
 @pytest.fixture
 def forecast(monkeypatch):
     monkeypatch.setenv("MCP_TEST_FORECAST", "sunny")
@@ -103,10 +125,8 @@ def test_a_replay_needs_no_mcp_server_and_reproduces_the_recording(
     )
 
 
-def test_a_changed_server_answer_shows_up_as_drift(tmp_path, monkeypatch, _mcp_log, forecast):
-    agent = _agent(tmp_path)
-    folder = tmp_path / "cass" / "openai" / "r0"
-    _record(agent, folder, "openai", tmp_path)
+def test_a_changed_server_answer_shows_up_as_drift(tmp_path, monkeypatch, _mcp_log, forecast, sunny):
+    agent, folder = _sunny_copy(sunny, tmp_path)  # recorded while the server answered "sunny"
     monkeypatch.setenv("MCP_TEST_FORECAST", "rainy")  # the server now answers differently
 
     plain = _replay(agent, folder, tmp_path, "plain")  # recorded answers: still the recording
@@ -123,10 +143,8 @@ def test_a_changed_server_answer_shows_up_as_drift(tmp_path, monkeypatch, _mcp_l
     assert "rainy" in (out.result.error or "")
 
 
-def test_re_recording_over_a_folder_compares_the_new_answers(tmp_path, monkeypatch, forecast):
-    agent = _agent(tmp_path)
-    folder = tmp_path / "cass" / "openai" / "r0"
-    _record(agent, folder, "openai", tmp_path)
+def test_re_recording_over_a_folder_compares_the_new_answers(tmp_path, monkeypatch, forecast, sunny):
+    agent, folder = _sunny_copy(sunny, tmp_path)  # recorded while the server answered "sunny"
     monkeypatch.setenv("MCP_TEST_FORECAST", "rainy")
     from portagent.emulator import load_script, serve
 
@@ -151,10 +169,8 @@ def test_re_recording_over_a_folder_compares_the_new_answers(tmp_path, monkeypat
     )
 
 
-def test_replay_without_the_mcp_recording_or_with_a_call_it_never_made(tmp_path, forecast):
-    agent = _agent(tmp_path)
-    folder = tmp_path / "cass" / "openai" / "r0"
-    _record(agent, folder, "openai", tmp_path)
+def test_replay_without_the_mcp_recording_or_with_a_call_it_never_made(tmp_path, forecast, sunny):
+    agent, folder = _sunny_copy(sunny, tmp_path)
 
     missing = tmp_path / "missing"
     shutil.copytree(folder, missing)
