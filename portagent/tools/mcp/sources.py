@@ -49,7 +49,7 @@ from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.errors import UsageError
 from portagent.contracts.schema_plain import schema_problem
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, TOOL_NAME_RE, Idempotency, ToolBudgets, ToolSpec
-from portagent.tools.mcp import bridge
+from portagent.tools.mcp import bridge, listings
 from portagent.tools.mcp.annotations import effect_from_hints
 from portagent.tools.mcp.cassette import McpCassette, answer_diff, same_answer
 from portagent.tools.mcp.client import McpConnection, describe
@@ -57,7 +57,6 @@ from portagent.tools.mcp.errors import McpConfigError, McpServerError
 
 log = logging.getLogger("portagent.mcp")
 
-LISTINGS_FILE = "mcp_listings.json"
 REPLAY_ENV = "PORTAGENT_MCP_REPLAY"
 """``live``: a replay asks the real MCP servers and reports answers that differ from the recording."""
 WRITE_EFFECTS = ("reversible_write", "external_effect")
@@ -293,65 +292,25 @@ def _augment(bundle: AgentBundle, servers: dict[str, _Server]) -> tuple[AgentBun
     return AgentBundle(bundle.root, agents), wrapped
 
 
-# --- the listing memory -------------------------------------------------------------------------------
-
-
-def _identity(server: _Server) -> str:
-    """The memory's key: everything that decides what the server lists — its name, command or URL,
-    working folder and ``env`` (as written in the spec, hashed: a value may be a secret, and a
-    ``${NAME}`` reference keeps one key whatever the variable holds)."""
-    ref = server.ref
-    key = f"{ref.name} {describe(ref)}"
-    if ref.command:
-        cwd = server.base_dir if ref.cwd is None else Path(os.path.normpath(server.base_dir / ref.cwd))
-        key += f" {cwd}"
-        if ref.env:
-            key += f" env={short_hash(ref.env)}"
-    return key
-
-
-def _read_listings() -> tuple[Path, dict[str, Any]] | None:
-    from portagent.core.home import state_file
-
-    try:
-        path = state_file(LISTINGS_FILE)
-        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, ValueError) as e:
-        log.warning("cannot read the MCP listing memory: %s", e)
-        return None
-    return path, known if isinstance(known, dict) else {}
+# --- the listing memory (listings.py) ------------------------------------------------------------------
 
 
 def _compare_with_last_listing(servers: dict[str, _Server]) -> None:
     """Note each server's tools gone since its last remembered listing (nothing is written here)."""
-    read = _read_listings()
-    if read is None:
-        return
-    known = read[1]
-    for server in servers.values():
-        names = {t["name"] for t in server.listed}
-        before = (known.get(_identity(server)) or {}).get("tools") or []
-        server.removed = sorted(set(before) - names)
+    keys = {name: listings.identity(s.ref, s.base_dir) for name, s in servers.items()}
+    gone = listings.tools_gone({keys[name]: {t["name"] for t in s.listed} for name, s in servers.items()})
+    for name, server in servers.items():
+        server.removed = gone[keys[name]]
 
 
 def _remember_listings(servers: dict[str, _Server]) -> None:
-    """Keep each server's tool names, once the run has accepted its listing (re-read first: other runs
-    may have written since this one read)."""
-    read = _read_listings()
-    if read is None:
-        return
-    path, known = read
-    for server in servers.values():
-        known[_identity(server)] = {
-            "tools": sorted(t["name"] for t in server.listed),
-            "fingerprint": server.fingerprint,
+    """Keep each server's tool names, once the run has accepted its listing."""
+    listings.remember(
+        {
+            listings.identity(s.ref, s.base_dir): ([t["name"] for t in s.listed], s.fingerprint)
+            for s in servers.values()
         }
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError as e:
-        log.warning("cannot write the MCP listing memory %s: %s", path, e)
+    )
 
 
 # --- the run's sources --------------------------------------------------------------------------------
@@ -569,22 +528,11 @@ async def open_sources(
 def remembered_listings(bundle: AgentBundle) -> dict[str, list[str]]:
     """Server name → the tool names (as the server lists them) of its last live listing, kept in
     ``$PORTAGENT_HOME/mcp_listings.json``; a server never listed live is absent. Starts no server."""
-    from portagent.core.home import state_file
-
     try:
-        path = state_file(LISTINGS_FILE, create=False)  # validate writes nothing
-        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         servers = _servers_of(bundle)
-    except (OSError, ValueError, McpConfigError, UsageError):
+    except (OSError, McpConfigError, UsageError):
         return {}
-    if not isinstance(known, dict):
-        return {}
-    out: dict[str, list[str]] = {}
-    for name, server in servers.items():
-        entry = known.get(_identity(server))
-        if isinstance(entry, dict) and isinstance(entry.get("tools"), list):
-            out[name] = [str(n) for n in entry["tools"]]
-    return out
+    return listings.remembered({name: listings.identity(s.ref, s.base_dir) for name, s in servers.items()})
 
 
 async def list_live(bundle: AgentBundle) -> dict[str, list[str]]:
