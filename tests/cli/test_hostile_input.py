@@ -81,6 +81,7 @@ def results(tmp_path_factory) -> Path:
         code, out, err = run_cli(
             "eval", str(EXAMPLES / "support_desk" / "suite.yaml"), "--replay", "--cassettes", str(REPO / "cassettes"),
             "--providers", "openai", "--case", "refund-rule", "--out", str(root / "R"), "--no-progress",
+            "--repeats", "1", "--workers", "1",
         )  # fmt: skip
     finally:
         if old is None:

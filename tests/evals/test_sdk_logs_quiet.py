@@ -30,8 +30,9 @@ def _drifted_project(tmp_path: Path) -> Path:
         suite.read_text().replace("providers: [openai, claude, adk]", "providers: [openai, adk]")
     )
     code, out, err = run_cli(
-        "record", str(suite), "--providers", "openai,adk", "--emulator", "--out", str(project / "cassettes")
-    )
+        "record", str(suite), "--providers", "openai,adk", "--emulator", "--out", str(project / "cassettes"),
+        "--workers", "1",
+    )  # fmt: skip
     assert code == 0, out + err
     agent = project / "agent.yaml"
     text = agent.read_text()

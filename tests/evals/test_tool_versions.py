@@ -89,7 +89,7 @@ def _cli(tmp: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def _one(*extra: str | Path) -> list[str | Path]:
-    return ["--providers", "openai", "--repeats", "1", "--no-progress", *extra]
+    return ["--providers", "openai", "--repeats", "1", "--workers", "1", "--no-progress", *extra]
 
 
 def _gate(folder: Path, name: str = "ci_gate.json") -> dict[str, Any]:

@@ -30,15 +30,16 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 def _record(suite: Path, cassettes: Path, *extra: str) -> tuple[int, str]:
     code, out, err = run_cli(
-        "record", str(suite), "--providers", "openai", "--emulator", "--out", str(cassettes), *extra
-    )
+        "record", str(suite), "--providers", "openai", "--emulator", "--out", str(cassettes), "--workers", "1",
+        *extra,
+    )  # fmt: skip
     return code, out + err
 
 
 def _eval(suite: Path, cassettes: Path, out: Path, *extra: str) -> tuple[int, str]:
     code, stdout, stderr = run_cli(
         "eval", str(suite), "--replay", "--providers", "openai", "--cassettes", str(cassettes),
-        "--out", str(out), "--no-progress", *extra,
+        "--out", str(out), "--no-progress", "--workers", "1", *extra,
     )  # fmt: skip
     return code, stdout + stderr
 
