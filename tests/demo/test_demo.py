@@ -283,6 +283,8 @@ def test_all_providers_adds_the_messages_api_and_langgraph(tmp_path: Path) -> No
     code, out, err = run_cli(
         "demo",
         "--all-providers",
+        "--workers",
+        "1",
         "--suite",
         str(suite),
         "--cassettes",
@@ -307,16 +309,11 @@ def test_a_second_demo_reuses_the_first_runs(demo: dict[str, Any], tmp_path: Pat
     """The demo's default --out is relative (./demo-out): a second demo over the first one's folder keeps
     every run whose inputs did not change, and says so."""
     shutil.copytree(demo["out"], tmp_path / "results")
-    env = {**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "portagent", "demo", "--out", "results"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "reused: 168 run(s) with unchanged inputs kept from results, 0 made" in proc.stdout + proc.stderr
+    with pytest.MonkeyPatch.context() as mp:  # in this process: the first demo was the fresh interpreter
+        mp.chdir(tmp_path)
+        mp.setenv("PORTAGENT_HOME", str(tmp_path / "home"))
+        code, out, err = run_cli("demo", "--out", "results")
+    assert code == 0, out + err
+    assert "reused: 168 run(s) with unchanged inputs kept from results, 0 made" in out + err
     result = SuiteResult.model_validate_json((tmp_path / "results" / "report.json").read_text())
     assert all(r.provenance.reused for r in result.runs)

@@ -3,8 +3,9 @@ ways — agent-v2's policy fixed without re-recording, a cassette edited, a tool
 what differed (a recording drift, what changed, the exact re-record line) and exits 1; untouched, it
 exits 0 with "As expected" (tests/demo/test_demo.py).
 
-Each run replays a copy of the example and its cassettes on one provider (openai), offline (the command in
-this process, its replays in worker processes).
+Each run replays a copy of the example and its cassettes on one provider (openai), one repeat (the copy's
+suite says ``repeats: 1``: each drift shows on r0 as on r1), offline (the command in this process, its
+replays in worker processes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ def _copy(tmp: Path) -> Path:
     work = tmp / "checkout"
     shutil.copytree(EXAMPLES / "support_desk", work / "examples" / "support_desk")
     shutil.copytree(CASSETTES / "support-desk", work / "cassettes" / "support-desk")
+    suite = work / "examples" / "support_desk" / "suite.yaml"
+    text = suite.read_text()
+    assert "\nrepeats: 2\n" in text
+    suite.write_text(text.replace("\nrepeats: 2\n", "\nrepeats: 1\n"))  # r0 of each case: half the replays
     return work
 
 
