@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support import run_cli
 
 from portagent.contracts.errors import RecordingError
 from portagent.runtime.record import clean_staging, place
@@ -102,9 +103,15 @@ def test_a_killed_recording_leaves_no_folder_and_the_next_record_cleans_up(tmp_p
     assert [d.name for d in folder.iterdir() if d.name.startswith(".")]  # the staging folder it left
     assert not (folder / "r0").exists()  # nothing half-written in place
 
-    done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=BOUND_S)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "replays cleanly" in done.stdout
+    # the next record: in this process (what it proves is its clean-up, not a process of its own)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        mp.setenv("PORTAGENT_HOME", env["PORTAGENT_HOME"])
+        mp.setenv("CRASH_EFFECTS", env["CRASH_EFFECTS"])
+        mp.delenv("CRASH_HANG", raising=False)
+        code, out, err = run_cli(*argv[3:])
+    assert code == 0, out + err
+    assert "replays cleanly" in out
     assert [d.name for d in folder.iterdir()] == ["r0"]  # the dead recording's staging folder is gone
     assert sorted(f.name for f in (folder / "r0").iterdir()) == ["cassette.yaml", "run.json", "trace.jsonl"]
 
