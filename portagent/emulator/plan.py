@@ -87,6 +87,13 @@ class ErrorReply:
     fault: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def refusal(self) -> bool:
+        """The emulator's own refusal (no conversation matches, a script out of turns, a request it cannot
+        read, its own bug), not a fault the script asked for: what the recorder treats as a script's
+        mistake. The request log carries it as ``refusal``."""
+        return self.fault is None
+
 
 def estimate_tokens(text: str) -> int:
     """Deterministic rough token count: one token per four characters, at least one."""

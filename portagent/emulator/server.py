@@ -258,6 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             fault=err.fault,
             error=err.message or err.kind,
             notes=list(err.notes),
+            refusal=err.refusal,
         )
         ctype = "application/json; charset=UTF-8" if self._vendor == "gemini" else JSON_TYPE
         write_body(self, code, {**self._headers(ctype), **headers}, _dumps(body))

@@ -282,11 +282,6 @@ def _failed(prev: RecordOutcome, why: str) -> RecordOutcome:
     return RecordOutcome(prev.task, "failed", why + kept)
 
 
-EMULATOR_MISTAKE = "portagent emulator: "
-"""How the emulator's own refusals begin (no conversation matches, a script that ran out of turns, a request
-it cannot read): a script's mistake, never a scripted fault (those answer in the vendor's words)."""
-
-
 def _record_one(
     task: RunTask, source: str, record_mode: str, script_override: Path | None, *, for_scheduler: bool = False
 ) -> RecordOutcome:
@@ -295,7 +290,7 @@ def _record_one(
 
     t0 = time.perf_counter()
     try:
-        output, staging = asyncio.run(_record(task, source, record_mode, script_override))
+        output, staging, refused = asyncio.run(_record(task, source, record_mode, script_override))
     except PortagentError as e:
         why = e.render()
     except Exception as e:
@@ -304,13 +299,15 @@ def _record_one(
         r = output.result
         first = (r.error or "").splitlines()[0] if r.error else ""
         first = first if len(first) <= 200 else first[:199] + "…"
-        if source == "emulator" and r.status == "failed" and EMULATOR_MISTAKE in (r.error or ""):
-            # the script has no answer for this run (no conversation matches, one ran out of turns): the
-            # recording holds the emulator's complaint, not the agent's behaviour — a failed recording
+        if refused:
+            # the script has no answer for this run (no conversation matches, one ran out of turns, a
+            # request it cannot read): the recording holds the emulator's complaint, not the agent's
+            # behaviour, whatever the SDK made of it (an exception, or an answer quoting the error)
             from portagent.runtime.record import discard
 
             discard(staging)
-            why = f"the emulator script cannot answer this run: {first}"
+            shown = refused if len(refused) <= 200 else refused[:199] + "…"
+            why = f"the emulator script cannot answer this run: {shown}"
             return RecordOutcome(
                 task, "failed", why, run=unrunnable(task, why, t0) if for_scheduler else None
             )
@@ -365,12 +362,14 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
     assert task.cassette is not None
     bundle = _bundle(task.agent.path)
     clear_run_state(task.scope)
+    emu = None
     if source == "emulator":
         script = script_override or task.emulator_script
         if script is None:
             raise UsageError(f"case {task.case.case_id} has no emulator_script; give --emulator SCRIPT")
         emu = _emulator(script)
         emu.reset()
+        seen = len(emu.requests())
         endpoint = Endpoint(
             source="emulator",
             base_url=emu.base_url,
@@ -380,7 +379,7 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
     else:
         endpoint = Endpoint(source="live", api_key=live_key(task.provider, bundle))
     ids = replay_ids(bundle.root, bundle.spec.version, task.case.case_id, task.provider, task.repeat)
-    return await stage_run(
+    output, staging = await stage_run(
         bundle,
         request_for(task.case, task.provider, task.repeat, bundle),
         task.cassette,
@@ -391,3 +390,9 @@ async def _record(task: RunTask, source: str, record_mode: str, script_override:
         ids=ids,
         extra=options_extra(task.case, task.provider, task.repeat, bundle),
     )
+    # The emulator marks its own refusals in its request log; one runs' requests are the entries this
+    # run added (recordings in a process are made one at a time).
+    refused = (
+        next((e.get("error") or "" for e in emu.requests()[seen:] if e.get("refusal")), "") if emu else ""
+    )
+    return output, staging, refused
