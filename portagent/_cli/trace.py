@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_command == "show":
         from portagent.tracing.timeline import load_trace_file, render_timeline
 
-        print(render_timeline(load_trace_file(args.file)))
+        print(render_timeline(load_trace_file(args.file, allow_empty=False)))
         return 0
     if args.trace_command == "export":
         return _export(args)
@@ -112,9 +112,7 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError("--otlp-header goes with --otlp-endpoint")
     if not args.otlp_timeout > 0:
         raise UsageError("--otlp-timeout must be a positive number of seconds")
-    events = load_trace_file(args.file)
-    if not events:
-        raise UsageError(f"{args.file}: no trace events to export (empty file)")
+    events = load_trace_file(args.file, allow_empty=False)
     spans = build_spans(events, include_content=args.include_content)
     if args.otel_json:
         write_otlp_json(spans, args.otel_json)

@@ -77,14 +77,19 @@ class SpecError(PortagentError):
 
     exit_code = 1
 
-    def __init__(self, problems: list[SpecProblem]) -> None:
+    def __init__(self, problems: list[SpecProblem], *, not_shown: int = 0) -> None:
+        """``not_shown``: more problems of the same kind found and left out (a file damaged throughout)."""
         self.problems = list(problems)
+        self.not_shown = not_shown
         super().__init__("\n".join(p.render() for p in self.problems))
 
     def render(self) -> str:
-        n = len(self.problems)
+        n = len(self.problems) + self.not_shown
         head = f"{n} problem{'s' if n != 1 else ''} found"
-        return head + ":\n" + "\n".join("  " + p.render() for p in self.problems)
+        rows = ["  " + p.render() for p in self.problems]
+        if self.not_shown:
+            rows.append(f"  … and {self.not_shown} more not shown")
+        return head + ":\n" + "\n".join(rows)
 
 
 class UnsupportedFeatureError(PortagentError):

@@ -330,7 +330,4 @@ def load_trace_or_run(path: str | Path) -> list[Any]:
         p = trace
     elif not p.is_file():
         raise UsageError(f"{p}: no such trace file or run folder")
-    events = load_trace_file(p)
-    if not events:
-        raise UsageError(f"{p}: no trace events (empty file)")
-    return events
+    return load_trace_file(p, allow_empty=False)

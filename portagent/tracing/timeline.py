@@ -11,8 +11,15 @@ from pydantic import ValidationError
 from portagent.contracts.errors import SpecError, SpecProblem, UsageError
 from portagent.contracts.trace import TRACE_SCHEMA_VERSION, parse_event
 
+MAX_PROBLEMS_SHOWN = 20
+"""A damaged trace names at most this many bad lines (and how many more there are)."""
 
-def load_trace_file(path: str | Path) -> list[Any]:
+
+def load_trace_file(path: str | Path, *, allow_empty: bool = True) -> list[Any]:
+    """The events of a trace file. A line that is not JSON, not a trace event or of another format
+    version is a ``SpecError`` naming every such line (up to ``MAX_PROBLEMS_SHOWN``), not only the first:
+    one look tells a damaged line from a damaged file. ``allow_empty=False`` (show, diff, export): a file
+    with no event is a usage error, since every run's trace starts with ``run.started``."""
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"{path}: a folder, not a trace file (a run's trace is its trace.jsonl)")
@@ -23,25 +30,37 @@ def load_trace_file(path: str | Path) -> list[Any]:
         lines = p.read_text(encoding="utf-8").split("\n")  # not splitlines(): a string may hold U+2028 raw
     except UnicodeDecodeError:
         raise SpecError([SpecProblem(str(path), "", "not UTF-8 text")]) from None
+    problems: list[SpecProblem] = []
+    bad = 0
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        problem = None
         try:
             raw = json.loads(line)
             version = raw.get("schema_version", TRACE_SCHEMA_VERSION) if isinstance(raw, dict) else None
             if version != TRACE_SCHEMA_VERSION and isinstance(raw, dict):
                 # read as this version, it would show, diff and export what another format means otherwise
-                problem = (
+                said = (
                     f"trace format version {version!r} (this portagent reads version {TRACE_SCHEMA_VERSION})"
                 )
-                raise SpecError([SpecProblem(str(path), "schema_version", problem, n)])
-            events.append(parse_event(raw))
+                problem = SpecProblem(str(path), "schema_version", said, n)
+            else:
+                events.append(parse_event(raw))
         except json.JSONDecodeError as e:
-            raise SpecError([SpecProblem(str(path), "", f"line is not JSON: {e.msg}", n, e.colno)]) from None
+            problem = SpecProblem(str(path), "", f"line is not JSON: {e.msg}", n, e.colno)
         except ValidationError as e:
             first = e.errors(include_url=False)[0]
             loc = ".".join(str(x) for x in first["loc"])
-            raise SpecError([SpecProblem(str(path), loc, f"not a trace event: {first['msg']}", n)]) from None
+            problem = SpecProblem(str(path), loc, f"not a trace event: {first['msg']}", n)
+        if problem is not None:
+            bad += 1
+            if len(problems) < MAX_PROBLEMS_SHOWN:
+                problems.append(problem)
+    if problems:
+        raise SpecError(problems, not_shown=bad - len(problems))
+    if not events and not allow_empty:
+        raise UsageError(f"{path}: no trace events (empty file)")
     return events
 
 
