@@ -72,18 +72,24 @@ class RunBudget:
 
     ``budget=None`` means no limits (counters still run), which is what a bare gateway uses.
     ``spent_usd`` starts the run with cost already spent (counted as tool cost).
+    ``max_cost_usd`` replaces the budget's cost limit, and may be 0: a run without a model (a router's
+    executed routes) can be held to free tools only, which an agent's ``Budget`` cannot say (an agent
+    that may spend nothing could not call its model, so the contract refuses 0).
     """
 
-    def __init__(self, budget: Budget | None = None, *, spent_usd: float = 0.0) -> None:
+    def __init__(
+        self, budget: Budget | None = None, *, spent_usd: float = 0.0, max_cost_usd: float | None = None
+    ) -> None:
+        if max_cost_usd is not None and not max_cost_usd >= 0:  # also NaN
+            raise ValueError(f"max_cost_usd must be 0 or more, not {max_cost_usd!r}")
         self.budget = budget
         self._lock = threading.Lock()
         self.turns = 0
         self.tool_calls = 0
         self._model_cost = _ZERO
         self._tool_cost = _money(spent_usd)
-        self._max_cost = (
-            None if budget is None or budget.max_cost_usd is None else _money(budget.max_cost_usd)
-        )
+        limit = max_cost_usd if max_cost_usd is not None else (budget.max_cost_usd if budget else None)
+        self._max_cost = None if limit is None else _money(limit)
 
     # -- reading ---------------------------------------------------------------------------------
 

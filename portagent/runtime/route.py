@@ -233,16 +233,6 @@ def route_scope(spec: RouterSpec, req: RouteRequest) -> str:
     return f"route:{spec.name}:{req.request_id}:{digest}"
 
 
-def _request_budget(req: RouteRequest) -> Budget:
-    """The run's budget from the request's. ``max_cost_usd: 0`` asks for free routes only — a limit of
-    nothing, not "no limit" — so a tool that costs anything is refused. ``Budget`` itself rejects a zero
-    cost limit (an agent that may spend nothing could not call its model), so that one limit is built
-    without its check; ``RunBudget`` compares against it like any other."""
-    if req.max_cost_usd > 0:
-        return Budget(max_cost_usd=req.max_cost_usd)
-    return Budget.model_construct(max_cost_usd=0.0)
-
-
 def _handler_scope(executor: RouteExecutor) -> contextlib.AbstractContextManager[Any]:
     """Handlers (``module:function`` strings) resolve as in an agent's run (``contracts/bundle.py``
     ``plan_handlers``): in the folder of the tools file that declared the tool first, then the router spec's
@@ -282,7 +272,9 @@ async def _execute(
         if gates.get(r) == "review" and by_id[r].kind in EXECUTED_KINDS
     ]
     policy = executor.policy.model_copy(update={"rules": [*review, *executor.policy.rules]})
-    budget = RunBudget(_request_budget(req))
+    # ``max_cost_usd: 0`` asks for free routes only — a limit of nothing, not "no limit": a tool that costs
+    # anything is refused
+    budget = RunBudget(Budget(), max_cost_usd=req.max_cost_usd)
     ctx = GatewayContext(
         run_id=rec.run_id,
         scope=route_scope(spec, req),

@@ -29,3 +29,22 @@ def test_a_run_without_a_cost_limit_still_counts_money():
     assert b.add_model_cost(0.0024).ok and b.add_tool_cost(Decimal("0.0001")).ok and b.charge_tool(0.0).ok
     assert b.spent == Decimal("0.0025") and b.snapshot()["cost_usd"] == 0.0025
     assert RunBudget(Budget(max_cost_usd=0.5), spent_usd=0.25).cost_left == 0.25
+
+
+def test_a_cost_limit_of_nothing_admits_free_tools_only():
+    """A run without a model (a router's executed routes) can be held to free tools: ``max_cost_usd=0``
+    given to RunBudget is a limit of nothing, which an agent's Budget cannot say (it refuses 0)."""
+    import math
+
+    import pytest
+
+    b = RunBudget(Budget(), max_cost_usd=0.0)
+    assert b.max_cost == 0 and b.cost_left == 0.0
+    assert b.check_tool(0.0).ok and b.charge_tool(0.0).ok
+    refused = b.charge_tool(0.001)
+    assert (refused.ok, refused.limit, refused.limit_value) == (False, "max_cost_usd", 0.0)
+    assert RunBudget(Budget(max_cost_usd=5.0), max_cost_usd=1.0).max_cost == 1  # it replaces the budget's
+    assert RunBudget(Budget(max_cost_usd=5.0)).max_cost == 5
+    for bad in (-0.01, math.nan):
+        with pytest.raises(ValueError, match="max_cost_usd must be 0 or more"):
+            RunBudget(Budget(), max_cost_usd=bad)
