@@ -13,7 +13,7 @@ pass@k / pass^k of a provider group are the means over its cases of the per-case
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final, Literal
 
 from portagent.contracts._base import Contract
@@ -251,13 +251,21 @@ class SuiteResult(Contract):
             review=review,
         )
 
-    def select(self, *, provider: str | None = None, agent_version: str | None = None) -> SuiteResult:
-        """The same result restricted to one provider and/or agent version (aggregates recomputed)."""
+    def select(
+        self,
+        *,
+        provider: str | None = None,
+        agent_version: str | None = None,
+        cases: Collection[str] | None = None,
+    ) -> SuiteResult:
+        """The same result restricted to one provider, agent version and/or set of case ids (aggregates
+        recomputed)."""
         keep = [
             r
             for r in self.runs
             if (provider is None or r.provenance.provider == provider)
             and (agent_version is None or r.provenance.agent_version == agent_version)
+            and (cases is None or r.provenance.case_id in cases)
         ]
         out = SuiteResult.from_runs(self.suite_id, self.dataset_version, keep, review=self.review)
         return out.model_copy(update={"cases": dict(self.cases)})

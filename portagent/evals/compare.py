@@ -446,6 +446,26 @@ def verdict_sentence(candidate: str, baseline: str, blocking: int) -> str:
     return f"{candidate} cannot replace {baseline}: {blocking} blocking finding{'s' if blocking != 1 else ''}"
 
 
+def _same_cases(
+    b: SuiteResult, c: SuiteResult, where: str, warnings: list[str]
+) -> tuple[SuiteResult, SuiteResult]:
+    """Both sides restricted to the cases both ran, for the metric deltas. A mean over different case sets
+    measures the cases, not the agent: a new hard case would read as a drop in quality (blocking the
+    candidate on a case the comparison itself calls "not compared"), a dropped one as a rise. The cases on
+    one side only are judged on their own (``one_side``)."""
+    b_ids = {r.provenance.case_id for r in b.runs}
+    c_ids = {r.provenance.case_id for r in c.runs}
+    if b_ids == c_ids:
+        return b, c
+    both = b_ids & c_ids
+    apart = len(b_ids ^ c_ids)
+    warnings.append(
+        f"metrics{where}: over the {len(both)} case(s) both sides ran; {apart} case(s) on one side only "
+        "are judged on their own"
+    )
+    return b.select(cases=both), c.select(cases=both)
+
+
 def _cases(side: SuiteResult) -> dict[str, list[RunScore]]:
     out: dict[str, list[RunScore]] = defaultdict(list)
     for r in side.runs:
@@ -495,10 +515,13 @@ def compare(
     pairs: list[PairComparison] = []
     regressions: list[Regression] = []
     for name, b, c in sides:
-        bs, cs = b.overall(), c.overall()
-        bj, cj = judged(b), judged(c)
         where = "" if name == "all" else f" on {name}"
-        for side_name, side, kept in (("baseline", b, bj), ("candidate", c, cj)):
+        mb, mc = _same_cases(b, c, where, warnings)
+        bs, cs = mb.overall(), mc.overall()
+        if mc is not c:  # permission violations count over every candidate run, a new case's too
+            cs = cs.model_copy(update={"permission_violations": c.overall().permission_violations})
+        bj, cj = judged(mb), judged(mc)
+        for side_name, side, kept in (("baseline", mb, bj), ("candidate", mc, cj)):
             left_out = len(side.runs) - len(kept.runs)
             if left_out:
                 warnings.append(
