@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from _group_a import openai_fork_server
 from _support import EXAMPLES, run_cli
 
 SUITE = {
@@ -45,6 +47,13 @@ SUITE = {
         },
     ],
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server() -> Iterator[None]:
+    """The evals' openai workers fork with the SDK already imported (tests/_group_a.py)."""
+    with openai_fork_server():
+        yield
 
 
 def write_suite(folder: Path, name: str = "suite.yaml", **changes: Any) -> Path:
@@ -122,10 +131,12 @@ def test_eval_emulator_mode_labels_runs_emulator(mini: dict[str, Path], tmp_path
         "2",
         "--repeats",
         "2",
+        "--case",
+        "refund",  # one case is enough: what is checked is per provider and per repeat
     )
     assert code == 0, stdout + err
     report = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert len(report["runs"]) == 8
+    assert len(report["runs"]) == 4  # 1 case × 2 providers × 2 repeats
     assert {r["provenance"]["source"] for r in report["runs"]} == {"emulator"}
     assert {r["provenance"]["provider"] for r in report["runs"]} == {"openai", "adk"}
     assert all(g["flake_rate"] == 0 for g in report["by_provider"])  # repeated twice, measured
@@ -177,6 +188,8 @@ def test_record_missing_skips_and_drifted_rerecords(mini: dict[str, Path], tmp_p
         "--out",
         str(cassettes),
         "--drifted",
+        "--case",
+        "refund",  # the drift shown above; status drifts the same way
     )
     assert code == 0, out + err
     assert "recorded support_desk@1.0.0 refund openai r0" in " ".join(out.split())
@@ -349,6 +362,8 @@ def test_results_folder_not_empty(mini: dict[str, Path], tmp_path: Path) -> None
         str(out),
         "--workers",
         "1",
+        "--case",
+        "refund",  # what is checked is the folder, not the runs
     ]
     err = _fails(2, *argv)
     assert "folder is not empty; pass --overwrite" in err

@@ -1,7 +1,7 @@
 """Ctrl-C during ``portagent run`` (and ``resume``): exit 130 and one line naming the run and the folder it
-wrote into, so what it wrote can be found (it used to print only ``interrupted``). Real CLI subprocesses,
-the real OpenAI Agents SDK against portagent's emulator, SIGINT while a tool handler sleeps; waits are
-bounded."""
+wrote into, so what it wrote can be found (it used to print only ``interrupted``). The interrupted
+commands are real CLI subprocesses, the real OpenAI Agents SDK against portagent's emulator, SIGINT while a
+tool handler sleeps (the commands before and after them run in this process); waits are bounded."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support import run_cli
 
 pytest.importorskip("agents")
 
@@ -30,14 +31,16 @@ def _env(tmp_path: Path, hang: Path | None = None) -> dict[str, str]:
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "portagent", *args],
-        env=_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=BOUND_S,
-    )
+    """A command before or after the interrupted one: in this process (``run_cli``), another process than
+    the interrupted one, as a new shell's would be, without importing the SDK again for each."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        for name, value in _env(tmp_path).items():
+            if os.environ.get(name) != value:
+                mp.setenv(name, value)
+        mp.delenv("CRASH_HANG", raising=False)
+        code, out, err = run_cli(*args)
+    return subprocess.CompletedProcess(list(args), code, out, err)
 
 
 def _run_args(*extra: str) -> list[str]:
