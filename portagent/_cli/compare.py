@@ -22,6 +22,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("baseline", metavar="RESULTS_A", help="baseline results folder (or its report.json)")
     p.add_argument("candidate", metavar="RESULTS_B", help="candidate results folder (or its report.json)")
     p.add_argument("--provider", help="compare only this provider on both sides")
+    p.add_argument(
+        "--baseline-version",
+        metavar="V",
+        help="the agent version of RESULTS_A to compare (needed when it holds several, as an eval of "
+        "two versions does)",
+    )
+    p.add_argument("--candidate-version", metavar="V", help="the agent version of RESULTS_B to compare")
     p.add_argument("--out", metavar="FILE", help="write the comparison JSON here")
 
 
@@ -36,15 +43,11 @@ def run(args: argparse.Namespace) -> int:
     a, b = load_results(args.baseline, need_runs=False), load_results(args.candidate, need_runs=False)
     base, cand = a.result, b.result
     if args.provider:
-        from portagent.contracts.errors import UsageError
-
         for label, side in ((args.baseline, base), (args.candidate, cand)):
-            if args.provider not in side.providers:  # a typo would compare nothing, and "pass"
-                raise UsageError(
-                    f"--provider {args.provider}: {label} has no runs of it (its providers: "
-                    f"{', '.join(side.providers) or 'none'})"
-                )
+            _has(label, side.providers, "--provider", args.provider, "providers")
         base, cand = base.select(provider=args.provider), cand.select(provider=args.provider)
+    base = _one_version(args.baseline, base, "--baseline-version", args.baseline_version)
+    cand = _one_version(args.candidate, cand, "--candidate-version", args.candidate_version)
     comparison = compare(base, cand)
     out = console()
     _print(out, comparison)
@@ -52,6 +55,32 @@ def run(args: argparse.Namespace) -> int:
         write_json(Path(args.out), comparison)
         out.print(f"wrote {args.out}", markup=False)
     return 0 if comparison.passed else 1
+
+
+def _has(label: str, present: list[str], option: str, value: str, what: str) -> None:
+    from portagent.contracts.errors import UsageError
+
+    if value not in present:  # a typo would compare nothing, and "pass"
+        raise UsageError(
+            f"{option} {value}: {label} has no runs of it (its {what}: {', '.join(present) or 'none'})"
+        )
+
+
+def _one_version(label: str, side: Any, option: str, version: str | None) -> Any:
+    """The side narrowed to one agent version. A side holding several (an eval of two versions) would
+    pool them into one mean — ``compare R R`` of such a folder compared the pool with itself and said
+    "can replace" — so it needs ``option``."""
+    from portagent.contracts.errors import UsageError
+
+    if version is not None:
+        _has(label, side.agent_versions, option, version, "agent versions")
+        return side.select(agent_version=version)
+    if len(side.agent_versions) > 1:
+        raise UsageError(
+            f"{label} holds agent versions {', '.join(side.agent_versions)}: pick the one to compare with "
+            f"{option} V (a mean over several versions measures none of them)"
+        )
+    return side
 
 
 def _print(out: Any, c: Any) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from _support import EXAMPLES, REPO, run_cli
 
+TWO = ("--baseline-version", "1.0.0", "--candidate-version", "2.0.0")  # the results hold both versions
 BAD = "p_\udcff"  # what ``portagent init $'p_\xff'`` hands Python
 
 
@@ -98,8 +99,8 @@ def test_output_paths_that_cannot_be_files_are_one_message(tmp_path, results):
     agent = str(EXAMPLES / "support_desk" / "agent.yaml")
     trace = next((results / "runs").rglob("trace.jsonl"))
     cases = [
-        (["compare", str(results), str(results), "--out", f"{afile}/x.json"], f"{afile} is not a folder"),
-        (["compare", str(results), str(results), "--out", str(tmp_path)], "exists and is not a regular file"),
+        (["compare", str(results), str(results), *TWO, "--out", f"{afile}/x.json"], f"{afile} is not a folder"),
+        (["compare", str(results), str(results), *TWO, "--out", str(tmp_path)], "exists and is not a regular file"),
         (["export", agent, "--to", "openai", "--out", f"{afile}/x.py"], f"{afile} is not a folder"),
         (["trace", "export", str(trace), "--otel-json", f"{afile}/x.json"], f"{afile} is not a folder"),
         (["trace", "import", str(next(REPO.glob("cassettes/**/openai/r0/cassette.yaml"))), "--out", f"{afile}/t"],
@@ -152,8 +153,8 @@ def test_gate_and_report_refuse_results_whose_run_files_are_missing(tmp_path, re
         assert err.startswith(f"portagent: {copy}: incomplete results: {gone}") and err.count("\n") == 1, err
     assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["R"]
-    code, out, err = run_cli("compare", str(results), str(copy))  # reads the summaries alone
-    assert code == 0, err
+    code, out, err = run_cli("compare", str(results), str(copy), *TWO)  # reads the summaries alone
+    assert code == 0 and "2.0.0 can replace 1.0.0" in out, out + err
 
 
 def test_special_files_are_refused_and_symlinks_written_through(tmp_path, results):
