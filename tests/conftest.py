@@ -44,5 +44,9 @@ def _isolated_home(tmp_path, monkeypatch):
 
 # `pytest -m "not slow"` is the fast loop: the tests and shared fixtures a full run measured as slow are
 # listed in slow_tests.txt and marked by slow_tests.Marks (tests/slow_tests.py says how it is measured).
+# The same measurements order the modules heaviest first (slow_tests.heaviest_modules_first); xdist's own
+# reordering by test count would undo that, so it is turned off.
 def pytest_configure(config):
     config.pluginmanager.register(slow_tests.Marks(), "portagent-slow-tests")
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False

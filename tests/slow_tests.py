@@ -18,7 +18,7 @@ them in the full run and the next one does), each test taking its largest time::
     .venv/bin/python tests/slow_tests.py --fixtures /tmp/fixtures /tmp/full.xml /tmp/fast.xml
 
 The threshold is low (0.15 s) because the fast loop is the suite's cheap majority: on 2 cores it keeps about
-2 530 of 3 840 tests — every adapter, floor and contract — in one to two and a half minutes. A run prints, at its end,
+2 570 of 3 860 tests — every adapter, floor and contract — in one to two and a half minutes. A run prints, at its end,
 the unmarked tests that took ``Marks.UNMARKED_S`` or more.
 """
 
@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 THRESHOLD_S = 0.15
+UNLISTED_S = THRESHOLD_S / 3  # a test the list does not name: under the threshold, most far under
 LIST = Path(__file__).with_name("slow_tests.txt")
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TIMES = "PORTAGENT_FIXTURE_TIMES"
@@ -47,16 +48,39 @@ _HEADER = (
 )
 
 
-def listed() -> tuple[set[str], set[str]]:
-    """The test node ids and fixture ids in ``slow_tests.txt`` (empty when the file is missing)."""
-    tests: set[str] = set()
-    fixtures: set[str] = set()
+def measured() -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds per test node id and per fixture id in ``slow_tests.txt`` (empty when the file is missing)."""
+    tests: dict[str, float] = {}
+    fixtures: dict[str, float] = {}
     if LIST.is_file():
         for line in LIST.read_text(encoding="utf-8").splitlines():
             if line and not line.startswith("#"):
-                _, kind, name = line.split("\t", 2)
-                (tests if kind == "test" else fixtures).add(name)
+                seconds, kind, name = line.split("\t", 2)
+                (tests if kind == "test" else fixtures)[name] = float(seconds)
     return tests, fixtures
+
+
+def listed() -> tuple[set[str], set[str]]:
+    """The test node ids and fixture ids in ``slow_tests.txt``."""
+    tests, fixtures = measured()
+    return set(tests), set(fixtures)
+
+
+def heaviest_modules_first(items: list[Any], seconds: dict[str, float]) -> list[Any]:
+    """``items`` with whole modules ordered by their measured seconds, heaviest first (a test not in the
+    list counts ``UNLISTED_S``); the order inside a module is kept.
+
+    pytest-xdist's ``--dist loadscope`` hands each worker a module at a time, and by default orders the
+    modules by their number of tests: a module of one 30-second test (a killed eval, a walkthrough) then
+    starts last, while the other worker idles. Largest-first is the classic cure for that tail; conftest.py
+    turns the test-count reordering off so this order is the one the scheduler uses.
+    """
+    weight: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        weight[module] = weight.get(module, 0.0) + seconds.get(item.nodeid, UNLISTED_S)
+    order = {item.nodeid: n for n, item in enumerate(items)}
+    return sorted(items, key=lambda i: (-weight[i.nodeid.split("::", 1)[0]], order[i.nodeid]))
 
 
 def fixture_id(fixturedef: Any) -> str:
@@ -101,7 +125,8 @@ class Marks:
     UNMARKED_S = 2.0
 
     def __init__(self) -> None:
-        self.tests, self.fixtures = listed()
+        self.seconds, fixture_seconds = measured()
+        self.tests, self.fixtures = set(self.seconds), set(fixture_seconds)
         folder = os.environ.get(FIXTURE_TIMES)
         self.clock = FixtureClock(folder) if folder else None
         self.took: dict[str, float] = {}
@@ -110,6 +135,7 @@ class Marks:
         for item in items:
             if item.nodeid in self.tests or not self.fixtures.isdisjoint(shared_fixtures(item)):
                 item.add_marker(pytest.mark.slow)
+        items[:] = heaviest_modules_first(items, self.seconds)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any) -> Any:

@@ -80,4 +80,22 @@ def test_conftest_marks_listed_tests_and_the_users_of_a_listed_fixture(pytester,
     monkeypatch.setattr(slow_tests, "LIST", listing)
     result = pytester.inline_run("--collect-only", "-m", "not slow")
     kept = [item.nodeid for item in result.getcalls("pytest_collection_finish")[0].session.items]
-    assert kept == ["suite.cases::case", "test_mod.py::test_plain"]
+    assert sorted(kept) == ["suite.cases::case", "test_mod.py::test_plain"]
+
+
+def test_modules_run_heaviest_first_and_keep_their_own_order():
+    class Item:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid = nodeid
+
+    items = [Item(n) for n in ("a.py::t1", "a.py::t2", "b.py::t1", "c.py::t1", "c.py::t2", "c.py::t3")]
+    # b's one test outweighs a's two; c's three unlisted tests weigh least: xdist's default (by number of
+    # tests) would have started c first and b last.
+    seconds = {"a.py::t2": 4.0, "b.py::t1": 30.0}
+    ordered = [i.nodeid for i in slow_tests.heaviest_modules_first(items, seconds)]
+    assert ordered == ["b.py::t1", "a.py::t1", "a.py::t2", "c.py::t1", "c.py::t2", "c.py::t3"]
+
+
+def test_conftest_turns_off_xdists_reordering_by_test_count(pytestconfig):
+    if hasattr(pytestconfig.option, "loadscopereorder"):
+        assert pytestconfig.option.loadscopereorder is False
