@@ -375,7 +375,7 @@ def paired(sides: list[Any], n: int) -> list[tuple[float, float, list[float]]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="3 runs per side (CI smoke)")
+    ap.add_argument("--quick", action="store_true", help="2 runs per side after a first (CI smoke)")
     ap.add_argument("--providers", default="openai,adk,claude,anthropic,langgraph")
     ap.add_argument("-n", type=int, default=30)
     ap.add_argument(
@@ -386,7 +386,7 @@ def main() -> None:
         "one (its request handling then competes with both sides for this process's GIL)",
     )
     args = ap.parse_args()
-    n = 3 if args.quick else args.n
+    n = 2 if args.quick else args.n
     import os
     import tempfile
 

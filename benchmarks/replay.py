@@ -162,12 +162,12 @@ def claude_cli_through_proxy(bundle: Any, folder: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="5 replays per side, 3 CLI runs (CI smoke)")
+    ap.add_argument("--quick", action="store_true", help="3 replays per side, 2 CLI runs (CI smoke)")
     ap.add_argument("--providers", default="openai,adk,claude,anthropic,langgraph")
     ap.add_argument("-n", type=int, default=30, help="replays per side (default 30; the CLI side: n/3)")
     args = ap.parse_args()
-    n = 5 if args.quick else args.n
-    n_cli = 3 if args.quick else max(3, args.n // 3)
+    n = 3 if args.quick else args.n
+    n_cli = 2 if args.quick else max(3, args.n // 3)
     os.environ.setdefault("PORTAGENT_HOME", tempfile.mkdtemp(prefix="portagent-bench-"))
     os.environ.setdefault("GOOGLE_API_KEY", "bench-dummy-key")
     from portagent.contracts.bundle import load_agent
