@@ -16,42 +16,27 @@ WARM_SDKS_ENV = "PORTAGENT_WARM_SDKS"
 """Adapter modules (comma-separated) the fork server also imports (``runtime.warm``)."""
 
 
-_WARMED: dict[str, Any] = {"pid": None, "sdks": frozenset()}
-"""The fork server this process started with ``warm_workers`` (its pid) and the adapter modules it preloaded."""
-
-
 def warm_workers(providers: Sequence[str]) -> bool:
     """Start the workers' fork server now, preloading ``runtime.warm``: it imports the run path (and, when
     one provider's workers will share it, that provider's adapter and SDK) while the eval plans, so each
-    worker forks ready. True when this call started it (``stop_warm_workers`` may end it then).
-
-    A fork server already running is kept — unless this function started it without the SDK this eval's
-    workers need: then it starts again with that SDK added to the ones it had. Kept as it was, every worker
-    of every later eval of another provider imported its SDK itself (1–2.5 s of CPU each): in a process
-    that makes many evals — a test session, the pytest plugin, a notebook — the server soon holds every SDK
-    used, and no worker imports one again. A server someone else started is never replaced."""
+    worker forks ready. A fork server already running (an earlier eval in this process) is kept. True when
+    this call started it (``stop_warm_workers`` may end it then)."""
     import multiprocessing as mp
     from multiprocessing import forkserver
 
     _short_socket_folder()
     mp.get_context("forkserver").set_forkserver_preload(["portagent.runtime.warm"])
     chosen = list(dict.fromkeys(providers))
-    wanted: set[str] = set()
+    sdk = ""
     if len(chosen) == 1:  # the registry (its capability contracts) loads only when one SDK is preloaded
         from portagent.adapters.base import REGISTRY
 
         info = REGISTRY.get(chosen[0])
-        if info is not None:
-            wanted.add(info.module)
+        sdk = info.module if info is not None else ""
     server = forkserver._forkserver
     before_pid = getattr(server, "_forkserver_pid", None)
-    sdks = set(wanted)
-    if before_pid is not None and before_pid == _WARMED["pid"] and not wanted <= _WARMED["sdks"]:
-        sdks |= _WARMED["sdks"]
-        stop_warm_workers()
-        before_pid = None
     before = os.environ.get(WARM_SDKS_ENV)
-    os.environ[WARM_SDKS_ENV] = ",".join(sorted(sdks))
+    os.environ[WARM_SDKS_ENV] = sdk
     try:
         forkserver.ensure_running()
     finally:
@@ -60,10 +45,7 @@ def warm_workers(providers: Sequence[str]) -> bool:
         else:
             os.environ[WARM_SDKS_ENV] = before
     pid = getattr(server, "_forkserver_pid", None)
-    started = pid is not None and pid != before_pid
-    if started:
-        _WARMED.update(pid=pid, sdks=frozenset(sdks))
-    return started
+    return pid is not None and pid != before_pid
 
 
 _SOCKET_PATH_MAX = 107
