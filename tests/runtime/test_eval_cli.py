@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
-from _group_a import openai_fork_server
 from _support import EXAMPLES, run_cli
+from _warm_fork_server import openai_fork_server
 
 SUITE = {
     "kind": "suite",
@@ -51,7 +51,7 @@ SUITE = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _fork_server() -> Iterator[None]:
-    """The evals' openai workers fork with the SDK already imported (tests/_group_a.py)."""
+    """The evals' openai workers fork with the SDK already imported (tests/_warm_fork_server.py)."""
     with openai_fork_server():
         yield
 
