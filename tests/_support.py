@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,23 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
         except SystemExit as e:
             code = int(e.code or 0)
     return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_as_another_shell(
+    folder: Path, env: dict[str, str], *argv: str, unset: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """A command as a new shell would run it beside (or after) a process a test interrupts or kills: in
+    ``folder``, with ``env``'s values and without the ``unset`` variables — but in this process
+    (``run_cli``), so it does not import the SDK again. The working folder and variables are restored."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        for name, value in env.items():
+            if os.environ.get(name) != value:
+                mp.setenv(name, value)
+        for name in unset:
+            mp.delenv(name, raising=False)
+        code, out, err = run_cli(*argv)
+    return subprocess.CompletedProcess(list(argv), code, out, err)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _support import run_cli
+from _support import run_cli_as_another_shell
 
 pytest.importorskip("agents")
 
@@ -57,14 +57,7 @@ def _run(tmp_path: Path, agent: str, key: str) -> subprocess.CompletedProcess[st
     other than the one that holds or held the key, as a new shell's would be, without importing the SDK
     again for each request."""
     argv = _argv(agent, key)[3:]  # without ``python -m portagent``
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(tmp_path)
-        for name, value in _env(tmp_path).items():
-            if os.environ.get(name) != value:
-                mp.setenv(name, value)
-        mp.delenv("CRASH_HANG", raising=False)
-        code, out, err = run_cli(*argv)
-    return subprocess.CompletedProcess(argv, code, out, err)
+    return run_cli_as_another_shell(tmp_path, _env(tmp_path), *argv, unset=("CRASH_HANG",))
 
 
 def _killed_mid_write(tmp_path: Path, agent: str, key: str) -> None:

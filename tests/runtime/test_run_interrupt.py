@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _support import run_cli
+from _support import run_cli_as_another_shell
 
 pytest.importorskip("agents")
 
@@ -33,14 +33,7 @@ def _env(tmp_path: Path, hang: Path | None = None) -> dict[str, str]:
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """A command before or after the interrupted one: in this process (``run_cli``), another process than
     the interrupted one, as a new shell's would be, without importing the SDK again for each."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(tmp_path)
-        for name, value in _env(tmp_path).items():
-            if os.environ.get(name) != value:
-                mp.setenv(name, value)
-        mp.delenv("CRASH_HANG", raising=False)
-        code, out, err = run_cli(*args)
-    return subprocess.CompletedProcess(list(args), code, out, err)
+    return run_cli_as_another_shell(tmp_path, _env(tmp_path), *args, unset=("CRASH_HANG",))
 
 
 def _run_args(*extra: str) -> list[str]:
