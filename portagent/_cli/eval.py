@@ -131,7 +131,8 @@ def add_run_timeout_arg(p: Any) -> None:
         "--run-timeout",
         metavar="SECONDS",
         help="time limit of one run: a run past it stops its worker and fails with the reason, the eval goes "
-        "on (default: 120 for --replay, 300 for --emulator, 900 for --live)",
+        "on (default: 120 for --replay, 300 for --emulator, 900 for --live); a worker's start-up (its SDK "
+        "import) is timed apart, with at least 120 s",
     )
 
 

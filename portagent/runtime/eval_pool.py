@@ -9,6 +9,7 @@ functions that use them); the fork server its workers start from is ``runtime/fo
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 import sys
@@ -49,6 +50,11 @@ PARENT_POLL_S = 0.2
 # started ("start" message): past its limit it SIGKILLs the worker's process group (what the worker started
 # goes with it: the Claude Code CLI, a subprocess of a handler), the run comes back a run error saying
 # why, and a fresh worker takes the remaining runs.
+#
+# A worker's start-up is not its first run: before it, the worker imports its provider's adapter and SDK
+# ("setup" message; 1-2 s, several times that on a loaded CI machine, nothing when the fork server
+# preloaded it). It is timed on its own clock (``WORKER_STARTUP_S``, or the run limit when longer), so a
+# tight ``--run-timeout`` judges runs, not which run a fresh worker happened to take first.
 
 RUN_TIMEOUT_S: dict[str, float] = {"replay": 120.0, "emulator": 300.0, "live": 900.0}
 """Default limit of one run by mode (``eval --run-timeout`` overrides it). Replay is offline and takes
@@ -64,30 +70,50 @@ def run_limit_s(task: RunTask, run_timeout: float | None) -> float:
     )
 
 
+WORKER_STARTUP_S = 120.0
+"""Limit of a worker's start-up (its provider's adapter and SDK imported) when the run limit is shorter."""
+
+
 def too_long(limit_s: float) -> str:
     """The reason a run stopped at its time limit gives (reports, eval.json, the gate)."""
     return f"the run took longer than its time limit of {limit_s:g} s (--run-timeout); its worker was stopped"
 
 
+def slow_start(limit_s: float, provider: str) -> str:
+    """The reason a run fails whose worker did not finish starting within its limit."""
+    return (
+        f"its worker took longer than {limit_s:g} s to start (importing the {provider} adapter and its SDK, "
+        "before the run); the worker was stopped"
+    )
+
+
 class RunClock:
-    """The run each worker is making (from its "start" message) and since when, by worker pid."""
+    """What each worker is doing, timed, by worker pid: starting up before a run ("setup" message) or
+    making the run ("start" message), since when, its limit and the reason it fails past the limit."""
 
     def __init__(self, run_timeout: float | None) -> None:
         self._run_timeout = run_timeout
-        self._runs: dict[int, tuple[int, float, float]] = {}  # pid → (task index, start, limit)
+        self._runs: dict[int, tuple[int, float, float, str]] = {}  # pid → (task index, start, limit, reason)
+
+    def setting_up(self, pid: int, task: RunTask) -> None:
+        """``pid`` imports its adapter before making ``task``: timed on the start-up's own limit."""
+        limit = max(run_limit_s(task, self._run_timeout), WORKER_STARTUP_S)
+        self._runs[pid] = (task.index, time.perf_counter(), limit, slow_start(limit, task.provider))
 
     def began(self, pid: int, task: RunTask) -> None:
-        self._runs[pid] = (task.index, time.perf_counter(), run_limit_s(task, self._run_timeout))
+        """``pid`` makes ``task`` from now on (its start-up, if any, is over)."""
+        limit = run_limit_s(task, self._run_timeout)
+        self._runs[pid] = (task.index, time.perf_counter(), limit, too_long(limit))
 
     def ended(self, pid: int) -> int | None:
         """The index of the run ``pid`` was making (None: none); it is no longer timed."""
         run = self._runs.pop(pid, None)
         return run[0] if run is not None else None
 
-    def overdue(self) -> list[tuple[int, int, float, float]]:
-        """(pid, task index, start, limit) of each run past its limit; they are no longer timed."""
+    def overdue(self) -> list[tuple[int, int, float, str]]:
+        """(pid, task index, start, reason) of each worker past its limit; they are no longer timed."""
         now = time.perf_counter()
-        late = [(pid, *run) for pid, run in self._runs.items() if now - run[1] > run[2]]
+        late = [(pid, at, t0, why) for pid, (at, t0, limit, why) in self._runs.items() if now - t0 > limit]
         for pid, *_ in late:
             del self._runs[pid]
         return late
@@ -107,6 +133,17 @@ def stop_worker(proc: Any) -> None:
         proc.kill()
     with contextlib.suppress(OSError, ValueError):
         proc.join(timeout=10)
+
+
+def _set_up(provider: str) -> None:
+    """Import ``provider``'s adapter and SDK (nothing to do when the fork server preloaded them). A
+    failure is left to the run, which reports it as it always did (``MissingExtraError``, an SDK bug)."""
+    from portagent.adapters.base import REGISTRY
+
+    info = REGISTRY.get(provider)
+    if info is not None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(info.module)
 
 
 def _die_with_parent() -> None:
@@ -188,6 +225,7 @@ def _worker_main(
 
     route_logs()  # as the CLI does: the SDKs' own error logs stay out of the eval's output
     done = 0
+    set_up = False
     try:
         while True:
             if parent is not None and not _alive(*parent):
@@ -200,6 +238,10 @@ def _worker_main(
                 break
             if parent is not None and not _alive(*parent):  # never start a run for a dead eval
                 _kill_own_group()
+            if not set_up:  # timed as the worker's start-up, not as its first run (RunClock)
+                results.put(("setup", os.getpid(), task.index))
+                _set_up(provider)
+                set_up = True
             results.put(("start", os.getpid(), task.index))
             results.put(("run", os.getpid(), execute(task)))
             done += 1
@@ -456,12 +498,12 @@ def _pool(
             break
     try:
         while procs:
-            for pid, at, began, limit in clock.overdue():
+            for pid, at, began, why in clock.overdue():
                 # past its time limit (a hung handler, a lock never released): the worker and what it
                 # started are stopped, the run fails saying why and where it was stuck, a fresh worker
                 # takes the rest
                 p, proc = procs.pop(pid)
-                reason = stuck_reason(too_long(limit), proc, stacks, by_index[at].out_dir)
+                reason = stuck_reason(why, proc, stacks, by_index[at].out_dir)
                 stop_worker(proc)
                 active[p] -= 1
                 left[p] -= 1
@@ -487,7 +529,9 @@ def _pool(
                 continue
             if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
                 continue
-            if kind == "start":
+            if kind == "setup":
+                clock.setting_up(pid, by_index[payload])
+            elif kind == "start":
                 clock.began(pid, by_index[payload])
             elif kind == "run":
                 clock.ended(pid)

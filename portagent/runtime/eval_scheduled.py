@@ -104,7 +104,7 @@ def run_pooled(
     import queue as queue_mod
 
     from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker, too_long
+    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker
     from portagent.runtime.eval_stuck import make_stacks, remove_stacks, stuck_reason
     from portagent.runtime.fork_server import warm_workers
     from portagent.tools.ledger import start_identity
@@ -164,9 +164,9 @@ def run_pooled(
                         queues[p].put(None)
             if not procs and not any(pending.values()) and not sent.total():
                 break
-            for pid, at, began, limit in clock.overdue():  # a hung run: its worker is stopped
+            for pid, at, began, why in clock.overdue():  # a hung run (or start-up): its worker is stopped
                 p, proc = procs.pop(pid)
-                reason = stuck_reason(too_long(limit), proc, stacks, by_index[at].out_dir)
+                reason = stuck_reason(why, proc, stacks, by_index[at].out_dir)
                 stop_worker(proc)
                 active[p] -= 1
                 sent[p] -= 1
@@ -195,7 +195,9 @@ def run_pooled(
                 continue
             if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
                 continue
-            if kind == "start":
+            if kind == "setup":
+                clock.setting_up(pid, by_index[payload])
+            elif kind == "start":
                 clock.began(pid, by_index[payload])
             elif kind == "run":
                 clock.ended(pid)
