@@ -58,6 +58,11 @@ class AdapterInfo:
     run's one-time work — measured replaying the demo on a 2-core machine. Only a prior: the eval pool
     starts the providers with the most work first (``runtime.eval_pool``) and uses its own measurement
     as soon as a worker's first run is back."""
+    warm_modules: tuple[str, ...] = ()
+    """Modules the SDK imports lazily on a first run (measured on the demo suite; seconds for some SDKs).
+    An eval worker imports them while it starts, before its first run's clock (``runtime.eval_pool``), and
+    the fork server with the SDK when it preloads it: best effort, a name an SDK version lacks is skipped.
+    ``tests/adapters/test_warm_modules.py`` checks each is still imported by a first run."""
     retryable_statuses: frozenset[int] = field(default=RETRYABLE_STATUS)
     """HTTP statuses worth retrying (``error`` events and ``ProviderError.retryable``): 408, 409,
     429, the 5xx server errors and Anthropic's 529 overloaded — one set, shared with the wire parsers."""
@@ -97,6 +102,9 @@ REGISTRY: dict[str, AdapterInfo] = {
         base_url_env="GOOGLE_GEMINI_BASE_URL",
         dummy_key="portagent-dummy-key",
         startup_s=2.0,
+        # the runner's agent router imports the workflow engine (auth, OAuth, FastAPI: ~0.9 s), and the
+        # workflow the remote-A2A agent type (a2a-sdk)
+        warm_modules=("google.adk.workflow._workflow", "google.adk.agents.remote_a2a_agent"),
     ),
     "anthropic": AdapterInfo(
         module="portagent.adapters.anthropic.agent",
@@ -118,6 +126,9 @@ REGISTRY: dict[str, AdapterInfo] = {
         base_url_env="OPENAI_BASE_URL",
         dummy_key="sk-portagent-dummy",
         startup_s=3.0,
+        # the default model's LangChain integration (adapters/langgraph/chat_models.py imports it per spec;
+        # with it, the OpenAI client's types: ~1.5 s). A spec on another vendor imports its own at its run.
+        warm_modules=("langchain_openai",),
     ),
 }
 """Every provider portagent runs on, in ``contracts.agent.PROVIDERS`` order (a test keeps them equal)."""

@@ -136,14 +136,20 @@ def stop_worker(proc: Any) -> None:
 
 
 def _set_up(provider: str) -> None:
-    """Import ``provider``'s adapter and SDK (nothing to do when the fork server preloaded them). A
-    failure is left to the run, which reports it as it always did (``MissingExtraError``, an SDK bug)."""
+    """Import ``provider``'s adapter and SDK, and what the SDK imports lazily on a first run
+    (``AdapterInfo.warm_modules``); nothing to do for what the fork server preloaded. A failure is left
+    to the run, which reports it as it always did (``MissingExtraError``, an SDK bug)."""
     from portagent.adapters.base import REGISTRY
 
     info = REGISTRY.get(provider)
-    if info is not None:
-        with contextlib.suppress(Exception):
-            importlib.import_module(info.module)
+    if info is None:
+        return
+    for name in (info.module, *info.warm_modules):
+        try:
+            importlib.import_module(name)
+        except Exception:  # the run reports what matters; without its adapter the rest is moot
+            if name == info.module:
+                return
 
 
 def _die_with_parent() -> None:

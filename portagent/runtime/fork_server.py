@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 WARM_SDKS_ENV = "PORTAGENT_WARM_SDKS"
-"""Adapter modules (comma-separated) the fork server also imports (``runtime.warm``)."""
+"""Adapter modules, and the modules their SDK imports on a first run (``AdapterInfo.warm_modules``),
+comma-separated, that the fork server also imports (``runtime.warm``)."""
 
 
 def warm_workers(providers: Sequence[str]) -> bool:
@@ -32,7 +33,7 @@ def warm_workers(providers: Sequence[str]) -> bool:
         from portagent.adapters.base import REGISTRY
 
         info = REGISTRY.get(chosen[0])
-        sdk = info.module if info is not None else ""
+        sdk = ",".join((info.module, *info.warm_modules)) if info is not None else ""
     server = forkserver._forkserver
     before_pid = getattr(server, "_forkserver_pid", None)
     before = os.environ.get(WARM_SDKS_ENV)
