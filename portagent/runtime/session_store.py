@@ -7,13 +7,10 @@ in a session does with them — framing, fitting the context budget, compaction 
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
-
-from pydantic import ValidationError
 
 from portagent.contracts._base import Contract
 from portagent.contracts.errors import UsageError
@@ -109,42 +106,28 @@ class SqliteSessionStore:
 
         self.path = path or state_file(SESSIONS_DB, create=create)
         self.clock = clock or SystemClock()
-        from portagent.tools.sqlite_state import open_state_db
+        from portagent.tools.sqlite_state import StoreDamage, open_state_db
 
         self._db = open_state_db(self.path, _SCHEMA, "session store")
-        with self._guard():
-            cols = [row[1] for row in self._db.execute("PRAGMA table_info(turns)")]
-        expected = [
-            "session_id",
-            "seq",
-            "role",
-            "content",
-            "provider",
-            "run_id",
-            "agent",
-            "trace_path",
-            "created_at",
-        ]
-        if cols != expected:
-            self._db.close()
-            raise UsageError(self._damaged(f"its 'turns' table has columns {cols}, expected {expected}"))
-
-    def _damaged(self, detail: str) -> str:
-        return (
-            f"the session store {str(self.path)!r} is damaged ({detail}); move it away to start a new one "
-            "(its threads are then lost)"
+        self._damage = StoreDamage("session store", self.path, "turn", "its threads are then lost")
+        self._damage.expect_columns(
+            self._db,
+            "turns",
+            [
+                "session_id",
+                "seq",
+                "role",
+                "content",
+                "provider",
+                "run_id",
+                "agent",
+                "trace_path",
+                "created_at",
+            ],
         )
 
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as e:
-            raise UsageError(self._damaged(str(e))) from e
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise UsageError(self._damaged(f"a stored turn is invalid at {where}: {first['msg']}")) from e
+    def _guard(self) -> AbstractContextManager[None]:
+        return self._damage.guard()
 
     def turns(self, session_id: str) -> list[Turn]:
         with self._guard():

@@ -10,18 +10,13 @@ store records ``last_retrieved``. What is stored is masked by the one secret sca
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import ValidationError
 
 from portagent.contracts.errors import UsageError
 from portagent.contracts.memory import (
@@ -196,28 +191,16 @@ class MemoryStore:
 
     def __init__(self, path: Path | None = None, *, clock: Clock | None = None) -> None:
         from portagent.core.home import state_file
-        from portagent.tools.sqlite_state import open_state_db
+        from portagent.tools.sqlite_state import StoreDamage, open_state_db
 
         self.path = path or state_file(MEMORY_DB)
         self.clock = clock or SystemClock()
         self._db = open_state_db(self.path, _SCHEMA, "memory store")
-        with self._guard():
-            cols = [row[1] for row in self._db.execute("PRAGMA table_info(memories)")]
-        if cols != ["memory_id", "scope", "owner", "status", "record"]:
-            self._db.close()
-            raise UsageError(self._damaged(f"its 'memories' table has columns {cols}"))
+        self._damage = StoreDamage("memory store", self.path, "record")
+        self._damage.expect_columns(self._db, "memories", ["memory_id", "scope", "owner", "status", "record"])
 
-    def _damaged(self, detail: str) -> str:
-        return f"the memory store {str(self.path)!r} is damaged ({detail}); move it away to start a new one"
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as e:
-            raise UsageError(self._damaged(str(e))) from e
-        except (ValidationError, json.JSONDecodeError) as e:
-            raise UsageError(self._damaged(f"a stored record is invalid: {str(e).splitlines()[0]}")) from e
+    def _guard(self) -> AbstractContextManager[None]:
+        return self._damage.guard()
 
     def close(self) -> None:
         self._db.close()

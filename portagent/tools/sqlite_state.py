@@ -14,11 +14,17 @@ owner at a time, and never across a fork.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from portagent.contracts.errors import UsageError
 
@@ -105,3 +111,48 @@ def _open(path: Path, schema: str, what: str) -> sqlite3.Connection:
         except sqlite3.Error as e:
             db.close()
             raise UsageError(f"cannot open the {what} at {str(path)!r}: {e}") from e
+
+
+@dataclass(frozen=True)
+class StoreDamage:
+    """How a state store reports a damaged file: SQLite errors, a table of other columns and stored rows
+    that no longer parse all become one ``UsageError`` naming the file and how to start over — never a
+    traceback (the memory and session stores; the approvals store names a corrupt card itself)."""
+
+    what: str
+    """The store, as users know it: ``"memory store"``."""
+    path: Path
+    row: str
+    """What one stored row is: ``"record"``, ``"turn"``."""
+    lost: str = ""
+    """What moving the file away loses, when worth saying."""
+
+    def error(self, detail: str) -> UsageError:
+        lost = f" ({self.lost})" if self.lost else ""
+        return UsageError(
+            f"the {self.what} {str(self.path)!r} is damaged ({detail}); move it away to start a new one{lost}"
+        )
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Reads and writes of the store: what the file's state breaks is reported as its damage."""
+        try:
+            yield
+        except sqlite3.Error as e:
+            raise self.error(str(e)) from e
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            at = f" at {where}" if where else ""
+            raise self.error(f"a stored {self.row} is invalid{at}: {first['msg']}") from e
+        except json.JSONDecodeError as e:
+            raise self.error(f"a stored {self.row} is invalid: {e}") from e
+
+    def expect_columns(self, db: sqlite3.Connection, table: str, expected: Sequence[str]) -> None:
+        """The store's main table has the columns this version writes; else ``db`` is closed and the file
+        reported damaged (a file of another tool, or of a version with another layout)."""
+        with self.guard():
+            cols = [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+        if cols != list(expected):
+            db.close()
+            raise self.error(f"its {table!r} table has columns {cols}, expected {list(expected)}")

@@ -474,6 +474,26 @@ def test_cli_corrupt_store():
     assert code == 2 and "damaged" in one_line(err)
 
 
+def test_cli_store_with_a_record_that_no_longer_parses_is_damaged():
+    """A row whose stored record is not JSON, or not a record, is named as the store's damage (one line,
+    exit 2), as the session store names its own (``tools.sqlite_state.StoreDamage``)."""
+    from portagent.tools.memory_store import MemoryStore
+
+    home = Path(os.environ["PORTAGENT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    MemoryStore(home / "memory.db").close()  # the store's own schema
+    con = sqlite3.connect(home / "memory.db")
+    con.execute("INSERT INTO memories VALUES ('m1', 'user', 'ana', 'active', '{not json')")
+    con.commit()
+    code, _, err = run_cli("memory", "list")
+    assert code == 2 and "is damaged (a stored record is invalid" in one_line(err) and "Traceback" not in err
+    con.execute("UPDATE memories SET record = '{\"statement\": 3}' WHERE memory_id = 'm1'")
+    con.commit()
+    con.close()
+    code, _, err = run_cli("memory", "list")
+    assert code == 2 and "is damaged (a stored record is invalid at " in one_line(err)
+
+
 def test_cli_restore_undoes_an_agents_forget():
     """``forget`` is declared reversible: ``memory restore`` makes a forgotten record recalled again. A
     superseded record is not "forgotten" (its replacement is recalled), and an active one has no forget
