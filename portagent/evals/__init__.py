@@ -12,7 +12,8 @@ from __future__ import annotations
 from portagent.contracts.loaded_suite import LoadedSuite, load_suite
 from portagent.contracts.suite import Case, Expectations, Suite, Thresholds
 from portagent.evals.aggregate import GroupStats, SuiteResult
-from portagent.evals.compare import Comparison, Regression, Tolerances, compare
+from portagent.evals.case_findings import Regression
+from portagent.evals.compare import Comparison, Tolerances, compare
 from portagent.evals.gate import GateDecision, gate
 from portagent.evals.scoring import Provenance, RunScore, score_run
 from portagent.evals.stats import (

@@ -32,7 +32,8 @@ from typing import Final, Literal
 
 from portagent.contracts._base import Contract
 from portagent.evals.aggregate import SuiteResult
-from portagent.evals.compare import Regression, Tolerances, compare, verdict_sentence
+from portagent.evals.case_findings import Regression
+from portagent.evals.compare import Tolerances, compare, verdict_sentence
 from portagent.evals.findings import (
     CATEGORY_LABELS,
     Category,
