@@ -142,21 +142,12 @@ def run(args: argparse.Namespace) -> int:
 
     from portagent._cli.eval import check_spend, split_csv
     from portagent.contracts.errors import UsageError
-    from portagent.contracts.loaded_suite import load_suite
-    from portagent.evals.report_terminal import console
-    from portagent.runtime.eval_plan import (
-        check_live_keys,
-        check_providers_installed,
-        plan_runs,
-        select_providers,
-    )
-    from portagent.runtime.record_tasks import record_tasks
+    from portagent.core.files import not_a_folder
 
+    # the arguments first: a usage mistake is answered before the run path is imported (~1 s)
     target = Path(args.target)
     if not target.is_file():
         raise UsageError(f"{args.target}: no such suite or agent spec")
-    from portagent.core.files import not_a_folder
-
     blocker = not_a_folder(Path(args.out))
     if blocker is not None:
         raise UsageError(f"--out {args.out}: {blocker} is a file, not a folder")
@@ -167,6 +158,16 @@ def run(args: argparse.Namespace) -> int:
     if args.address and args.executor != "ray":
         raise UsageError("--address names a Ray cluster: use it with --executor ray")
     check_spend(args.max_spend_usd)
+    from portagent.contracts.loaded_suite import load_suite
+    from portagent.evals.report_terminal import console
+    from portagent.runtime.eval_plan import (
+        check_live_keys,
+        check_providers_installed,
+        plan_runs,
+        select_providers,
+    )
+    from portagent.runtime.record_tasks import record_tasks
+
     if args.executor == "ray":
         from portagent.runtime.ray_executor import require_ray
 
