@@ -234,12 +234,13 @@ def _same_parts(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     )
 
 
-def _load_tools_file(path: Path, label: str) -> list[ToolSpec]:
+def _load_tools_file(path: Path, label: str) -> list[tuple[str, ToolSpec]]:
+    """The tools of a ``kind: tool`` or ``kind: tools`` file, each with its field path in the file."""
     data = load_spec_file(path)
     if isinstance(data, ToolSpec):
-        return [data]
+        return [("", data)]
     if isinstance(data, ToolSet):
-        return list(data.tools)
+        return [(f"tools.{j}", t) for j, t in enumerate(data.tools)]
     raise SpecError(
         [SpecProblem(label, "kind", f"expected kind 'tool' or 'tools', got {getattr(data, 'kind', None)!r}")]
     )
@@ -260,6 +261,21 @@ def _tool_file(base: Path, ref: str) -> Path:
     return _rel(base, ref)
 
 
+def _malformed(schema: dict[str, Any] | None, label: str, where: str, what: str) -> list[SpecProblem]:
+    """``schema`` (a tool's input or output schema, an agent's output schema) when it is not itself a valid
+    JSON Schema: every call of the tool, or every structured answer, would fail, and the run would end on a
+    confusing tool or provider error instead of at load (``validate`` reports the same; ``contracts.checks``)."""
+    if schema is None:
+        return []
+    from portagent.contracts.schema_plain import schema_problem
+
+    fault = schema_problem(schema)
+    if fault is None:
+        return []
+    path = ".".join(part for part in (where, *(str(p) for p in fault.path)) if part)
+    return [SpecProblem(label, path, f"{what}: malformed JSON Schema: {fault.message}")]
+
+
 def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = None) -> AgentBundle:
     """Load an agent spec file and everything it references. Raises ``SpecError`` with all problems."""
     problems: list[SpecProblem] = []
@@ -277,10 +293,12 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         except SpecError as e:
             problems.extend(e.problems)
             return None
+        problems.extend(_malformed(spec.output_schema, label, "output_schema", "the agent's output_schema"))
         base = p.parent
         tools: dict[str, ToolSpec] = {}
         available: dict[str, ToolSpec] = {}
         declared_in: dict[str, Path] = {}
+        from_file: dict[str, tuple[Path, str]] = {}  # each available tool's file and field path there
         tool_folders: dict[str, Path] = {}
         for i, ref in enumerate(spec.tool_files):
             tp = _tool_file(base, ref)
@@ -288,10 +306,11 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                 problems.append(SpecProblem(label, f"tool_files.{i}", f"file not found: {ref}"))
                 continue
             try:
-                for t in _load_tools_file(tp, str(tp)):
+                for at, t in _load_tools_file(tp, str(tp)):
                     if t.name in available:
                         problems.append(SpecProblem(str(tp), "tools", f"duplicate tool name {t.name!r}"))
                     available[t.name] = t
+                    from_file[t.name] = (tp, at)
                     if ref.startswith("portagent:"):
                         declared_in.pop(t.name, None)
                     else:
@@ -323,6 +342,11 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             tools[tool.name] = tool
             if folder is not None:
                 tool_folders[tool.name] = folder
+            file, at = (Path(label), f"tools.{i}") if isinstance(entry, ToolSpec) else from_file[entry]
+            for field_name in ("input_schema", "output_schema"):
+                where = ".".join(part for part in (at, field_name) if part)
+                what = f"tool {tool.name!r}"
+                problems.extend(_malformed(getattr(tool, field_name), str(file), where, what))
         policy: PermissionPolicy
         policy_path: Path | None = None
         if isinstance(spec.policy, PermissionPolicy):
