@@ -278,6 +278,13 @@ def _env_values(
     return tuple(sorted(values, key=lambda v: (-len(v), v)))
 
 
+_ESCAPED_ALNUM = re.compile(
+    r"\\u00(?:3[0-9]|4[1-9a-fA-F]|5[0-9aA]|6[1-9a-fA-F]|7[0-9aA])|%(?:3[0-9]|4[1-9a-fA-F]|5[0-9aA]|6[1-9a-fA-F]|7[0-9aA])"
+)
+"""A letter or digit written as an escape (``\\u0041``, ``%41``). No ordinary encoder escapes one, so a
+text holding one may hide a protected value in any form: it is searched as ``thorough`` searches."""
+
+
 def _masked(text: str, start: int, end: int) -> bool:
     """Is this span already a mask (or inside one)?"""
     head = text.rfind(MASK_PREFIX, 0, end)
@@ -302,9 +309,9 @@ def scan(
 
     Masking runs on every trace event, so by default a value is looked for in the views only when it has
     a character an encoder escapes and its longest run of characters none escapes is in ``text``
-    (``encoded.may_be_encoded_in``). ``thorough`` (what ``record`` uses before it writes anything) looks
-    for every value in every view, also one whose letters an unusual encoder wrote as ``\\u0041`` or
-    ``%41``."""
+    (``encoded.may_be_encoded_in``) — or when ``text`` holds a letter or digit written as an escape
+    (``\\u0041``, ``%41``): an unusual encoder may have written every letter of a value so. ``thorough``
+    (what ``record`` uses before it writes anything) looks for every value in every view always."""
     if not text:
         return []
     values = [s for s in (extra or []) if s and len(s) >= 4] + list(
@@ -312,7 +319,8 @@ def scan(
     )
     found = _scan_one(text, values)
     if values and ("\\" in text or "%" in text):
-        wanted = values if thorough else [v for v in values if may_be_encoded_in(v, text)]
+        everywhere = thorough or _ESCAPED_ALNUM.search(text) is not None
+        wanted = values if everywhere else [v for v in values if may_be_encoded_in(v, text)]
         if wanted:
             found += found_in_views(text, wanted)
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))

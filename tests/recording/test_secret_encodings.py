@@ -72,13 +72,24 @@ def test_a_value_in_unusual_escapes_and_urls_is_found(monkeypatch: pytest.Monkey
         assert find_secret([text]) is not None, name
 
 
-def test_record_refusal_finds_a_value_whose_letters_are_escaped_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An encoder that writes every character as ``\\uXXXX``: masking looks only where a value's plain
-    letters are (it runs on every event), the check before ``record`` writes looks everywhere."""
-    monkeypatch.setenv("LEAKY_TOKEN", QUOTED)
-    every = "".join(f"\\u{ord(c):04x}" for c in QUOTED)
+@pytest.mark.parametrize("value", [QUOTED, "plainTokenValue123"])
+def test_a_value_whose_letters_are_escaped_is_found_and_masked(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """An encoder that writes every character as ``\\uXXXX`` (or ``%XX``): the check before ``record``
+    writes found it, and the trace's masking — which looks in the decoded views only where a value's plain
+    letters are, it runs on every event — now looks everywhere in a text holding an escaped letter or
+    digit, so the trace of the same run no longer keeps what ``record`` refuses. A value of plain letters
+    only (no character an encoder escapes) was never looked for there at all."""
+    monkeypatch.setenv("LEAKY_TOKEN", value)
+    every = "".join(f"\\u{ord(c):04x}" for c in value)
     text = json.dumps({"output": '{"debug": "' + every + '"}'})
     assert find_secret({"body": text}) == "body (value of an API-key variable)"
+    masked = mask_text(text)
+    assert json.loads(json.loads(masked)["output"]) == {"debug": "[REDACTED:env-value]"}  # whole escapes
+    percent = "https://hooks.example/cb?state=" + "".join(f"%{b:02X}" for b in value.encode())
+    assert mask_text(percent) == "https://hooks.example/cb?state=[REDACTED:env-value]"
+    assert find_secret([percent]) is not None
 
 
 def test_ordinary_escaped_text_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
