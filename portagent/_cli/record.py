@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from portagent.contracts.errors import UsageError
     from portagent.core.files import not_a_folder
 
-    # the arguments first: a usage mistake is answered before the run path is imported (~1 s)
+    # the arguments first: a usage mistake is answered before the run path is imported (1-2 s)
     target = Path(args.target)
     if not target.is_file():
         raise UsageError(f"{args.target}: no such suite or agent spec")
@@ -158,6 +158,12 @@ def run(args: argparse.Namespace) -> int:
     if args.address and args.executor != "ray":
         raise UsageError("--address names a Ray cluster: use it with --executor ray")
     check_spend(args.max_spend_usd)
+    script = Path(args.emulator).resolve() if args.emulator else None
+    if script is not None and not script.is_file():
+        raise UsageError(f"--emulator {args.emulator}: emulator script not found")
+    kind = _kind(target)
+    if kind == "suite" and args.input:
+        raise UsageError("--input is for recording an agent spec; a suite's cases give their own input")
     from portagent.contracts.loaded_suite import load_suite
     from portagent.evals.report_terminal import console
     from portagent.runtime.eval_plan import (
@@ -172,14 +178,8 @@ def run(args: argparse.Namespace) -> int:
         from portagent.runtime.ray_executor import require_ray
 
         require_ray()
-    script = Path(args.emulator).resolve() if args.emulator else None
-    if script is not None and not script.is_file():
-        raise UsageError(f"--emulator {args.emulator}: emulator script not found")
     providers = split_csv(args.providers)
-    kind = _kind(target)
     if kind == "suite":
-        if args.input:
-            raise UsageError("--input is for recording an agent spec; a suite's cases give their own input")
         loaded = load_suite(target)
     elif kind == "agent":
         loaded = _agent_suite(args, target, providers, script)

@@ -280,9 +280,12 @@ def _env_values(
 
 _ESCAPED_ALNUM = re.compile(
     r"\\u00(?:3[0-9]|4[1-9a-fA-F]|5[0-9aA]|6[1-9a-fA-F]|7[0-9aA])|%(?:3[0-9]|4[1-9a-fA-F]|5[0-9aA]|6[1-9a-fA-F]|7[0-9aA])"
+    # an escape written as an escape: ``%2541`` (percent-encoded twice), ``%5Cu0041``, ``\\u0025 41``
+    r"|%25[0-9a-fA-F]{2}|%5[cC]u00|\\u00(?:25|5[cC])"
 )
-"""A letter or digit written as an escape (``\\u0041``, ``%41``). No ordinary encoder escapes one, so a
-text holding one may hide a protected value in any form: it is searched as ``thorough`` searches."""
+"""A letter or digit written as an escape (``\\u0041``, ``%41``), or an escape itself escaped. No ordinary
+encoder escapes either, so a text holding one may hide a protected value in any form: it is searched as
+``thorough`` searches."""
 
 
 def _masked(text: str, start: int, end: int) -> bool:

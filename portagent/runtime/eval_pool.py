@@ -466,7 +466,7 @@ def _pool(
     left = Counter(t.provider for t in tasks)  # not finished yet
     active: Counter[str] = Counter()  # live workers per provider
     procs: dict[int, tuple[str, Any]] = {}
-    clock = RunClock(run_timeout)  # the run each worker is making
+    clock = RunClock(run_timeout)  # what each worker is doing: starting up or making a run
     by_index = {t.index: t for t in tasks}
     speed = _Speed()
     from portagent.tools.ledger import start_identity
@@ -549,6 +549,14 @@ def _pool(
                 p, proc = procs.pop(pid)
                 proc.join(timeout=10)
                 active[p] -= 1
+                index = clock.ended(pid)
+                if (
+                    index is not None
+                ):  # it ended with a run taken and unfinished (its set-up raised SystemExit)
+                    left[p] -= 1
+                    yield unrunnable(
+                        by_index[index], f"worker {pid} ended before the run", time.perf_counter()
+                    )
                 while len(procs) < workers and start_one():
                     pass
     finally:

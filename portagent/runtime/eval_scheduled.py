@@ -124,7 +124,7 @@ def run_pooled(
     active: Counter[str] = Counter()
     closed: set[str] = set()  # providers whose workers got their sentinels
     procs: dict[int, tuple[str, Any]] = {}
-    clock = RunClock(run_timeout)  # the run each worker is making
+    clock = RunClock(run_timeout)  # what each worker is doing: starting up or making a run
     me = (os.getpid(), start_identity(os.getpid()))
     stacks = make_stacks()  # each worker's stack dump (eval_stuck)
 
@@ -212,6 +212,16 @@ def run_pooled(
                 p, proc = procs.pop(pid)
                 proc.join(timeout=10)
                 active[p] -= 1
+                index = clock.ended(pid)
+                if (
+                    index is not None
+                ):  # it ended with a run taken and unfinished (its set-up raised SystemExit)
+                    sent[p] -= 1
+                    ended = unrunnable(
+                        by_index[index], f"worker {pid} ended before the run", time.perf_counter()
+                    )
+                    sched.finished(by_index[index], ended)
+                    yield ended
                 for other in pending:
                     start(other)
     finally:

@@ -311,8 +311,9 @@ def collect(proc: Any, folder: str | None) -> str:
 
 
 def stuck_reason(reason: str, proc: Any, folder: str | None, out_dir: Path | None) -> str:
-    """``reason`` (``eval_pool.too_long``), then where the run was stuck and where every thread's stack
-    was written (the run's folder). Exactly ``reason`` when no dump came."""
+    """``reason`` (``eval_pool.too_long``, or ``slow_start`` for a worker's start-up), then where the run
+    was stuck and where every thread's stack was written (the run's folder). Exactly ``reason`` when no
+    dump came."""
     dump = collect(proc, folder)
     where = summary(dump) if dump else ""
     if not where:

@@ -45,7 +45,9 @@ def warm() -> None:
     from portagent.runtime.fork_server import WARM_SDKS_ENV
 
     for name in filter(None, os.environ.get(WARM_SDKS_ENV, "").split(",")):
-        with contextlib.suppress(Exception):  # the worker imports it again and reports a failure itself
+        # the worker imports it again and reports a failure itself; an SDK that exits on import must not end
+        # the fork server (every later worker of the eval would fail to start)
+        with contextlib.suppress(Exception, SystemExit):
             importlib.import_module(name)
     from portagent.contracts._base import Contract
     from portagent.core.secrets import _any_gate, _patterns

@@ -90,6 +90,14 @@ def test_a_value_whose_letters_are_escaped_is_found_and_masked(
     percent = "https://hooks.example/cb?state=" + "".join(f"%{b:02X}" for b in value.encode())
     assert mask_text(percent) == "https://hooks.example/cb?state=[REDACTED:env-value]"
     assert find_secret([percent]) is not None
+    nested = {  # the escapes themselves escaped
+        "percent-twice": "q=" + "".join(f"%25{b:02X}" for b in value.encode()),
+        "u-escapes-percent-encoded": "q=" + "".join(f"%5Cu{ord(c):04x}" for c in value),
+        "percent-escapes-u-escaped": json.dumps({"o": "".join(f"\\u0025{b:02X}" for b in value.encode())}),
+    }
+    for name, text in nested.items():
+        assert find_secret([text]) is not None, name
+        assert "[REDACTED:env-value]" in mask_text(text) and "Value" not in mask_text(text), name
 
 
 def test_ordinary_escaped_text_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:

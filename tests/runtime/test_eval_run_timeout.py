@@ -358,6 +358,8 @@ class _SlowLoader:
     def exec_module(self, module):
         with open(os.environ["SLOW_SDK_LOG"], "a") as log:  # which process imports it
             log.write(multiprocessing.current_process().name + "\\n")
+        if os.environ.get("SDK_EXITS_ON_IMPORT"):
+            raise SystemExit("an SDK that exits when imported")
         time.sleep(float(os.environ["SLOW_SDK_IMPORT_S"]))
         self.real.exec_module(module)
 
@@ -432,3 +434,59 @@ def test_a_slow_sdk_import_does_not_count_against_the_first_runs_time_limit(tmp_
     assert {s["provenance"]["provider"] for s in runs} == {"openai", "adk"}
     # the SDK's import was slowed where the proof needs it: in the openai worker, not the eval process
     assert log.read_text().split() == ["portagent-eval-openai"]
+
+
+@pytest.mark.slow  # an eval process with its workers
+def test_a_worker_whose_start_up_exits_fails_its_run_and_the_eval_goes_on(tmp_path: Path) -> None:
+    """An SDK that raises SystemExit on import (not an Exception: nothing in the worker catches it) ends the
+    worker during its start-up, with a run taken: that run fails saying so at once, a fresh worker takes the
+    rest. The pool used to keep timing the lost run, then crash with a KeyError traceback at its limit."""
+    pytest.importorskip("agents")
+    pytest.importorskip("google.adk")
+    import portagent
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_IMPORT)
+    repo = Path(portagent.__file__).parents[1]
+    path = os.pathsep.join(p for p in (str(tmp_path / "site"), str(repo), os.environ.get("PYTHONPATH")) if p)
+    env = dict(
+        os.environ,
+        PORTAGENT_HOME=str(tmp_path / "home"),
+        PYTHONPATH=path,
+        SDK_EXITS_ON_IMPORT="1",
+        SLOW_SDK_IMPORT_S="0",
+        SLOW_SDK_LOG=str(tmp_path / "imports"),
+    )
+    suite = repo / "examples" / "support_desk" / "suite.yaml"
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [
+            *(
+                sys.executable,
+                "-m",
+                "portagent",
+                "eval",
+                str(suite),
+                "--replay",
+                "--cassettes",
+                str(repo / "cassettes"),
+            ),
+            *("--providers", "openai,adk", "--case", "refund-rule", "--repeats", "1", "--workers", "1"),
+            *("--run-timeout", "5", "--out", str(tmp_path / "out"), "--no-progress"),
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=110,  # the start-up's own limit is 120 s: the old pool waited for it, then crashed
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - t0 < 100
+    runs = json.loads((tmp_path / "out" / "report.json").read_text())["runs"]
+    by_provider: dict[str, list[dict]] = {}
+    for s in runs:
+        by_provider.setdefault(s["provenance"]["provider"], []).append(s)
+    assert [s["passed"] for s in by_provider["adk"]] == [True, True]  # 2 versions
+    assert [s["issue"] for s in by_provider["openai"]] == ["run_error", "run_error"]
+    assert all(any("ended before the run" in n for n in s["notes"]) for s in by_provider["openai"])
