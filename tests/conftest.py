@@ -34,6 +34,15 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM, signal.SIGINT, signa
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+# The MCP SDK's stdio client takes ``errlog=sys.stderr`` as a default bound when ``mcp.client.stdio`` is
+# first imported. Imported first inside a test whose output is redirected to a StringIO (``run_cli``), every
+# later ``Client(params)`` in that process failed with "fileno" — a test passed or failed with the order it
+# ran in. Imported here, the default is the session's stderr.
+try:
+    import mcp.client.stdio  # noqa: F401
+except ImportError:  # the mcp extra is not installed: its tests skip
+    pass
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path, monkeypatch):

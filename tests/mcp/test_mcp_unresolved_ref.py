@@ -157,7 +157,10 @@ def test_mcp_serve_answers_a_call_with_validation_error_and_the_trace_stays_whol
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_a_run_gets_validation_error_as_the_tools_answer(tmp_path: Path, provider: str) -> None:
+def test_a_run_refuses_the_tool_when_the_agent_loads(tmp_path: Path, provider: str) -> None:
+    """Such a schema in a spec file is refused when the agent loads, as ``validate`` refuses it (one message
+    naming the file and field, exit 1, nothing written); a run used to start and answer every call of the
+    tool ``validation_error``. The gateway's own defence stays (the test above) for a tool that reaches it."""
     tools = _tools_file(tmp_path)
     agent = {
         "kind": "agent",
@@ -196,9 +199,7 @@ def test_a_run_gets_validation_error_as_the_tools_answer(tmp_path: Path, provide
         "--out",
         str(out),
     )
-    assert code == 0, err
-    events = read_trace(out / "trace.jsonl")
-    results = [e for e in events if e.type == "tool.result"]
-    assert [e.type for e in events if e.type in ("tool.call", "tool.result")] == ["tool.call", "tool.result"]
-    assert results[0].error == "validation_error"
-    assert events[-1].type == "run.completed" and events[-1].status == "completed"
+    assert code == 1 and stdout == "", err
+    assert "ref.yaml [tools.0.input_schema.properties.a.$ref]: tool 'reffy': malformed JSON Schema" in err
+    assert "does not resolve within the schema" in err and "Traceback" not in err
+    assert not out.exists()
