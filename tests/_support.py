@@ -40,6 +40,44 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+_MODULES_PROBE = """
+import json, sys
+from portagent.cli import main
+
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def python_json(code: str, *args: str, cwd: Path | None = None) -> tuple[Any, str]:
+    """Run ``code`` in a fresh interpreter with ``args``: the JSON of its last line of output, and its
+    stderr (a probe that must not inherit what this test process imported)."""
+    import json
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, timeout=300, cwd=cwd
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"the probe printed nothing (exit {done.returncode}): {done.stderr[-3000:]}"
+    return json.loads(lines[-1]), done.stderr
+
+
+def cli_modules(*argv: str, cwd: Path | None = None) -> tuple[int, list[str], str]:
+    """Run the CLI with ``argv`` in a fresh interpreter: its exit code, every module it left in
+    ``sys.modules`` (what a command imported: structural, never timed) and its stderr."""
+    found, err = python_json(_MODULES_PROBE, *argv, cwd=cwd)
+    return found["exit"], found["modules"], err
+
+
+def loaded_of(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    """The ``modules`` that are one of ``names`` or inside one."""
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+
+
 def run_cli_as_another_shell(
     folder: Path, env: dict[str, str], *argv: str, unset: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:

@@ -6,15 +6,13 @@ interpreter, with the real SDK and the demo's committed cassettes."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _support import python_json, require_path
 
 from portagent.adapters.base import REGISTRY
-from tests._support import require_path
 
 REPO = Path(__file__).resolve().parents[2]
 WARMED = sorted(p for p, info in REGISTRY.items() if info.warm_modules)
@@ -50,17 +48,9 @@ print(json.dumps([m for m in (REGISTRY[sys.argv[1]].module, *REGISTRY[sys.argv[1
 """
 
 
-def _python(code: str, *args: str) -> object:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _python(code: str, *args: str) -> Any:
+    found, _ = python_json(code, *args, cwd=REPO)
+    return found
 
 
 @pytest.mark.slow  # a fresh interpreter per provider: its SDK's import and one replayed run

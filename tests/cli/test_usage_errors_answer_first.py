@@ -9,27 +9,10 @@ Structural, not timed: the command runs in a fresh interpreter and the test list
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from _support import EXAMPLES
-
-PROBE = textwrap.dedent(
-    """
-    import json, sys
-    from portagent.cli import main
-
-    try:
-        code = main(sys.argv[1:])
-    except SystemExit as e:
-        code = e.code
-    print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
-    """
-)
+from _support import EXAMPLES, cli_modules, loaded_of
 
 RUN_PATH = (
     "portagent.evals",
@@ -75,15 +58,7 @@ SUITE = str(EXAMPLES / "support_desk" / "suite.yaml")
 def test_a_usage_mistake_is_answered_before_the_run_path_is_imported(
     argv: list[str], says: str, tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv, "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=60,
-    )
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["exit"] == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
-    loaded = [m for m in seen["modules"] if any(m == n or m.startswith(n + ".") for n in RUN_PATH)]
-    assert loaded == []
+    code, modules, err = cli_modules(*argv, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert code == 2 and says in err and "Traceback" not in err, err
+    assert loaded_of(modules, RUN_PATH) == []
     assert not (tmp_path / "out").exists()

@@ -8,27 +8,10 @@ the emulator, asyncio or an SDK; jsonschema is imported only when a file holds a
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from _support import EXAMPLES
-
-PROBE = textwrap.dedent(
-    """
-    import json, sys
-    from portagent.cli import main
-
-    try:
-        code = main(sys.argv[1:])
-    except SystemExit as e:
-        code = e.code
-    print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
-    """
-)
+from _support import EXAMPLES, cli_modules, loaded_of
 
 NEVER = (
     "portagent.adapters._shared",
@@ -60,20 +43,11 @@ NEVER = (
 
 
 def _validate(*argv: str) -> tuple[int, list[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, "validate", "--quiet", *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    last = done.stdout.strip().splitlines()[-1]
-    found = json.loads(last)
-    return found["exit"], found["modules"]
+    code, modules, _ = cli_modules("validate", "--quiet", *argv)
+    return code, modules
 
 
-def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
-    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in names)]
+_loaded = loaded_of
 
 
 @pytest.mark.parametrize(

@@ -382,6 +382,40 @@ sys.meta_path.insert(0, _SlowSdk())
 """
 
 
+def _replay_with_sdk_import(tmp_path: Path, timeout: float, **env: str) -> subprocess.CompletedProcess[str]:
+    """The demo suite's case ``refund-rule`` replayed on openai and adk (two providers: the fork server
+    preloads no SDK, each worker imports its own), one worker, ``--run-timeout 5``, the OpenAI Agents SDK's
+    import changed by ``SLOW_IMPORT`` as ``env`` says; which process imported it goes to ``imports``."""
+    import portagent
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_IMPORT)
+    repo = Path(portagent.__file__).parents[1]
+    path = os.pathsep.join(p for p in (str(tmp_path / "site"), str(repo), os.environ.get("PYTHONPATH")) if p)
+    full_env = {
+        **os.environ,
+        "PORTAGENT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": path,
+        "SLOW_SDK_IMPORT_S": "0",
+        "SLOW_SDK_LOG": str(tmp_path / "imports"),
+        **env,
+    }
+    suite = repo / "examples" / "support_desk" / "suite.yaml"
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "portagent", "eval", str(suite), "--replay"),
+            *("--cassettes", str(repo / "cassettes"), "--providers", "openai,adk", "--case", "refund-rule"),
+            *("--repeats", "1", "--workers", "1", "--run-timeout", "5"),
+            *("--out", str(tmp_path / "out"), "--no-progress"),
+        ],
+        env=full_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.mark.slow  # an eval process with its workers, one of whose SDK imports takes seconds
 def test_a_slow_sdk_import_does_not_count_against_the_first_runs_time_limit(tmp_path: Path) -> None:
     """Two providers (the fork server preloads no SDK then): each worker imports its SDK before its first
@@ -389,43 +423,7 @@ def test_a_slow_sdk_import_does_not_count_against_the_first_runs_time_limit(tmp_
     "took longer than its time limit" though it took well under it."""
     pytest.importorskip("agents")
     pytest.importorskip("google.adk")
-    import portagent
-
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_IMPORT)
-    repo = Path(portagent.__file__).parents[1]
-    here = str(repo)
-    path = os.pathsep.join(p for p in (str(tmp_path / "site"), here, os.environ.get("PYTHONPATH")) if p)
-    log = tmp_path / "slow-imports"
-    env = dict(
-        os.environ,
-        PORTAGENT_HOME=str(tmp_path / "home"),
-        PYTHONPATH=path,
-        SLOW_SDK_IMPORT_S="8",
-        SLOW_SDK_LOG=str(log),
-    )
-    suite = repo / "examples" / "support_desk" / "suite.yaml"
-    done = subprocess.run(
-        [
-            *(
-                sys.executable,
-                "-m",
-                "portagent",
-                "eval",
-                str(suite),
-                "--replay",
-                "--cassettes",
-                str(repo / "cassettes"),
-            ),
-            *("--providers", "openai,adk", "--case", "refund-rule", "--repeats", "1", "--workers", "1"),
-            *("--run-timeout", "5", "--out", str(tmp_path / "out"), "--no-progress"),
-        ],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _replay_with_sdk_import(tmp_path, 120, SLOW_SDK_IMPORT_S="8")
     assert done.returncode == 0, (done.stdout, done.stderr)
     report = json.loads((tmp_path / "out" / "eval.json").read_text())
     assert report["errors"] == []
@@ -433,7 +431,7 @@ def test_a_slow_sdk_import_does_not_count_against_the_first_runs_time_limit(tmp_
     assert len(runs) == 4 and not [s for s in runs if s["issue"] == "run_error"]  # 2 versions x 2 providers
     assert {s["provenance"]["provider"] for s in runs} == {"openai", "adk"}
     # the SDK's import was slowed where the proof needs it: in the openai worker, not the eval process
-    assert log.read_text().split() == ["portagent-eval-openai"]
+    assert (tmp_path / "imports").read_text().split() == ["portagent-eval-openai"]
 
 
 @pytest.mark.slow  # an eval process with its workers
@@ -443,43 +441,9 @@ def test_a_worker_whose_start_up_exits_fails_its_run_and_the_eval_goes_on(tmp_pa
     rest. The pool used to keep timing the lost run, then crash with a KeyError traceback at its limit."""
     pytest.importorskip("agents")
     pytest.importorskip("google.adk")
-    import portagent
-
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text(SLOW_IMPORT)
-    repo = Path(portagent.__file__).parents[1]
-    path = os.pathsep.join(p for p in (str(tmp_path / "site"), str(repo), os.environ.get("PYTHONPATH")) if p)
-    env = dict(
-        os.environ,
-        PORTAGENT_HOME=str(tmp_path / "home"),
-        PYTHONPATH=path,
-        SDK_EXITS_ON_IMPORT="1",
-        SLOW_SDK_IMPORT_S="0",
-        SLOW_SDK_LOG=str(tmp_path / "imports"),
-    )
-    suite = repo / "examples" / "support_desk" / "suite.yaml"
     t0 = time.monotonic()
-    done = subprocess.run(
-        [
-            *(
-                sys.executable,
-                "-m",
-                "portagent",
-                "eval",
-                str(suite),
-                "--replay",
-                "--cassettes",
-                str(repo / "cassettes"),
-            ),
-            *("--providers", "openai,adk", "--case", "refund-rule", "--repeats", "1", "--workers", "1"),
-            *("--run-timeout", "5", "--out", str(tmp_path / "out"), "--no-progress"),
-        ],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=110,  # the start-up's own limit is 120 s: the old pool waited for it, then crashed
-    )
+    # the start-up's own limit is 120 s: the old pool waited for it, then crashed
+    done = _replay_with_sdk_import(tmp_path, 110, SDK_EXITS_ON_IMPORT="1")
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     assert time.monotonic() - t0 < 100
