@@ -43,16 +43,22 @@ def session_state(owner: object) -> SessionState:
     key = id(owner)
     with _STATES_LOCK:
         state = _STATES.get(key)
-        if state is None:
-            state = SessionState()
-            _STATES[key] = state
-            weakref.finalize(owner, _drop, key)
-        return state
+        if state is not None:
+            return state
+        state = SessionState()
+        _STATES[key] = state
+    # Registered outside the lock: making the finalizer allocates, and an allocation may run the garbage
+    # collector, whose finalizers of earlier owners call ``_drop`` on this thread.
+    weakref.finalize(owner, _drop, key)
+    return state
 
 
 def _drop(key: int) -> None:
-    with _STATES_LOCK:
-        _STATES.pop(key, None)
+    """Forget a dead owner's state. Runs from the garbage collector, on whatever thread allocated when it
+    ran — also one inside ``session_state``'s lock — so it takes no lock: one ``dict.pop`` is atomic, and a
+    dead owner's id is not anyone else's until it is freed, after this runs. (It took the lock: a run
+    deadlocked building its gateway when a collection fell inside the lock.)"""
+    _STATES.pop(key, None)
 
 
 @dataclass(frozen=True)
