@@ -261,26 +261,15 @@ def _tool_file(base: Path, ref: str) -> Path:
     return _rel(base, ref)
 
 
-@functools.lru_cache(maxsize=512)
-def _schema_fault(canonical: str) -> Any:
-    """``schema_problem`` of a schema given as canonical JSON, once per process: a schema ``schema_plain``
-    doubts (``anyOf``, ``$ref``: pydantic's) costs jsonschema's metaschema check, milliseconds a load."""
-    import json
-
-    from portagent.contracts.schema_plain import schema_problem
-
-    return schema_problem(json.loads(canonical))
-
-
 def _malformed(schema: dict[str, Any] | None, label: str, where: str, what: str) -> list[SpecProblem]:
     """``schema`` (a tool's input or output schema, an agent's output schema) when it is not itself a valid
     JSON Schema: every call of the tool, or every structured answer, would fail, and the run would end on a
     confusing tool or provider error instead of at load (``validate`` reports the same; ``contracts.checks``)."""
     if schema is None:
         return []
-    import json
+    from portagent.contracts.schema_plain import schema_problem_cached
 
-    fault = _schema_fault(json.dumps(schema, sort_keys=True, default=str))
+    fault = schema_problem_cached(schema)
     if fault is None:
         return []
     path = ".".join(part for part in (where, *(str(p) for p in fault.path)) if part)

@@ -320,6 +320,22 @@ class SchemaFault:
     path: tuple[str | int, ...]
 
 
+def schema_problem_cached(schema: Any) -> SchemaFault | None:
+    """``schema_problem``, computed once per process for each schema (by its canonical JSON): ``load_agent``
+    checks every tool's schemas on each load and ``validate`` every file's, and a schema this module doubts
+    (``anyOf``, ``$ref``: pydantic's) costs jsonschema's metaschema check, milliseconds each time."""
+    import json
+
+    return _problem_of(json.dumps(schema, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=512)
+def _problem_of(canonical: str) -> SchemaFault | None:
+    import json
+
+    return schema_problem(json.loads(canonical))
+
+
 def schema_problem(schema: Any) -> SchemaFault | None:
     """None when ``schema`` is a well-formed Draft 2020-12 schema, else jsonschema's best-match error.
 

@@ -549,10 +549,9 @@ def _pool(
                 p, proc = procs.pop(pid)
                 proc.join(timeout=10)
                 active[p] -= 1
+                # a worker that ended with a run taken and unfinished (its set-up raised SystemExit)
                 index = clock.ended(pid)
-                if (
-                    index is not None
-                ):  # it ended with a run taken and unfinished (its set-up raised SystemExit)
+                if index is not None:
                     left[p] -= 1
                     yield unrunnable(
                         by_index[index], f"worker {pid} ended before the run", time.perf_counter()
