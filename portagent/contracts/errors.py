@@ -34,8 +34,16 @@ class SpecProblem:
     """1-based line, when known (YAML syntax errors)."""
     column: int | None = None
     """1-based column, when known."""
+    cause: SpecProblem | None = None
+    """The problem in another spec file this one follows from (a suite's agent spec that does not load:
+    its first problem), rendered after the message. ``validate`` drops it when it lists that problem
+    anyway, under its own file."""
 
     def render(self) -> str:
+        return f"{self.where()}: {self.message}" + (f": {self.cause.render()}" if self.cause else "")
+
+    def where(self) -> str:
+        """``file:line:column [path]``, with what is known."""
         where = self.file
         if self.line is not None:
             where += f":{self.line}"
@@ -43,7 +51,7 @@ class SpecProblem:
                 where += f":{self.column}"
         if self.path:
             where += f" [{self.path}]"
-        return f"{where}: {self.message}"
+        return where
 
 
 class PortagentError(Exception):

@@ -204,15 +204,15 @@ def _check_tool_names(
             bundle = load_agent(agents[role])
         except SpecError as e:
             complete = False
-            first = e.problems[0].render() if e.problems else "invalid"
-            more = f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else ""
+            n = len(e.problems)
             problems.append(
                 SpecProblem(
                     label,
                     role,
-                    f"agent spec {ref} does not load, so the tool names the cases give are not checked: "
-                    f"{first}{more}",
+                    f"agent spec {ref} does not load ({n} problem{'s' if n != 1 else ''}), so the tool "
+                    "names the cases give are not checked",
                     line_of(node, (role,)),
+                    cause=e.problems[0] if e.problems else None,
                 )
             )
             continue

@@ -14,7 +14,7 @@ the keywords it knows, and says False ("ask jsonschema") otherwise, never the op
   in portagent goes through it, so none pays the import or the metaschema walk for a common schema.
 
 Anything else (an unknown keyword, ``$ref``, a doubtful value) goes to ``jsonschema``, whose answers and
-error messages are the ones reported; ``schema_problem`` also refuses a ``$ref`` that does not resolve
+error messages are the ones reported (an "any of the given schemas" message made specific); ``schema_problem`` also refuses a ``$ref`` that does not resolve
 inside the schema (jsonschema's metaschema check never resolves one). Property tests hold each function to ``jsonschema`` on random
 schemas and values (``tests/contracts/test_schema_plain.py``, ``tests/tools/test_schema_shortcut.py``).
 """
@@ -340,8 +340,8 @@ def schema_problem(schema: Any) -> SchemaFault | None:
     """None when ``schema`` is a well-formed Draft 2020-12 schema, else jsonschema's best-match error.
 
     ``plainly_well_formed`` answers the common schemas; only a schema it doubts imports jsonschema
-    (~80 ms) and runs ``Draft202012Validator.check_schema``, so the answer and message are always
-    jsonschema's."""
+    (~80 ms) and runs ``Draft202012Validator.check_schema``, so the answer is always jsonschema's, and so is
+    the message, made specific where jsonschema's names no cause (``_specific``)."""
     if plainly_well_formed(schema):
         return None
     from jsonschema import Draft202012Validator
@@ -350,8 +350,29 @@ def schema_problem(schema: Any) -> SchemaFault | None:
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
-        return SchemaFault(e.message, tuple(e.absolute_path))
+        return _specific(e)
     return _unresolved_ref(schema)
+
+
+def _specific(error: Any) -> SchemaFault:
+    """A metaschema error as a fault that says what is wrong. Where the metaschema offers alternatives
+    (``anyOf``/``oneOf``: ``type`` is one type name or a list of them, ``items`` a schema…) jsonschema's
+    best match is often the alternatives' parent, "'strng' is not valid under any of the given schemas",
+    which names no cause. Then the alternatives that reject the value by its JSON type alone are set aside
+    (the author meant another) and the deepest error of the others is taken, again while it is such a
+    parent: "'strng' is not one of ['array', 'boolean', …]". When every alternative rejects the type, the
+    message lists the types accepted."""
+    while error.validator in ("anyOf", "oneOf") and error.context:
+        here = list(error.absolute_path)
+        meant = [c for c in error.context if not (c.validator == "type" and list(c.absolute_path) == here)]
+        if not meant:
+            accepted: list[str] = []
+            for c in error.context:
+                names = c.validator_value if isinstance(c.validator_value, list) else [c.validator_value]
+                accepted += [repr(n) for n in names if repr(n) not in accepted]
+            return SchemaFault(f"{error.instance!r} is not of type {' or '.join(accepted)}", tuple(here))
+        error = max(meant, key=lambda c: len(c.absolute_path))  # the first of the deepest
+    return SchemaFault(error.message, tuple(error.absolute_path))
 
 
 # -- references that point nowhere -------------------------------------------------------------------------

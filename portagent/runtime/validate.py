@@ -3,7 +3,7 @@ portability verdict when a provider is named (``--provider``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from portagent.adapters.portability import verdict
@@ -293,4 +293,47 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
             f"no spec files in {', '.join(paths)}: all {len(results)} YAML/JSON files are recorded runs, "
             "cassettes, eval output, case files or JSON Schemas"
         )
+    listed_once([r for _, r in results])
     return [r for _, r in results]
+
+
+def listed_once(results: list[FileResult]) -> None:
+    """Each problem in full once when the files it involves are checked together (a folder). An agent
+    lists the problems of the tools file it loads, and a suite the first problem of an agent spec that does
+    not load: one bad schema was up to five copies of one message. A problem another file lists as its own
+    becomes one line per file ("N problems, listed under that file"); a cause (``SpecProblem.cause``)
+    listed in full elsewhere, or already shown as another's cause, is left out of the message that follows
+    from it, which says where it is instead."""
+
+    def key(file: str) -> str:
+        return str(Path(file).resolve())
+
+    def same(p: SpecProblem, q: SpecProblem) -> bool:
+        """One problem, maybe worded with a prefix (an agent names the tool: "tool 'x': …")."""
+        return (key(p.file), p.path, p.line) == (key(q.file), q.path, q.line) and (
+            p.message.endswith(q.message) or q.message.endswith(p.message)
+        )
+
+    own = {key(r.path): [p for p in r.problems if key(p.file) == key(r.path)] for r in results}
+    for r in results:
+        kept: list[SpecProblem] = []
+        elsewhere: dict[str, int] = {}
+        for p in r.problems:
+            mine = key(p.file) == key(r.path)
+            if not mine and any(same(p, q) for q in own.get(key(p.file), [])):
+                elsewhere[p.file] = elsewhere.get(p.file, 0) + 1
+            else:
+                kept.append(p)
+        r.problems = kept + [
+            SpecProblem(file, "", f"{n} problem{'s' if n != 1 else ''}, listed under that file")
+            for file, n in elsewhere.items()
+        ]
+    full = [p for r in results for p in r.problems if p.cause is None]
+    for r in results:
+        for i, p in enumerate(r.problems):
+            if p.cause is None:
+                continue
+            if any(same(p.cause, q) for q in full):
+                r.problems[i] = replace(p, cause=None, message=f"{p.message} (see {p.cause.where()})")
+            else:
+                full.append(p.cause)  # shown once here, in full

@@ -159,3 +159,6 @@ def test_a_malformed_schema_still_gets_jsonschemas_message(tmp_path: Path) -> No
     code, out, err = run_cli("validate", str(tools))
     assert code != 0, out + err
     assert "malformed JSON Schema" in out + err and "strin" in out + err, out + err
+    # the cause named (the types a "type" may name), not jsonschema's "not valid under any of the given schemas"
+    assert "'strin' is not one of ['array', 'boolean'" in err and "given schemas" not in err, err
+    assert "[tools.0.input_schema.properties.q.type]" in err, err

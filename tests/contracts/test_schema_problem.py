@@ -1,6 +1,8 @@
 """``schema_problem``: the one "is this JSON Schema well-formed?" check behind ``validate``, suite output
 schemas, the gateway's validators and MCP-listed tools. Its verdict and message must be jsonschema's own
-(``Draft202012Validator.check_schema``) for every schema, whether the shortcut answered or not."""
+(``Draft202012Validator.check_schema``) for every schema, whether the shortcut answered or not — except
+that where jsonschema's message names no cause ("… is not valid under any of the given schemas"), the
+message says what is wrong and the path may point deeper."""
 
 from __future__ import annotations
 
@@ -56,7 +58,49 @@ def test_a_malformed_schema_gets_jsonschemas_message_and_path(schema: Any) -> No
     expected = _jsonschema(schema)
     assert expected is not None  # the table itself is right
     assert not plainly_well_formed(schema)
-    assert schema_problem(schema) == expected
+    fault = schema_problem(schema)
+    assert fault is not None
+    if expected.message.endswith("is not valid under any of the given schemas"):
+        assert fault.path[: len(expected.path)] == expected.path
+        assert "given schemas" not in fault.message
+    else:
+        assert fault == expected
+
+
+# jsonschema says "'strng' is not valid under any of the given schemas" for each of these (its best match is
+# the metaschema's anyOf of "one type name" and "a list of them"): a user is told nothing about what to fix.
+NAMED_CAUSE = [
+    ({"type": "strng"}, ("type",), "'strng' is not one of ['array', 'boolean', 'integer', 'null'"),
+    ({"properties": {"q": {"type": "strng"}}}, ("properties", "q", "type"), "'strng' is not one of ['array'"),
+    ({"type": ["string", "strng"]}, ("type", 1), "'strng' is not one of ['array'"),
+    ({"type": 3}, ("type",), "3 is not one of ['array'"),
+    ({"items": {"anyOf": [{"type": "x"}]}}, ("items", "anyOf", 0, "type"), "'x' is not one of ['array'"),
+]
+
+
+@pytest.mark.parametrize(("schema", "where", "says"), NAMED_CAUSE, ids=repr)
+def test_a_malformed_type_names_the_cause_and_the_exact_place(
+    schema: Any, where: tuple[Any, ...], says: str
+) -> None:
+    expected = _jsonschema(schema)
+    assert expected is not None and "not valid under any of the given schemas" in expected.message
+    fault = schema_problem(schema)
+    assert fault is not None
+    assert fault.message.startswith(says)
+    assert fault.path == where
+
+
+def test_alternatives_that_all_reject_the_type_list_the_types_accepted() -> None:
+    from jsonschema.exceptions import best_match
+
+    from portagent.contracts.schema_plain import _specific
+
+    validator = Draft202012Validator(
+        {"properties": {"a": {"anyOf": [{"type": "string"}, {"type": ["array", "null"]}]}}}
+    )
+    error = best_match(validator.iter_errors({"a": 3}))
+    assert error is not None and "given schemas" in error.message
+    assert _specific(error) == SchemaFault("3 is not of type 'string' or 'array' or 'null'", ("a",))
 
 
 def test_the_path_points_at_the_bad_part() -> None:

@@ -1,0 +1,102 @@
+"""`portagent validate` of files that depend on each other lists each problem in full once.
+
+An agent spec lists the problems of the tools file it loads, and a suite the first problem of an agent spec
+that does not load. Checked together (a folder), one misspelt type in a tools file was five copies of one
+message: under the tools file, under each agent using it, and under the suite for each of its agents. Now
+the problem is written in full once; the others say where it is. Checked alone, each file still says it
+all (nothing else lists it).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from _support import EXAMPLES, run_cli
+
+TYPE_AT = "[tools.0.input_schema.properties.query.type]"
+CAUSE = "malformed JSON Schema: 'strng' is not one of ['array', 'boolean'"
+
+
+@pytest.fixture
+def desk(tmp_path: Path) -> Path:
+    """The support desk with a misspelt type in its first tool."""
+    folder = tmp_path / "desk"
+    shutil.copytree(EXAMPLES / "support_desk", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    tools = folder / "tools.yaml"
+    text = tools.read_text(encoding="utf-8")
+    bad = text.replace("query: {type: string, minLength: 2", "query: {type: strng, minLength: 2", 1)
+    assert bad != text
+    tools.write_text(bad, encoding="utf-8")
+    return folder
+
+
+def sections(err: str) -> dict[str, list[str]]:
+    """``invalid  FILE`` → the problem lines under it."""
+    out: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in err.splitlines():
+        if line.startswith("invalid  "):
+            current = out.setdefault(line.removeprefix("invalid  "), [])
+        elif line.startswith("  - "):
+            current.append(line.removeprefix("  - "))
+    return out
+
+
+def test_a_folder_lists_a_tools_file_problem_once(desk: Path) -> None:
+    code, out, err = run_cli("validate", str(desk))
+    assert code == 1, out + err
+    assert "Traceback" not in err
+    assert err.count(CAUSE) == 1, err
+    got = sections(err)
+    tools = str(desk / "tools.yaml")
+    assert len(got[tools]) == 1 and got[tools][0].startswith(f"{tools} {TYPE_AT}: {CAUSE}"), err
+    for agent in ("agent.yaml", "agent_v2.yaml"):  # each agent says why it is invalid, and where
+        assert got[str(desk / agent)] == [f"{tools}: 1 problem, listed under that file"], err
+    suite = got[str(desk / "suite.yaml")]
+    assert len(suite) == 2, err
+    for role, agent in (("baseline", "agent.yaml"), ("candidate", "agent_v2.yaml")):
+        [line] = [s for s in suite if f"[{role}]" in s]
+        assert f"agent spec {agent} does not load (1 problem)" in line, line
+        assert line.endswith(f"(see {tools} {TYPE_AT})"), line
+    assert "4 of 8 spec files valid" in err
+
+
+def test_two_problems_in_the_tools_file_are_one_line_under_each_agent(desk: Path) -> None:
+    tools = desk / "tools.yaml"
+    text = tools.read_text(encoding="utf-8")
+    tools.write_text(text.replace("required: [case_id]", "required: case_id", 1), encoding="utf-8")
+    code, out, err = run_cli("validate", str(desk))
+    assert code == 1, out + err
+    got = sections(err)
+    assert len(got[str(tools)]) == 2, err
+    assert got[str(desk / "agent.yaml")] == [f"{tools}: 2 problems, listed under that file"], err
+    [baseline] = [s for s in got[str(desk / "suite.yaml")] if "[baseline]" in s]
+    assert "does not load (2 problems)" in baseline and baseline.endswith(f"(see {tools} {TYPE_AT})")
+
+
+def test_an_agent_checked_alone_still_says_it_all(desk: Path) -> None:
+    code, out, err = run_cli("validate", str(desk / "agent.yaml"))
+    assert code == 1, out + err
+    [line] = sections(err)[str(desk / "agent.yaml")]
+    assert line.startswith(f"{desk / 'tools.yaml'} {TYPE_AT}: tool 'search_policy': {CAUSE}"), err
+
+
+def test_a_suite_checked_alone_shows_a_shared_cause_once(desk: Path) -> None:
+    """Both agents load the broken tools file: the first role's line carries the cause, the second points
+    at it. With an agent spec checked beside it, the agent's listing carries it and both roles point."""
+    code, out, err = run_cli("validate", str(desk / "suite.yaml"))
+    assert code == 1, out + err
+    assert err.count(CAUSE) == 1, err
+    baseline, candidate = sections(err)[str(desk / "suite.yaml")]
+    assert "[baseline]" in baseline and f"not checked: {desk / 'tools.yaml'} {TYPE_AT}" in baseline
+    assert "[candidate]" in candidate and candidate.endswith(f"(see {desk / 'tools.yaml'} {TYPE_AT})")
+
+    code, out, err = run_cli("validate", str(desk / "agent.yaml"), str(desk / "suite.yaml"))
+    assert code == 1, out + err
+    assert err.count(CAUSE) == 1, err
+    assert sections(err)[str(desk / "agent.yaml")][0].startswith(f"{desk / 'tools.yaml'} {TYPE_AT}: tool")
+    assert all(
+        s.endswith(f"(see {desk / 'tools.yaml'} {TYPE_AT})") for s in sections(err)[str(desk / "suite.yaml")]
+    )
