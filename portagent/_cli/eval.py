@@ -126,7 +126,7 @@ def default_workers() -> int:
 
 
 def add_run_timeout_arg(p: Any) -> None:
-    """``--run-timeout``, for ``eval`` and ``demo`` (``runtime.eval_pool.RUN_TIMEOUT_S``)."""
+    """``--run-timeout``, for ``eval`` and ``demo`` (``runtime.eval_workers.RUN_TIMEOUT_S``)."""
     p.add_argument(
         "--run-timeout",
         metavar="SECONDS",
@@ -329,7 +329,7 @@ def run_suite(
     ``plan``: the eval already planned (``plan_eval`` of ``suite`` with these ``mode``, ``providers``,
     ``cassettes`` and ``out`` as ``results``) by a caller that needed it first — the demo, which picks
     its providers from it; the suite is then neither loaded nor planned again. ``run_timeout``: the time
-    limit of one run in seconds (None: its mode's default, ``runtime.eval_pool.RUN_TIMEOUT_S``)."""
+    limit of one run in seconds (None: its mode's default, ``runtime.eval_workers.RUN_TIMEOUT_S``)."""
     import time
     from datetime import UTC, datetime
     from pathlib import Path

@@ -60,7 +60,7 @@ class AdapterInfo:
     as soon as a worker's first run is back."""
     warm_modules: tuple[str, ...] = ()
     """Modules the SDK imports lazily on a first run (measured on the demo suite; seconds for some SDKs).
-    An eval worker imports them while it starts, before its first run's clock (``runtime.eval_pool``), and
+    An eval worker imports them while it starts, before its first run's clock (``runtime.eval_workers``), and
     the fork server with the SDK when it preloads it: best effort, a name an SDK version lacks is skipped.
     ``tests/adapters/test_warm_modules.py`` checks each is still imported by a first run."""
     retryable_statuses: frozenset[int] = field(default=RETRYABLE_STATUS)

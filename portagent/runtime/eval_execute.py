@@ -1,7 +1,7 @@
 """Making one planned run, in whatever process runs it (a pool worker, a Ray task, the eval process
 itself): ``execute`` loads the agent and its cassette or emulator, runs it through ``runtime.runner`` and
 scores it; ``finished`` reads back a run an interrupted eval already made. The pool that hands runs to
-worker processes is ``runtime/eval_pool.py``."""
+worker processes is ``runtime/eval_pool.py`` (the workers themselves: ``runtime/eval_workers.py``)."""
 
 from __future__ import annotations
 

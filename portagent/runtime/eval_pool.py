@@ -8,11 +8,8 @@ functions that use them); the fork server its workers start from is ``runtime/fo
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import shutil
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -25,236 +22,6 @@ if TYPE_CHECKING:
     from portagent.runtime.eval_plan import RunOutcome, RunTask, WorkerStats
 
 # -- the pool ----------------------------------------------------------------------------------------
-
-
-# -- workers never outlive the eval ------------------------------------------------------------------
-#
-# A killed eval (a CI job timeout sends SIGKILL) must not leave workers making runs — their tool
-# handlers make effects — nor blocked forever on a pipe nobody reads. Three layers:
-# 1. Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``. A worker's parent is the fork server, which exits as
-#    soon as the eval process is gone (its "alive" pipe reaches EOF), so the kernel kills the worker.
-# 2. Everywhere: a watch thread polls the eval process (pid *and* start identity, so a reused pid is
-#    not mistaken for it) and kills the worker's process group — the worker leads its own group, so
-#    processes it started (the Claude Code CLI) go with it.
-# 3. Before taking each task the worker checks the eval is alive: no run starts after it is gone.
-# The eval itself ends its workers' process groups in ``_pool``'s ``finally`` (any normal exit, Ctrl-C).
-
-PARENT_POLL_S = 0.2
-
-
-# -- a run never outlives its time limit -------------------------------------------------------------
-#
-# A run that hangs (an ``async def`` handler calling ``time.sleep`` blocks the event loop, so the tool's
-# ``timeout_ms`` — enforced with asyncio — never fires; a C extension that ignores signals; a lock never
-# released) would block the eval forever. The eval process watches the clock of every run a worker has
-# started ("start" message): past its limit it SIGKILLs the worker's process group (what the worker started
-# goes with it: the Claude Code CLI, a subprocess of a handler), the run comes back a run error saying
-# why, and a fresh worker takes the remaining runs.
-#
-# A worker's start-up is not its first run: before it, the worker imports its provider's adapter and SDK
-# ("setup" message; 1-2 s, several times that on a loaded CI machine, nothing when the fork server
-# preloaded it). It is timed on its own clock (``WORKER_STARTUP_S``, or the run limit when longer), so a
-# tight ``--run-timeout`` judges runs, not which run a fresh worker happened to take first.
-
-RUN_TIMEOUT_S: dict[str, float] = {"replay": 120.0, "emulator": 300.0, "live": 900.0}
-"""Default limit of one run by mode (``eval --run-timeout`` overrides it). Replay is offline and takes
-well under a second (a few seconds for a Claude run, which starts the CLI, on a loaded machine): 120 s
-is far beyond any healthy replay. The emulator replays scripted latency and stall faults the SDKs may
-retry with back-off: 300 s. A live run makes real model calls, each of which may take minutes: 900 s."""
-
-
-def run_limit_s(task: RunTask, run_timeout: float | None) -> float:
-    """The time limit of one run: ``run_timeout`` when given, else its mode's default."""
-    return (
-        run_timeout if run_timeout is not None else RUN_TIMEOUT_S.get(task.mode, max(RUN_TIMEOUT_S.values()))
-    )
-
-
-WORKER_STARTUP_S = 120.0
-"""Limit of a worker's start-up (its provider's adapter and SDK imported) when the run limit is shorter."""
-
-
-def too_long(limit_s: float) -> str:
-    """The reason a run stopped at its time limit gives (reports, eval.json, the gate)."""
-    return f"the run took longer than its time limit of {limit_s:g} s (--run-timeout); its worker was stopped"
-
-
-def slow_start(limit_s: float, provider: str) -> str:
-    """The reason a run fails whose worker did not finish starting within its limit."""
-    return (
-        f"its worker took longer than {limit_s:g} s to start (importing the {provider} adapter and its SDK, "
-        "before the run); the worker was stopped"
-    )
-
-
-class RunClock:
-    """What each worker is doing, timed, by worker pid: starting up before a run ("setup" message) or
-    making the run ("start" message), since when, its limit and the reason it fails past the limit."""
-
-    def __init__(self, run_timeout: float | None) -> None:
-        self._run_timeout = run_timeout
-        self._runs: dict[int, tuple[int, float, float, str]] = {}  # pid → (task index, start, limit, reason)
-
-    def setting_up(self, pid: int, task: RunTask) -> None:
-        """``pid`` imports its adapter before making ``task``: timed on the start-up's own limit."""
-        limit = max(run_limit_s(task, self._run_timeout), WORKER_STARTUP_S)
-        self._runs[pid] = (task.index, time.perf_counter(), limit, slow_start(limit, task.provider))
-
-    def began(self, pid: int, task: RunTask) -> None:
-        """``pid`` makes ``task`` from now on (its start-up, if any, is over)."""
-        limit = run_limit_s(task, self._run_timeout)
-        self._runs[pid] = (task.index, time.perf_counter(), limit, too_long(limit))
-
-    def ended(self, pid: int) -> int | None:
-        """The index of the run ``pid`` was making (None: none); it is no longer timed."""
-        run = self._runs.pop(pid, None)
-        return run[0] if run is not None else None
-
-    def overdue(self) -> list[tuple[int, int, float, str]]:
-        """(pid, task index, start, reason) of each worker past its limit; they are no longer timed."""
-        now = time.perf_counter()
-        late = [(pid, at, t0, why) for pid, (at, t0, limit, why) in self._runs.items() if now - t0 > limit]
-        for pid, *_ in late:
-            del self._runs[pid]
-        return late
-
-
-def stop_worker(proc: Any) -> None:
-    """SIGKILL a worker and its process group (it leads its own: what it started goes with it), and reap
-    it. Never the eval's own group: the group is killed only when the worker leads it."""
-    import signal
-
-    pid = proc.pid
-    if pid is not None:
-        with contextlib.suppress(OSError):
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError, ValueError):
-        proc.kill()
-    with contextlib.suppress(OSError, ValueError):
-        proc.join(timeout=10)
-
-
-def _set_up(provider: str) -> None:
-    """Import ``provider``'s adapter and SDK, and what the SDK imports lazily on a first run
-    (``AdapterInfo.warm_modules``); nothing to do for what the fork server preloaded. A failure is left
-    to the run, which reports it as it always did (``MissingExtraError``, an SDK bug)."""
-    from portagent.adapters.base import REGISTRY
-
-    info = REGISTRY.get(provider)
-    if info is None:
-        return
-    for name in (info.module, *info.warm_modules):
-        try:
-            importlib.import_module(name)
-        except Exception:  # the run reports what matters; without its adapter the rest is moot
-            if name == info.module:
-                return
-
-
-def _die_with_parent() -> None:
-    """Ask the kernel for SIGKILL when the parent process dies (Linux only; elsewhere a no-op)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    from portagent.tools.ledger import pid_alive, start_identity
-
-    if not pid_alive(pid):
-        return False
-    return start is None or start_identity(pid) in (None, start)
-
-
-def _kill_own_group() -> None:
-    import signal
-
-    if os.getpgid(0) == os.getpid():  # only a group this worker leads (never the eval's own group)
-        with contextlib.suppress(OSError):
-            os.killpg(os.getpid(), signal.SIGKILL)
-    os._exit(137)
-
-
-def _watch_parent(pid: int, start: str | None) -> None:
-    import threading
-
-    def watch() -> None:
-        while _alive(pid, start):
-            time.sleep(PARENT_POLL_S)
-        _kill_own_group()
-
-    threading.Thread(target=watch, name="portagent-parent-watch", daemon=True).start()
-
-
-def _worker_main(
-    provider: str,
-    tasks: Any,
-    results: Any,
-    env: dict[str, str],
-    cwd: str,
-    parent: tuple[int, str | None] | None = None,
-    stacks: str | None = None,
-) -> None:
-    """A worker bound to one provider: runs its tasks until the queue's sentinel, then reports memory.
-
-    The fork server was started with the environment and folder of its first use; a worker takes the
-    parent's *current* ones (``PORTAGENT_HOME``, API keys, relative paths). ``parent``: the eval
-    process (pid, start identity); the worker dies with it. ``stacks``: the folder where it dumps every
-    thread's stack on SIGUSR1 (``eval_stuck``: where a run past its time limit was stuck)."""
-    import queue as queue_mod
-    import resource
-
-    from portagent.runtime.eval_execute import close_emulators, execute
-    from portagent.runtime.eval_plan import WorkerStats
-
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)  # its own process group: ending the group ends what the worker started
-    if stacks is not None:
-        from portagent.runtime.eval_stuck import dump_on_signal
-
-        dump_on_signal(stacks)
-    _die_with_parent()
-    if parent is not None:
-        if not _alive(*parent):
-            return
-        _watch_parent(*parent)
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    from portagent.core.logs import route_logs
-
-    route_logs()  # as the CLI does: the SDKs' own error logs stay out of the eval's output
-    done = 0
-    set_up = False
-    try:
-        while True:
-            if parent is not None and not _alive(*parent):
-                _kill_own_group()
-            try:
-                task = tasks.get(timeout=PARENT_POLL_S)
-            except queue_mod.Empty:
-                continue
-            if task is None:
-                break
-            if parent is not None and not _alive(*parent):  # never start a run for a dead eval
-                _kill_own_group()
-            if not set_up:  # timed as the worker's start-up, not as its first run (RunClock)
-                results.put(("setup", os.getpid(), task.index))
-                _set_up(provider)
-                set_up = True
-            results.put(("start", os.getpid(), task.index))
-            results.put(("run", os.getpid(), execute(task)))
-            done += 1
-    finally:
-        close_emulators()
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-        results.put(("done", os.getpid(), WorkerStats(provider, os.getpid(), done, round(peak_kb / 1024, 1))))
 
 
 class _Speed:
@@ -443,11 +210,7 @@ def next_provider(
 def _pool(
     tasks: Sequence[RunTask], workers: int, stats: list[WorkerStats], run_timeout: float | None = None
 ) -> Iterator[RunOutcome]:
-    import multiprocessing as mp
-    import queue as queue_mod
-
-    from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_stuck import make_stacks, remove_stacks, stuck_reason
+    from portagent.runtime.eval_workers import Finished, Gone, Lost, Workers
 
     if not tasks:
         return
@@ -455,24 +218,18 @@ def _pool(
     # judges' calibration): started by the first worker it preloaded nothing, and in a process that runs
     # several evals (tests, a notebook) every later worker imported the run path again.
     warm_workers([t.provider for t in tasks])
-    ctx = mp.get_context("forkserver")
-    results = ctx.Queue()
+    pool = Workers(tasks, run_timeout, stats)
     queues: dict[str, Any] = {}
     for t in tasks:
-        queues.setdefault(t.provider, ctx.Queue()).put(t)
+        if t.provider not in queues:
+            queues[t.provider] = pool.queue()
+        queues[t.provider].put(t)
     for q in queues.values():
         for _ in range(workers):  # at most `workers` workers of one provider ever read a sentinel
             q.put(None)
     left = Counter(t.provider for t in tasks)  # not finished yet
     active: Counter[str] = Counter()  # live workers per provider
-    procs: dict[int, tuple[str, Any]] = {}
-    clock = RunClock(run_timeout)  # what each worker is doing: starting up or making a run
-    by_index = {t.index: t for t in tasks}
     speed = _Speed()
-    from portagent.tools.ledger import start_identity
-
-    me = (os.getpid(), start_identity(os.getpid()))
-    stacks = make_stacks()  # each worker's stack dump (eval_stuck)
 
     def queued(p: str) -> int:
         return left[p] - active[p]
@@ -486,16 +243,7 @@ def _pool(
         if not candidates:
             return False
         p = next_provider(candidates, {c: queued(c) for c in candidates}, active, speed)
-        proc = ctx.Process(
-            target=_worker_main,
-            args=(p, queues[p], results, dict(os.environ), os.getcwd(), me, stacks),
-            name=f"portagent-eval-{p}",
-            daemon=True,
-        )
-        proc.start()
-        assert proc.pid is not None
-        procs[proc.pid] = (p, proc)
-        speed.started(proc.pid, p)
+        speed.started(pool.start(p, queues[p], dict(os.environ)), p)
         active[p] += 1
         return True
 
@@ -503,73 +251,23 @@ def _pool(
         if not start_one(initial=True):
             break
     try:
-        while procs:
-            for pid, at, began, why in clock.overdue():
-                # past its time limit (a hung handler, a lock never released): the worker and what it
-                # started are stopped, the run fails saying why and where it was stuck, a fresh worker
-                # takes the rest
-                p, proc = procs.pop(pid)
-                reason = stuck_reason(why, proc, stacks, by_index[at].out_dir)
-                stop_worker(proc)
-                active[p] -= 1
-                left[p] -= 1
-                yield unrunnable(by_index[at], reason, began)
-                start_one()
-            try:
-                kind, pid, payload = results.get(timeout=0.5)
-            except queue_mod.Empty:
-                for pid, (p, proc) in list(procs.items()):
-                    if not proc.is_alive() and proc.exitcode not in (0, None):
-                        # died without a word (killed, segfault): its run fails, a fresh worker goes on
-                        del procs[pid]
-                        active[p] -= 1
-                        index = clock.ended(pid)
-                        if index is not None:
-                            left[p] -= 1
-                            yield unrunnable(
-                                by_index[index],
-                                f"worker {pid} died (exit code {proc.exitcode})",
-                                time.perf_counter(),
-                            )
-                        start_one()
-                continue
-            if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
-                continue
-            if kind == "setup":
-                clock.setting_up(pid, by_index[payload])
-            elif kind == "start":
-                clock.began(pid, by_index[payload])
-            elif kind == "run":
-                clock.ended(pid)
-                left[by_index[payload.index].provider] -= 1
-                speed.finished(pid, payload.wall_s)
-                yield payload
-            elif kind == "done":
-                stats.append(payload)
-                p, proc = procs.pop(pid)
-                proc.join(timeout=10)
-                active[p] -= 1
-                # a worker that ended with a run taken and unfinished (its set-up raised SystemExit)
-                index = clock.ended(pid)
-                if index is not None:
-                    left[p] -= 1
-                    yield unrunnable(
-                        by_index[index], f"worker {pid} ended before the run", time.perf_counter()
-                    )
-                while len(procs) < workers and start_one():
-                    pass
+        while len(pool):
+            for event in pool.events(timeout=0.5):
+                if isinstance(event, Finished):
+                    left[event.task.provider] -= 1
+                    speed.finished(event.pid, event.outcome.wall_s)
+                    yield event.outcome
+                elif isinstance(event, Lost):
+                    # past its time limit (a hung handler, a lock never released), or its worker died or
+                    # ended: the run fails saying why (and where it was stuck), a fresh worker goes on
+                    left[event.task.provider] -= 1
+                    yield event.outcome
+                elif isinstance(event, Gone):
+                    active[event.provider] -= 1
+                    while len(pool) < workers and start_one():
+                        pass
     finally:
-        import signal
-
-        for _, proc in procs.values():
-            if proc.pid is not None:  # the worker leads its own group: its children go with it
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-            proc.terminate()
-        for q in (*queues.values(), results):
-            q.cancel_join_thread()
-            q.close()
-        remove_stacks(stacks)
+        pool.close()
 
 
 # -- the whole eval ----------------------------------------------------------------------------------

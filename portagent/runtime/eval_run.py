@@ -253,7 +253,7 @@ def run_eval(
     results folder are kept (scored from their trace), the others run (``eval --resume``). The cases'
     graders judge the answers afterwards (``runtime.judging``); ``calibration``: the graders' calibration
     results (a gating grader gates only when eligible there). ``run_timeout``: the time limit of one run in
-    seconds (None: its mode's, ``eval_pool.RUN_TIMEOUT_S``); a run past it is a run error.
+    seconds (None: its mode's, ``eval_workers.RUN_TIMEOUT_S``); a run past it is a run error.
     """
     from portagent.evals.aggregate import SuiteResult
 

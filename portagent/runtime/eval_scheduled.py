@@ -1,7 +1,7 @@
 """The eval pool under a ``Scheduler`` (``runtime.limits``): runs are handed to workers one at a time,
 when the provider's limits, pauses and the spend cap allow, instead of all at once.
 
-Same workers as the local pool (``eval_pool._worker_main``: one provider per worker, dies with the
+Same workers as the local pool (``eval_workers.worker_main``: one provider per worker, dies with the
 eval), at most ``max_concurrency`` of them per provider. A run the scheduler sends back (a retryable
 failure after the provider's pause) goes to the front of its provider's queue; when the spend cap stops
 scheduling, every run not started comes back ``not_run`` with the reason.
@@ -9,7 +9,6 @@ scheduling, every run not started comes back ``not_run`` with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections import Counter, deque
@@ -99,55 +98,32 @@ def run_pooled(
     run_timeout: float | None = None,
 ) -> Iterator[RunOutcome]:
     """Worker processes fed one admitted run at a time. A run past its time limit (``run_timeout``, else
-    its mode's: ``eval_pool.RUN_TIMEOUT_S``) stops its worker and fails, as in the local pool."""
-    import multiprocessing as mp
-    import queue as queue_mod
-
-    from portagent.runtime.eval_execute import unrunnable
-    from portagent.runtime.eval_pool import RunClock, _worker_main, stop_worker
-    from portagent.runtime.eval_stuck import make_stacks, remove_stacks, stuck_reason
+    its mode's: ``eval_workers.RUN_TIMEOUT_S``) stops its worker and fails, as in the local pool."""
+    from portagent.runtime.eval_workers import Finished, Gone, Lost, Workers
     from portagent.runtime.fork_server import warm_workers
-    from portagent.tools.ledger import start_identity
 
     if not tasks:
         return
     warm_workers([t.provider for t in tasks])  # a fork server not running yet starts warm (eval_pool._pool)
     sched.attempts.clear()  # task indexes are per call (the judges' start at 0 again)
-    ctx = mp.get_context("forkserver")
-    results = ctx.Queue()
+    pool = Workers(tasks, run_timeout, stats)
     pending: dict[str, deque[RunTask]] = {}
     for t in tasks:
         pending.setdefault(t.provider, deque()).append(t)
-    queues: dict[str, Any] = {p: ctx.Queue() for p in pending}
-    by_index = {t.index: t for t in tasks}
+    queues: dict[str, Any] = {p: pool.queue() for p in pending}
     sent: Counter[str] = Counter()  # handed to a queue, not back yet
     active: Counter[str] = Counter()
     closed: set[str] = set()  # providers whose workers got their sentinels
-    procs: dict[int, tuple[str, Any]] = {}
-    clock = RunClock(run_timeout)  # what each worker is doing: starting up or making a run
-    me = (os.getpid(), start_identity(os.getpid()))
-    stacks = make_stacks()  # each worker's stack dump (eval_stuck)
 
     def start(p: str) -> None:
         cap = sched.max_workers(p)
         want = min(sent[p], cap if cap is not None else sent[p])
-        while active[p] < want and len(procs) < workers:
-            proc = ctx.Process(
-                target=_worker_main,
-                args=(
-                    *(p, queues[p], results, {**os.environ, **sched.request_env(workers)}),
-                    *(os.getcwd(), me, stacks),
-                ),
-                name=f"portagent-eval-{p}",
-                daemon=True,
-            )
-            proc.start()
-            assert proc.pid is not None
-            procs[proc.pid] = (p, proc)
+        while active[p] < want and len(pool) < workers:
+            pool.start(p, queues[p], {**os.environ, **sched.request_env(workers)})
             active[p] += 1
 
     try:
-        while any(pending.values()) or sent.total() or procs:
+        while any(pending.values()) or sent.total() or len(pool):
             for p, q in pending.items():
                 while q and sched.admit(q[0]):
                     queues[p].put(q.popleft())
@@ -162,76 +138,22 @@ def run_pooled(
                     closed.add(p)
                     for _ in range(active[p]):
                         queues[p].put(None)
-            if not procs and not any(pending.values()) and not sent.total():
+            if not len(pool) and not any(pending.values()) and not sent.total():
                 break
-            for pid, at, began, why in clock.overdue():  # a hung run (or start-up): its worker is stopped
-                p, proc = procs.pop(pid)
-                reason = stuck_reason(why, proc, stacks, by_index[at].out_dir)
-                stop_worker(proc)
-                active[p] -= 1
-                sent[p] -= 1
-                late = unrunnable(by_index[at], reason, began)
-                sched.finished(by_index[at], late)
-                yield late
-                start(p)
-            try:
-                kind, pid, payload = results.get(timeout=min(0.5, _next_wait(sched, pending)))
-            except queue_mod.Empty:
-                for pid, (p, proc) in list(procs.items()):
-                    if not proc.is_alive() and proc.exitcode not in (0, None):
-                        del procs[pid]
-                        active[p] -= 1
-                        index = clock.ended(pid)
-                        if index is not None:
-                            sent[p] -= 1
-                            died = unrunnable(
-                                by_index[index],
-                                f"worker {pid} died (exit code {proc.exitcode})",
-                                time.perf_counter(),
-                            )
-                            sched.finished(by_index[index], died)
-                            yield died
+            for event in pool.events(timeout=min(0.5, _next_wait(sched, pending))):
+                if isinstance(event, Finished):
+                    sent[event.task.provider] -= 1
+                    if sched.finished(event.task, event.outcome):  # sent back: retried after the pause
+                        pending[event.task.provider].appendleft(event.task)
+                    else:
+                        yield event.outcome
+                elif isinstance(event, Lost):  # past its limit, or its worker died or ended
+                    sent[event.task.provider] -= 1
+                    sched.finished(event.task, event.outcome)
+                    yield event.outcome
+                elif isinstance(event, Gone):
+                    active[event.provider] -= 1
+                    for p in pending:
                         start(p)
-                continue
-            if pid not in procs:  # from a worker stopped at its run's time limit: its run is accounted
-                continue
-            if kind == "setup":
-                clock.setting_up(pid, by_index[payload])
-            elif kind == "start":
-                clock.began(pid, by_index[payload])
-            elif kind == "run":
-                clock.ended(pid)
-                task = by_index[payload.index]
-                sent[task.provider] -= 1
-                if sched.finished(task, payload):
-                    pending[task.provider].appendleft(task)
-                else:
-                    yield payload
-            elif kind == "done":
-                stats.append(payload)
-                p, proc = procs.pop(pid)
-                proc.join(timeout=10)
-                active[p] -= 1
-                # a worker that ended with a run taken and unfinished (its set-up raised SystemExit)
-                index = clock.ended(pid)
-                if index is not None:
-                    sent[p] -= 1
-                    ended = unrunnable(
-                        by_index[index], f"worker {pid} ended before the run", time.perf_counter()
-                    )
-                    sched.finished(by_index[index], ended)
-                    yield ended
-                for other in pending:
-                    start(other)
     finally:
-        import signal
-
-        for _, proc in procs.values():
-            if proc.pid is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-            proc.terminate()
-        for q in (*queues.values(), results):
-            q.cancel_join_thread()
-            q.close()
-        remove_stacks(stacks)
+        pool.close()

@@ -1,4 +1,4 @@
-"""Where a run stopped at its time limit was stuck (``eval --run-timeout``; ``eval_pool``, ``eval_scheduled``).
+"""Where a run stopped at its time limit was stuck (``eval --run-timeout``; ``eval_workers``).
 
 Each eval worker registers ``faulthandler`` on SIGUSR1 into its own file (``<folder>/<pid>.stack``, a folder
 the pool creates and removes). faulthandler writes from the C signal handler without the GIL, so the dump
@@ -311,7 +311,7 @@ def collect(proc: Any, folder: str | None) -> str:
 
 
 def stuck_reason(reason: str, proc: Any, folder: str | None, out_dir: Path | None) -> str:
-    """``reason`` (``eval_pool.too_long``, or ``slow_start`` for a worker's start-up), then where the run
+    """``reason`` (``eval_workers.too_long``, or ``slow_start`` for a worker's start-up), then where the run
     was stuck and where every thread's stack was written (the run's folder). Exactly ``reason`` when no
     dump came."""
     dump = collect(proc, folder)

@@ -19,6 +19,7 @@ import os
 
 RUN_PATH = (
     "portagent.runtime.eval_pool",
+    "portagent.runtime.eval_workers",
     "portagent.runtime.eval_execute",  # eval_pool imports it (and the plan's types) only where it runs
     "portagent.runtime.runner",
     "portagent.runtime.replay",

@@ -41,7 +41,7 @@ print(json.dumps({"before": before, "after": after, "error": outcome.error}))
 SET_UP = """
 import json, sys
 from portagent.adapters.base import REGISTRY
-from portagent.runtime.eval_pool import _set_up
+from portagent.runtime.eval_workers import _set_up
 
 _set_up(sys.argv[1])
 print(json.dumps([m for m in (REGISTRY[sys.argv[1]].module, *REGISTRY[sys.argv[1]].warm_modules) if m not in sys.modules]))

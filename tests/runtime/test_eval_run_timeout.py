@@ -126,6 +126,33 @@ def test_a_hung_run_is_stopped_and_the_eval_goes_on(tmp_path: Path, pool: list[s
     assert [p for p in stopped if _alive(p)] == []
 
 
+@pytest.mark.slow  # starts an eval process with its workers
+@pytest.mark.parametrize(
+    "pool",
+    [
+        pytest.param(["--workers", "1"], id="one-worker"),
+        pytest.param(["--workers", "2", "--max-spend-usd", "100"], id="scheduled"),
+    ],
+)
+def test_a_worker_killed_mid_run_fails_that_run_and_the_eval_goes_on(tmp_path: Path, pool: list[str]) -> None:
+    """A worker killed without a word (SIGKILL: the OOM killer, a segfault in a C extension) sends no
+    message: the pool sees it dead, fails the run it was making with its exit code, and a fresh worker
+    makes the rest — in both pools, never waiting for the run's time limit."""
+    pytest.importorskip("agents")
+    done, took = _eval(tmp_path, "suite_dies.yaml", pool)
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert took < BOUND_S - 5
+    by_case: dict[str, list[dict]] = {}
+    for s in json.loads((tmp_path / "out" / "report.json").read_text())["runs"]:
+        by_case.setdefault(s["provenance"]["case_id"], []).append(s)
+    assert [s["issue"] for s in by_case["dies"]] == ["run_error", "run_error"]
+    died = [n for s in by_case["dies"] for n in s["notes"] if "died (exit code -9)" in n]
+    assert len(died) == 2 and all("run could not be made: worker " in n for n in died), by_case["dies"]
+    assert [s["passed"] for s in by_case["write"]] == [True, True]  # made by fresh workers
+    assert not any(REASON in n for s in by_case["dies"] for n in s["notes"])  # not the time limit
+
+
 @pytest.mark.slow  # starts an eval process with its worker
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_run_stuck_in_a_sync_handler_names_the_handler_not_the_waiting_loop(tmp_path: Path) -> None:
@@ -294,7 +321,7 @@ def test_a_run_timeout_on_ray_is_refused(capsys: pytest.CaptureFixture[str]) -> 
 def test_the_default_limit_is_the_runs_mode() -> None:
     from dataclasses import dataclass
 
-    from portagent.runtime.eval_pool import RUN_TIMEOUT_S, run_limit_s
+    from portagent.runtime.eval_workers import RUN_TIMEOUT_S, run_limit_s
 
     @dataclass
     class Task:
@@ -312,11 +339,11 @@ def test_a_workers_start_up_is_timed_on_its_own_clock_not_as_its_first_run(
     start-up's limit (at least ``WORKER_STARTUP_S``), and the run's own clock starts when the run does."""
     from types import SimpleNamespace
 
-    from portagent.runtime import eval_pool
-    from portagent.runtime.eval_pool import WORKER_STARTUP_S, RunClock, slow_start, too_long
+    from portagent.runtime import eval_workers
+    from portagent.runtime.eval_workers import WORKER_STARTUP_S, RunClock, slow_start, too_long
 
     now = [1000.0]
-    monkeypatch.setattr(eval_pool.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(eval_workers.time, "perf_counter", lambda: now[0])
     task = SimpleNamespace(index=7, mode="replay", provider="openai")
     clock = RunClock(run_timeout=3)
     clock.setting_up(41, task)  # type: ignore[arg-type]

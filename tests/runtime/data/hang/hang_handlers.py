@@ -28,3 +28,11 @@ def slow_lookup(note_id: str) -> dict:
         f.write(f"{os.getpid()}\n")
     time.sleep(60)  # on the tool thread
     return {"note_id": note_id, "found": True}
+
+
+def dying_note(note_id: str) -> dict:
+    """The process making the run is killed without a word (as the OOM killer or a segfault ends it)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+    return {"note_id": note_id, "written": False}
