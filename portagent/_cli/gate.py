@@ -83,15 +83,8 @@ def run(args: argparse.Namespace) -> int:
 def _gate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from portagent.evals.report import (
-        decide,
-        gate_settings,
-        load_results,
-        record_gate,
-        recorded_gate,
-        write_json,
-        write_reports,
-    )
+    from portagent.evals.deciding import decide, gate_settings, record_gate, recorded_gate
+    from portagent.evals.report import load_results, write_json, write_reports
     from portagent.evals.report_terminal import console
 
     results = load_results(args.results)

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from portagent.core.files import own_folder
-    from portagent.evals.report import decide, load_results, recorded_gate, write_reports
+    from portagent.evals.deciding import decide, recorded_gate
+    from portagent.evals.report import load_results, write_reports
     from portagent.evals.report_terminal import console, print_summary
 
     formats = tuple(f for f in ("json", "md", "junit", "html") if getattr(args, f)) or (

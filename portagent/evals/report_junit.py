@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def render_junit(results: Results, decision: GateDecision) -> str:
-    from portagent.evals.report import judged_versions
+    from portagent.evals.deciding import judged_versions
 
     r = results.result
     versions = judged_versions(results)
