@@ -5,7 +5,8 @@
   Goal ≤ 30 ms/run.
 - **``portagent demo``**, 168 replayed runs, a fresh process each time: ``--fresh`` (every run replayed)
   and the default second run (runs with unchanged inputs reused). Goal < 5 s fresh.
-- **``portagent validate examples/support_desk``** against ``portagent --help``. Goal ≤ 0.3 s.
+- **``portagent validate examples/support_desk``** against ``portagent --help``, and the floor under it:
+  importing the checks (pydantic, PyYAML, the contract models) before any file is read. Goal ≤ 0.3 s.
 - **the peer row** (with ``--peer-python``, an interpreter that has ``inspect-ai``): Inspect AI's cost
   per sample for the same shape of offline work (``benchmarks/peer_inspect.py``), measured alternately
   with portagent's per-run cost. Goal: portagent's figure below the peer's.
@@ -179,12 +180,16 @@ def demo_floor(runs: int) -> tuple[float, str]:
     return cpu_s / (os.cpu_count() or 1), f"run path {warm_s:.1f} s; " + ", ".join(parts)
 
 
-def validate(pairs: int) -> tuple[list[float], list[float]]:
-    checks, helps = [], []
+def validate(pairs: int) -> tuple[list[float], list[float], list[float]]:
+    """``validate`` of the support desk, ``--help``, and the floor under the first: importing what the
+    checks stand on — pydantic, PyYAML and the contract models (DESIGN §3: frozen pydantic v2 models) —
+    with no file read. Alternated."""
+    checks, helps, imports = [], [], []
     for _ in range(pairs):
         checks.append(wall([*PORTAGENT, "validate", "-q", str(REPO / "examples" / "support_desk")]))
         helps.append(wall([*PORTAGENT, "--help"]))
-    return checks, helps
+        imports.append(wall([sys.executable, "-c", "import portagent.runtime.validate"]))
+    return checks, helps, imports
 
 
 def main() -> None:
@@ -219,9 +224,10 @@ def main() -> None:
         print(f"  ratio portagent / peer         {ratio:.2f}x   goal < 1 (ahead of the peer)")
     else:
         print("peer row: not measured (give --peer-python, a Python with inspect-ai installed)")
-    checks, helps = validate(3 if quick else 7)
+    checks, helps, imports = validate(3 if quick else 7)
     print(f"validate examples/support_desk   {spread(checks, 's')}   goal <= 0.3 s")
     print(f"  ratio to portagent --help      {statistics.median(checks) / statistics.median(helps):.2f}x")
+    print(f"  floor: importing the checks and contract models, no file read  {spread(imports, 's')}")
     fresh, reused = demo(1 if quick else n, warm_up=not quick)
     print(f"demo, 168 runs, --fresh          {spread(fresh, 's')}   goal < 5 s")
     if quick:  # CI smoke: the floor is three more worker probes

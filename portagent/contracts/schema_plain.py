@@ -337,7 +337,8 @@ def _problem_of(canonical: str) -> SchemaFault | None:
 
 
 def schema_problem(schema: Any) -> SchemaFault | None:
-    """None when ``schema`` is a well-formed Draft 2020-12 schema, else jsonschema's best-match error.
+    """None when ``schema`` is a well-formed Draft 2020-12 schema, else what jsonschema's metaschema check
+    finds wrong with it.
 
     ``plainly_well_formed`` answers the common schemas; only a schema it doubts imports jsonschema
     (~80 ms) and runs ``Draft202012Validator.check_schema``, so the answer is always jsonschema's, and so is
@@ -357,22 +358,47 @@ def schema_problem(schema: Any) -> SchemaFault | None:
 def _specific(error: Any) -> SchemaFault:
     """A metaschema error as a fault that says what is wrong. Where the metaschema offers alternatives
     (``anyOf``/``oneOf``: ``type`` is one type name or a list of them, ``items`` a schema…) jsonschema's
-    best match is often the alternatives' parent, "'strng' is not valid under any of the given schemas",
-    which names no cause. Then the alternatives that reject the value by its JSON type alone are set aside
-    (the author meant another) and the deepest error of the others is taken, again while it is such a
-    parent: "'strng' is not one of ['array', 'boolean', …]". When every alternative rejects the type, the
-    message lists the types accepted."""
+    error is often the alternatives' parent, "'strng' is not valid under any of the given schemas", which
+    names no cause. Then the alternatives that reject the value for its JSON kind alone are set aside (the
+    author meant another: a list is not a misspelt type name) and the deepest error of the others is taken,
+    again while it is such a parent: "'strng' is not one of ['array', 'boolean', …]", "[] should be
+    non-empty". When every alternative rejects the kind, the message says what each accepts."""
     while error.validator in ("anyOf", "oneOf") and error.context:
         here = list(error.absolute_path)
-        meant = [c for c in error.context if not (c.validator == "type" and list(c.absolute_path) == here)]
+        meant = [c for c in error.context if not _rejects_kind(c, here)]
         if not meant:
-            accepted: list[str] = []
-            for c in error.context:
-                names = c.validator_value if isinstance(c.validator_value, list) else [c.validator_value]
-                accepted += [repr(n) for n in names if repr(n) not in accepted]
-            return SchemaFault(f"{error.instance!r} is not of type {' or '.join(accepted)}", tuple(here))
+            said = list(dict.fromkeys(c.message for c in error.context))
+            return SchemaFault(", and ".join(said), tuple(here))
         error = max(meant, key=lambda c: len(c.absolute_path))  # the first of the deepest
     return SchemaFault(error.message, tuple(error.absolute_path))
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind (integers and other numbers are one: ``enum: [1]`` may hold ``1.0``)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def _rejects_kind(error: Any, here: list[Any]) -> bool:
+    """Does this alternative reject the value at ``here`` for its JSON kind alone — a ``type`` it is not,
+    or an ``enum``/``const`` with no value of its kind?"""
+    if list(error.absolute_path) != here:
+        return False
+    if error.validator == "type":
+        return True
+    kind = _kind(error.instance)
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        return all(_kind(v) != kind for v in error.validator_value)
+    if error.validator == "const":
+        return _kind(error.validator_value) != kind
+    return False
 
 
 # -- references that point nowhere -------------------------------------------------------------------------

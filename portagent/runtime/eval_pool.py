@@ -111,7 +111,7 @@ def run_tasks(
     ``executor="ray"``: each run a Ray task (``runtime.ray_executor``; ``address``: the cluster).
     ``carried``: indexes of tasks whose run folder ``runtime.reuse`` restored (``--reuse``): scored from
     it, labelled reused. Every run made here leaves its inputs hash for a later ``--reuse``.
-    ``run_timeout``: the time limit of one run in seconds (None: its mode's, ``RUN_TIMEOUT_S``); a worker
+    ``run_timeout``: the time limit of one run in seconds (None: its mode's, ``eval_workers.RUN_TIMEOUT_S``); a worker
     past it is stopped and the run is a run error. Worker pools only: an in-process run (the pytest plugin)
     or a Ray task is not stopped (docs/evals.md).
     """

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 #    not mistaken for it) and kills the worker's process group — the worker leads its own group, so
 #    processes it started (the Claude Code CLI) go with it.
 # 3. Before taking each task the worker checks the eval is alive: no run starts after it is gone.
-# The eval itself ends its workers' process groups in ``_pool``'s ``finally`` (any normal exit, Ctrl-C).
+# The eval itself ends its workers' process groups in ``Workers.close`` (any normal exit, Ctrl-C).
 
 PARENT_POLL_S = 0.2
 

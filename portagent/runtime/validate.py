@@ -301,39 +301,52 @@ def listed_once(results: list[FileResult]) -> None:
     """Each problem in full once when the files it involves are checked together (a folder). An agent
     lists the problems of the tools file it loads, and a suite the first problem of an agent spec that does
     not load: one bad schema was up to five copies of one message. A problem another file lists as its own
-    becomes one line per file ("N problems, listed under that file"); a cause (``SpecProblem.cause``)
-    listed in full elsewhere, or already shown as another's cause, is left out of the message that follows
-    from it, which says where it is instead."""
+    becomes one line per file, where the first was ("N problems, listed under that file", the file named
+    as its own listing names it); a cause (``SpecProblem.cause``) listed in full elsewhere, or already
+    shown as another's cause, is left out of the message that follows from it, which says where it is."""
 
     def key(file: str) -> str:
         return str(Path(file).resolve())
 
-    def same(p: SpecProblem, q: SpecProblem) -> bool:
-        """One problem, maybe worded with a prefix (an agent names the tool: "tool 'x': …")."""
-        return (key(p.file), p.path, p.line) == (key(q.file), q.path, q.line) and (
-            p.message.endswith(q.message) or q.message.endswith(p.message)
-        )
+    def same(borrowed: SpecProblem, listed: SpecProblem) -> bool:
+        """One problem, maybe worded with a prefix where borrowed (an agent names the tool: "tool 'x': …")."""
+        return (key(borrowed.file), borrowed.path, borrowed.line) == (
+            key(listed.file),
+            listed.path,
+            listed.line,
+        ) and borrowed.message.endswith(listed.message)
 
     own = {key(r.path): [p for p in r.problems if key(p.file) == key(r.path)] for r in results}
+    heading = {key(r.path): r.path for r in results}  # a file as its own listing names it
     for r in results:
-        kept: list[SpecProblem] = []
+        kept: list[SpecProblem | str] = []
         elsewhere: dict[str, int] = {}
         for p in r.problems:
-            mine = key(p.file) == key(r.path)
-            if not mine and any(same(p, q) for q in own.get(key(p.file), [])):
-                elsewhere[p.file] = elsewhere.get(p.file, 0) + 1
+            there = key(p.file)
+            if there != key(r.path) and any(same(p, q) for q in own.get(there, [])):
+                if there not in elsewhere:
+                    kept.append(there)  # the line that counts them goes where the first one was
+                elsewhere[there] = elsewhere.get(there, 0) + 1
             else:
                 kept.append(p)
-        r.problems = kept + [
-            SpecProblem(file, "", f"{n} problem{'s' if n != 1 else ''}, listed under that file")
-            for file, n in elsewhere.items()
+        r.problems = [
+            SpecProblem(
+                heading[p],
+                "",
+                f"{elsewhere[p]} problem{'s' if elsewhere[p] != 1 else ''}, listed under that file",
+            )
+            if isinstance(p, str)
+            else p
+            for p in kept
         ]
     full = [p for r in results for p in r.problems if p.cause is None]
     for r in results:
         for i, p in enumerate(r.problems):
             if p.cause is None:
                 continue
-            if any(same(p.cause, q) for q in full):
-                r.problems[i] = replace(p, cause=None, message=f"{p.message} (see {p.cause.where()})")
+            cause = p.cause
+            if any(same(cause, q) for q in full):
+                where = replace(cause, file=heading.get(key(cause.file), cause.file)).where()
+                r.problems[i] = replace(p, cause=None, message=f"{p.message} (see {where})")
             else:
-                full.append(p.cause)  # shown once here, in full
+                full.append(cause)  # shown once here, in full

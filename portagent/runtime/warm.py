@@ -20,7 +20,7 @@ import os
 RUN_PATH = (
     "portagent.runtime.eval_pool",
     "portagent.runtime.eval_workers",
-    "portagent.runtime.eval_execute",  # eval_pool imports it (and the plan's types) only where it runs
+    "portagent.runtime.eval_execute",  # the pools and workers import it (and the plan's types) where it runs
     "portagent.runtime.runner",
     "portagent.runtime.replay",
     "portagent.recording.vcr_cassette",

@@ -74,6 +74,9 @@ NAMED_CAUSE = [
     ({"properties": {"q": {"type": "strng"}}}, ("properties", "q", "type"), "'strng' is not one of ['array'"),
     ({"type": ["string", "strng"]}, ("type", 1), "'strng' is not one of ['array'"),
     ({"type": 3}, ("type",), "3 is not one of ['array'"),
+    # a list is no misspelt type name: the list's own fault, not "[] is not one of ['array', …]"
+    ({"type": []}, ("type",), "[] should be non-empty"),
+    ({"type": ["string", "string"]}, ("type",), "['string', 'string'] has non-unique elements"),
     ({"items": {"anyOf": [{"type": "x"}]}}, ("items", "anyOf", 0, "type"), "'x' is not one of ['array'"),
 ]
 
@@ -90,7 +93,7 @@ def test_a_malformed_type_names_the_cause_and_the_exact_place(
     assert fault.path == where
 
 
-def test_alternatives_that_all_reject_the_type_list_the_types_accepted() -> None:
+def test_alternatives_that_all_reject_the_kind_say_what_each_accepts() -> None:
     from jsonschema.exceptions import best_match
 
     from portagent.contracts.schema_plain import _specific
@@ -100,7 +103,9 @@ def test_alternatives_that_all_reject_the_type_list_the_types_accepted() -> None
     )
     error = best_match(validator.iter_errors({"a": 3}))
     assert error is not None and "given schemas" in error.message
-    assert _specific(error) == SchemaFault("3 is not of type 'string' or 'array' or 'null'", ("a",))
+    assert _specific(error) == SchemaFault(
+        "3 is not of type 'string', and 3 is not of type 'array', 'null'", ("a",)
+    )
 
 
 def test_the_path_points_at_the_bad_part() -> None:

@@ -100,3 +100,14 @@ def test_a_suite_checked_alone_shows_a_shared_cause_once(desk: Path) -> None:
     assert all(
         s.endswith(f"(see {desk / 'tools.yaml'} {TYPE_AT})") for s in sections(err)[str(desk / "suite.yaml")]
     )
+
+
+def test_the_pointer_names_the_file_as_its_own_listing_does(desk: Path) -> None:
+    """The tools file given by another name (a link): the agent's line names the listing that holds it."""
+    link = desk / "tl.yaml"
+    link.symlink_to(desk / "tools.yaml")
+    code, out, err = run_cli("validate", str(desk / "agent.yaml"), str(link))
+    assert code == 1, out + err
+    got = sections(err)
+    assert got[str(desk / "agent.yaml")] == [f"{link}: 1 problem, listed under that file"], err
+    assert got[str(link)][0].startswith(f"{link} {TYPE_AT}: {CAUSE}"), err
