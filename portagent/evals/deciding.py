@@ -48,43 +48,30 @@ def _decide(
     tol = Tolerances(min_pass_rate=min_pass_rate) if min_pass_rate is not None else Tolerances()
     meta = results.meta
     suite_path, cassettes = (meta.suite, meta.cassettes) if meta else (None, None)
-    if baseline is not None:
-        changes = unversioned_changes(
-            results_tools(baseline.folder, baseline.result.runs),
-            results_tools(results.folder, results.result.runs),
-            since="the baseline",
-        )
-        return gate(
-            results.result,
-            baseline=baseline.result,
-            tolerances=tol,
-            suite_path=suite_path,
-            cassettes=cassettes,
-            tool_changes=run_warnings(changes),
-            strict=strict,
-        ), compare(baseline.result, results.result, tol, suite_path=suite_path, cassettes=cassettes)
-    base_v = meta.version_of("baseline") if meta else None
-    cand_v = meta.version_of("candidate") if meta else None
-    if base_v and cand_v:
+    if baseline is not None:  # another folder's result
+        base, cand, base_folder = baseline.result, results.result, baseline.folder
+    else:  # this folder's own baseline and candidate, when it holds both
+        base_v = meta.version_of("baseline") if meta else None
+        cand_v = meta.version_of("candidate") if meta else None
+        if not (base_v and cand_v):
+            return gate(
+                results.result, tolerances=tol, suite_path=suite_path, cassettes=cassettes, strict=strict
+            ), None
         base = results.result.select(agent_version=base_v)
         cand = results.result.select(agent_version=cand_v)
-        changes = unversioned_changes(
-            results_tools(results.folder, base.runs),
-            results_tools(results.folder, cand.runs),
-            since="the baseline",
-        )
-        return gate(
-            cand,
-            baseline=base,
-            tolerances=tol,
-            suite_path=suite_path,
-            cassettes=cassettes,
-            tool_changes=run_warnings(changes),
-            strict=strict,
-        ), compare(base, cand, tol, suite_path=suite_path, cassettes=cassettes)
+        base_folder = results.folder
+    changes = unversioned_changes(
+        results_tools(base_folder, base.runs), results_tools(results.folder, cand.runs), since="the baseline"
+    )
     return gate(
-        results.result, tolerances=tol, suite_path=suite_path, cassettes=cassettes, strict=strict
-    ), None
+        cand,
+        baseline=base,
+        tolerances=tol,
+        suite_path=suite_path,
+        cassettes=cassettes,
+        tool_changes=run_warnings(changes),
+        strict=strict,
+    ), compare(base, cand, tol, suite_path=suite_path, cassettes=cassettes)
 
 
 def gate_settings(
