@@ -6,6 +6,7 @@ import hashlib
 import json
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -152,3 +153,11 @@ def args_hash(args: Any) -> str:
 def short_hash(value: Any) -> str:
     """``sha256:`` + 16 hex of the canonical JSON of ``value``; the form used for spec hashes."""
     return "sha256:" + sha256_hex(canonical_json(value))[:16]
+
+
+def repeated(values: Iterable[str]) -> list[str]:
+    """The values that occur more than once, sorted (one pass: a policy of 20 000 rules counted each id
+    against all the others, 33 s)."""
+    from collections import Counter
+
+    return sorted(v for v, n in Counter(values).items() if n > 1)

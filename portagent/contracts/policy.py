@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import re2
 from pydantic import Field, field_validator, model_validator
 
-from portagent.contracts._base import Contract, short_hash
+from portagent.contracts._base import Contract, repeated, short_hash
 from portagent.contracts.tool import EFFECTS, Effect
 
 Decision = Literal["allow", "approval_required", "deny"]
@@ -279,7 +279,7 @@ class PermissionPolicy(Contract):
                 "defaults may not allow privileged_operation; add an explicit rule for the tool instead"
             )
         ids = [r.id for r in self.rules]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = repeated(ids)
         if dupes:
             raise ValueError(f"duplicate rule ids: {', '.join(dupes)}")
         return self

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from portagent.contracts._base import Contract
+from portagent.contracts._base import Contract, repeated
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, Effect
 
 RouteKind = Literal["local_tool", "mcp_tool", "a2a_agent", "human_review"]
@@ -193,7 +193,7 @@ class RouteRequests(Contract):
     @model_validator(mode="after")
     def _unique_ids(self) -> RouteRequests:
         ids = [r.request_id for r in self.requests]
-        dup = sorted({i for i in ids if ids.count(i) > 1})
+        dup = repeated(ids)
         if dup:
             raise ValueError(f"request_id must be unique; repeated: {', '.join(dup)}")
         return self

@@ -261,7 +261,7 @@ def plainly_well_formed(schema: Any, _depth: int = 0) -> bool:
         if key in _TEXT_KEYS:
             ok = isinstance(v, str)
         elif key in _ANY_KEYS:
-            ok = True
+            ok = _json_data(v)
         elif key in _FLAG_KEYS:
             ok = isinstance(v, bool)
         elif key in _COUNT_KEYS:
@@ -284,7 +284,7 @@ def plainly_well_formed(schema: Any, _depth: int = 0) -> bool:
         elif key == "required":
             ok = isinstance(v, list) and all(isinstance(r, str) for r in v) and len(set(v)) == len(v)
         elif key == "enum" or key == "examples":
-            ok = isinstance(v, list)
+            ok = isinstance(v, list) and _json_data(v)
         elif key == "pattern":
             ok = isinstance(v, str) and _compiled(v) is not None
         elif key in _SUB_KEYS:
@@ -298,13 +298,32 @@ def plainly_well_formed(schema: Any, _depth: int = 0) -> bool:
     return True
 
 
+def _json_data(value: Any, _depth: int = 0) -> bool:
+    """Plain JSON data, not too deep (``_not_plain_json`` says what else it is)."""
+    if isinstance(value, str | bool | int) or value is None:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if _depth > 16:
+        return False
+    if isinstance(value, list):
+        return all(_json_data(v, _depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_data(v, _depth + 1) for k, v in value.items())
+    return False
+
+
 def _count(v: Any) -> TypeGuard[int]:
     """A non-negative integer (the metaschema's ``nonNegativeInteger``; an integral float is left to it)."""
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _finite(v: Any) -> TypeGuard[float]:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A number that is not NaN or infinite (an integer always is: ``math.isfinite`` of a 400-digit one
+    overflows)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return isinstance(v, int) or math.isfinite(v)
 
 
 # -- what is wrong with a schema ---------------------------------------------------------------------------
@@ -326,7 +345,11 @@ def schema_problem_cached(schema: Any) -> SchemaFault | None:
     (``anyOf``, ``$ref``: pydantic's) costs jsonschema's metaschema check, milliseconds each time."""
     import json
 
-    return _problem_of(json.dumps(schema, sort_keys=True, default=str))
+    try:
+        canonical = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # not plain JSON (a YAML date, NaN): it says so itself
+        return schema_problem(schema)
+    return _problem_of(canonical)
 
 
 @lru_cache(maxsize=512)
@@ -345,6 +368,9 @@ def schema_problem(schema: Any) -> SchemaFault | None:
     the message, made specific where jsonschema's names no cause (``_specific``)."""
     if plainly_well_formed(schema):
         return None
+    fault = _not_plain_json(schema)  # before jsonschema, which would recurse past Python's limit
+    if fault is not None:
+        return fault
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
@@ -352,7 +378,40 @@ def schema_problem(schema: Any) -> SchemaFault | None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
         return _specific(e)
-    return _unresolved_ref(schema)
+    return _unresolved_ref(schema) or _ref_loop(schema)
+
+
+MAX_DEPTH = 128
+"""Objects and lists within each other a schema may nest (64 levels of ``properties``): jsonschema checks
+and validates recursively, and a schema ~100 levels deep exhausted Python's recursion limit (a traceback
+from ``validate``, a failed call at run time). Tool schemas seen in practice nest under 10."""
+
+
+def _not_plain_json(schema: Any) -> SchemaFault | None:
+    """A schema that is not plain JSON, or nests deeper than ``MAX_DEPTH``: NaN or an infinity (YAML's
+    ``.nan``, ``1e400``) is no JSON number — it passed the metaschema, then sending the tool to a provider
+    failed — and a YAML date or other non-JSON value cannot be sent at all. Walked without recursion."""
+    todo: list[tuple[Any, tuple[str | int, ...]]] = [(schema, ())]
+    while todo:
+        node, path = todo.pop()
+        if len(path) > MAX_DEPTH:
+            return SchemaFault(
+                f"nests deeper than {MAX_DEPTH} levels of objects and lists (portagent checks schemas to "
+                "that depth; flatten it with $defs and $ref)",
+                path[:MAX_DEPTH],
+            )
+        if isinstance(node, dict):
+            todo += [(v, (*path, k)) for k, v in node.items()]
+        elif isinstance(node, list):
+            todo += [(v, (*path, i)) for i, v in enumerate(node)]
+        elif isinstance(node, float) and not math.isfinite(node):
+            return SchemaFault(f"{node!r} is not a JSON number (NaN and infinities have no JSON form)", path)
+        elif node is not None and not isinstance(node, str | int | float):
+            return SchemaFault(
+                f"a {type(node).__name__} is not a JSON value (YAML read {str(node)!r} as one: quote it)",
+                path,
+            )
+    return None
 
 
 def _specific(error: Any) -> SchemaFault:
@@ -462,3 +521,122 @@ def _unresolved_ref(schema: Any) -> SchemaFault | None:
         return None
 
     return walk(schema, resolver, (), False)
+
+
+# -- references that loop ----------------------------------------------------------------------------------
+
+_SAME_VALUE_LISTS = ("allOf", "anyOf", "oneOf")
+_SAME_VALUE_ONE = ("not", "if", "then", "else")
+
+
+def _ref_loop(schema: Any) -> SchemaFault | None:
+    """The first ``$ref`` that leads back to where it is without descending into the value (``a: {$ref:
+    '#/$defs/a'}``, ``a → b → a``, or through ``allOf``…): checking any value against it never ends — the
+    gateway failed every call with "cannot be evaluated: RecursionError" and an agent's output schema
+    crashed the run. A reference through ``properties`` or ``items`` descends, so a tree or a list of
+    itself is fine. Local JSON Pointer references only (``#``, ``#/…``); a schema with nested ``$id``
+    scopes is left to run time."""
+    if not isinstance(schema, dict):
+        return None
+    nodes = _schema_nodes(schema)
+    if any("$id" in node for path, node in nodes.items() if path):
+        return None
+
+    def at(pointer: str) -> tuple[str | int, ...] | None:
+        if pointer == "#":
+            return ()
+        if not pointer.startswith("#/"):
+            return None
+        path: list[str | int] = []
+        node: Any = schema
+        for raw in pointer[2:].split("/"):
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+                path.append(part)
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+                path.append(int(part))
+            else:
+                return None
+        return tuple(path)
+
+    def same_value(
+        path: tuple[str | int, ...],
+    ) -> list[tuple[tuple[str | int, ...], tuple[str | int, ...] | None]]:
+        """(subschema applied to the same value, the ``$ref`` that leads there or None)."""
+        node = nodes[path]
+        out: list[tuple[tuple[str | int, ...], tuple[str | int, ...] | None]] = []
+        for key in ("$ref", "$dynamicRef"):
+            ref = node.get(key)
+            target = at(ref) if isinstance(ref, str) else None
+            if target is not None and target in nodes:
+                out.append((target, (*path, key)))
+        for key in _SAME_VALUE_LISTS:
+            if isinstance(node.get(key), list):
+                out += [((*path, key, i), None) for i in range(len(node[key])) if (*path, key, i) in nodes]
+        out += [((*path, key), None) for key in _SAME_VALUE_ONE if (*path, key) in nodes]
+        if isinstance(node.get("dependentSchemas"), dict):
+            out += [
+                ((*path, "dependentSchemas", k), None)
+                for k in node["dependentSchemas"]
+                if (*path, "dependentSchemas", k) in nodes
+            ]
+        return out
+
+    done: set[tuple[str | int, ...]] = set()
+    for start in nodes:
+        if start in done:
+            continue
+        # iterative depth-first search; ``on_path`` holds the current chain, each with the ref taken
+        on_path: dict[tuple[str | int, ...], tuple[str | int, ...] | None] = {start: None}
+        stack = [(start, iter(same_value(start)))]
+        while stack:
+            here, edges = stack[-1]
+            step = next(edges, None)
+            if step is None:
+                stack.pop()
+                on_path.pop(here, None)
+                done.add(here)
+                continue
+            target, via = step
+            if target in on_path:  # back to a schema on the chain: the loop's first $ref is the culprit
+                chain = list(on_path)[list(on_path).index(target) :]
+                refs = [on_path[p] for p in chain[1:]] + [via]
+                ref_path = next((r for r in refs if r is not None), None)
+                if ref_path is None:
+                    continue  # impossible: a loop without a $ref would nest infinitely
+                keyword = str(ref_path[-1])
+                ref = nodes[ref_path[:-1]][keyword]
+                return SchemaFault(
+                    f"{keyword} {ref!r} leads back to itself without descending into the value "
+                    "(through $ref, allOf, anyOf, oneOf, not, if/then/else): no value can be checked "
+                    "against it",
+                    ref_path,
+                )
+            if target in done:
+                continue
+            on_path[target] = via
+            stack.append((target, iter(same_value(target))))
+    return None
+
+
+def _schema_nodes(schema: dict[str, Any]) -> dict[tuple[str | int, ...], dict[str, Any]]:
+    """Every subschema (a mapping in schema position) by its path; data (``enum``, ``default``…) and the
+    names in ``properties``-like maps are not schemas."""
+    out: dict[tuple[str | int, ...], dict[str, Any]] = {}
+    todo: list[tuple[Any, tuple[str | int, ...], bool]] = [(schema, (), False)]
+    while todo:
+        node, path, names = todo.pop()
+        if isinstance(node, list):
+            todo += [(v, (*path, i), False) for i, v in enumerate(node)]
+            continue
+        if not isinstance(node, dict):
+            continue
+        if not names:
+            out[path] = node
+        for key, value in node.items():
+            if not names and key in _VALUE_KEYS:
+                continue
+            todo.append((value, (*path, key), not names and key in _MAP_KEYS))
+    return out

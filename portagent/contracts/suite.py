@@ -11,7 +11,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from portagent.contracts._base import Contract
+from portagent.contracts._base import Contract, repeated
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
 from portagent.contracts.schema_plain import schema_problem
@@ -481,7 +481,7 @@ class Suite(Contract):
     @field_validator("providers")
     @classmethod
     def _unique_providers(cls, v: list[ProviderName]) -> list[ProviderName]:
-        dup = sorted({p for p in v if v.count(p) > 1})
+        dup = repeated(v)
         if dup:
             raise ValueError(f"providers listed twice: {dup}")
         return v
@@ -500,11 +500,11 @@ class Suite(Contract):
         if not self.cases and not self.case_files:
             raise ValueError("a suite needs 'cases' or 'case_files'")
         ids = [c.case_id for c in self.cases]
-        dup = sorted({i for i in ids if ids.count(i) > 1})
+        dup = repeated(ids)
         if dup:
             raise ValueError(f"duplicate case_id: {dup}")
         names = [g.name for g in self.graders]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = repeated(names)
         if dup:
             raise ValueError(f"graders named twice: {dup}")
         return self

@@ -48,6 +48,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from portagent.contracts._base import repeated
 from portagent.contracts.errors import UsageError
 from portagent.contracts.policy import Environment, PermissionPolicy
 from portagent.contracts.tool import ToolSpec
@@ -114,7 +115,7 @@ def load_target(path: str | Path, policy_path: str | Path | None = None) -> Serv
             f"{path}: mcp serve takes a tools file (kind: tool or tools) or an agent spec, not kind {kind!r}"
         )
     names = [t.name for t in tools]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = repeated(names)
     if dupes:
         raise UsageError(f"{path}: duplicate tool name {dupes[0]!r}")
     policy = PermissionPolicy()

@@ -231,9 +231,9 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
     if isinstance(doc, ToolSpec):
         result.problems += tool_problems(doc, label)
     elif isinstance(doc, ToolSet):
-        names = [t.name for t in doc.tools]
+        first: dict[str, int] = {}
         for i, t in enumerate(doc.tools):
-            if names.count(t.name) > 1 and names.index(t.name) != i:
+            if first.setdefault(t.name, i) != i:
                 result.problems.append(
                     SpecProblem(label, f"tools.{i}.name", f"duplicate tool name {t.name!r}")
                 )

@@ -8,6 +8,8 @@ HTTP 400 provider error (exit 3) — a message about the emulator's template, no
 
 from __future__ import annotations
 
+import datetime
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,14 @@ from _support import EXAMPLES, run_cli
 
 from portagent.contracts.bundle import load_agent
 from portagent.contracts.errors import SpecError
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"p": schema}}
+    return schema
+
 
 MALFORMED = {
     "type-misspelt": (
@@ -30,6 +40,30 @@ MALFORMED = {
     ),
     "required-not-a-list": ({"type": "object", "properties": {"query": {}}, "required": "query"}, "required"),
     "ref-to-nowhere": ({"type": "object", "properties": {"query": {"$ref": "#/$defs/missing"}}}, ""),
+    # no value can be checked against these: validate printed a RecursionError traceback (while checking
+    # the tool's examples), and a run failed every call ("the schema cannot be evaluated")
+    "ref-to-itself": (
+        {"type": "object", "properties": {"query": {"$ref": "#/properties/query"}}},
+        "properties.query.$ref",
+    ),
+    "ref-loop-through-allOf": (
+        {
+            "type": "object",
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}},
+            "properties": {"query": {"$ref": "#/$defs/a"}},
+        },
+        "$defs.a.allOf.0.$ref",
+    ),
+    "nested-past-the-limit": (_nested(70), "properties.p.properties.p"),  # a RecursionError traceback too
+    # passed the metaschema; sending the tool to the provider failed (exit 3)
+    "nan-bound": (
+        {"type": "object", "properties": {"n": {"type": "number", "maximum": math.nan}}},
+        "properties.n.maximum",
+    ),
+    "yaml-date": (
+        {"type": "object", "properties": {"query": {"type": "string", "default": datetime.date(2024, 1, 1)}}},
+        "properties.query.default",
+    ),
 }
 
 

@@ -23,6 +23,17 @@ WELL_FORMED: list[Any] = [
     {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"},  # the shortcut doubts
     {"$ref": "#/$defs/a", "$defs": {"a": {"type": "integer"}}},
     {"minLength": 1.0},
+    # a tree of itself: the reference descends (items), so checking a value ends
+    {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            }
+        },
+        "$ref": "#/$defs/node",
+    },
+    {"type": "integer", "minimum": 10**400},  # math.isfinite of it overflowed: a traceback
 ]
 MALFORMED: list[Any] = [
     {"type": "strnig"},
