@@ -300,14 +300,26 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         declared_in: dict[str, Path] = {}
         from_file: dict[str, tuple[Path, str]] = {}  # each available tool's file and field path there
         tool_folders: dict[str, Path] = {}
+        listed: dict[Path, int] = {}  # each tools file (resolved) → where tool_files first names it
         for i, ref in enumerate(spec.tool_files):
             tp = _tool_file(base, ref)
             if not tp.exists():
                 problems.append(SpecProblem(label, f"tool_files.{i}", f"file not found: {ref}"))
                 continue
+            first = listed.setdefault(tp.resolve(), i)
+            if first != i:  # its tools would all be "duplicates", blamed on a file that has none
+                problems.append(
+                    SpecProblem(
+                        label, f"tool_files.{i}", f"{ref} is listed twice (tool_files.{first} names it)"
+                    )
+                )
+                continue
+            clashes: dict[Path, list[str]] = {}  # another file → the tools both define
             try:
                 for at, t in _load_tools_file(tp, str(tp)):
-                    if t.name in available:
+                    if t.name in available and from_file[t.name][0] != tp:
+                        clashes.setdefault(from_file[t.name][0], []).append(t.name)
+                    elif t.name in available:
                         problems.append(SpecProblem(str(tp), "tools", f"duplicate tool name {t.name!r}"))
                     available[t.name] = t
                     from_file[t.name] = (tp, at)
@@ -317,6 +329,16 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                         declared_in[t.name] = tp.parent
             except SpecError as e:
                 problems.extend(e.problems)
+            for other, names in clashes.items():
+                listed_names = ", ".join(repr(n) for n in names)
+                problems.append(
+                    SpecProblem(
+                        label,
+                        f"tool_files.{i}",
+                        f"{ref} defines {'tools' if len(names) > 1 else 'tool'} {listed_names}, which {other} "
+                        "defines too (a tool name must be defined once)",
+                    )
+                )
         for i, entry in enumerate(spec.tools):
             folder: Path | None = base
             if isinstance(entry, ToolSpec):

@@ -34,13 +34,15 @@ class SpecProblem:
     """1-based line, when known (YAML syntax errors)."""
     column: int | None = None
     """1-based column, when known."""
-    cause: SpecProblem | None = None
-    """The problem in another spec file this one follows from (a suite's agent spec that does not load:
-    its first problem), rendered after the message. ``validate`` drops it when it lists that problem
-    anyway, under its own file."""
+    causes: tuple[SpecProblem, ...] = ()
+    """The problems in another spec file this one follows from (a suite's agent spec or emulator script
+    that does not load), rendered after the message. ``validate`` leaves out those it lists anyway."""
 
     def render(self) -> str:
-        return f"{self.where()}: {self.message}" + (f": {self.cause.render()}" if self.cause else "")
+        head = f"{self.where()}: {self.message}"
+        if len(self.causes) == 1:
+            return f"{head}: {self.causes[0].render()}"
+        return head + "".join(f"\n      - {c.render()}" for c in self.causes)
 
     def where(self) -> str:
         """``file:line:column [path]``, with what is known."""

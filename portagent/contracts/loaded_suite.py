@@ -212,7 +212,7 @@ def _check_tool_names(
                     f"agent spec {ref} does not load ({n} problem{'s' if n != 1 else ''}), so the tool "
                     "names the cases give are not checked",
                     line_of(node, (role,)),
-                    cause=e.problems[0] if e.problems else None,
+                    causes=tuple(e.problems),
                 )
             )
             continue

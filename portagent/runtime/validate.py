@@ -255,10 +255,41 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
         base = path.resolve().parent  # as load_suite resolves them
         result.case_files = [(base / rel).resolve() for rel in getattr(doc, "case_files", [])]
         try:
-            load_suite(path)
+            loaded = load_suite(path)
         except SpecError as e:
             result.problems += e.problems
+        else:
+            result.problems += script_problems(label, loaded.emulator_scripts)
     return result
+
+
+def script_problems(label: str, scripts: dict[str, Path]) -> list[SpecProblem]:
+    """A suite's emulator scripts (its own, its cases'), each loaded as ``eval --emulator`` loads it: one
+    that does not load is one problem of the suite, with its problems as the causes. ``validate`` of
+    the suite said "ok" for a script with a misspelt ``conversations:`` or a policy file in its place."""
+    from portagent.contracts.emulator_script import load_script
+
+    out: list[SpecProblem] = []
+    for script in dict.fromkeys(scripts.values()):
+        used_by = sorted(case for case, s in scripts.items() if s == script)
+        try:
+            load_script(script)
+        except SpecError as e:
+            n = len(e.problems)
+            if len(used_by) == len(scripts):
+                who = "no case can run on the emulator"
+            else:
+                shown = ", ".join(used_by[:5]) + (f" and {len(used_by) - 5} more" if len(used_by) > 5 else "")
+                who = f"case{'s' if len(used_by) != 1 else ''} {shown} cannot run on the emulator"
+            out.append(
+                SpecProblem(
+                    label,
+                    "emulator_script" if len(used_by) == len(scripts) else "",
+                    f"emulator script {script} does not load ({n} problem{'s' if n != 1 else ''}), so {who}",
+                    causes=tuple(e.problems),
+                )
+            )
+    return out
 
 
 def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool = False) -> list[FileResult]:
@@ -302,8 +333,8 @@ def listed_once(results: list[FileResult]) -> None:
     lists the problems of the tools file it loads, and a suite the first problem of an agent spec that does
     not load: one bad schema was up to five copies of one message. A problem another file lists as its own
     becomes one line per file, where the first was ("N problems, listed under that file", the file named
-    as its own listing names it); a cause (``SpecProblem.cause``) listed in full elsewhere, or already
-    shown as another's cause, is left out of the message that follows from it, which says where it is."""
+    as its own listing names it); the causes (``SpecProblem.causes``) listed in full elsewhere, or already
+    shown as another's, are left out of the message that follows from them, which says where they are."""
 
     def key(file: str) -> str:
         return str(Path(file).resolve())
@@ -339,14 +370,16 @@ def listed_once(results: list[FileResult]) -> None:
             else p
             for p in kept
         ]
-    full = [p for r in results for p in r.problems if p.cause is None]
+    full = [p for r in results for p in r.problems if not p.causes]
     for r in results:
         for i, p in enumerate(r.problems):
-            if p.cause is None:
+            if not p.causes:
                 continue
-            cause = p.cause
-            if any(same(cause, q) for q in full):
-                where = replace(cause, file=heading.get(key(cause.file), cause.file)).where()
-                r.problems[i] = replace(p, cause=None, message=f"{p.message} (see {where})")
-            else:
-                full.append(cause)  # shown once here, in full
+            shown = [c for c in p.causes if any(same(c, q) for q in full)]
+            left = tuple(c for c in p.causes if c not in shown)
+            if shown:
+                first = shown[0]
+                where = replace(first, file=heading.get(key(first.file), first.file)).where()
+                more = f" and {len(shown) - 1} more" if len(shown) > 1 else ""
+                r.problems[i] = replace(p, causes=left, message=f"{p.message} (see {where}{more})")
+            full += left  # shown once here, in full

@@ -73,7 +73,9 @@ def test_two_problems_in_the_tools_file_are_one_line_under_each_agent(desk: Path
     assert len(got[str(tools)]) == 2, err
     assert got[str(desk / "agent.yaml")] == [f"{tools}: 2 problems, listed under that file"], err
     [baseline] = [s for s in got[str(desk / "suite.yaml")] if "[baseline]" in s]
-    assert "does not load (2 problems)" in baseline and baseline.endswith(f"(see {tools} {TYPE_AT})")
+    assert "does not load (2 problems)" in baseline and baseline.endswith(
+        f"(see {tools} {TYPE_AT} and 1 more)"
+    )
 
 
 def test_an_agent_checked_alone_still_says_it_all(desk: Path) -> None:
@@ -111,3 +113,54 @@ def test_the_pointer_names_the_file_as_its_own_listing_does(desk: Path) -> None:
     got = sections(err)
     assert got[str(desk / "agent.yaml")] == [f"{link}: 1 problem, listed under that file"], err
     assert got[str(link)][0].startswith(f"{link} {TYPE_AT}: {CAUSE}"), err
+
+
+def test_a_suite_checked_alone_shows_every_problem_of_an_agent_that_does_not_load(desk: Path) -> None:
+    """The agent spec's own problems and its tools file's: each shown under the suite's line, none left
+    out (the line used to carry the first and "(and N more)")."""
+    policy = desk / "policy_v2.yaml"
+    policy.write_text(policy.read_text(encoding="utf-8").replace("decision: allow", "decision: alow", 1))
+    code, out, err = run_cli("validate", str(desk / "suite.yaml"))
+    assert code == 1, out + err
+    assert "alow" in err and err.count(CAUSE) == 1, err
+    [candidate] = [s for s in sections(err)[str(desk / "suite.yaml")] if "[candidate]" in s]
+    assert "agent spec agent_v2.yaml does not load (2 problems)" in candidate, err
+
+
+def test_a_suite_whose_emulator_script_does_not_load_is_invalid(tmp_path: Path) -> None:
+    """``validate`` of the suite said ok for a script ``eval --emulator`` refuses."""
+    desk = tmp_path / "desk"
+    shutil.copytree(EXAMPLES / "support_desk", desk, ignore=shutil.ignore_patterns("__pycache__"))
+    script = desk / "emulator.yaml"
+    script.write_text(script.read_text(encoding="utf-8").replace("conversations:", "conversatons:", 1))
+    code, out, err = run_cli("validate", str(desk / "suite.yaml"))
+    assert code == 1, out + err
+    [line] = [s for s in err.splitlines() if "emulator script" in s]
+    assert f"{desk / 'suite.yaml'} [emulator_script]: emulator script {script} does not load" in line, err
+    assert "so no case can run on the emulator" in err and "unknown field 'conversatons'" in err, err
+
+
+def test_a_tools_file_named_twice_is_the_agents_mistake_not_the_files(tmp_path: Path) -> None:
+    """``tool_files: [tools.yaml, ./tools.yaml]`` made every tool a "duplicate tool name" blamed on
+    tools.yaml, five times — a file with no duplicate."""
+    desk = tmp_path / "desk"
+    shutil.copytree(EXAMPLES / "support_desk", desk, ignore=shutil.ignore_patterns("__pycache__"))
+    agent = desk / "agent.yaml"
+    text = agent.read_text(encoding="utf-8")
+    agent.write_text(text.replace("tool_files: [tools.yaml]", "tool_files: [tools.yaml, ./tools.yaml]", 1))
+    code, out, err = run_cli("validate", str(agent))
+    assert code == 1, out + err
+    assert sections(err)[str(agent)] == [
+        f"{agent} [tool_files.1]: ./tools.yaml is listed twice (tool_files.0 names it)"
+    ]
+
+    # two files defining the same tools: one problem, in the agent, naming both files and the tools
+    shutil.copy(desk / "tools.yaml", desk / "more.yaml")
+    agent.write_text(text.replace("tool_files: [tools.yaml]", "tool_files: [tools.yaml, more.yaml]", 1))
+    code, out, err = run_cli("validate", str(agent))
+    assert code == 1, out + err
+    [line] = sections(err)[str(agent)]
+    assert line.startswith(
+        f"{agent} [tool_files.1]: more.yaml defines tools 'search_policy', 'get_student_record'"
+    )
+    assert "which" in line and "tools.yaml defines too" in line

@@ -294,5 +294,5 @@ def test_an_agent_spec_that_does_not_load_is_one_problem_and_leaves_the_names_un
     assert (problem.path, problem.line) == ("candidate", 7)
     assert problem.message.startswith("agent spec v2.yaml does not load (")
     assert problem.message.endswith("so the tool names the cases give are not checked")
-    assert problem.cause is not None  # the agent spec's first problem, rendered after the message
+    assert problem.causes  # the agent spec's problems, rendered after the message
     assert "[instructions]: required field is missing" in problem.render()
