@@ -267,13 +267,13 @@ def _malformed(schema: dict[str, Any] | None, label: str, where: str, what: str)
     confusing tool or provider error instead of at load (``validate`` reports the same; ``contracts.checks``)."""
     if schema is None:
         return []
-    from portagent.contracts.schema_plain import schema_problem_cached
+    from portagent.contracts.schema_plain import schema_faults_cached
 
-    fault = schema_problem_cached(schema)
-    if fault is None:
-        return []
-    path = ".".join(part for part in (where, *(str(p) for p in fault.path)) if part)
-    return [SpecProblem(label, path, f"{what}: malformed JSON Schema: {fault.message}")]
+    out = []
+    for fault in schema_faults_cached(schema):
+        path = ".".join(part for part in (where, *(str(p) for p in fault.path)) if part)
+        out.append(SpecProblem(label, path, f"{what}: malformed JSON Schema: {fault.message}"))
+    return out
 
 
 def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = None) -> AgentBundle:

@@ -16,19 +16,21 @@ from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import SpecProblem
 from portagent.contracts.policy import PermissionPolicy
-from portagent.contracts.schema_plain import plainly_invalid, plainly_valid, schema_problem_cached
+from portagent.contracts.schema_plain import plainly_invalid, plainly_valid, schema_faults_cached
 from portagent.contracts.tool import ToolSpec
 
 
 def schema_problems(schema: dict[str, Any] | None, label: str, path: str) -> list[SpecProblem]:
-    """A JSON Schema must itself be valid against the 2020-12 metaschema."""
-    fault = None if schema is None else schema_problem_cached(schema)
-    if fault is None:
-        return []
-    where = ".".join(str(p) for p in fault.path)
-    return [
-        SpecProblem(label, path + (f".{where}" if where else ""), f"malformed JSON Schema: {fault.message}")
-    ]
+    """A JSON Schema must itself be valid against the 2020-12 metaschema: every fault, each in its place."""
+    out = []
+    for fault in () if schema is None else schema_faults_cached(schema):
+        where = ".".join(str(p) for p in fault.path)
+        out.append(
+            SpecProblem(
+                label, path + (f".{where}" if where else ""), f"malformed JSON Schema: {fault.message}"
+            )
+        )
+    return out
 
 
 def tool_problems(tool: ToolSpec, label: str, prefix: str = "") -> list[SpecProblem]:

@@ -9,7 +9,8 @@ the keywords it knows, and says False ("ask jsonschema") otherwise, never the op
 - ``plainly_valid(schema, value)``: True only when ``value`` certainly matches ``schema``;
 - ``plainly_invalid(schema, value)``: True only when it certainly does not;
 - ``plainly_well_formed(schema)``: True only when the 2020-12 metaschema certainly accepts ``schema``;
-- ``schema_problem(schema)``: what the metaschema finds wrong with ``schema`` (None: nothing), asking
+- ``schema_problem(schema)`` / ``schema_faults(schema)``: what the metaschema finds wrong with ``schema``
+  (the first / every fault; None or nothing: all is well), asking
   ``jsonschema`` only when ``plainly_well_formed`` cannot say; every "is this schema well-formed?" check
   in portagent goes through it, so none pays the import or the metaschema walk for a common schema.
 
@@ -339,8 +340,8 @@ class SchemaFault:
     path: tuple[str | int, ...]
 
 
-def schema_problem_cached(schema: Any) -> SchemaFault | None:
-    """``schema_problem``, computed once per process for each schema (by its canonical JSON): ``load_agent``
+def schema_faults_cached(schema: Any) -> tuple[SchemaFault, ...]:
+    """``schema_faults``, computed once per process for each schema (by its canonical JSON): ``load_agent``
     checks every tool's schemas on each load and ``validate`` every file's, and a schema this module doubts
     (``anyOf``, ``$ref``: pydantic's) costs jsonschema's metaschema check, milliseconds each time."""
     import json
@@ -348,37 +349,55 @@ def schema_problem_cached(schema: Any) -> SchemaFault | None:
     try:
         canonical = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):  # not plain JSON (a YAML date, NaN): it says so itself
-        return schema_problem(schema)
-    return _problem_of(canonical)
+        return schema_faults(schema)
+    return _faults_of(canonical)
 
 
 @lru_cache(maxsize=512)
-def _problem_of(canonical: str) -> SchemaFault | None:
+def _faults_of(canonical: str) -> tuple[SchemaFault, ...]:
     import json
 
-    return schema_problem(json.loads(canonical))
+    return schema_faults(json.loads(canonical))
 
 
 def schema_problem(schema: Any) -> SchemaFault | None:
-    """None when ``schema`` is a well-formed Draft 2020-12 schema, else what jsonschema's metaschema check
-    finds wrong with it.
+    """None when ``schema`` is a well-formed Draft 2020-12 schema, else the first thing wrong with it
+    (``schema_faults``)."""
+    faults = schema_faults(schema, first_only=True)
+    return faults[0] if faults else None
+
+
+def schema_faults(schema: Any, *, first_only: bool = False) -> tuple[SchemaFault, ...]:
+    """Everything Draft 2020-12's metaschema finds wrong with ``schema`` (empty: nothing), each in its own
+    place — ``validate`` lists every problem, not the first of each schema.
 
     ``plainly_well_formed`` answers the common schemas; only a schema it doubts imports jsonschema
-    (~80 ms) and runs ``Draft202012Validator.check_schema``, so the answer is always jsonschema's, and so is
-    the message, made specific where jsonschema's names no cause (``_specific``)."""
+    (~80 ms) and walks the metaschema, so the answer is always jsonschema's, and so are the messages, made
+    specific where jsonschema's names no cause (``_specific``). A schema that is not plain JSON, or nests too
+    deep, is that one fault (jsonschema is not asked); a well-formed one may still have a ``$ref`` that
+    resolves nowhere or loops."""
     if plainly_well_formed(schema):
-        return None
+        return ()
     fault = _not_plain_json(schema)  # before jsonschema, which would recurse past Python's limit
     if fault is not None:
-        return fault
+        return (fault,)
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as e:
-        return _specific(e)
-    return _unresolved_ref(schema) or _ref_loop(schema)
+    if first_only:
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as e:
+            return (_specific(e),)
+    else:
+        checker = Draft202012Validator(  # as ``check_schema`` builds it (``pattern`` checked as a regex)
+            Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
+        found = tuple(dict.fromkeys(_specific(e) for e in checker.iter_errors(schema)))
+        if found:
+            return found
+    fault = _unresolved_ref(schema) or _ref_loop(schema)
+    return () if fault is None else (fault,)
 
 
 MAX_DEPTH = 128

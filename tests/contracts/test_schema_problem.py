@@ -6,9 +6,11 @@ message says what is wrong and the path may point deeper."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import run_cli
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -124,3 +126,38 @@ def test_the_path_points_at_the_bad_part() -> None:
     assert fault is not None
     assert fault.path == ("properties", "x", "type")
     assert "no-such-type" in fault.message
+
+
+def test_every_fault_of_a_schema_is_listed_each_in_its_place() -> None:
+    """``validate`` promises every problem: a schema with three mistakes listed only the first."""
+    from portagent.contracts.schema_plain import schema_faults
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "strng"}, "b": {"type": "objct"}, "q": {"minLength": "2"}},
+        "anyOf": [{"type": "strng"}, {"pattern": "(unclosed"}],
+    }
+    faults = schema_faults(schema)
+    assert {f.path for f in faults} == {
+        ("properties", "a", "type"),
+        ("properties", "b", "type"),
+        ("properties", "q", "minLength"),
+        ("anyOf", 0, "type"),
+        ("anyOf", 1, "pattern"),  # checked as a regex, as check_schema checks it
+    }
+    assert schema_problem(schema) in faults  # the first one
+
+
+def test_validate_lists_every_fault(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(
+        "kind: tools\nschema_version: 1\ntools:\n"
+        "  - name: lookup\n    description: Look a thing up.\n    effect: read\n    handler: tools:lookup\n"
+        "    input_schema: {type: object, properties: {a: {type: strng}, b: {type: objct}}}\n"
+    )
+    code, out, err = run_cli("validate", str(tools))
+    assert code == 1, out + err
+    assert (
+        "[tools.0.input_schema.properties.a.type]" in err
+        and "[tools.0.input_schema.properties.b.type]" in err
+    )
