@@ -384,20 +384,34 @@ def schema_faults(schema: Any, *, first_only: bool = False) -> tuple[SchemaFault
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    found: tuple[SchemaFault, ...] = ()
     if first_only:
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as e:
-            return (_specific(e),)
+            found = (_specific(e),)
     else:
         checker = Draft202012Validator(  # as ``check_schema`` builds it (``pattern`` checked as a regex)
             Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
         found = tuple(dict.fromkeys(_specific(e) for e in checker.iter_errors(schema)))
-        if found:
-            return found
+    if found:
+        return _other_draft(schema, found)
     fault = _unresolved_ref(schema) or _ref_loop(schema)
     return () if fault is None else (fault,)
+
+
+def _other_draft(schema: Any, faults: tuple[SchemaFault, ...]) -> tuple[SchemaFault, ...]:
+    """``faults``, each saying so when the schema declares another draft (``$schema``): draft-07's tuple
+    ``items: [...]`` or draft-04's ``exclusiveMinimum: true`` are right there and wrong in 2020-12, which
+    portagent checks and validates every schema against (a declared draft is not followed)."""
+    declared = schema.get("$schema") if isinstance(schema, dict) else None
+    if not isinstance(declared, str) or "2020-12" in declared:
+        return faults
+    note = (
+        f" (the schema declares $schema {declared!r}; portagent checks every schema as JSON Schema 2020-12)"
+    )
+    return tuple(SchemaFault(f.message + note, f.path) for f in faults)
 
 
 MAX_DEPTH = 128

@@ -161,3 +161,18 @@ def test_validate_lists_every_fault(tmp_path: Path) -> None:
         "[tools.0.input_schema.properties.a.type]" in err
         and "[tools.0.input_schema.properties.b.type]" in err
     )
+
+
+def test_a_schema_declaring_another_draft_is_told_which_one_is_checked() -> None:
+    """Right in draft-07 (tuple ``items``), wrong in 2020-12: the fault says the declared draft is not the
+    one checked. A draft-07 ``$schema`` on a schema 2020-12 accepts too stays fine (MCP servers send it)."""
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    fault = schema_problem({"$schema": draft7, "type": "array", "items": [{"type": "string"}]})
+    assert fault is not None and fault.path == ("items",)
+    assert (
+        f"the schema declares $schema {draft7!r}; portagent checks every schema as JSON Schema 2020-12"
+        in fault.message
+    )
+    assert (
+        schema_problem({"$schema": draft7, "type": "object", "properties": {"q": {"type": "string"}}}) is None
+    )
