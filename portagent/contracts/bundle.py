@@ -310,15 +310,18 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             if first != i:  # its tools would all be "duplicates", blamed on a file that has none
                 problems.append(
                     SpecProblem(
-                        label, f"tool_files.{i}", f"{ref} is listed twice (tool_files.{first} names it)"
+                        label,
+                        f"tool_files.{i}",
+                        f"{ref} is listed twice: it is the file tool_files.{first} names ({spec.tool_files[first]})",
                     )
                 )
                 continue
-            clashes: dict[Path, list[str]] = {}  # another file → the tools both define
+            clashes: dict[str, list[str]] = {}  # another file, as tool_files names it → the tools both define
             try:
                 for at, t in _load_tools_file(tp, str(tp)):
                     if t.name in available and from_file[t.name][0] != tp:
-                        clashes.setdefault(from_file[t.name][0], []).append(t.name)
+                        other = spec.tool_files[listed[from_file[t.name][0].resolve()]]
+                        clashes.setdefault(other, []).append(t.name)
                     elif t.name in available:
                         problems.append(SpecProblem(str(tp), "tools", f"duplicate tool name {t.name!r}"))
                     available[t.name] = t

@@ -394,7 +394,10 @@ def schema_faults(schema: Any, *, first_only: bool = False) -> tuple[SchemaFault
         checker = Draft202012Validator(  # as ``check_schema`` builds it (``pattern`` checked as a regex)
             Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
-        found = tuple(dict.fromkeys(_specific(e) for e in checker.iter_errors(schema)))
+        faults = dict.fromkeys(_specific(e) for e in checker.iter_errors(schema))
+        found = tuple(
+            sorted(faults, key=lambda f: tuple(str(p) for p in f.path))
+        )  # jsonschema's order varies
     if found:
         return _other_draft(schema, found)
     fault = _unresolved_ref(schema) or _ref_loop(schema)
@@ -414,10 +417,11 @@ def _other_draft(schema: Any, faults: tuple[SchemaFault, ...]) -> tuple[SchemaFa
     return tuple(SchemaFault(f.message + note, f.path) for f in faults)
 
 
-MAX_DEPTH = 128
-"""Objects and lists within each other a schema may nest (64 levels of ``properties``): jsonschema checks
-and validates recursively, and a schema ~100 levels deep exhausted Python's recursion limit (a traceback
-from ``validate``, a failed call at run time). Tool schemas seen in practice nest under 10."""
+MAX_DEPTH = 64
+"""Objects and lists within each other a schema may nest (32 levels of ``properties``, 64 of ``not`` or
+``items``): jsonschema checks and validates recursively, several frames per level, and a schema ~100
+levels deep exhausted Python's recursion limit (a traceback from ``validate``, a failed call at run time).
+Tool schemas seen in practice nest under 10; pydantic's nested models are ``$defs`` and ``$ref``."""
 
 
 def _not_plain_json(schema: Any) -> SchemaFault | None:
@@ -434,6 +438,13 @@ def _not_plain_json(schema: Any) -> SchemaFault | None:
                 path[:MAX_DEPTH],
             )
         if isinstance(node, dict):
+            bad = [k for k in node if not isinstance(k, str)]
+            if bad:
+                return SchemaFault(
+                    f"the key {_as_written(bad[0])} is not a string (JSON keys are; YAML reads an unquoted 1, "
+                    "null, true or date as another value: quote it)",
+                    path,
+                )
             todo += [(v, (*path, k)) for k, v in node.items()]
         elif isinstance(node, list):
             todo += [(v, (*path, i)) for i, v in enumerate(node)]
@@ -562,6 +573,15 @@ _SAME_VALUE_LISTS = ("allOf", "anyOf", "oneOf")
 _SAME_VALUE_ONE = ("not", "if", "then", "else")
 
 
+def _as_written(value: Any) -> str:
+    """A YAML scalar as a user wrote it (``null``, ``true``, ``2024-01-01``), not as Python shows it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _ref_loop(schema: Any) -> SchemaFault | None:
     """The first ``$ref`` that leads back to where it is without descending into the value (``a: {$ref:
     '#/$defs/a'}``, ``a → b → a``, or through ``allOf``…): checking any value against it never ends — the
@@ -571,6 +591,8 @@ def _ref_loop(schema: Any) -> SchemaFault | None:
     scopes is left to run time."""
     if not isinstance(schema, dict):
         return None
+    from urllib.parse import unquote
+
     nodes = _schema_nodes(schema)
     if any("$id" in node for path, node in nodes.items() if path):
         return None
@@ -583,7 +605,7 @@ def _ref_loop(schema: Any) -> SchemaFault | None:
         path: list[str | int] = []
         node: Any = schema
         for raw in pointer[2:].split("/"):
-            part = raw.replace("~1", "/").replace("~0", "~")
+            part = unquote(raw).replace("~1", "/").replace("~0", "~")  # a URI fragment: %xx first
             if isinstance(node, dict) and part in node:
                 node = node[part]
                 path.append(part)

@@ -67,6 +67,9 @@ def check_schema_size(schema: Any, field: str) -> None:
         if seen > MAX_SCHEMA_NODES:
             raise ValueError(f"{field} has more than {MAX_SCHEMA_NODES} values; a schema must stay small")
         if isinstance(node, dict):
+            bad = [k for k in node if not isinstance(k, str)]
+            if bad:  # YAML reads an unquoted 1, null, true or date key as one; JSON has none
+                raise ValueError(f"{field} has a key {str(bad[0])!r} that is not a string (quote it in YAML)")
             stack.extend(node.values())
         elif isinstance(node, list | tuple):
             stack.extend(node)

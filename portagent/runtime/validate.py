@@ -259,14 +259,19 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
         except SpecError as e:
             result.problems += e.problems
         else:
-            result.problems += script_problems(label, loaded.emulator_scripts)
+            own = loaded.suite.emulator_script
+            result.problems += script_problems(
+                label, loaded.emulator_scripts, (base / own).resolve() if own else None
+            )
     return result
 
 
-def script_problems(label: str, scripts: dict[str, Path]) -> list[SpecProblem]:
+def script_problems(label: str, scripts: dict[str, Path], suites_own: Path | None) -> list[SpecProblem]:
     """A suite's emulator scripts (its own, its cases'), each loaded as ``eval --emulator`` loads it: one
     that does not load is one problem of the suite, with its problems as the causes. ``validate`` of
-    the suite said "ok" for a script with a misspelt ``conversations:`` or a policy file in its place."""
+    the suite said "ok" for a script with a misspelt ``conversations:`` or a policy file in its place.
+    ``suites_own``: the suite's own ``emulator_script`` (resolved), the field a problem of it points at.
+    Judges' scripts are not loaded here (a judge runs only with ``--judges``)."""
     from portagent.contracts.emulator_script import load_script
 
     out: list[SpecProblem] = []
@@ -284,7 +289,7 @@ def script_problems(label: str, scripts: dict[str, Path]) -> list[SpecProblem]:
             out.append(
                 SpecProblem(
                     label,
-                    "emulator_script" if len(used_by) == len(scripts) else "",
+                    "emulator_script" if script == suites_own else "",  # a case's own: the cases named
                     f"emulator script {script} does not load ({n} problem{'s' if n != 1 else ''}), so {who}",
                     causes=tuple(e.problems),
                 )

@@ -176,3 +176,47 @@ def test_a_schema_declaring_another_draft_is_told_which_one_is_checked() -> None
     assert (
         schema_problem({"$schema": draft7, "type": "object", "properties": {"q": {"type": "string"}}}) is None
     )
+
+
+def _nested(keyword: str, levels: int) -> Any:
+    schema: Any = {"type": "string"}
+    for _ in range(levels):
+        schema = {keyword: schema}
+    return schema
+
+
+@pytest.mark.parametrize("keyword", ["not", "items"])
+def test_a_schema_nested_past_the_limit_is_a_fault_never_a_recursion_error(keyword: str) -> None:
+    """Each level of ``not`` or ``items`` is one level of JSON but several of jsonschema's frames: 123
+    levels of ``not`` passed a limit counted for ``properties`` and crashed the check."""
+    from portagent.contracts.schema_plain import MAX_DEPTH, schema_faults
+
+    deep = _nested(keyword, MAX_DEPTH + 5)
+    faults = schema_faults(deep)
+    assert len(faults) == 1 and faults[0].message.startswith(f"nests deeper than {MAX_DEPTH} levels")
+    fine = _nested(keyword, MAX_DEPTH - 1)
+    assert schema_faults(fine) == ()
+    list(Draft202012Validator(fine).iter_errors([[[]]] if keyword == "items" else 1))  # checks, no crash
+
+
+def test_faults_come_in_one_order_whatever_the_hash_seed() -> None:
+    from portagent.contracts.schema_plain import schema_faults
+
+    schema = {"properties": {k: {"type": f"x{k}"} for k in "dcba"}, "required": "a"}
+    faults = schema_faults(schema)
+    assert [f.path for f in faults] == sorted((f.path for f in faults), key=lambda p: tuple(map(str, p)))
+
+
+def test_keys_that_are_not_strings_and_percent_encoded_loops_are_faults() -> None:
+    import yaml
+
+    from portagent.contracts.schema_plain import schema_faults
+
+    [key] = schema_faults(yaml.safe_load("type: object\nproperties: {1: {type: string}}"))
+    assert key.path == ("properties",) and "the key 1 is not a string" in key.message
+    [null] = schema_faults(yaml.safe_load("const: {null: 1}"))
+    assert "the key null is not a string" in null.message
+    # a JSON Pointer in a URI fragment is percent-encoded: '#/$defs/a%20b' is the entry "a b"
+    loop = {"$defs": {"a b": {"$ref": "#/$defs/a%20b"}}, "properties": {"x": {"$ref": "#/$defs/a%20b"}}}
+    [fault] = schema_faults(loop)
+    assert fault.path == ("$defs", "a b", "$ref") and "leads back to itself" in fault.message

@@ -151,7 +151,7 @@ def test_a_tools_file_named_twice_is_the_agents_mistake_not_the_files(tmp_path: 
     code, out, err = run_cli("validate", str(agent))
     assert code == 1, out + err
     assert sections(err)[str(agent)] == [
-        f"{agent} [tool_files.1]: ./tools.yaml is listed twice (tool_files.0 names it)"
+        f"{agent} [tool_files.1]: ./tools.yaml is listed twice: it is the file tool_files.0 names (tools.yaml)"
     ]
 
     # two files defining the same tools: one problem, in the agent, naming both files and the tools
