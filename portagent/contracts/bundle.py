@@ -267,7 +267,7 @@ def _malformed(schema: dict[str, Any] | None, label: str, where: str, what: str)
     confusing tool or provider error instead of at load (``validate`` reports the same; ``contracts.checks``)."""
     if schema is None:
         return []
-    from portagent.contracts.schema_plain import schema_faults_cached
+    from portagent.contracts.schema_faults import schema_faults_cached
 
     out = []
     for fault in schema_faults_cached(schema):

@@ -16,7 +16,8 @@ from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle
 from portagent.contracts.errors import SpecProblem
 from portagent.contracts.policy import PermissionPolicy
-from portagent.contracts.schema_plain import plainly_invalid, plainly_valid, schema_faults_cached
+from portagent.contracts.schema_faults import schema_faults_cached
+from portagent.contracts.schema_plain import plainly_invalid, plainly_valid
 from portagent.contracts.tool import ToolSpec
 
 

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from portagent.contracts._base import Contract, repeated
 from portagent.contracts.policy import Environment
 from portagent.contracts.providers import DEFAULT_COMPARISON, ProviderName
-from portagent.contracts.schema_plain import schema_problem
+from portagent.contracts.schema_faults import schema_problem
 from portagent.contracts.status import RunStatus
 
 SUITE_SCHEMA_VERSION: Final = 1

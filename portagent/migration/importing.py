@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from portagent.contracts.errors import MissingExtraError, PortagentError, UsageError
-from portagent.contracts.schema_plain import schema_problem
+from portagent.contracts.schema_faults import schema_problem
 from portagent.migration.draft import DraftAgent, DraftTool, ImportDraft, PolicyRuleDraft
 from portagent.migration.report import ImportReport
 from portagent.migration.shims import placeholder_keys

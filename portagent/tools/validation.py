@@ -14,7 +14,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from portagent.contracts._base import canonical_json
-from portagent.contracts.schema_plain import plainly_valid, schema_problem
+from portagent.contracts.schema_faults import schema_problem
+from portagent.contracts.schema_plain import plainly_valid
 from portagent.contracts.tool import ToolBudgets
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}

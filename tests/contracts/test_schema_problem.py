@@ -14,7 +14,8 @@ from _support import run_cli
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from portagent.contracts.schema_plain import SchemaFault, plainly_well_formed, schema_problem
+from portagent.contracts.schema_faults import SchemaFault, schema_problem
+from portagent.contracts.schema_plain import plainly_well_formed
 
 WELL_FORMED: list[Any] = [
     True,
@@ -109,7 +110,7 @@ def test_a_malformed_type_names_the_cause_and_the_exact_place(
 def test_alternatives_that_all_reject_the_kind_say_what_each_accepts() -> None:
     from jsonschema.exceptions import best_match
 
-    from portagent.contracts.schema_plain import _specific
+    from portagent.contracts.schema_faults import _specific
 
     validator = Draft202012Validator(
         {"properties": {"a": {"anyOf": [{"type": "string"}, {"type": ["array", "null"]}]}}}
@@ -130,7 +131,7 @@ def test_the_path_points_at_the_bad_part() -> None:
 
 def test_every_fault_of_a_schema_is_listed_each_in_its_place() -> None:
     """``validate`` promises every problem: a schema with three mistakes listed only the first."""
-    from portagent.contracts.schema_plain import schema_faults
+    from portagent.contracts.schema_faults import schema_faults
 
     schema = {
         "type": "object",
@@ -189,7 +190,7 @@ def _nested(keyword: str, levels: int) -> Any:
 def test_a_schema_nested_past_the_limit_is_a_fault_never_a_recursion_error(keyword: str) -> None:
     """Each level of ``not`` or ``items`` is one level of JSON but several of jsonschema's frames: 123
     levels of ``not`` passed a limit counted for ``properties`` and crashed the check."""
-    from portagent.contracts.schema_plain import MAX_DEPTH, schema_faults
+    from portagent.contracts.schema_faults import MAX_DEPTH, schema_faults
 
     deep = _nested(keyword, MAX_DEPTH + 5)
     faults = schema_faults(deep)
@@ -200,7 +201,7 @@ def test_a_schema_nested_past_the_limit_is_a_fault_never_a_recursion_error(keywo
 
 
 def test_faults_come_in_one_order_whatever_the_hash_seed() -> None:
-    from portagent.contracts.schema_plain import schema_faults
+    from portagent.contracts.schema_faults import schema_faults
 
     schema = {"properties": {k: {"type": f"x{k}"} for k in "dcba"}, "required": "a"}
     faults = schema_faults(schema)
@@ -210,7 +211,7 @@ def test_faults_come_in_one_order_whatever_the_hash_seed() -> None:
 def test_keys_that_are_not_strings_and_percent_encoded_loops_are_faults() -> None:
     import yaml
 
-    from portagent.contracts.schema_plain import schema_faults
+    from portagent.contracts.schema_faults import schema_faults
 
     [key] = schema_faults(yaml.safe_load("type: object\nproperties: {1: {type: string}}"))
     assert key.path == ("properties",) and "the key 1 is not a string" in key.message

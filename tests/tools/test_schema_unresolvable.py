@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from jsonschema import Draft202012Validator
 
-from portagent.contracts.schema_plain import schema_problem
+from portagent.contracts.schema_faults import schema_problem
 from portagent.tools.validation import schema_errors
 
 

@@ -47,7 +47,7 @@ from portagent.contracts._base import short_hash
 from portagent.contracts.agent import McpServerRef
 from portagent.contracts.bundle import AgentBundle, AgentNode
 from portagent.contracts.errors import UsageError
-from portagent.contracts.schema_plain import schema_problem
+from portagent.contracts.schema_faults import schema_problem
 from portagent.contracts.tool import EFFECTS, SEMVER_RE, TOOL_NAME_RE, Idempotency, ToolBudgets, ToolSpec
 from portagent.tools.mcp import bridge, listings
 from portagent.tools.mcp.annotations import effect_from_hints
