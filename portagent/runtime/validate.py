@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
@@ -263,7 +264,43 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
             result.problems += script_problems(
                 label, loaded.emulator_scripts, (base / own).resolve() if own else None
             )
+            result.problems += judge_script_problems(label, loaded, base)
     return result
+
+
+def judge_script_problems(label: str, loaded: Any, base: Path) -> list[SpecProblem]:
+    """The emulator scripts of the suite's judges (its graders', and those written inline in a case), each
+    loaded as ``eval --judges --emulator`` loads it; a script the cases use too is ``script_problems``'."""
+    from portagent.contracts.emulator_script import load_script
+
+    cases_use = set(loaded.emulator_scripts.values())
+    judges: dict[Path, str] = {}  # script → the first field that names it
+    for i, g in enumerate(loaded.suite.graders):
+        if g.emulator_script:
+            judges.setdefault((base / g.emulator_script).resolve(), f"graders.{i}.emulator_script")
+    for c in loaded.cases:
+        for j, g in enumerate(c.expect.graders):
+            if not isinstance(g, str) and g.emulator_script:
+                where = f"case {c.case_id}: expect.graders.{j}.emulator_script"
+                judges.setdefault((base / g.emulator_script).resolve(), where)
+    out: list[SpecProblem] = []
+    for script, where in judges.items():
+        if script in cases_use:
+            continue
+        try:
+            load_script(script)
+        except SpecError as e:
+            n = len(e.problems)
+            out.append(
+                SpecProblem(
+                    label,
+                    where,
+                    f"judge emulator script {script} does not load ({n} problem{'s' if n != 1 else ''}), so "
+                    "that judge cannot run on the emulator",
+                    causes=tuple(e.problems),
+                )
+            )
+    return out
 
 
 def script_problems(label: str, scripts: dict[str, Path], suites_own: Path | None) -> list[SpecProblem]:
@@ -271,7 +308,7 @@ def script_problems(label: str, scripts: dict[str, Path], suites_own: Path | Non
     that does not load is one problem of the suite, with its problems as the causes. ``validate`` of
     the suite said "ok" for a script with a misspelt ``conversations:`` or a policy file in its place.
     ``suites_own``: the suite's own ``emulator_script`` (resolved), the field a problem of it points at.
-    Judges' scripts are not loaded here (a judge runs only with ``--judges``)."""
+    The judges' scripts: ``judge_script_problems``."""
     from portagent.contracts.emulator_script import load_script
 
     out: list[SpecProblem] = []

@@ -164,3 +164,24 @@ def test_a_tools_file_named_twice_is_the_agents_mistake_not_the_files(tmp_path: 
         f"{agent} [tool_files.1]: more.yaml defines tools 'search_policy', 'get_student_record'"
     )
     assert "which" in line and "tools.yaml defines too" in line
+
+
+def test_a_judges_emulator_script_that_does_not_load_is_the_suites_problem(tmp_path: Path) -> None:
+    """A grader's own script was never loaded by ``validate``: "ok" for a script ``eval --judges`` refuses."""
+    desk = tmp_path / "desk"
+    shutil.copytree(EXAMPLES / "support_desk", desk, ignore=shutil.ignore_patterns("__pycache__"))
+    (desk / "bad_judge.yaml").write_text(
+        "kind: emulator-script\nschema_version: 1\nname: judge\nconversation: []\n", encoding="utf-8"
+    )
+    with (desk / "suite.yaml").open("a", encoding="utf-8") as f:
+        f.write(
+            "\ngraders:\n  - name: tone\n    type: judge\n    judge: agent.yaml\n"
+            "    instructions: Is it polite?\n    emulator_script: bad_judge.yaml\n"
+        )
+    code, out, err = run_cli("validate", str(desk / "suite.yaml"))
+    assert code == 1, out + err
+    assert (
+        f"[graders.0.emulator_script]: judge emulator script {desk / 'bad_judge.yaml'} does not load (2 problems)"
+        in err
+    )
+    assert "unknown field 'conversation'" in err, err
