@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from portagent.adapters.portability import verdict
 from portagent.contracts.bundle import AgentBundle, load_agent
@@ -14,6 +14,9 @@ from portagent.contracts.errors import SpecError, SpecProblem, UsageError
 from portagent.contracts.loader import KINDS, iter_spec_files, load_spec_file, loading_once, read_document
 from portagent.contracts.providers import PROVIDERS
 from portagent.contracts.tool import ToolSet, ToolSpec
+
+if TYPE_CHECKING:
+    from portagent.contracts.loaded_suite import LoadedSuite
 
 
 @dataclass
@@ -268,7 +271,7 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
     return result
 
 
-def judge_script_problems(label: str, loaded: Any, base: Path) -> list[SpecProblem]:
+def judge_script_problems(label: str, loaded: LoadedSuite, base: Path) -> list[SpecProblem]:
     """The emulator scripts of the suite's judges (its graders', and those written inline in a case), each
     loaded as ``eval --judges --emulator`` loads it; a script the cases use too is ``script_problems``'."""
     from portagent.contracts.emulator_script import load_script
@@ -279,10 +282,10 @@ def judge_script_problems(label: str, loaded: Any, base: Path) -> list[SpecProbl
         if g.emulator_script:
             judges.setdefault((base / g.emulator_script).resolve(), f"graders.{i}.emulator_script")
     for c in loaded.cases:
-        for j, g in enumerate(c.expect.graders):
-            if not isinstance(g, str) and g.emulator_script:
+        for j, inline in enumerate(c.expect.graders):
+            if not isinstance(inline, str) and inline.emulator_script:
                 where = f"case {c.case_id}: expect.graders.{j}.emulator_script"
-                judges.setdefault((base / g.emulator_script).resolve(), where)
+                judges.setdefault((base / inline.emulator_script).resolve(), where)
     out: list[SpecProblem] = []
     for script, where in judges.items():
         if script in cases_use:
@@ -372,8 +375,8 @@ def check_paths(paths: list[str], provider: str | None = None, *, list_mcp: bool
 
 def listed_once(results: list[FileResult]) -> None:
     """Each problem in full once when the files it involves are checked together (a folder). An agent
-    lists the problems of the tools file it loads, and a suite the first problem of an agent spec that does
-    not load: one bad schema was up to five copies of one message. A problem another file lists as its own
+    lists the problems of the tools file it loads, and a suite those of an agent spec that does not load:
+    one bad schema was up to five copies of one message. A problem another file lists as its own
     becomes one line per file, where the first was ("N problems, listed under that file", the file named
     as its own listing names it); the causes (``SpecProblem.causes``) listed in full elsewhere, or already
     shown as another's, are left out of the message that follows from them, which says where they are."""

@@ -185,3 +185,23 @@ def test_a_judges_emulator_script_that_does_not_load_is_the_suites_problem(tmp_p
         in err
     )
     assert "unknown field 'conversation'" in err, err
+
+
+def test_an_inline_judges_emulator_script_is_loaded_too(tmp_path: Path) -> None:
+    desk = tmp_path / "desk"
+    shutil.copytree(EXAMPLES / "support_desk", desk, ignore=shutil.ignore_patterns("__pycache__"))
+    (desk / "bad_judge.yaml").write_text(
+        "kind: emulator-script\nschema_version: 1\nname: judge\nconversation: []\n", encoding="utf-8"
+    )
+    suite = desk / "suite.yaml"
+    text = suite.read_text(encoding="utf-8")
+    inline = (
+        '      final_must_contain: ["30 days", "H-1"]\n'
+        "      graders:\n        - {name: tone, type: judge, judge: agent.yaml, instructions: Polite?, emulator_script: bad_judge.yaml}\n"
+    )
+    changed = text.replace('      final_must_contain: ["30 days", "H-1"]\n', inline, 1)
+    assert changed != text
+    suite.write_text(changed, encoding="utf-8")
+    code, out, err = run_cli("validate", str(suite))
+    assert code == 1, out + err
+    assert "[case refund-rule: expect.graders.0.emulator_script]: judge emulator script" in err, err
