@@ -241,6 +241,17 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             refuse_baseline_in_out(Path(args.baseline), out)
         baseline = load_results(args.baseline)  # refused (exit 2) before anything runs
+    from portagent.runtime.fork_server import stop_warm_workers, warm_workers
+
+    # Given --providers, the workers' fork server warms up (the run path and vcrpy, and a lone provider's SDK:
+    # 1.5 s of imports and more) from here, while this process imports the eval core, loads the suite and
+    # plans, as the demo does; each of them waited for the other. Without it, once the plan names them (a
+    # lone provider's SDK is preloaded only if known). Not for --reuse (warmed only if a run is to be made)
+    # nor Ray. An eval refused from here on ends it at once: it holds the output pipes until its imports end.
+    providers = split_csv(args.providers)
+    warming = False
+    if providers and args.executor == "local" and reuse is None:
+        warming = warm_workers(providers)
     try:
         results, decision, _ = _run(args, mode, out, script, baseline, reuse)
     except KeyboardInterrupt:
@@ -249,6 +260,10 @@ def run(args: argparse.Namespace) -> int:
         where = f"; the runs finished so far are kept in {out}: add --resume to continue" if out else ""
         sys.stderr.write(f"portagent: interrupted{where}\n")
         return 130
+    except BaseException:
+        if warming:
+            stop_warm_workers()
+        raise
     from portagent.evals.github import report_to_github
 
     report_to_github(decision, results)  # GITHUB_ACTIONS=true: annotations + job summary
@@ -386,14 +401,14 @@ def run_suite(
             eval_recordings.check_readable(plan.tasks, loaded, cassettes)
         if (
             not resume and reuse is None
-        ):  # a results folder that may not be replaced: refused before any warm-up
+        ):  # a results folder that may not be replaced: refused before this warm-up (an earlier one is ended)
             from portagent.evals.report import check_out_dir
 
             check_out_dir(out_dir, overwrite=overwrite)
         if executor == "local" and reuse is None:
             # the workers' fork server warms up (the run path, a lone provider's SDK: seconds) while the eval
-            # gets ready; only once the suite and the plan are known good: started before, a refused eval
-            # imported the SDK for nothing, and whoever read its output waited for that (the server holds it)
+            # gets ready, unless `eval --providers` or the demo started it earlier (and end it if refused):
+            # a refused eval's server went on importing for nothing, and held the output for that
             from portagent.runtime.fork_server import warm_workers
 
             warm_workers([t.provider for t in plan.tasks])

@@ -98,3 +98,51 @@ def test_an_eval_refused_before_it_runs_starts_no_workers(tmp_path: Path) -> Non
     )
     assert "cassettes missing for --replay" in done.stderr, done.stderr[-3000:]
     assert done.stdout.split() == ["1", "None"], done.stdout
+
+
+EARLY = """
+import sys
+from multiprocessing import forkserver
+
+import portagent.contracts.loaded_suite as loaded_suite
+from portagent.cli import main
+
+seen = []
+real = loaded_suite.load_suite
+
+
+def load_suite(*args, **kwargs):
+    seen.append(forkserver._forkserver._forkserver_pid is not None)
+    return real(*args, **kwargs)
+
+
+loaded_suite.load_suite = load_suite
+suite, cassettes, out = sys.argv[1:]
+code = main(["eval", suite, "--replay", "--providers", "openai", "--cassettes", cassettes, "--case", "refund-rule",
+             "--repeats", "1", "--out", out, "--no-progress"])
+print(code, seen)
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter whose eval imports openai-agents
+def test_an_eval_given_its_providers_warms_the_workers_before_it_loads_the_suite(tmp_path: Path) -> None:
+    """The fork server's preload (the run path: about 1.5 s of imports) runs beside the eval's own start —
+    importing the eval core, loading the suite, planning — as the demo's does; started after the plan, the
+    two took turns on a machine with a CPU to spare."""
+    require_path(REPO / "cassettes" / "support-desk", "the demo's committed cassettes")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            EARLY,
+            str(REPO / "examples" / "support_desk" / "suite.yaml"),
+            str(REPO / "cassettes"),
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
+    )
+    assert done.stdout.split()[-2:] in (["0", "[True]"], ["1", "[True]"]), (done.stdout, done.stderr[-3000:])
+    assert (tmp_path / "out" / "runs").is_dir()
