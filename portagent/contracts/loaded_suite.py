@@ -107,7 +107,7 @@ def load_suite(path: str | Path) -> LoadedSuite:
             try:
                 case = Case.model_validate(item)
             except ValidationError as e:
-                problems.extend(problems_from_validation(e, clabel, cnode, Case, prefix))
+                problems.extend(problems_from_validation(e, clabel, cnode, Case, prefix, data=item))
                 continue
             where = f"{clabel} [{'.'.join(map(str, prefix)) or 'case'}]"
             if case.case_id in origins:

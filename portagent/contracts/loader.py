@@ -382,9 +382,19 @@ def _first_model(ann: Any) -> type[BaseModel] | None:
     return None
 
 
+_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "set", "none"})
+
+
+def _union_tag(part: Any) -> bool:
+    """Is this part of a pydantic error location the tag of a union member (``constrained-str``,
+    ``function-after[…]``, ``list[str]``, a model's class name), not a field the document could hold?"""
+    return isinstance(part, str) and ("[" in part or "-" in part or part[:1].isupper() or part in _TYPE_NAMES)
+
+
 def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """Keep only the parts of a pydantic error location that exist in the document (drops union tags
-    such as ``fault.stall.stall_ms`` → ``fault.stall_ms``); the last part is kept (a missing field)."""
+    such as ``fault.stall.stall_ms`` → ``fault.stall_ms``); the last part is kept when it names a field
+    the document lacks (a missing one), not when it is a union member's tag."""
     out: list[Any] = []
     cur = data
     for i, part in enumerate(loc):
@@ -394,9 +404,58 @@ def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
         ):
             out.append(part)
             cur = cur[part]
-        elif last and isinstance(cur, dict) and isinstance(part, str):
+        elif last and isinstance(cur, dict) and isinstance(part, str) and not _union_tag(part):
             out.append(part)
     return tuple(out)
+
+
+_KIND_NAMES = {
+    "string_type": "a string",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "list_type": "a list",
+    "none_required": "null",
+}
+"""Pydantic's error types that refuse a value for its kind alone, and the kind each asks for."""
+
+
+def _refuses_kind(err: Any) -> bool:
+    return err["type"] in _KIND_NAMES or str(err["type"]).endswith("_type")
+
+
+def _union_branches(found: list[tuple[tuple[Any, ...], Any]]) -> list[tuple[tuple[Any, ...], Any]]:
+    """Pydantic reports a value that no member of a union accepts once per member. A member that refused
+    the value for its kind alone (a string wanted, a mapping given) says nothing when another member took
+    the value and found a fault in it (its error lies deeper, or at the value itself: a string of the wrong
+    form): only that one is kept. When every member
+    refused the kind, their messages become one: "should be a string or a mapping (got 5)"."""
+    inner = {loc[:i] for loc, _ in found for i in range(len(loc))}
+    inner |= {
+        loc for loc, err in found if not _refuses_kind(err)
+    }  # a member took the kind, refused the value
+    kept = [(loc, err) for loc, err in found if not (_refuses_kind(err) and loc in inner)]
+    refused: dict[tuple[Any, ...], list[Any]] = {}
+    for loc, err in kept:
+        if _refuses_kind(err):
+            refused.setdefault(loc, []).append(err)
+    out: list[tuple[tuple[Any, ...], Any]] = []
+    for loc, err in kept:
+        group = refused.get(loc, [])
+        if len(group) < 2 or not _refuses_kind(err):
+            out.append((loc, err))
+        elif err is group[0]:
+            kinds = list(
+                dict.fromkeys(
+                    _KIND_NAMES.get(e["type"], str(e["msg"]).removeprefix("Input should be ")) for e in group
+                )
+            )
+            merged = {**err, "msg": "Input should be " + " or ".join(kinds)}
+            out.append((loc, merged))
+    return out
 
 
 def problems_from_validation(
@@ -409,12 +468,16 @@ def problems_from_validation(
 ) -> list[SpecProblem]:
     out: list[SpecProblem] = []
     seen: set[tuple[str, str]] = set()
-    for err in error.errors(include_url=False):
-        loc = tuple(
-            p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p in ("str", "function-after")))
+    found = [
+        (
+            _real_loc(data, tuple(err["loc"]))
+            if data is not None
+            else tuple(p for p in err["loc"] if not _union_tag(p)),
+            err,
         )
-        if data is not None:
-            loc = _real_loc(data, tuple(err["loc"]))
+        for err in error.errors(include_url=False)
+    ]
+    for loc, err in _union_branches(found):
         path = ".".join(str(p) for p in prefix + loc)
         etype = err["type"]
         if etype == "extra_forbidden":
@@ -435,8 +498,17 @@ def problems_from_validation(
             msg = err["msg"].removeprefix("Value error, ")
         else:
             given = err.get("input")
-            shown = repr(given) if not isinstance(given, dict | list) else type(given).__name__
-            msg = f"{err['msg']} (got {shown})"
+            shown = (
+                "a mapping"
+                if isinstance(given, dict)
+                else "a list"
+                if isinstance(given, list)
+                else repr(given)
+            )
+            said = err["msg"]
+            if etype in ("model_type", "model_attributes_type"):  # not "… or instance of GraderSpec"
+                said = "Input should be a mapping"
+            msg = f"{said} (got {shown})"
         key = (path, msg)
         if key in seen:
             continue
