@@ -16,7 +16,7 @@ from typing import Any
 from portagent.contracts._base import short_hash
 from portagent.contracts.agent import AgentSpec
 from portagent.contracts.errors import SpecError, SpecProblem
-from portagent.contracts.loader import load_spec_file
+from portagent.contracts.loader import load_spec_file, read_document
 from portagent.contracts.policy import PermissionPolicy
 from portagent.contracts.tool import ToolSet, ToolSpec
 
@@ -292,6 +292,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             spec = load_spec_file(p, AgentSpec)
         except SpecError as e:
             problems.extend(e.problems)
+            named_by_broken(p, key)
             return None
         problems.extend(_malformed(spec.output_schema, label, "output_schema", "the agent's output_schema"))
         base = p.parent
@@ -408,6 +409,48 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             if target is not None:
                 node.edges.append(DelegationEdge(d.kind, target, d.description, d.context))
         return spec.name
+
+    broken: set[Path] = set()
+
+    def named_by_broken(p: Path, key: Path) -> None:
+        """An agent spec that does not load still names its tools files, policy and sub-agents: what is wrong
+        with each of them is reported now, not once the spec's own fields are fixed (each file's problems
+        as its own load states them; a name that is not a plain string is the spec's own problem)."""
+        if key in broken:
+            return
+        broken.add(key)
+        try:
+            data, _ = read_document(p)
+        except SpecError:
+            return
+        if not isinstance(data, dict):
+            return
+        base = p.parent
+        refs = data.get("tool_files")
+        for ref in dict.fromkeys(r for r in (refs if isinstance(refs, list) else []) if isinstance(r, str)):
+            tp = _tool_file(base, ref)
+            if not tp.is_file():
+                continue
+            try:
+                for at, t in _load_tools_file(tp, str(tp)):
+                    for field_name in ("input_schema", "output_schema"):
+                        where = ".".join(part for part in (at, field_name) if part)
+                        problems.extend(
+                            _malformed(getattr(t, field_name), str(tp), where, f"tool {t.name!r}")
+                        )
+            except SpecError as e:
+                problems.extend(e.problems)
+        policy = data.get("policy")
+        if isinstance(policy, str) and _rel(base, policy).is_file():
+            try:
+                load_spec_file(_rel(base, policy), PermissionPolicy)
+            except SpecError as e:
+                problems.extend(e.problems)
+        delegation = data.get("delegation")
+        for d in delegation if isinstance(delegation, list) else []:
+            sub = d.get("agent") if isinstance(d, dict) else None
+            if isinstance(sub, str) and _rel(base, sub).is_file():
+                load_one(_rel(base, sub), str(_rel(base, sub)), None)
 
     p = Path(path)
     root = load_one(p, str(path), None)

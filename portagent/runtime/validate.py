@@ -229,7 +229,7 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
     try:
         doc = load_spec_file(path)
     except SpecError as e:
-        return FileResult(label, None, e.problems)
+        return FileResult(label, None, _and_what_it_names(path, e.problems))
     kind = getattr(doc, "kind", None)
     result = FileResult(label, kind)
     if isinstance(doc, ToolSpec):
@@ -269,6 +269,25 @@ def check_file(path: Path, provider: str | None = None, *, list_mcp: bool = Fals
             )
             result.problems += judge_script_problems(label, loaded, base)
     return result
+
+
+def _and_what_it_names(path: Path, problems: list[SpecProblem]) -> list[SpecProblem]:
+    """An agent spec that does not load, with the problems of the files it names (tools files, policy,
+    sub-agents: ``load_agent`` reads them even then); any other file's problems as they are."""
+    from portagent.contracts.loader import read_document
+
+    try:
+        data, _ = read_document(path)
+    except SpecError:
+        return problems
+    if not isinstance(data, dict) or data.get("kind") != "agent":
+        return problems
+    try:
+        load_agent(path)
+    except SpecError as e:
+        own = {(p.file, p.path, p.message) for p in problems}
+        return problems + [p for p in e.problems if (p.file, p.path, p.message) not in own]
+    return problems
 
 
 def judge_script_problems(label: str, loaded: LoadedSuite, base: Path) -> list[SpecProblem]:
