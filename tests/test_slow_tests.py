@@ -34,6 +34,25 @@ def test_the_list_reads_back_what_was_written(tmp_path, monkeypatch):
     assert slow_tests.listed() == ({"tests/a.py::test_slow"}, {"tests/a.py::shared"})
 
 
+def test_keep_adds_a_runs_measurements_to_the_list_and_drops_nothing(tmp_path, monkeypatch):
+    """A test near the threshold is slow in one run and fast in the next: rebuilt from one run, the list
+    let such tests back into the fast loop. ``--keep`` keeps what the list named and adds the new."""
+    monkeypatch.setattr(slow_tests, "LIST", tmp_path / "slow_tests.txt")
+    slow_tests.write({"tests/test_slow_tests.py::test_before": 0.5}, {"tests::old_fixture": 2.0})
+    junit = tmp_path / "run.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.test_slow_tests" name="test_before" time="0.01"/>'
+        '<testcase classname="tests.test_slow_tests" name="test_now" time="0.3"/></testsuite></testsuites>',
+        encoding="utf-8",
+    )
+    assert slow_tests.main(["--keep", str(junit)]) == 0
+    tests, fixtures = slow_tests.measured()
+    assert tests == {"tests/test_slow_tests.py::test_before": 0.5, "tests/test_slow_tests.py::test_now": 0.3}
+    assert fixtures == {"tests::old_fixture": 2.0}
+    assert slow_tests.main([str(junit)]) == 0  # without it, the list is this run's alone
+    assert slow_tests.listed() == ({"tests/test_slow_tests.py::test_now"}, set())
+
+
 def test_conftest_marks_listed_tests_and_the_users_of_a_listed_fixture(pytester, monkeypatch):
     pytester.makefile(".ini", pytest=PYTESTER_INI + "markers =\n  slow: slow\n")
     pytester.makepyfile(
