@@ -63,6 +63,10 @@ class AdapterInfo:
     An eval worker imports them while it starts, before its first run's clock (``runtime.eval_workers``), and
     the fork server with the SDK when it preloads it: best effort, a name an SDK version lacks is skipped.
     ``tests/adapters/test_warm_modules.py`` checks each is still imported by a first run."""
+    spec_modules: str = ""
+    """``module:function`` naming, for a loaded agent bundle, the modules its first run imports lazily that
+    depend on the spec rather than the SDK (LangGraph: each chat-model vendor's LangChain integration). An
+    eval worker imports them while it starts, for the agent of its first run, as it does ``warm_modules``."""
     retryable_statuses: frozenset[int] = field(default=RETRYABLE_STATUS)
     """HTTP statuses worth retrying (``error`` events and ``ProviderError.retryable``): 408, 409,
     429, the 5xx server errors and Anthropic's 529 overloaded — one set, shared with the wire parsers."""
@@ -126,9 +130,10 @@ REGISTRY: dict[str, AdapterInfo] = {
         base_url_env="OPENAI_BASE_URL",
         dummy_key="sk-portagent-dummy",
         startup_s=3.0,
-        # the default model's LangChain integration (adapters/langgraph/chat_models.py imports it per spec;
-        # with it, the OpenAI client's types: ~1.5 s). A spec on another vendor imports its own at its run.
-        warm_modules=("langchain_openai",),
+        # each chat-model vendor's LangChain integration the spec names (adapters/langgraph/chat_models.py
+        # imports it per spec; OpenAI's, with the OpenAI client's types: ~1.5 s): by the spec, not a guess,
+        # so a spec on Anthropic's models no longer imported OpenAI's for nothing
+        spec_modules="portagent.adapters.langgraph.chat_models:integration_modules",
     ),
 }
 """Every provider portagent runs on, in ``contracts.agent.PROVIDERS`` order (a test keeps them equal)."""

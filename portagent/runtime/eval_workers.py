@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from portagent.runtime.eval_plan import RunOutcome, RunTask, WorkerStats
 
 # -- workers never outlive the eval ------------------------------------------------------------------
@@ -127,10 +129,11 @@ def stop_worker(proc: Any) -> None:
         proc.join(timeout=10)
 
 
-def _set_up(provider: str) -> None:
-    """Import ``provider``'s adapter and SDK, and what the SDK imports lazily on a first run
-    (``AdapterInfo.warm_modules``); nothing to do for what the fork server preloaded. A failure is left
-    to the run, which reports it as it always did (``MissingExtraError``, an SDK bug)."""
+def _set_up(provider: str, agent: Path | None = None) -> None:
+    """Import ``provider``'s adapter and SDK, and what a first run imports lazily: the SDK's
+    (``AdapterInfo.warm_modules``) and, for the agent at ``agent``, the spec's (``AdapterInfo.spec_modules``);
+    nothing to do for what the fork server preloaded. A failure is left to the run, which reports it as it
+    always did (``MissingExtraError``, an SDK bug, a spec that does not load)."""
     from portagent.adapters.base import REGISTRY
 
     info = REGISTRY.get(provider)
@@ -142,6 +145,18 @@ def _set_up(provider: str) -> None:
         except Exception:  # the run reports what matters; without its adapter the rest is moot
             if name == info.module:
                 return
+    if not info.spec_modules or agent is None:
+        return
+    try:
+        from portagent.runtime.eval_execute import _bundle  # the run finds it loaded
+
+        where, func = info.spec_modules.split(":")
+        names = getattr(importlib.import_module(where), func)(_bundle(agent))
+    except Exception:  # the run loads the spec and reports what is wrong with it
+        return
+    for name in names:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
 
 
 def _die_with_parent() -> None:
@@ -238,7 +253,7 @@ def worker_main(
                 _kill_own_group()
             if not set_up:  # timed as the worker's start-up, not as its first run (RunClock)
                 results.put(("setup", os.getpid(), task.index))
-                _set_up(provider)
+                _set_up(provider, task.agent.path)
                 set_up = True
             results.put(("start", os.getpid(), task.index))
             results.put(("run", os.getpid(), execute(task)))

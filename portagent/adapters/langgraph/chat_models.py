@@ -30,6 +30,13 @@ INTEGRATIONS: dict[str, tuple[str, str]] = {
 three; an environment holding ``langgraph`` alone passes ``get_adapter``'s check (it looks at ``langgraph``)."""
 
 
+def integration_modules(bundle: Any) -> tuple[str, ...]:
+    """The LangChain integration modules the bundle's chat models need (``AdapterInfo.spec_modules``)."""
+    from portagent.adapters.langgraph.rules import vendors
+
+    return tuple(INTEGRATIONS[v][0] for v in vendors(bundle) if v in INTEGRATIONS)
+
+
 def require_integration(vendor: str) -> Any:
     """The LangChain integration module of ``vendor``, imported; missing (or failing to import, e.g. its
     vendor SDK is absent) it is the same usage error as any other missing extra, never a traceback."""
