@@ -257,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         import sys
 
+        if warming:  # interrupted while it imports: it would hold the output for seconds more
+            stop_warm_workers()
         where = f"; the runs finished so far are kept in {out}: add --resume to continue" if out else ""
         sys.stderr.write(f"portagent: interrupted{where}\n")
         return 130

@@ -246,6 +246,14 @@ def _load_tools_file(path: Path, label: str) -> list[tuple[str, ToolSpec]]:
     )
 
 
+def _present(path: Path) -> bool:
+    """Does ``path`` exist? A name the system refuses to look up (longer than it allows, a NUL) does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _rel(base: Path, ref: str) -> Path:
     p = Path(ref)
     return p if p.is_absolute() else base / p
@@ -288,6 +296,8 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         key = p.resolve()
         if key in by_path:
             return by_path[key]
+        if key in broken:  # reported once, however its name is spelt (../agents/a.yaml, a delegation loop)
+            return None
         try:
             spec = load_spec_file(p, AgentSpec)
         except SpecError as e:
@@ -304,7 +314,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         listed: dict[Path, int] = {}  # each tools file (resolved) → where tool_files first names it
         for i, ref in enumerate(spec.tool_files):
             tp = _tool_file(base, ref)
-            if not tp.exists():
+            if not _present(tp):
                 problems.append(SpecProblem(label, f"tool_files.{i}", f"file not found: {ref}"))
                 continue
             first = listed.setdefault(tp.resolve(), i)
@@ -379,7 +389,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             policy = spec.policy
         elif isinstance(spec.policy, str):
             policy_path = _rel(base, spec.policy)
-            if not policy_path.exists():
+            if not _present(policy_path):
                 problems.append(SpecProblem(label, "policy", f"file not found: {spec.policy}"))
                 policy = PermissionPolicy()
             else:
@@ -402,7 +412,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         by_path[key] = spec.name
         for i, d in enumerate(spec.delegation):
             dp = _rel(base, d.agent)
-            if not dp.exists():
+            if not _present(dp):
                 problems.append(SpecProblem(label, f"delegation.{i}.agent", f"file not found: {d.agent}"))
                 continue
             target = load_one(dp, str(dp), (policy, policy_path))
@@ -415,7 +425,8 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
     def named_by_broken(p: Path, key: Path) -> None:
         """An agent spec that does not load still names its tools files, policy and sub-agents: what is wrong
         with each of them is reported now, not once the spec's own fields are fixed (each file's problems
-        as its own load states them; a name that is not a plain string is the spec's own problem)."""
+        as its own load states them, each file once; a name that is not a plain string, or no file, is the
+        spec's own problem, reported when it loads)."""
         if key in broken:
             return
         broken.add(key)
@@ -426,10 +437,25 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
         if not isinstance(data, dict):
             return
         base = p.parent
+        seen: set[Path] = set()
+
+        def named(ref: Any, tools: bool = False) -> Path | None:
+            """The file ``ref`` names, once, if it is one (a name too long for the system is none)."""
+            if not isinstance(ref, str):
+                return None
+            try:
+                f = _tool_file(base, ref) if tools else _rel(base, ref)
+                if not f.is_file() or f.resolve() in seen:
+                    return None
+                seen.add(f.resolve())
+            except (OSError, ValueError):
+                return None
+            return f
+
         refs = data.get("tool_files")
-        for ref in dict.fromkeys(r for r in (refs if isinstance(refs, list) else []) if isinstance(r, str)):
-            tp = _tool_file(base, ref)
-            if not tp.is_file():
+        for ref in refs if isinstance(refs, list) else []:
+            tp = named(ref, tools=True)
+            if tp is None:
                 continue
             try:
                 for at, t in _load_tools_file(tp, str(tp)):
@@ -440,17 +466,17 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                         )
             except SpecError as e:
                 problems.extend(e.problems)
-        policy = data.get("policy")
-        if isinstance(policy, str) and _rel(base, policy).is_file():
+        policy = named(data.get("policy"))
+        if policy is not None:
             try:
-                load_spec_file(_rel(base, policy), PermissionPolicy)
+                load_spec_file(policy, PermissionPolicy)
             except SpecError as e:
                 problems.extend(e.problems)
         delegation = data.get("delegation")
         for d in delegation if isinstance(delegation, list) else []:
-            sub = d.get("agent") if isinstance(d, dict) else None
-            if isinstance(sub, str) and _rel(base, sub).is_file():
-                load_one(_rel(base, sub), str(_rel(base, sub)), None)
+            sub = named(d.get("agent")) if isinstance(d, dict) else None
+            if sub is not None:
+                load_one(sub, str(sub), None)
 
     p = Path(path)
     root = load_one(p, str(path), None)

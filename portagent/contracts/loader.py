@@ -453,7 +453,7 @@ def _union_branches(found: list[tuple[tuple[Any, ...], Any]]) -> list[tuple[tupl
                     _KIND_NAMES.get(e["type"], str(e["msg"]).removeprefix("Input should be ")) for e in group
                 )
             )
-            merged = {**err, "msg": "Input should be " + " or ".join(kinds)}
+            merged = {**err, "type": "union_kinds", "msg": "Input should be " + " or ".join(kinds)}
             out.append((loc, merged))
     return out
 

@@ -102,3 +102,56 @@ def test_names_that_are_not_plain_strings_are_left_to_the_agents_own_problems(tm
     with pytest.raises(SpecError) as caught:
         load_agent(folder / "agent.yaml")
     assert {Path(p.file).name for p in caught.value.problems} == {"agent.yaml"}
+
+
+def _agent(path: Path, extra: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "kind: agent\nschema_version: 1\nname: " + path.stem + "\ninstructionz: hi\n"
+        "models: {openai: gpt-4.1-mini}\n" + extra,
+        encoding="utf-8",
+    )
+
+
+def test_a_name_the_system_cannot_look_up_is_no_file_not_a_crash(tmp_path: Path) -> None:
+    """A 5 000-character name made ``is_file`` raise (ENAMETOOLONG): the agent's own problems were lost to
+    "[Errno 36] File name too long", for a broken spec and a valid one alike."""
+    long = "a" * 5000
+    _agent(
+        tmp_path / "broken.yaml",
+        f'tool_files: ["{long}.yaml"]\npolicy: "{long}"\n'
+        f'delegation: [{{agent: "{long}", kind: handoff, description: d}}]\n',
+    )
+    with pytest.raises(SpecError) as caught:
+        load_agent(tmp_path / "broken.yaml")
+    assert _where(caught.value.problems) == {("broken.yaml", "instructions"), ("broken.yaml", "instructionz")}
+    valid = (tmp_path / "broken.yaml").read_text(encoding="utf-8").replace("instructionz", "instructions")
+    (tmp_path / "valid.yaml").write_text(valid.replace("name: broken", "name: valid"), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_agent(tmp_path / "valid.yaml")
+    assert {(p.path, p.message[:16]) for p in caught.value.problems} == {
+        ("tool_files.0", "file not found: "),
+        ("policy", "file not found: "),
+        ("delegation.0.agent", "file not found: "),
+    }
+
+
+def test_one_file_reached_by_two_spellings_is_reported_once(tmp_path: Path) -> None:
+    """``../agents/s.yaml`` from ``agents/s.yaml`` is ``s.yaml`` itself; ``sub/../tools.yaml`` is ``tools.yaml``."""
+    _agent(
+        tmp_path / "agents" / "s.yaml",
+        "delegation: [{agent: ../agents/s.yaml, kind: handoff, description: d}]\n",
+    )
+    (tmp_path / "agents" / "tools.yaml").write_text(
+        (EXAMPLES / "support_desk" / "tools.yaml")
+        .read_text(encoding="utf-8")
+        .replace("query: {type: string, minLength: 2", "query: {type: strng, minLength: 2", 1),
+        encoding="utf-8",
+    )
+    (tmp_path / "agents" / "sub").mkdir()
+    _agent(tmp_path / "agents" / "t.yaml", "tool_files: [tools.yaml, sub/../tools.yaml]\n")
+    for name, expected in (("s.yaml", 2), ("t.yaml", 3)):
+        with pytest.raises(SpecError) as caught:
+            load_agent(tmp_path / "agents" / name)
+        found = [(Path(p.file).resolve(), p.path) for p in caught.value.problems]
+        assert len(found) == len(set(found)) == expected, found

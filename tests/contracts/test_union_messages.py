@@ -169,3 +169,26 @@ def _containing(fragment: str) -> Any:
         __hash__ = str.__hash__
 
     return Containing(fragment)
+
+
+def test_a_merged_message_keeps_every_kind_whatever_the_members_order() -> None:
+    """With the model first (``list[Model | str]``), the merged "a mapping or a string" was rewritten as the
+    model's own "Input should be a mapping", losing the string (no shipped contract orders it so; found by
+    a review on a small model)."""
+    from pydantic import BaseModel, ValidationError
+
+    from portagent.contracts.loader import problems_from_validation
+
+    class Item(BaseModel):
+        a: int
+
+    class Holder(BaseModel):
+        z: list[Item | str]
+
+    data = {"z": [5]}
+    with pytest.raises(ValidationError) as caught:
+        Holder.model_validate(data)
+    problems = problems_from_validation(caught.value, "h.yaml", None, Holder, data=data)
+    assert [(p.path, p.message) for p in problems] == [
+        ("z.0", "Input should be a mapping or a string (got 5)")
+    ]

@@ -146,3 +146,41 @@ def test_an_eval_given_its_providers_warms_the_workers_before_it_loads_the_suite
     )
     assert done.stdout.split()[-2:] in (["0", "[True]"], ["1", "[True]"]), (done.stdout, done.stderr[-3000:])
     assert (tmp_path / "out" / "runs").is_dir()
+
+
+INTERRUPTED = """
+import sys
+from multiprocessing import forkserver
+
+import portagent.contracts.loaded_suite as loaded_suite
+from portagent.cli import main
+
+
+def load_suite(*args, **kwargs):
+    raise KeyboardInterrupt  # Ctrl-C while the eval loads its suite, the fork server still importing
+
+
+loaded_suite.load_suite = load_suite
+code = main(["eval", sys.argv[1], "--replay", "--providers", "openai", "--cassettes", sys.argv[2], "--no-progress"])
+print(code, forkserver._forkserver._forkserver_pid)
+"""
+
+
+def test_an_eval_interrupted_before_its_runs_ends_the_warm_up_at_once(tmp_path: Path) -> None:
+    """Ctrl-C (a CI cancel) during the eval's start left the fork server importing for seconds with the
+    output pipes held (the early warm-up; found by a review)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            INTERRUPTED,
+            str(REPO / "examples" / "support_desk" / "suite.yaml"),
+            str(REPO / "cassettes"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
+    )
+    assert done.stdout.split()[-2:] == ["130", "None"], (done.stdout, done.stderr[-3000:])
+    assert "interrupted" in done.stderr
