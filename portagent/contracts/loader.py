@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, get_args, get_origin, overload
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -358,18 +358,51 @@ def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 
 def _field_names(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """Field names allowed at ``loc`` (for 'did you mean' on unknown fields)."""
+    """Field names allowed at ``loc``, pydantic's own location of the error (for 'did you mean' on unknown
+    fields). Through a union, the member its tag names (a class name, or a discriminator's value such as a
+    fault's ``stall``), else the first member."""
     current: Any = model
+    members: list[type[BaseModel]] = [model]
     for part in loc:
         if isinstance(part, int) or current is None:
             continue
+        tagged = _tagged(members, part)
+        if tagged is not None:  # the tag is pydantic's, not the document's
+            current, members = tagged, [tagged]
+            continue
         fields = getattr(current, "model_fields", None)
         if not fields or part not in fields:
+            if _union_tag(part):
+                continue
             return []
-        ann = fields[part].annotation
-        current = _first_model(ann)
+        members = _models_in(fields[part].annotation)
+        current = members[0] if members else None
     fields = getattr(current, "model_fields", None) or {}
     return [f.alias or name for name, f in fields.items()]
+
+
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    """The models an annotation holds (``list[A | B] | None`` → A, B), in order."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    found: list[type[BaseModel]] = []
+    for arg in getattr(ann, "__args__", ()) or ():
+        found += [m for m in _models_in(arg) if m not in found]
+    return found
+
+
+def _tagged(members: list[type[BaseModel]], tag: Any) -> type[BaseModel] | None:
+    """The member of a union that ``tag`` names in a pydantic error location, if any."""
+    if len(members) < 2 or not isinstance(tag, str):
+        return None
+    for m in members:
+        if m.__name__ == tag:
+            return m
+    for m in members:
+        for f in m.model_fields.values():
+            if get_origin(f.annotation) is Literal and tag in get_args(f.annotation):
+                return m
+    return None
 
 
 def _first_model(ann: Any) -> type[BaseModel] | None:
@@ -402,6 +435,14 @@ def _real_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
         if (isinstance(cur, dict) and part in cur) or (
             isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
         ):
+            if (
+                isinstance(cur, dict)
+                and not isinstance(cur[part], dict | list)
+                and any(not _union_tag(rest) for rest in loc[i + 1 :])
+            ):
+                # a tagged union's tag that is also a key of the document (``fault: {type: stall, stall:
+                # 500}``): a field lies beyond it, and no field lies inside a scalar, so it is the tag
+                continue
             out.append(part)
             cur = cur[part]
         elif last and isinstance(cur, dict) and isinstance(part, str) and not _union_tag(part):
@@ -482,7 +523,7 @@ def problems_from_validation(
         etype = err["type"]
         if etype == "extra_forbidden":
             name = str(loc[-1]) if loc else ""
-            allowed = _field_names(model, loc[:-1])
+            allowed = _field_names(model, tuple(err["loc"])[:-1])
             close = difflib.get_close_matches(name, allowed, n=1)
             hint = (
                 f" (did you mean {close[0]!r}?)"

@@ -192,3 +192,71 @@ def test_a_merged_message_keeps_every_kind_whatever_the_members_order() -> None:
     assert [(p.path, p.message) for p in problems] == [
         ("z.0", "Input should be a mapping or a string (got 5)")
     ]
+
+
+FAULTS = EXAMPLES / "emulator" / "faults.yaml"
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        # a key equal to the union's tag (the fault type ``stall``): the path went to ``fault.stall`` for the
+        # missing ``stall_ms``, and the hint listed the first fault type's fields
+        (
+            "fault: {type: stall, after_events: 3, stall: 2000}",
+            {("fault.stall_ms", "required field is missing"), ("fault.stall", "did you mean 'stall_ms'?")},
+        ),
+        (
+            "fault: {type: stall, after_events: 3, stal_ms: 2000}",
+            {("fault.stall_ms", "required field is missing"), ("fault.stal_ms", "did you mean 'stall_ms'?")},
+        ),
+    ],
+)
+def test_a_tagged_unions_member_is_the_one_its_tag_names(
+    written: str, expected: set[tuple[str, str]]
+) -> None:
+    text = FAULTS.read_text(encoding="utf-8")
+    right = "fault: {type: stall, after_events: 3, stall_ms: 2000}"
+    assert right in text
+    data = yaml.safe_load(text.replace(right, written))
+    found = _problems(data)
+    at = next(p for p, _ in found).rsplit(".fault.", 1)[0] + "."
+    got = {(p.removeprefix(at), m) for p, m in found}
+    for path, fragment in expected:
+        assert any(p == path and fragment in m for p, m in got), (path, fragment, got)
+    assert len(got) == len(expected), got
+
+
+def _problems_of(model: Any, data: dict[str, Any]) -> list[tuple[str, str]]:
+    from pydantic import ValidationError
+
+    from portagent.contracts.loader import problems_from_validation
+
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(data)
+    return [
+        (p.path, p.message) for p in problems_from_validation(caught.value, "w.yaml", None, model, data=data)
+    ]
+
+
+def test_a_tag_that_is_also_a_key_of_the_document_is_not_a_place_in_it() -> None:
+    from typing import Annotated, Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class A(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        kind: Literal["a"]
+        a: int
+
+    class B(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        kind: Literal["b"]
+        b: int
+
+    class Holder(BaseModel):
+        w: Annotated[A | B, Field(discriminator="kind")]
+
+    assert _problems_of(Holder, {"w": {"kind": "a", "a": 1, "zz": 1}}) == [
+        ("w.zz", "unknown field 'zz' (allowed: kind, a)")
+    ]
