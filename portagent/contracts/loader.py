@@ -544,6 +544,8 @@ def problems_from_validation(
                 if isinstance(given, dict)
                 else "a list"
                 if isinstance(given, list)
+                else json.dumps(given)  # as YAML and JSON write them: null, true
+                if given is None or isinstance(given, bool)
                 else repr(given)
             )
             said = err["msg"]

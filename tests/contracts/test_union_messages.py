@@ -260,3 +260,11 @@ def test_a_tag_that_is_also_a_key_of_the_document_is_not_a_place_in_it() -> None
     assert _problems_of(Holder, {"w": {"kind": "a", "a": 1, "zz": 1}}) == [
         ("w.zz", "unknown field 'zz' (allowed: kind, a)")
     ]
+
+
+def test_null_and_booleans_are_shown_as_the_document_writes_them() -> None:
+    data = yaml.safe_load((EXAMPLES / "support_desk" / "agent.yaml").read_text(encoding="utf-8"))
+    data["description"] = None
+    with pytest.raises(SpecError) as caught:
+        validate_document(data, "agent.yaml")
+    assert [p.message for p in caught.value.problems] == ["Input should be a valid string (got null)"]
