@@ -219,38 +219,43 @@ def _pool(
     # several evals (tests, a notebook) every later worker imported the run path again.
     warm_workers([t.provider for t in tasks])
     pool = Workers(tasks, run_timeout, stats)
-    queues: dict[str, Any] = {}
-    for t in tasks:
-        if t.provider not in queues:
-            queues[t.provider] = pool.queue()
-        queues[t.provider].put(t)
-    for q in queues.values():
-        for _ in range(workers):  # at most `workers` workers of one provider ever read a sentinel
-            q.put(None)
-    left = Counter(t.provider for t in tasks)  # not finished yet
-    active: Counter[str] = Counter()  # live workers per provider
-    speed = _Speed()
-
-    def queued(p: str) -> int:
-        return left[p] - active[p]
-
-    def start_one(initial: bool = False) -> bool:
-        """Start a worker for the provider that needs one most; a provider that already has workers
-        gets another only when its remaining work outweighs the new worker's start-up (SDK import)."""
-        candidates = [
-            p for p in queues if queued(p) > 0 and (initial or speed.worth_another(p, queued(p), active[p]))
-        ]
-        if not candidates:
-            return False
-        p = next_provider(candidates, {c: queued(c) for c in candidates}, active, speed)
-        speed.started(pool.start(p, queues[p], dict(os.environ)), p)
-        active[p] += 1
-        return True
-
-    for _ in range(min(workers, len(tasks))):
-        if not start_one(initial=True):
-            break
+    # from here on the pool is closed whatever happens: an interrupt while the first workers start (the
+    # fork server still importing) left the task queues' feeder threads blocked on full pipes, and the
+    # eval hung at exit waiting for them
     try:
+        queues: dict[str, Any] = {}
+        for t in tasks:
+            if t.provider not in queues:
+                queues[t.provider] = pool.queue()
+            queues[t.provider].put(t)
+        for q in queues.values():
+            for _ in range(workers):  # at most `workers` workers of one provider ever read a sentinel
+                q.put(None)
+        left = Counter(t.provider for t in tasks)  # not finished yet
+        active: Counter[str] = Counter()  # live workers per provider
+        speed = _Speed()
+
+        def queued(p: str) -> int:
+            return left[p] - active[p]
+
+        def start_one(initial: bool = False) -> bool:
+            """Start a worker for the provider that needs one most; a provider that already has workers
+            gets another only when its remaining work outweighs the new worker's start-up (SDK import)."""
+            candidates = [
+                p
+                for p in queues
+                if queued(p) > 0 and (initial or speed.worth_another(p, queued(p), active[p]))
+            ]
+            if not candidates:
+                return False
+            p = next_provider(candidates, {c: queued(c) for c in candidates}, active, speed)
+            speed.started(pool.start(p, queues[p], dict(os.environ)), p)
+            active[p] += 1
+            return True
+
+        for _ in range(min(workers, len(tasks))):
+            if not start_one(initial=True):
+                break
         while len(pool):
             for event in pool.events(timeout=0.5):
                 if isinstance(event, Finished):
