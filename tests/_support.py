@@ -66,6 +66,23 @@ def python_json(code: str, *args: str, cwd: Path | None = None) -> tuple[Any, st
     return json.loads(lines[-1]), done.stderr
 
 
+def run_probe(
+    code: str, *args: str | Path, home: Path, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter with ``args`` and ``home`` as its ``PORTAGENT_HOME``: a probe that
+    changes portagent in its own process (a function that raises an interrupt) and prints what it saw."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PORTAGENT_HOME": str(home)},
+        check=False,
+    )
+
+
 def cli_modules(*argv: str, cwd: Path | None = None) -> tuple[int, list[str], str]:
     """Run the CLI with ``argv`` in a fresh interpreter: its exit code, every module it left in
     ``sys.modules`` (what a command imported: structural, never timed) and its stderr."""

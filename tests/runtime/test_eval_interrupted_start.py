@@ -7,12 +7,9 @@ blocked on full pipes no worker would read, and the eval hung at exit, for good 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from _support import REPO
+from _support import REPO, run_probe
 
 PROBE = """
 import sys
@@ -33,18 +30,7 @@ print("exit", code)
 
 
 def test_an_eval_interrupted_while_its_workers_start_exits(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            PROBE,
-            str(REPO / "examples" / "support_desk" / "suite.yaml"),
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,  # it hung for good before
-        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
-    )
+    suite = REPO / "examples" / "support_desk" / "suite.yaml"
+    done = run_probe(PROBE, suite, tmp_path / "out", home=tmp_path / "home", timeout=60)  # it hung for good
     assert done.stdout.strip().splitlines()[-1] == "exit 130", (done.stdout, done.stderr[-3000:])
     assert "portagent: interrupted" in done.stderr

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import REPO, require_path
+from _support import REPO, require_path, run_probe
 
 PROBE = """
 import sys
@@ -68,6 +68,8 @@ def test_a_pool_that_starts_the_fork_server_starts_it_warm(tmp_path: Path) -> No
     assert done.stdout.split()[-1] == "warm", done.stdout
 
 
+SUITE = REPO / "examples" / "support_desk" / "suite.yaml"
+
 REFUSED = """
 import multiprocessing.forkserver as fs
 import sys
@@ -80,22 +82,10 @@ print(code, fs._forkserver._forkserver_pid)
 
 
 def test_an_eval_refused_before_it_runs_starts_no_workers(tmp_path: Path) -> None:
-    """The fork server (and its SDK import, seconds) starts once the suite and the plan are good: an eval
-    refused for a missing cassette started it first, imported openai-agents for nothing, and a caller reading
-    its output (CI, ``| tee``) waited for that, as the server holds the output pipes."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            REFUSED,
-            str(REPO / "examples" / "support_desk" / "suite.yaml"),
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
-    )
+    """An eval refused for a missing cassette leaves no fork server behind: given ``--providers`` it starts
+    warming at once (below), and the refusal ends it; a server left importing openai-agents for nothing held
+    the output pipes, so a caller reading the refusal (CI, ``| tee``) waited for that."""
+    done = run_probe(REFUSED, SUITE, tmp_path, home=tmp_path / "home")
     assert "cassettes missing for --replay" in done.stderr, done.stderr[-3000:]
     assert done.stdout.split() == ["1", "None"], done.stdout
 
@@ -130,20 +120,7 @@ def test_an_eval_given_its_providers_warms_the_workers_before_it_loads_the_suite
     importing the eval core, loading the suite, planning — as the demo's does; started after the plan, the
     two took turns on a machine with a CPU to spare."""
     require_path(REPO / "cassettes" / "support-desk", "the demo's committed cassettes")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            EARLY,
-            str(REPO / "examples" / "support_desk" / "suite.yaml"),
-            str(REPO / "cassettes"),
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
-    )
+    done = run_probe(EARLY, SUITE, REPO / "cassettes", tmp_path / "out", home=tmp_path / "home")
     assert done.stdout.split()[-2:] in (["0", "[True]"], ["1", "[True]"]), (done.stdout, done.stderr[-3000:])
     assert (tmp_path / "out" / "runs").is_dir()
 
@@ -169,18 +146,6 @@ print(code, forkserver._forkserver._forkserver_pid)
 def test_an_eval_interrupted_before_its_runs_ends_the_warm_up_at_once(tmp_path: Path) -> None:
     """Ctrl-C (a CI cancel) during the eval's start left the fork server importing for seconds with the
     output pipes held (the early warm-up; found by a review)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            INTERRUPTED,
-            str(REPO / "examples" / "support_desk" / "suite.yaml"),
-            str(REPO / "cassettes"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "PORTAGENT_HOME": str(tmp_path / "home")},
-    )
+    done = run_probe(INTERRUPTED, SUITE, REPO / "cassettes", home=tmp_path / "home")
     assert done.stdout.split()[-2:] == ["130", "None"], (done.stdout, done.stderr[-3000:])
     assert "interrupted" in done.stderr
