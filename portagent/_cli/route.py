@@ -45,8 +45,9 @@ def _load_requests(path: str) -> Any:
     from pydantic import ValidationError
 
     from portagent.contracts.errors import SpecError, SpecProblem
-    from portagent.contracts.loader import problems_from_validation, read_document
+    from portagent.contracts.loader import read_document
     from portagent.contracts.router import RouteRequests
+    from portagent.contracts.validation_problems import problems_from_validation
 
     data, node = read_document(Path(path))
     if not isinstance(data, dict):

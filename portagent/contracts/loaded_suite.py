@@ -47,7 +47,8 @@ def load_suite(path: str | Path) -> LoadedSuite:
 
     Raises ``SpecError`` listing every problem (file, field path, line when known).
     """
-    from portagent.contracts.loader import problems_from_validation, read_document, validate_document
+    from portagent.contracts.loader import read_document, validate_document
+    from portagent.contracts.validation_problems import problems_from_validation
 
     suite_path = Path(path)
     label = str(path)
@@ -191,8 +192,8 @@ def _check_tool_names(
     An agent spec that does not load is one problem, and the names are then left unchecked (against the
     other agent alone, a name only the broken one has would look unknown)."""
     from portagent.contracts.bundle import load_agent
-    from portagent.contracts.loader import line_of
     from portagent.contracts.suite_tools import KnownTools, unknown_tool_problems
+    from portagent.contracts.validation_problems import line_of
 
     known: list[KnownTools] = []
     complete = True

@@ -95,7 +95,7 @@ def unknown_tool_problems(
 ) -> list[SpecProblem]:
     """One problem per tool name of ``case`` that no agent in ``known`` can call. ``file``, ``at`` (the
     case's field path in it) and ``node`` (its YAML tree, for lines) say where the case is written."""
-    from portagent.contracts.loader import line_of
+    from portagent.contracts.validation_problems import line_of
 
     if not known:
         return []

@@ -177,7 +177,7 @@ def test_a_merged_message_keeps_every_kind_whatever_the_members_order() -> None:
     a review on a small model)."""
     from pydantic import BaseModel, ValidationError
 
-    from portagent.contracts.loader import problems_from_validation
+    from portagent.contracts.validation_problems import problems_from_validation
 
     class Item(BaseModel):
         a: int
@@ -230,7 +230,7 @@ def test_a_tagged_unions_member_is_the_one_its_tag_names(
 def _problems_of(model: Any, data: dict[str, Any]) -> list[tuple[str, str]]:
     from pydantic import ValidationError
 
-    from portagent.contracts.loader import problems_from_validation
+    from portagent.contracts.validation_problems import problems_from_validation
 
     with pytest.raises(ValidationError) as caught:
         model.model_validate(data)
