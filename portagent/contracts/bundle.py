@@ -269,6 +269,15 @@ def _tool_file(base: Path, ref: str) -> Path:
     return _rel(base, ref)
 
 
+def _tool_schemas_malformed(tool: ToolSpec, label: str, at: str) -> list[SpecProblem]:
+    """``_malformed`` of a tool's input and output schemas, the tool at field path ``at`` of ``label``."""
+    out: list[SpecProblem] = []
+    for field_name in ("input_schema", "output_schema"):
+        where = ".".join(part for part in (at, field_name) if part)
+        out += _malformed(getattr(tool, field_name), label, where, f"tool {tool.name!r}")
+    return out
+
+
 def _malformed(schema: dict[str, Any] | None, label: str, where: str, what: str) -> list[SpecProblem]:
     """``schema`` (a tool's input or output schema, an agent's output schema) when it is not itself a valid
     JSON Schema: every call of the tool, or every structured answer, would fail, and the run would end on a
@@ -379,10 +388,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
             if folder is not None:
                 tool_folders[tool.name] = folder
             file, at = (Path(label), f"tools.{i}") if isinstance(entry, ToolSpec) else from_file[entry]
-            for field_name in ("input_schema", "output_schema"):
-                where = ".".join(part for part in (at, field_name) if part)
-                what = f"tool {tool.name!r}"
-                problems.extend(_malformed(getattr(tool, field_name), str(file), where, what))
+            problems.extend(_tool_schemas_malformed(tool, str(file), at))
         policy: PermissionPolicy
         policy_path: Path | None = None
         if isinstance(spec.policy, PermissionPolicy):
@@ -459,11 +465,7 @@ def load_agent(path: str | Path, *, default_policy: PermissionPolicy | None = No
                 continue
             try:
                 for at, t in _load_tools_file(tp, str(tp)):
-                    for field_name in ("input_schema", "output_schema"):
-                        where = ".".join(part for part in (at, field_name) if part)
-                        problems.extend(
-                            _malformed(getattr(t, field_name), str(tp), where, f"tool {t.name!r}")
-                        )
+                    problems.extend(_tool_schemas_malformed(t, str(tp), at))
             except SpecError as e:
                 problems.extend(e.problems)
         policy = named(data.get("policy"))
